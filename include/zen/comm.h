@@ -1,0 +1,258 @@
+/*
+ * comm.h - communicators, point-to-point messages and dense collectives.
+ *
+ * A communicator is a group of N ranks that created it together. Ranks talk through one
+ * transport: "inproc" (ranks are threads of one process), "tcp" (one process per rank, full
+ * mesh) or "mpi" (Open MPI underneath, when built with it).
+ *
+ * Ordering contract: every rank of a communicator issues the same collectives in the same order.
+ * Thread safety: one thread uses a communicator at a time (different communicators may be used
+ * by different threads concurrently); zen_comm_abort may be called from any thread at any time.
+ * Failure model: every blocking wait has a deadline (opts.timeout_s); on a timeout or a dead peer
+ * the call returns an error and zen_comm_last_error names the rank and the peer.
+ */
+#ifndef ZEN_COMM_H
+#define ZEN_COMM_H
+
+#include <zen/zen.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zen_comm zen_comm;
+typedef struct zen_request zen_request;
+typedef struct zen_inproc_world zen_inproc_world;
+
+typedef enum zen_transport_kind {
+    ZEN_TRANSPORT_AUTO = 0, /* mpi when started by mpirun (and built with MPI), else tcp when
+                               RANK/ZEN_RANK is set, else inproc when a world is given */
+    ZEN_TRANSPORT_INPROC = 1,
+    ZEN_TRANSPORT_TCP = 2,
+    ZEN_TRANSPORT_MPI = 3
+} zen_transport_kind;
+
+/* Name of a transport kind ("inproc"). */
+const char *zen_transport_name(zen_transport_kind kind);
+
+/*
+ * Options for zen_comm_create. Initialise with ZEN_COMM_OPTIONS_INIT so fields added later get
+ * their defaults.
+ *  rank, world_size: -1 means "from the environment" (ZEN_RANK/ZEN_WORLD_SIZE, RANK/WORLD_SIZE,
+ *      OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE), required for inproc.
+ *  master_addr, master_port: rendezvous of the tcp transport; NULL/0 means from the environment
+ *      (ZEN_MASTER_ADDR/ZEN_MASTER_PORT, MASTER_ADDR/MASTER_PORT).
+ *  inproc_world: the shared world for the inproc transport (zen_inproc_world_create).
+ *  timeout_s: deadline of every blocking wait; <= 0 means the default 300 s (ZEN_TIMEOUT_S).
+ */
+typedef struct zen_comm_options {
+    zen_transport_kind transport;
+    int rank;
+    int world_size;
+    const char *master_addr;
+    int master_port;
+    zen_inproc_world *inproc_world;
+    double timeout_s;
+} zen_comm_options;
+
+#define ZEN_COMM_OPTIONS_INIT {ZEN_TRANSPORT_AUTO, -1, -1, NULL, 0, NULL, 0.0}
+
+/*
+ * Create a communicator. Collective: every rank of the world calls it. On success *out owns the
+ * communicator; release it with zen_comm_destroy. Agrees on hash seeds (broadcast from rank 0)
+ * used by the sparse module. On failure *out is NULL and the status says why (the reason is
+ * also logged).
+ */
+zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out);
+
+/*
+ * Split (MPI_Comm_split): ranks with the same color form a new communicator, ordered by key and
+ * then by parent rank. color < 0 (ZEN_SPLIT_NONE) joins nothing and gets *out = NULL. Collective
+ * over the parent. The child shares the parent's transport; destroy children before the parent.
+ */
+#define ZEN_SPLIT_NONE (-1)
+zen_status zen_comm_split(zen_comm *comm, int color, int key, zen_comm **out);
+
+/* Collective flush: returns once every rank has reached it (a barrier with a timeout). */
+zen_status zen_comm_finalize(zen_comm *comm);
+
+/* Local release of a communicator and, for a root communicator, its transport. NULL is ok. */
+void zen_comm_destroy(zen_comm *comm);
+
+/*
+ * Abort: wake every blocked call on this communicator (and its transport) with ZEN_EABORTED and
+ * tell peers, without blocking. Safe from any thread. The communicator must still be destroyed.
+ */
+void zen_comm_abort(zen_comm *comm);
+
+int zen_comm_rank(const zen_comm *comm);
+int zen_comm_size(const zen_comm *comm);
+zen_transport_kind zen_comm_transport(const zen_comm *comm);
+double zen_comm_timeout(const zen_comm *comm);
+
+/*
+ * Host grouping of this rank, from the launcher (ZEN_LOCAL_RANK/ZEN_LOCAL_SIZE,
+ * LOCAL_RANK/LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK/SIZE); inproc: all ranks on one host.
+ */
+int zen_comm_local_rank(const zen_comm *comm);
+int zen_comm_local_size(const zen_comm *comm);
+
+/*
+ * The last error recorded on this communicator, e.g. "rank 3: recv from rank 5 timed out after
+ * 300.0 s in allreduce". Owned by the communicator, valid until its next call. "" when none.
+ */
+const char *zen_comm_last_error(const zen_comm *comm);
+
+/* Byte and message counters. Per-call counters cover the last completed collective or p2p call. */
+typedef struct zen_comm_stats {
+    uint64_t bytes_sent;
+    uint64_t bytes_recv;
+    uint64_t msgs_sent;
+    uint64_t msgs_recv;
+    uint64_t last_bytes_sent;
+    uint64_t last_bytes_recv;
+    uint64_t last_msgs_sent;
+    uint64_t last_msgs_recv;
+    uint64_t collectives; /* collectives completed on this communicator */
+} zen_comm_stats;
+
+zen_status zen_comm_get_stats(const zen_comm *comm, zen_comm_stats *out);
+void zen_comm_reset_stats(zen_comm *comm);
+
+/*
+ * Arrival stamps. Each rank records, for each collective it enters, the wall-clock time (ns,
+ * CLOCK_REALTIME, so processes on one host compare) at which it arrived and left. The last
+ * ZEN_ARRIVAL_HISTORY collectives are kept.
+ */
+#define ZEN_ARRIVAL_HISTORY 64
+typedef struct zen_arrival {
+    uint64_t seq;        /* collective sequence number on this communicator (same on all ranks) */
+    const char *op;      /* static name of the collective */
+    int64_t arrive_ns;   /* when this rank entered the call */
+    int64_t leave_ns;    /* when it returned */
+} zen_arrival;
+
+/* Copy up to max of this rank's most recent arrivals, newest last; *count gets how many. Local. */
+zen_status zen_comm_arrivals(const zen_comm *comm, zen_arrival *out, size_t max, size_t *count);
+
+/*
+ * Collective: gather every rank's arrival time at the most recent collective that all ranks have
+ * completed before this call (the same seq everywhere). arrive_ns must hold size entries; *seq gets
+ * the collective's sequence number and *op_name its name. Used to report who waits for whom.
+ */
+zen_status zen_comm_gather_arrivals(zen_comm *comm, int64_t *arrive_ns, uint64_t *seq,
+                                    const char **op_name);
+
+/* ---- Point-to-point. Tags are user values in [0, ZEN_TAG_MAX]. Messages between one pair of
+ * ranks with one tag arrive in the order they were sent. ---- */
+#define ZEN_TAG_MAX 0x7fffffff
+
+/* Blocking send of bytes to peer; returns when buf may be reused. */
+zen_status zen_send(zen_comm *comm, const void *buf, size_t bytes, int peer, int tag);
+
+/*
+ * Blocking receive of at most capacity bytes from peer. *received (may be NULL) gets the length.
+ * A longer message is an error (ZEN_EPROTO) and is discarded.
+ */
+zen_status zen_recv(zen_comm *comm, void *buf, size_t capacity, int peer, int tag,
+                    size_t *received);
+
+/* Nonblocking variants. The buffer must stay valid until the request completes. */
+zen_status zen_isend(zen_comm *comm, const void *buf, size_t bytes, int peer, int tag,
+                     zen_request **req);
+zen_status zen_irecv(zen_comm *comm, void *buf, size_t capacity, int peer, int tag,
+                     zen_request **req);
+
+/* *done = 1 when finished (then the request's status is returned), 0 otherwise. */
+zen_status zen_request_test(zen_request *req, int *done);
+
+/*
+ * Wait at most timeout_s seconds (< 0: the communicator's timeout). Returns the request's status
+ * or ZEN_ETIMEDOUT (the request stays valid and can be waited on again). *received may be NULL.
+ */
+zen_status zen_request_wait(zen_request *req, double timeout_s, size_t *received);
+
+/* Release a request. An unfinished receive is cancelled; an unfinished send is completed first. */
+void zen_request_free(zen_request *req);
+
+/* ---- Dense collectives. sendbuf == recvbuf means in place. count 0 is valid. ---- */
+
+/* Allreduce algorithms; AUTO picks by size and rank count (override: ZEN_ALLREDUCE_ALGO). */
+typedef enum zen_allreduce_algo {
+    ZEN_ALLREDUCE_AUTO = 0,
+    ZEN_ALLREDUCE_RING = 1,
+    ZEN_ALLREDUCE_RHD = 2, /* recursive halving/doubling (Rabenseifner) */
+    ZEN_ALLREDUCE_MPI = 3  /* the MPI library's own (mpi transport with ZEN_MPI_NATIVE=1) */
+} zen_allreduce_algo;
+
+const char *zen_allreduce_algo_name(zen_allreduce_algo algo);
+
+zen_status zen_allreduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+                         zen_dtype dtype, zen_op op);
+
+/* Same, with an explicit algorithm (AUTO behaves as zen_allreduce). */
+zen_status zen_allreduce_with(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+                              zen_dtype dtype, zen_op op, zen_allreduce_algo algo);
+
+/* The algorithm zen_allreduce would use for this count and dtype on this communicator. */
+zen_allreduce_algo zen_allreduce_choice(const zen_comm *comm, size_t count, zen_dtype dtype);
+
+/* sendbuf holds size*recvcount elements; rank r receives the reduction of block r. */
+zen_status zen_reduce_scatter(zen_comm *comm, const void *sendbuf, void *recvbuf,
+                              size_t recvcount, zen_dtype dtype, zen_op op);
+
+/* sendbuf holds sum(recvcounts) elements, blocks in rank order; rank r receives block r. */
+zen_status zen_reduce_scatterv(zen_comm *comm, const void *sendbuf, void *recvbuf,
+                               const size_t *recvcounts, zen_dtype dtype, zen_op op);
+
+/* recvbuf holds size*sendcount elements, rank order. In place: sendbuf == recvbuf+rank*count. */
+zen_status zen_allgather(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t sendcount,
+                         zen_dtype dtype);
+
+/* Rank r contributes recvcounts[r] elements placed at recvbuf + displs[r] (elements). */
+zen_status zen_allgatherv(zen_comm *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                          const size_t *recvcounts, const size_t *displs, zen_dtype dtype);
+
+/* count elements to and from every rank. */
+zen_status zen_alltoall(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+                        zen_dtype dtype);
+
+/* Pairwise exchange with per-rank counts and displacements (elements). Not in place. */
+zen_status zen_alltoallv(zen_comm *comm, const void *sendbuf, const size_t *sendcounts,
+                         const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                         const size_t *rdispls, zen_dtype dtype);
+
+zen_status zen_broadcast(zen_comm *comm, void *buf, size_t count, zen_dtype dtype, int root);
+
+/* recvbuf is used on root only (may be NULL elsewhere). */
+zen_status zen_reduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+                      zen_dtype dtype, zen_op op, int root);
+
+/* Root receives size*count elements in rank order; recvbuf may be NULL elsewhere. */
+zen_status zen_gather(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+                      zen_dtype dtype, int root);
+
+zen_status zen_barrier(zen_comm *comm);
+
+/* ---- In-process ranks. ---- */
+
+/* A world of n in-process ranks; pass it in zen_comm_options.inproc_world from each rank thread. */
+zen_status zen_inproc_world_create(int nranks, zen_inproc_world **out);
+void zen_inproc_world_destroy(zen_inproc_world *world);
+
+/*
+ * Run fn on nranks threads. Each thread gets a communicator created with *base (transport,
+ * rank, world fields are filled in; base may be NULL) and destroys it when fn returns. A rank
+ * whose fn returns an error aborts the world so that no other rank waits forever. rank_status
+ * (nranks entries, may be NULL) gets each rank's result. Returns ZEN_OK when every rank succeeded,
+ * else the first failing rank's status.
+ */
+typedef zen_status (*zen_rank_fn)(zen_comm *comm, void *arg);
+zen_status zen_run_inproc(int nranks, const zen_comm_options *base, zen_rank_fn fn, void *arg,
+                          zen_status *rank_status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZEN_COMM_H */

@@ -1,0 +1,141 @@
+/*
+ * zen.h - version, status codes, logging and data types of the zen library.
+ *
+ * zen is a C11 library for distributed deep-learning communication: dense collectives, ZEN-style
+ * sparse allreduce (include/zen/sparse.h) and straggler-tolerant tensor parallelism
+ * (include/zen/tp.h), over in-process, TCP and MPI transports (include/zen/comm.h).
+ *
+ * Conventions used by every public header:
+ *  - Every fallible call returns zen_status; 0 is success, negative values are errors.
+ *  - Handles are opaque; objects are made by *_create and released by *_destroy. A destroy
+ *    function accepts NULL and does nothing.
+ *  - Counts are size_t element counts; byte counts say "bytes".
+ *  - Unless a function says otherwise, a communicator is used by one thread at a time.
+ */
+#ifndef ZEN_ZEN_H
+#define ZEN_ZEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZEN_VERSION_MAJOR 0
+#define ZEN_VERSION_MINOR 1
+#define ZEN_VERSION_PATCH 0
+#define ZEN_VERSION_STRING "0.1.0"
+
+/* Runtime version as MAJOR*10000 + MINOR*100 + PATCH, to compare with the header's macros. */
+int zen_version(void);
+
+/*
+ * Status codes. Values are explicit and never reused; a retired value becomes ZEN_OBSOLETE_n.
+ * After ZEN_EPEER, ZEN_EPROTO, ZEN_ETIMEDOUT or ZEN_EABORTED a communicator is poisoned: only
+ * zen_comm_abort and zen_comm_destroy remain valid on it.
+ */
+typedef enum zen_status {
+    ZEN_OK = 0,
+    ZEN_EINVAL = -1,     /* invalid argument; the call had no effect */
+    ZEN_ENOMEM = -2,     /* allocation failed */
+    ZEN_ESYS = -3,       /* an operating-system call failed (errno in the last error) */
+    ZEN_ETIMEDOUT = -4,  /* a blocking wait passed its deadline; the message names the peer */
+    ZEN_EPEER = -5,      /* a peer closed its connection or died */
+    ZEN_EPROTO = -6,     /* bad bytes on the wire: magic, version, length or a count mismatch */
+    ZEN_EABORTED = -7,   /* the communicator was aborted */
+    ZEN_EUNSUPPORTED = -8, /* the operation, dtype or transport is not available in this build */
+    ZEN_EBUSY = -9,      /* a resource (port, file) is in use */
+    ZEN_EIO = -10,       /* reading or writing a file failed */
+    ZEN_ECORRUPT = -11,  /* a file failed its checksum or format check */
+    ZEN_EMISMATCH = -12, /* ranks disagree (shapes, configuration, checkpoint config) */
+    ZEN_EINTERNAL = -13, /* a bug in zen: please report it with the last error text */
+    ZEN_EINPROGRESS = 1, /* a nonblocking operation has not finished yet (not an error) */
+} zen_status;
+
+/* Static English description of a status ("invalid argument"). Never NULL. Thread safe. */
+const char *zen_strerror(int status);
+
+/* Static symbolic name of a status ("ZEN_EINVAL"). Never NULL. Thread safe. */
+const char *zen_status_name(int status);
+
+/* Data types. bf16 is stored as bfloat16 and reduced in f32 (round to nearest even). */
+typedef enum zen_dtype {
+    ZEN_F32 = 0,
+    ZEN_F64 = 1,
+    ZEN_I32 = 2,
+    ZEN_I64 = 3,
+    ZEN_BF16 = 4,
+    ZEN_DTYPE_COUNT = 5
+} zen_dtype;
+
+/* Bytes per element of a dtype, 0 for an invalid dtype. */
+size_t zen_dtype_size(zen_dtype dtype);
+
+/* Name of a dtype ("f32"), "?" for an invalid one. */
+const char *zen_dtype_name(zen_dtype dtype);
+
+/* Reduction operators. AVG is SUM followed by division by the rank count (integer: truncating). */
+typedef enum zen_op {
+    ZEN_SUM = 0,
+    ZEN_PROD = 1,
+    ZEN_MIN = 2,
+    ZEN_MAX = 3,
+    ZEN_AVG = 4,
+    ZEN_OP_COUNT = 5
+} zen_op;
+
+/* Name of an op ("sum"), "?" for an invalid one. */
+const char *zen_op_name(zen_op op);
+
+/* bf16 conversions (round to nearest even; NaN stays NaN). */
+uint16_t zen_f32_to_bf16(float value);
+float zen_bf16_to_f32(uint16_t value);
+
+/* Log levels, chosen at run time with ZEN_LOG_LEVEL=error|warn|info|debug|trace (default warn). */
+typedef enum zen_log_level {
+    ZEN_LOG_ERROR = 0,
+    ZEN_LOG_WARN = 1,
+    ZEN_LOG_INFO = 2,
+    ZEN_LOG_DEBUG = 3,
+    ZEN_LOG_TRACE = 4
+} zen_log_level;
+
+/*
+ * A log sink receives every message that passes the level and subsystem filters
+ * (ZEN_LOG_SUBSYS=init,bootstrap,transport,coll,sparse,tp,train; default all). The line has no
+ * trailing newline and already carries the host:pid:rank prefix. May be called from any thread.
+ */
+typedef void (*zen_log_sink)(zen_log_level level, const char *subsys, const char *line, void *user);
+
+/* Install a sink (NULL restores the default, stderr). Call before starting ranks. */
+void zen_log_set_sink(zen_log_sink sink, void *user);
+
+/* Log a message from an application thread (the rank prefix is that of the calling thread). */
+void zen_log(zen_log_level level, const char *subsys, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/*
+ * Tunables: every ZEN_* environment variable the library reads, with its default and a one-line
+ * description. zen_param_get fills info for entry i < zen_param_count(); the strings are static
+ * or owned by the library and stay valid for the life of the process. Thread safe.
+ */
+typedef struct zen_param_info {
+    const char *name;          /* environment variable, e.g. "ZEN_TIMEOUT_S" */
+    const char *value;         /* value in effect */
+    const char *default_value; /* built-in default */
+    const char *source;        /* "env" or "default" */
+    const char *description;
+} zen_param_info;
+
+size_t zen_param_count(void);
+zen_status zen_param_get(size_t index, zen_param_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZEN_ZEN_H */

@@ -1,0 +1,27 @@
+/*
+ * Rendezvous facts from the environment, in the conventions launchers use: zen's own ZEN_*,
+ * torchrun's RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT, Open MPI's
+ * OMPI_COMM_WORLD_* and PMI's PMI_RANK/PMI_SIZE. The first one set wins, in that order.
+ */
+#ifndef ZEN_BOOTSTRAP_ENV_H
+#define ZEN_BOOTSTRAP_ENV_H
+
+#include <zen/zen.h>
+
+typedef struct zen_env_info {
+    int rank;       /* -1 when not set */
+    int world_size; /* -1 when not set */
+    int local_rank; /* -1 when not set */
+    int local_size; /* -1 when not set */
+    char master_addr[256];
+    int master_port;
+    int launched_by_mpi; /* OMPI_COMM_WORLD_SIZE or PMI_SIZE present */
+} zen_env_info;
+
+/* Read the environment. ZEN_EINVAL (with *bad naming the variable) when a value is malformed. */
+zen_status zen_env_read(zen_env_info *info, const char **bad);
+
+/* Parse a decimal int in [lo, hi]; 0 on success, -1 otherwise. */
+int zen_parse_int(const char *s, long lo, long hi, int *out);
+
+#endif

@@ -1,0 +1,385 @@
+/*
+ * Communicator lifecycle: create (transport choice, rendezvous, seed agreement), split,
+ * finalize, abort, destroy, getters, statistics and arrival stamps.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/env.h"
+#include "coll/comm_internal.h"
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/hash.h"
+#include "common/log.h"
+#include "common/tunables.h"
+
+#define ROOT_CONTEXT 1u
+
+const char *zen_transport_name(zen_transport_kind kind)
+{
+    switch (kind) {
+    case ZEN_TRANSPORT_AUTO:
+        return "auto";
+    case ZEN_TRANSPORT_INPROC:
+        return "inproc";
+    case ZEN_TRANSPORT_TCP:
+        return "tcp";
+    case ZEN_TRANSPORT_MPI:
+        return "mpi";
+    }
+    return "?";
+}
+
+zen_status zen_fail(zen_comm *comm, zen_status status, const char *fmt, ...)
+{
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    snprintf(comm->last_error, sizeof comm->last_error, "rank %d: %s", comm->rank, detail);
+    ZEN_DEBUG("coll", "%s: %s", zen_status_name(status), comm->last_error);
+    return status;
+}
+
+static zen_status comm_alloc(zen_comm **out, int size)
+{
+    zen_comm *c = zen_calloc(1, sizeof *c);
+    if (!c)
+        return ZEN_ENOMEM;
+    c->world_ranks = zen_calloc((size_t)size, sizeof *c->world_ranks);
+    if (!c->world_ranks) {
+        zen_free(c);
+        return ZEN_ENOMEM;
+    }
+    c->size = size;
+    *out = c;
+    return ZEN_OK;
+}
+
+static uint64_t fresh_seed(void)
+{
+    uint64_t s = (uint64_t)zen_wall_ns() ^ ((uint64_t)getpid() << 32);
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) {
+        uint64_t r = 0;
+        if (fread(&r, sizeof r, 1, f) == 1)
+            s ^= r;
+        fclose(f);
+    }
+    return zen_mix64(s);
+}
+
+/*
+ * Rank 0 draws the hash seeds and sends them to every rank (a flat fan-out: it runs once, and
+ * doubles as the first message exchange, so a broken world fails here with a clear error).
+ * ZEN_SEED fixes them for reproducible runs.
+ */
+static zen_status agree_seeds(zen_comm *c)
+{
+    zen_coll cc;
+    zen_status st = zen_coll_begin(c, "create", &cc);
+    if (st != ZEN_OK)
+        return st;
+    if (c->rank == 0) {
+        const char *fixed = getenv("ZEN_SEED");
+        uint64_t base = fixed && *fixed ? strtoull(fixed, NULL, 10) : fresh_seed();
+        for (int i = 0; i < 4; i++)
+            c->seeds[i] = zen_hash64((uint64_t)i, base);
+        for (int p = 1; p < c->size && st == ZEN_OK; p++)
+            st = zen_coll_sendrecv(c, &cc, p, c->seeds, sizeof c->seeds, -1, NULL, 0);
+    } else {
+        st = zen_coll_sendrecv(c, &cc, -1, NULL, 0, 0, c->seeds, sizeof c->seeds);
+    }
+    return zen_coll_end(c, &cc, st);
+}
+
+static zen_status pick_transport(const zen_comm_options *o, const zen_env_info *env,
+                                 zen_transport_kind *kind)
+{
+    *kind = o->transport;
+    if (*kind != ZEN_TRANSPORT_AUTO)
+        return ZEN_OK;
+    if (o->inproc_world)
+        *kind = ZEN_TRANSPORT_INPROC;
+    else if (env->launched_by_mpi && zen_transport_mpi_launched())
+        *kind = ZEN_TRANSPORT_MPI;
+    else
+        *kind = ZEN_TRANSPORT_TCP;
+    return ZEN_OK;
+}
+
+static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
+                                 zen_transport_kind kind, double timeout_s, zen_transport **t)
+{
+    int rank = o->rank >= 0 ? o->rank : env->rank;
+    int size = o->world_size > 0 ? o->world_size : env->world_size;
+    switch (kind) {
+    case ZEN_TRANSPORT_INPROC:
+        if (!o->inproc_world || rank < 0) {
+            ZEN_ERROR("init", "inproc transport needs opts.inproc_world and opts.rank");
+            return ZEN_EINVAL;
+        }
+        return zen_transport_inproc_create(o->inproc_world, rank, t);
+    case ZEN_TRANSPORT_TCP:
+        if (rank < 0 || size < 1) {
+            ZEN_ERROR("init", "tcp transport needs a rank and world size: set ZEN_RANK and "
+                              "ZEN_WORLD_SIZE (or RANK/WORLD_SIZE), or use `zen launch`");
+            return ZEN_EINVAL;
+        }
+        return zen_transport_tcp_create(rank, size, o->master_addr ? o->master_addr
+                                                                   : env->master_addr,
+                                        o->master_port > 0 ? o->master_port : env->master_port,
+                                        timeout_s, t);
+    case ZEN_TRANSPORT_MPI:
+        return zen_transport_mpi_create(t);
+    case ZEN_TRANSPORT_AUTO:
+        break;
+    }
+    return ZEN_EINVAL;
+}
+
+zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out)
+{
+    if (!out)
+        return ZEN_EINVAL;
+    *out = NULL;
+    zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
+    if (opts)
+        o = *opts;
+    zen_env_info env;
+    const char *bad = NULL;
+    zen_status st = zen_env_read(&env, &bad);
+    if (st != ZEN_OK) {
+        ZEN_ERROR("init", "malformed environment variable %s", bad ? bad : "?");
+        return st;
+    }
+    double timeout_s = o.timeout_s > 0 ? o.timeout_s : zen_param_double("TIMEOUT_S");
+    if (!(timeout_s > 0))
+        timeout_s = 300;
+    zen_transport_kind kind;
+    if ((st = pick_transport(&o, &env, &kind)) != ZEN_OK)
+        return st;
+    zen_transport *t = NULL;
+    st = make_transport(&o, &env, kind, timeout_s, &t);
+    if (st != ZEN_OK) {
+        ZEN_ERROR("init", "cannot create the %s transport: %s", zen_transport_name(kind),
+                  zen_strerror(st));
+        return st;
+    }
+    if (kind != ZEN_TRANSPORT_INPROC && env.local_rank >= 0 && env.local_size > 0) {
+        t->local_rank = env.local_rank;
+        t->local_size = env.local_size;
+    }
+    zen_comm *c = NULL;
+    if ((st = comm_alloc(&c, t->size)) != ZEN_OK) {
+        t->ops->destroy(t);
+        return st;
+    }
+    c->transport = t;
+    c->owns_transport = 1;
+    c->world = o.inproc_world;
+    c->kind = kind;
+    c->rank = t->rank;
+    c->ctx = ROOT_CONTEXT;
+    c->timeout_s = timeout_s;
+    for (int r = 0; r < c->size; r++)
+        c->world_ranks[r] = r;
+    zen_log_set_thread_rank(c->rank);
+    if ((st = agree_seeds(c)) != ZEN_OK) {
+        ZEN_ERROR("init", "communicator creation failed: %s", c->last_error);
+        zen_comm_abort(c);
+        zen_comm_destroy(c);
+        return st;
+    }
+    ZEN_INFO("init", "rank %d of %d up on %s", c->rank, c->size, zen_transport_name(kind));
+    *out = c;
+    return ZEN_OK;
+}
+
+/* Exchange (color, key) with every rank: a flat all-to-all of 8 bytes, splits are rare. */
+static zen_status exchange_color_key(zen_comm *c, int color, int key, int *all)
+{
+    zen_coll cc;
+    zen_status st = zen_coll_begin(c, "split", &cc);
+    if (st != ZEN_OK)
+        return st;
+    int mine[2] = { color, key };
+    all[2 * c->rank] = color;
+    all[2 * c->rank + 1] = key;
+    for (int d = 1; d < c->size && st == ZEN_OK; d++) {
+        int dst = (c->rank + d) % c->size;
+        int src = (c->rank - d + c->size) % c->size;
+        st = zen_coll_sendrecv(c, &cc, dst, mine, sizeof mine, src, &all[2 * src], sizeof mine);
+    }
+    return zen_coll_end(c, &cc, st);
+}
+
+zen_status zen_comm_split(zen_comm *comm, int color, int key, zen_comm **out)
+{
+    if (!comm || !out)
+        return ZEN_EINVAL;
+    *out = NULL;
+    if (color < ZEN_SPLIT_NONE)
+        return zen_fail(comm, ZEN_EINVAL, "split color %d (use >= 0, or ZEN_SPLIT_NONE)", color);
+    int *all = zen_malloc_array((size_t)comm->size * 2, sizeof *all);
+    if (!all)
+        return ZEN_ENOMEM;
+    zen_status st = exchange_color_key(comm, color, key, all);
+    uint32_t split_index = comm->split_seq++;
+    if (st != ZEN_OK || color < 0) {
+        zen_free(all);
+        return st;
+    }
+    int n = 0;
+    for (int r = 0; r < comm->size; r++)
+        n += all[2 * r] == color;
+    zen_comm *c = NULL;
+    if ((st = comm_alloc(&c, n)) != ZEN_OK) {
+        zen_free(all);
+        return st;
+    }
+    /* Members in (key, parent rank) order: insertion sort, n is small. */
+    int m = 0;
+    for (int r = 0; r < comm->size; r++) {
+        if (all[2 * r] != color)
+            continue;
+        int j = m++;
+        while (j > 0 && all[2 * c->world_ranks[j - 1] + 1] > all[2 * r + 1]) {
+            c->world_ranks[j] = c->world_ranks[j - 1];
+            j--;
+        }
+        c->world_ranks[j] = r; /* parent ranks for now */
+    }
+    for (int i = 0; i < n; i++) {
+        if (c->world_ranks[i] == comm->rank)
+            c->rank = i;
+        c->world_ranks[i] = comm->world_ranks[c->world_ranks[i]];
+    }
+    zen_free(all);
+    c->transport = comm->transport;
+    c->world = comm->world;
+    c->kind = comm->kind;
+    c->timeout_s = comm->timeout_s;
+    memcpy(c->seeds, comm->seeds, sizeof c->seeds);
+    uint64_t h = zen_hash64(((uint64_t)comm->ctx << 32) | split_index, (uint64_t)color + 1);
+    c->ctx = (uint32_t)(h | 2u); /* never ROOT_CONTEXT or 0 */
+    *out = c;
+    return ZEN_OK;
+}
+
+zen_status zen_comm_finalize(zen_comm *comm)
+{
+    if (!comm)
+        return ZEN_EINVAL;
+    return zen_barrier(comm);
+}
+
+void zen_comm_destroy(zen_comm *comm)
+{
+    if (!comm)
+        return;
+    if (comm->owns_transport && comm->transport)
+        comm->transport->ops->destroy(comm->transport);
+    zen_free(comm->world_ranks);
+    zen_free(comm);
+}
+
+void zen_comm_abort(zen_comm *comm)
+{
+    if (!comm || !comm->transport)
+        return;
+    char reason[700];
+    snprintf(reason, sizeof reason, "%s",
+             comm->last_error[0] ? comm->last_error : "aborted by the application");
+    comm->transport->ops->abort(comm->transport, ZEN_EABORTED, reason);
+}
+
+int zen_comm_rank(const zen_comm *comm)
+{
+    return comm ? comm->rank : -1;
+}
+
+int zen_comm_size(const zen_comm *comm)
+{
+    return comm ? comm->size : 0;
+}
+
+zen_transport_kind zen_comm_transport(const zen_comm *comm)
+{
+    return comm ? comm->kind : ZEN_TRANSPORT_AUTO;
+}
+
+double zen_comm_timeout(const zen_comm *comm)
+{
+    return comm ? comm->timeout_s : 0;
+}
+
+int zen_comm_local_rank(const zen_comm *comm)
+{
+    if (!comm)
+        return -1;
+    return comm->kind == ZEN_TRANSPORT_INPROC ? comm->rank : comm->transport->local_rank;
+}
+
+int zen_comm_local_size(const zen_comm *comm)
+{
+    if (!comm)
+        return 0;
+    if (comm->kind == ZEN_TRANSPORT_INPROC)
+        return comm->size;
+    return comm->transport->local_size;
+}
+
+const char *zen_comm_last_error(const zen_comm *comm)
+{
+    return comm ? comm->last_error : "no communicator";
+}
+
+zen_status zen_comm_get_stats(const zen_comm *comm, zen_comm_stats *out)
+{
+    if (!comm || !out)
+        return ZEN_EINVAL;
+    *out = comm->stats;
+    return ZEN_OK;
+}
+
+void zen_comm_reset_stats(zen_comm *comm)
+{
+    if (comm)
+        memset(&comm->stats, 0, sizeof comm->stats);
+}
+
+zen_status zen_comm_arrivals(const zen_comm *comm, zen_arrival *out, size_t max, size_t *count)
+{
+    if (!comm || (!out && max) || !count)
+        return ZEN_EINVAL;
+    uint64_t have = comm->arrival_count < ZEN_ARRIVAL_HISTORY ? comm->arrival_count
+                                                              : ZEN_ARRIVAL_HISTORY;
+    size_t n = have < max ? (size_t)have : max;
+    for (size_t i = 0; i < n; i++)
+        out[i] = comm->arrivals[(comm->arrival_count - n + i) % ZEN_ARRIVAL_HISTORY];
+    *count = n;
+    return ZEN_OK;
+}
+
+zen_status zen_comm_gather_arrivals(zen_comm *comm, int64_t *arrive_ns, uint64_t *seq,
+                                    const char **op_name)
+{
+    if (!comm || !arrive_ns)
+        return ZEN_EINVAL;
+    if (comm->arrival_count == 0)
+        return zen_fail(comm, ZEN_EINVAL, "gather_arrivals before any collective");
+    /* Every rank has completed the same collectives, so the newest is the same everywhere. */
+    zen_arrival last = comm->arrivals[(comm->arrival_count - 1) % ZEN_ARRIVAL_HISTORY];
+    int64_t mine = last.arrive_ns;
+    zen_status st = zen_allgather(comm, &mine, arrive_ns, 1, ZEN_I64);
+    if (seq)
+        *seq = last.seq;
+    if (op_name)
+        *op_name = last.op;
+    return st;
+}

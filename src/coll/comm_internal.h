@@ -1,0 +1,92 @@
+/*
+ * The communicator object and the helpers every collective algorithm uses to talk to peers.
+ *
+ * A collective brackets its work with zen_coll_begin/zen_coll_end. begin checks the arguments'
+ * common preconditions, stamps the arrival time, takes the next sequence number (which becomes
+ * the tag of all its messages, so consecutive collectives never mix) and fixes one deadline for
+ * the whole call. end records the leave time and the per-call byte counters, and on a fatal error
+ * poisons the communicator and aborts the transport so that peers blocked on this rank fail fast
+ * with a message naming it instead of waiting for their own timeouts.
+ */
+#ifndef ZEN_COLL_COMM_INTERNAL_H
+#define ZEN_COLL_COMM_INTERNAL_H
+
+#include <stdint.h>
+#include <zen/comm.h>
+
+#include "transport/transport.h"
+
+struct zen_comm {
+    zen_transport *transport;
+    int owns_transport;   /* root communicator: destroys the transport */
+    zen_inproc_world *world; /* inproc world (not owned) */
+    zen_transport_kind kind;
+    int rank;
+    int size;
+    int *world_ranks;     /* communicator rank -> transport (world) rank */
+    uint32_t ctx;         /* context id: high 32 bits of every tag */
+    uint64_t coll_seq;    /* collectives started; the same on every rank */
+    uint32_t split_seq;   /* splits done, to derive child context ids */
+    int depth;            /* nesting of collectives (sparse calls dense ones) */
+    double timeout_s;
+    uint64_t seeds[4];    /* agreed at creation; sparse hashing uses them */
+    zen_status poisoned;  /* ZEN_OK, or the fatal error that poisoned the communicator */
+    char last_error[640];
+    zen_comm_stats stats;
+    zen_arrival arrivals[ZEN_ARRIVAL_HISTORY];
+    uint64_t arrival_count;
+};
+
+/* State of one collective call. */
+typedef struct zen_coll {
+    const char *op;
+    uint64_t tag;
+    int64_t deadline_ns;
+    size_t arrival_slot;
+    int outermost;
+} zen_coll;
+
+/* Record a detailed error ("rank R: <detail>") as the communicator's last error; returns status. */
+zen_status zen_fail(zen_comm *comm, zen_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Start a collective named op; fails on a poisoned communicator. */
+zen_status zen_coll_begin(zen_comm *comm, const char *op, zen_coll *cc);
+
+/* Finish it with the status of its work; returns that status (after bookkeeping). */
+zen_status zen_coll_end(zen_comm *comm, zen_coll *cc, zen_status status);
+
+/* Post a send or receive of bytes to/from communicator rank peer, tagged with the collective. */
+zen_status zen_coll_isend(zen_comm *comm, const zen_coll *cc, int peer, const void *buf,
+                          size_t bytes, zen_treq **req);
+zen_status zen_coll_irecv(zen_comm *comm, const zen_coll *cc, int peer, void *buf, size_t bytes,
+                          zen_treq **req);
+
+/*
+ * Wait for req (from zen_coll_isend/irecv) and free it. For a receive, the message must be
+ * exactly expect bytes (SIZE_MAX: any length up to the posted size; *got gets it, may be NULL):
+ * a different length means the ranks disagree on counts, reported as ZEN_EPROTO naming the peer.
+ * req NULL is a no-op. On error the request is freed too.
+ */
+zen_status zen_coll_wait(zen_comm *comm, const zen_coll *cc, zen_treq *req, int peer,
+                         size_t expect, size_t *got);
+
+/* Send sbytes to dst and receive exactly rbytes from src, concurrently. Either size may be 0
+ * with a NULL buffer, but the message is still exchanged (so counts are checked). dst or src
+ * < 0 skips that half. */
+zen_status zen_coll_sendrecv(zen_comm *comm, const zen_coll *cc, int dst, const void *sbuf,
+                             size_t sbytes, int src, void *rbuf, size_t rbytes);
+
+/* Free a request without waiting (error paths). */
+void zen_coll_req_drop(zen_comm *comm, zen_treq *req);
+
+/* Tag of user point-to-point messages. */
+uint64_t zen_comm_user_tag(const zen_comm *comm, int tag);
+
+/* The seeds agreed at creation (internal users: sparse hashing). */
+const uint64_t *zen_comm_seeds(const zen_comm *comm);
+
+#endif

@@ -1,0 +1,86 @@
+/* zen_run_inproc: start N rank threads over one in-process world. */
+#include <pthread.h>
+#include <zen/comm.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+
+struct rank_thread {
+    pthread_t thread;
+    int rank;
+    int nranks;
+    zen_comm_options opts;
+    zen_rank_fn fn;
+    void *arg;
+    zen_status status;
+};
+
+static void *rank_main(void *p)
+{
+    struct rank_thread *rt = p;
+    zen_log_set_thread_rank(rt->rank);
+    zen_comm *comm = NULL;
+    rt->status = zen_comm_create(&rt->opts, &comm);
+    if (rt->status != ZEN_OK)
+        return NULL;
+    rt->status = rt->fn(comm, rt->arg);
+    if (rt->status != ZEN_OK) {
+        ZEN_WARN("init", "rank %d returned %s: %s", rt->rank, zen_status_name(rt->status),
+                 zen_comm_last_error(comm));
+        zen_comm_abort(comm); /* no other rank may wait for this one forever */
+    }
+    zen_comm_destroy(comm);
+    return NULL;
+}
+
+zen_status zen_run_inproc(int nranks, const zen_comm_options *base, zen_rank_fn fn, void *arg,
+                          zen_status *rank_status)
+{
+    if (nranks < 1 || !fn)
+        return ZEN_EINVAL;
+    zen_inproc_world *world = NULL;
+    zen_status st = zen_inproc_world_create(nranks, &world);
+    if (st != ZEN_OK)
+        return st;
+    struct rank_thread *threads = zen_calloc((size_t)nranks, sizeof *threads);
+    if (!threads) {
+        zen_inproc_world_destroy(world);
+        return ZEN_ENOMEM;
+    }
+    int started = 0;
+    for (int r = 0; r < nranks; r++) {
+        struct rank_thread *rt = &threads[r];
+        zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
+        if (base)
+            o = *base;
+        o.transport = ZEN_TRANSPORT_INPROC;
+        o.rank = r;
+        o.world_size = nranks;
+        o.inproc_world = world;
+        rt->opts = o;
+        rt->rank = r;
+        rt->nranks = nranks;
+        rt->fn = fn;
+        rt->arg = arg;
+        rt->status = ZEN_EINTERNAL;
+        if (pthread_create(&rt->thread, NULL, rank_main, rt) != 0) {
+            st = ZEN_ESYS;
+            break;
+        }
+        started++;
+    }
+    for (int r = 0; r < started; r++)
+        pthread_join(threads[r].thread, NULL);
+    /* A thread that could not start leaves the others to time out; report it as the cause. */
+    zen_status result = st;
+    for (int r = 0; r < nranks; r++) {
+        zen_status rs = r < started ? threads[r].status : st;
+        if (rank_status)
+            rank_status[r] = rs;
+        if (result == ZEN_OK && rs != ZEN_OK)
+            result = rs;
+    }
+    zen_free(threads);
+    zen_inproc_world_destroy(world);
+    return result;
+}

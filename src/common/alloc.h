@@ -1,0 +1,24 @@
+/*
+ * All heap allocation in src/ goes through these, so that allocation failures can be injected in
+ * tests (zen_alloc_fail_after) and every failure becomes ZEN_ENOMEM instead of a crash.
+ */
+#ifndef ZEN_COMMON_ALLOC_H
+#define ZEN_COMMON_ALLOC_H
+
+#include <stddef.h>
+
+void *zen_malloc(size_t bytes);
+void *zen_calloc(size_t count, size_t size);
+void *zen_realloc(void *ptr, size_t bytes);
+void zen_free(void *ptr);
+
+/* Like zen_malloc(count * size) but fails (NULL) when the product overflows. */
+void *zen_malloc_array(size_t count, size_t size);
+
+/* Duplicate a string (NULL for NULL or on failure). */
+char *zen_strdup(const char *s);
+
+/* Tests: make the k-th allocation from now fail (k >= 1); 0 disables. Process-wide. */
+void zen_alloc_fail_after(long k);
+
+#endif

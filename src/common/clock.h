@@ -1,0 +1,43 @@
+/* Clocks: monotonic for deadlines and durations, realtime for stamps compared across processes. */
+#ifndef ZEN_COMMON_CLOCK_H
+#define ZEN_COMMON_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline int64_t zen_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline int64_t zen_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Monotonic deadline timeout_s seconds from now; INT64_MAX for a non-positive timeout. */
+static inline int64_t zen_deadline_after(double timeout_s)
+{
+    if (!(timeout_s > 0) || timeout_s > 1e9)
+        return INT64_MAX;
+    return zen_now_ns() + (int64_t)(timeout_s * 1e9);
+}
+
+/* A struct timespec on CLOCK_MONOTONIC for pthread_cond_timedwait (condvars use that clock). */
+static inline struct timespec zen_deadline_timespec(int64_t deadline_ns)
+{
+    struct timespec ts;
+    if (deadline_ns == INT64_MAX)
+        deadline_ns = zen_now_ns() + (int64_t)3600 * 1000000000;
+    ts.tv_sec = (time_t)(deadline_ns / 1000000000);
+    ts.tv_nsec = (long)(deadline_ns % 1000000000);
+    return ts;
+}
+
+void zen_sleep_ns(int64_t ns);
+
+#endif

@@ -1,0 +1,87 @@
+#include "common/tunables.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zen/zen.h>
+
+struct param_row {
+    const char *name; /* the full variable name, ZEN_... */
+    const char *default_value;
+    const char *description;
+};
+
+/* Keep sorted by subsystem; add a row for every new ZEN_* variable. */
+static const struct param_row param_table[] = {
+    { "ZEN_LOG_LEVEL", "warn", "log level: error, warn, info, debug, trace" },
+    { "ZEN_LOG_SUBSYS", "all", "comma list of subsystems to log: init,bootstrap,transport,coll,sparse,tp,train" },
+    { "ZEN_TIMEOUT_S", "300", "default deadline in seconds of every blocking wait" },
+    { "ZEN_RANK", "", "rank of this process (also RANK, OMPI_COMM_WORLD_RANK, PMI_RANK)" },
+    { "ZEN_WORLD_SIZE", "", "number of ranks (also WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE)" },
+    { "ZEN_MASTER_ADDR", "127.0.0.1", "tcp rendezvous host of rank 0 (also MASTER_ADDR)" },
+    { "ZEN_MASTER_PORT", "29500", "tcp rendezvous port of rank 0 (also MASTER_PORT)" },
+    { "ZEN_LOCAL_RANK", "", "rank within this host (also LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK)" },
+    { "ZEN_LOCAL_SIZE", "", "ranks on this host (also LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE)" },
+    { "ZEN_SOCKET_IFADDR", "", "tcp: address this rank listens on and advertises (default: the one used to reach the master)" },
+    { "ZEN_ALLREDUCE_ALGO", "auto", "dense allreduce algorithm: auto, ring, rhd, mpi" },
+    { "ZEN_RING_CHUNK_BYTES", "1048576", "ring allreduce pipeline chunk size in bytes" },
+    { "ZEN_RHD_MAX_BYTES", "262144", "auto: use recursive halving/doubling up to this many bytes" },
+    { "ZEN_MPI_NATIVE", "0", "1: dense collectives on the mpi transport call MPI's own" },
+    { "ZEN_NET_GBPS", "0", "sparse cost model: link bandwidth in Gbit/s (0: measured or transport default)" },
+    { "ZEN_NET_LAT_US", "0", "sparse cost model: per-message latency in microseconds (0: measured or default)" },
+};
+
+#define PARAM_COUNT (sizeof param_table / sizeof param_table[0])
+
+static const struct param_row *find_row(const char *name)
+{
+    for (size_t i = 0; i < PARAM_COUNT; i++)
+        if (strcmp(param_table[i].name + 4, name) == 0)
+            return &param_table[i];
+    return NULL;
+}
+
+static const char *env_value(const char *name)
+{
+    char key[96];
+    snprintf(key, sizeof key, "ZEN_%s", name);
+    return getenv(key);
+}
+
+const char *zen_param_str(const char *name)
+{
+    const char *env = env_value(name);
+    if (env && *env)
+        return env;
+    const struct param_row *row = find_row(name);
+    return row ? row->default_value : "";
+}
+
+long zen_param_long(const char *name)
+{
+    return strtol(zen_param_str(name), NULL, 10);
+}
+
+double zen_param_double(const char *name)
+{
+    return strtod(zen_param_str(name), NULL);
+}
+
+size_t zen_param_count(void)
+{
+    return PARAM_COUNT;
+}
+
+zen_status zen_param_get(size_t index, zen_param_info *info)
+{
+    if (index >= PARAM_COUNT || !info)
+        return ZEN_EINVAL;
+    const struct param_row *row = &param_table[index];
+    const char *env = getenv(row->name);
+    info->name = row->name;
+    info->default_value = row->default_value;
+    info->value = (env && *env) ? env : row->default_value;
+    info->source = (env && *env) ? "env" : "default";
+    info->description = row->description;
+    return ZEN_OK;
+}

@@ -1,0 +1,412 @@
+#include "transport/mailbox.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+
+enum req_state { REQ_POSTED, REQ_RECEIVING, REQ_DONE };
+
+typedef struct mb_msg mb_msg;
+
+typedef struct mb_req {
+    zen_treq base;
+    struct mb_req *next; /* posted list */
+    int peer;
+    uint64_t tag;
+    void *buf;
+    size_t cap;
+    size_t len;
+    enum req_state state;
+    zen_status status;
+    char errmsg[256];
+} mb_req;
+
+struct mb_msg {
+    mb_msg *next; /* unexpected list */
+    int src;
+    uint64_t tag;
+    size_t len;
+    void *data;
+    int complete;  /* the carrier has finished writing data */
+    mb_req *taker; /* a receive that matched it before it was complete */
+};
+
+struct zen_mailbox {
+    zen_transport *owner;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    mb_req *posted_head;
+    mb_req *posted_tail;
+    mb_msg *unexp_head;
+    mb_msg *unexp_tail;
+    int nranks;
+    zen_status *peer_status; /* ZEN_OK while the peer is usable */
+    char (*peer_msg)[256];
+};
+
+zen_status zen_mailbox_create(zen_transport *owner, int nranks, zen_mailbox **out)
+{
+    *out = NULL;
+    zen_mailbox *mb = zen_calloc(1, sizeof *mb);
+    if (!mb)
+        return ZEN_ENOMEM;
+    mb->owner = owner;
+    mb->nranks = nranks;
+    mb->peer_status = zen_calloc((size_t)nranks, sizeof *mb->peer_status);
+    mb->peer_msg = zen_calloc((size_t)nranks, sizeof *mb->peer_msg);
+    if (!mb->peer_status || !mb->peer_msg) {
+        zen_free(mb->peer_status);
+        zen_free(mb->peer_msg);
+        zen_free(mb);
+        return ZEN_ENOMEM;
+    }
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&mb->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&mb->lock, NULL);
+    *out = mb;
+    return ZEN_OK;
+}
+
+void zen_mailbox_destroy(zen_mailbox *mb)
+{
+    if (!mb)
+        return;
+    for (mb_msg *m = mb->unexp_head, *next; m; m = next) {
+        next = m->next;
+        zen_free(m->data);
+        zen_free(m);
+    }
+    pthread_mutex_destroy(&mb->lock);
+    pthread_cond_destroy(&mb->cond);
+    zen_free(mb->peer_status);
+    zen_free(mb->peer_msg);
+    zen_free(mb);
+}
+
+static void finish(mb_req *r, zen_status status, size_t len, const char *msg)
+{
+    r->state = REQ_DONE;
+    r->status = status;
+    r->len = len;
+    if (msg)
+        snprintf(r->errmsg, sizeof r->errmsg, "%s", msg);
+}
+
+static void finish_too_long(zen_mailbox *mb, mb_req *r, int src, size_t len)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, "message of %zu bytes from rank %d exceeds the %zu bytes expected",
+             len, src, r->cap);
+    (void)mb;
+    finish(r, ZEN_EPROTO, 0, msg);
+}
+
+/* Copy a complete unexpected message into r and release it. Lock held. */
+static void consume(zen_mailbox *mb, mb_req *r, mb_msg *m)
+{
+    if (m->len > r->cap) {
+        finish_too_long(mb, r, m->src, m->len);
+    } else {
+        if (m->len)
+            memcpy(r->buf, m->data, m->len);
+        finish(r, ZEN_OK, m->len, NULL);
+    }
+    zen_free(m->data);
+    zen_free(m);
+}
+
+zen_status zen_mailbox_irecv(zen_mailbox *mb, int peer, uint64_t tag, void *buf, size_t cap,
+                             zen_treq **out)
+{
+    *out = NULL;
+    if (peer < 0 || peer >= mb->nranks)
+        return ZEN_EINVAL;
+    mb_req *r = zen_calloc(1, sizeof *r);
+    if (!r)
+        return ZEN_ENOMEM;
+    r->peer = peer;
+    r->tag = tag;
+    r->buf = buf;
+    r->cap = cap;
+    pthread_mutex_lock(&mb->lock);
+    mb_msg *prev = NULL, *m = mb->unexp_head;
+    while (m && !(m->src == peer && m->tag == tag)) {
+        prev = m;
+        m = m->next;
+    }
+    if (m) {
+        if (prev)
+            prev->next = m->next;
+        else
+            mb->unexp_head = m->next;
+        if (mb->unexp_tail == m)
+            mb->unexp_tail = prev;
+        if (m->complete) {
+            consume(mb, r, m);
+        } else {
+            m->taker = r;
+            r->state = REQ_RECEIVING;
+        }
+    } else if (mb->peer_status[peer] != ZEN_OK) {
+        finish(r, mb->peer_status[peer], 0, mb->peer_msg[peer]);
+    } else {
+        r->state = REQ_POSTED;
+        if (mb->posted_tail)
+            mb->posted_tail->next = r;
+        else
+            mb->posted_head = r;
+        mb->posted_tail = r;
+    }
+    pthread_mutex_unlock(&mb->lock);
+    *out = &r->base;
+    return ZEN_OK;
+}
+
+static zen_status completed(zen_mailbox *mb, mb_req *r, size_t *len)
+{
+    if (len)
+        *len = r->len;
+    if (r->status != ZEN_OK)
+        zen_transport_fail(mb->owner, r->status, "%s", r->errmsg);
+    return r->status;
+}
+
+zen_status zen_mailbox_wait(zen_mailbox *mb, zen_treq *req, int64_t deadline_ns, size_t *len)
+{
+    if (req->is_send) {
+        if (len)
+            *len = 0;
+        return ZEN_OK;
+    }
+    mb_req *r = (mb_req *)req;
+    int64_t start = zen_now_ns();
+    struct timespec ts = zen_deadline_timespec(deadline_ns);
+    pthread_mutex_lock(&mb->lock);
+    while (r->state != REQ_DONE) {
+        if (zen_now_ns() >= deadline_ns) {
+            pthread_mutex_unlock(&mb->lock);
+            return zen_transport_fail(mb->owner, ZEN_ETIMEDOUT,
+                                      "no message from rank %d after %.1f s (tag 0x%llx): rank %d "
+                                      "is missing, slow or stuck",
+                                      r->peer, (double)(zen_now_ns() - start) / 1e9,
+                                      (unsigned long long)r->tag, r->peer);
+        }
+        pthread_cond_timedwait(&mb->cond, &mb->lock, &ts);
+    }
+    pthread_mutex_unlock(&mb->lock);
+    return completed(mb, r, len);
+}
+
+zen_status zen_mailbox_test(zen_mailbox *mb, zen_treq *req, int *done, size_t *len)
+{
+    if (req->is_send) {
+        *done = 1;
+        if (len)
+            *len = 0;
+        return ZEN_OK;
+    }
+    mb_req *r = (mb_req *)req;
+    pthread_mutex_lock(&mb->lock);
+    *done = r->state == REQ_DONE;
+    pthread_mutex_unlock(&mb->lock);
+    return *done ? completed(mb, r, len) : ZEN_OK;
+}
+
+static void unlink_posted(zen_mailbox *mb, mb_req *r)
+{
+    mb_req *prev = NULL;
+    for (mb_req *p = mb->posted_head; p; prev = p, p = p->next) {
+        if (p != r)
+            continue;
+        if (prev)
+            prev->next = p->next;
+        else
+            mb->posted_head = p->next;
+        if (mb->posted_tail == p)
+            mb->posted_tail = prev;
+        p->next = NULL;
+        return;
+    }
+}
+
+void zen_mailbox_req_free(zen_mailbox *mb, zen_treq *req)
+{
+    if (!req)
+        return;
+    if (req->is_send) {
+        zen_free(req);
+        return;
+    }
+    mb_req *r = (mb_req *)req;
+    pthread_mutex_lock(&mb->lock);
+    if (r->state == REQ_POSTED)
+        unlink_posted(mb, r);
+    /* A carrier is writing into r->buf: wait for it, it always finishes or fails the delivery. */
+    while (r->state == REQ_RECEIVING)
+        pthread_cond_wait(&mb->cond, &mb->lock);
+    pthread_mutex_unlock(&mb->lock);
+    zen_free(r);
+}
+
+zen_status zen_mailbox_send_done(zen_treq **out)
+{
+    zen_treq *req = zen_calloc(1, sizeof *req);
+    *out = req;
+    if (!req)
+        return ZEN_ENOMEM;
+    req->is_send = 1;
+    return ZEN_OK;
+}
+
+void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t len,
+                               zen_delivery *d)
+{
+    d->dest = NULL;
+    d->entry = NULL;
+    d->is_posted = 0;
+    pthread_mutex_lock(&mb->lock);
+    mb_req *r = mb->posted_head;
+    while (r && !(r->peer == src && r->tag == tag))
+        r = r->next;
+    if (r) {
+        unlink_posted(mb, r);
+        if (len > r->cap) {
+            finish_too_long(mb, r, src, len);
+            pthread_cond_broadcast(&mb->cond);
+        } else {
+            r->state = REQ_RECEIVING;
+            r->len = len;
+            d->dest = r->buf;
+            d->entry = r;
+            d->is_posted = 1;
+        }
+        pthread_mutex_unlock(&mb->lock);
+        return;
+    }
+    mb_msg *m = zen_calloc(1, sizeof *m);
+    void *data = m ? zen_malloc(len) : NULL;
+    if (!m || !data) {
+        zen_free(m);
+        if (mb->peer_status[src] == ZEN_OK) {
+            mb->peer_status[src] = ZEN_ENOMEM;
+            snprintf(mb->peer_msg[src], sizeof mb->peer_msg[src],
+                     "out of memory buffering a %zu-byte message from rank %d", len, src);
+        }
+        pthread_mutex_unlock(&mb->lock);
+        return;
+    }
+    m->src = src;
+    m->tag = tag;
+    m->len = len;
+    m->data = data;
+    if (mb->unexp_tail)
+        mb->unexp_tail->next = m;
+    else
+        mb->unexp_head = m;
+    mb->unexp_tail = m;
+    d->dest = data;
+    d->entry = m;
+    pthread_mutex_unlock(&mb->lock);
+}
+
+void zen_mailbox_deliver_end(zen_mailbox *mb, zen_delivery *d)
+{
+    if (!d->entry)
+        return;
+    pthread_mutex_lock(&mb->lock);
+    if (d->is_posted) {
+        mb_req *r = d->entry;
+        finish(r, ZEN_OK, r->len, NULL);
+    } else {
+        mb_msg *m = d->entry;
+        m->complete = 1;
+        if (m->taker)
+            consume(mb, m->taker, m);
+    }
+    pthread_cond_broadcast(&mb->cond);
+    pthread_mutex_unlock(&mb->lock);
+}
+
+void zen_mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status status,
+                              const char *msg)
+{
+    if (!d->entry)
+        return;
+    pthread_mutex_lock(&mb->lock);
+    if (d->is_posted) {
+        finish(d->entry, status, 0, msg);
+    } else {
+        mb_msg *m = d->entry;
+        if (m->taker) {
+            finish(m->taker, status, 0, msg);
+        } else {
+            mb_msg *prev = NULL;
+            for (mb_msg *p = mb->unexp_head; p; prev = p, p = p->next) {
+                if (p != m)
+                    continue;
+                if (prev)
+                    prev->next = p->next;
+                else
+                    mb->unexp_head = p->next;
+                if (mb->unexp_tail == p)
+                    mb->unexp_tail = prev;
+                break;
+            }
+        }
+        zen_free(m->data);
+        zen_free(m);
+    }
+    pthread_cond_broadcast(&mb->cond);
+    pthread_mutex_unlock(&mb->lock);
+}
+
+void zen_mailbox_deliver(zen_mailbox *mb, int src, uint64_t tag, const void *data, size_t len)
+{
+    zen_delivery d;
+    zen_mailbox_deliver_begin(mb, src, tag, len, &d);
+    if (d.dest && len)
+        memcpy(d.dest, data, len);
+    zen_mailbox_deliver_end(mb, &d);
+}
+
+/* Lock held. */
+static void fail_peer_locked(zen_mailbox *mb, int peer, zen_status status, const char *msg)
+{
+    if (mb->peer_status[peer] == ZEN_OK) {
+        mb->peer_status[peer] = status;
+        snprintf(mb->peer_msg[peer], sizeof mb->peer_msg[peer], "%s", msg);
+    }
+    mb_req *r = mb->posted_head;
+    while (r) {
+        mb_req *next = r->next;
+        if (r->peer == peer) {
+            unlink_posted(mb, r);
+            finish(r, mb->peer_status[peer], 0, mb->peer_msg[peer]);
+        }
+        r = next;
+    }
+}
+
+void zen_mailbox_fail_peer(zen_mailbox *mb, int peer, zen_status status, const char *msg)
+{
+    if (peer < 0 || peer >= mb->nranks)
+        return;
+    pthread_mutex_lock(&mb->lock);
+    fail_peer_locked(mb, peer, status, msg);
+    pthread_cond_broadcast(&mb->cond);
+    pthread_mutex_unlock(&mb->lock);
+}
+
+void zen_mailbox_fail_all(zen_mailbox *mb, zen_status status, const char *msg)
+{
+    pthread_mutex_lock(&mb->lock);
+    for (int p = 0; p < mb->nranks; p++)
+        fail_peer_locked(mb, p, status, msg);
+    pthread_cond_broadcast(&mb->cond);
+    pthread_mutex_unlock(&mb->lock);
+}

@@ -1,0 +1,58 @@
+/*
+ * The receive-side matching engine shared by the inproc and tcp transports.
+ *
+ * A mailbox belongs to one rank. Receives are posted with zen_mailbox_irecv; arriving messages are
+ * delivered by whoever carries them (a sending thread for inproc, a connection reader thread for
+ * tcp) in two steps: deliver_begin claims a destination (the oldest posted receive with the same
+ * source and tag, else a new buffer on the unexpected list), the carrier copies the bytes without
+ * holding the lock, then deliver_end completes it. Claiming in order under the lock keeps the
+ * per-(source, tag) FIFO order while copies from different senders run in parallel.
+ */
+#ifndef ZEN_TRANSPORT_MAILBOX_H
+#define ZEN_TRANSPORT_MAILBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/transport.h"
+
+typedef struct zen_mailbox zen_mailbox;
+
+/* What a carrier holds between deliver_begin and deliver_end. */
+typedef struct zen_delivery {
+    void *dest;     /* where to write the bytes; NULL: read and discard them */
+    void *entry;    /* internal */
+    int is_posted;  /* internal */
+} zen_delivery;
+
+zen_status zen_mailbox_create(zen_transport *owner, int nranks, zen_mailbox **out);
+void zen_mailbox_destroy(zen_mailbox *mb);
+
+zen_status zen_mailbox_irecv(zen_mailbox *mb, int peer, uint64_t tag, void *buf, size_t cap,
+                             zen_treq **out);
+zen_status zen_mailbox_wait(zen_mailbox *mb, zen_treq *req, int64_t deadline_ns, size_t *len);
+zen_status zen_mailbox_test(zen_mailbox *mb, zen_treq *req, int *done, size_t *len);
+void zen_mailbox_req_free(zen_mailbox *mb, zen_treq *req);
+
+/* A completed send request (inproc and tcp sends finish before isend returns). */
+zen_status zen_mailbox_send_done(zen_treq **out);
+
+void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t len,
+                               zen_delivery *d);
+void zen_mailbox_deliver_end(zen_mailbox *mb, zen_delivery *d);
+
+/* The carrier could not finish (connection lost mid-message): complete the claimed receive, if
+ * any, with status and msg instead. */
+void zen_mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status status,
+                              const char *msg);
+
+/* begin + memcpy + end. */
+void zen_mailbox_deliver(zen_mailbox *mb, int src, uint64_t tag, const void *data, size_t len);
+
+/* Complete every pending and future receive from peer with status and the message msg. */
+void zen_mailbox_fail_peer(zen_mailbox *mb, int peer, zen_status status, const char *msg);
+
+/* The same for every peer (abort). */
+void zen_mailbox_fail_all(zen_mailbox *mb, zen_status status, const char *msg);
+
+#endif

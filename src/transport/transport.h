@@ -1,0 +1,96 @@
+/*
+ * The transport vtable. A transport moves tagged byte messages between the world ranks of one
+ * job; communicators (src/comm.c) sit on top and map their ranks to world ranks.
+ *
+ * Semantics every transport provides:
+ *  - Matching is by (source world rank, 64-bit tag); messages with the same source and tag match
+ *    receives in the order they were sent.
+ *  - Progress is independent of the receiver: a send completes without a matching receive being
+ *    posted (inproc and tcp buffer unexpected messages at the receiver; mpi relies on MPI's own
+ *    progress). So a collective may post its sends and receives in any order without deadlock.
+ *  - Every wait has a deadline. A message longer than the posted capacity completes that receive
+ *    with ZEN_EPROTO. A dead peer completes every receive from it with ZEN_EPEER; an abort (local,
+ *    or a peer's abort notice) completes every pending request with an error.
+ *  - Error details are written to t->err (under t->err_lock) naming this rank and the peer.
+ *
+ * Tags: the high 32 bits are a communicator context id, the low 32 bits the user tag (bit 31 set
+ * for internal collective traffic, which then carries the collective's sequence number).
+ */
+#ifndef ZEN_TRANSPORT_TRANSPORT_H
+#define ZEN_TRANSPORT_TRANSPORT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <zen/zen.h>
+
+typedef struct zen_transport zen_transport;
+/* A transport request. Each transport embeds this as the first member of its own request. */
+typedef struct zen_treq {
+    int is_send;
+} zen_treq;
+
+typedef struct zen_transport_ops {
+    const char *name;
+    /* Start sending len bytes to world rank peer. buf must stay valid until the request
+     * completes (inproc and tcp complete it before returning). */
+    zen_status (*isend)(zen_transport *t, int peer, uint64_t tag, const void *buf, size_t len,
+                        zen_treq **req);
+    /* Post a receive of at most cap bytes from world rank peer. */
+    zen_status (*irecv)(zen_transport *t, int peer, uint64_t tag, void *buf, size_t cap,
+                        zen_treq **req);
+    /* Wait until req completes or the monotonic deadline passes (ZEN_ETIMEDOUT, req stays
+     * valid). On completion returns the request's status and *len gets the bytes moved. */
+    zen_status (*wait)(zen_transport *t, zen_treq *req, int64_t deadline_ns, size_t *len);
+    /* Non-blocking completion check: *done = 1 and the status, or *done = 0 and ZEN_OK. */
+    zen_status (*test)(zen_transport *t, zen_treq *req, int *done, size_t *len);
+    /* Release a request; a pending receive is cancelled, a pending send is finished first. */
+    void (*req_free)(zen_transport *t, zen_treq *req);
+    /* Fail all pending and future requests and notify peers (best effort, never blocks).
+     * reason is copied; it is what peers report. */
+    void (*abort)(zen_transport *t, zen_status status, const char *reason);
+    /* Close connections and free everything. Called once, after every request is freed. */
+    void (*destroy)(zen_transport *t);
+    /* Optional (tests): write raw bytes on the connection to peer, bypassing framing. */
+    zen_status (*send_raw)(zen_transport *t, int peer, const void *bytes, size_t len);
+} zen_transport_ops;
+
+struct zen_transport {
+    const zen_transport_ops *ops;
+    void *impl; /* the transport's own state */
+    int rank;   /* world rank of this endpoint */
+    int size;   /* world size */
+    int local_rank;
+    int local_size;
+    pthread_mutex_t err_lock;
+    char err[512]; /* detail of the last failure, "rank R: ... rank P ..." */
+};
+
+/* Record a formatted detail in t->err (prefixed "rank R: ") and return status. Thread safe. */
+zen_status zen_transport_fail(zen_transport *t, zen_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Copy t->err into out (size bytes). */
+void zen_transport_last_error(zen_transport *t, char *out, size_t size);
+
+/* Initialise and release the fields of the base struct. */
+void zen_transport_base_init(zen_transport *t, const zen_transport_ops *ops, void *impl, int rank,
+                             int size);
+void zen_transport_base_release(zen_transport *t);
+
+/* Constructors (each in its own file). */
+typedef struct zen_inproc_world zen_inproc_world;
+zen_status zen_transport_inproc_create(zen_inproc_world *world, int rank, zen_transport **out);
+
+/* tcp: rendezvous through master_addr:master_port (rank 0 listens there). */
+zen_status zen_transport_tcp_create(int rank, int size, const char *master_addr, int master_port,
+                                    double timeout_s, zen_transport **out);
+
+/* mpi: ZEN_EUNSUPPORTED when built without MPI. */
+zen_status zen_transport_mpi_create(zen_transport **out);
+int zen_transport_mpi_launched(void); /* 1 when started by mpirun and built with MPI */
+
+#endif

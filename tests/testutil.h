@@ -1,0 +1,31 @@
+/* Shared helpers of the cmocka tests. */
+#ifndef ZEN_TESTUTIL_H
+#define ZEN_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <zen/comm.h>
+
+/* Run fn on nranks inproc ranks and fail the test unless every rank returns ZEN_OK. */
+void zt_run_inproc(int nranks, zen_rank_fn fn, void *arg);
+
+/* Deterministic pseudo-random numbers (splitmix64) for test data. */
+uint64_t zt_rand(uint64_t *state);
+
+/* Fail the calling rank with a message when cond is false (for use inside rank functions, where
+ * cmocka's asserts must not longjmp out of a thread). */
+#define ZT_CHECK(comm, cond)                                                                       \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            zt_report(comm, __FILE__, __LINE__, #cond);                                            \
+            return ZEN_EINTERNAL;                                                                  \
+        }                                                                                          \
+    } while (0)
+
+void zt_report(zen_comm *comm, const char *file, int line, const char *what);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * Shared pieces of the zen CLI: subcommand table, usage errors, JSON output helpers.
+ * Exit codes: 0 success, 1 failure, 2 usage error.
+ */
+#ifndef ZEN_TOOLS_CLI_H
+#define ZEN_TOOLS_CLI_H
+
+#include <stdio.h>
+
+#define ZEN_EXIT_OK 0
+#define ZEN_EXIT_FAIL 1
+#define ZEN_EXIT_USAGE 2
+
+/* Each subcommand: argv[0] is the subcommand name. */
+int zen_cmd_info(int argc, char **argv);
+int zen_cmd_bench(int argc, char **argv);
+int zen_cmd_launch(int argc, char **argv);
+int zen_cmd_train(int argc, char **argv);
+int zen_cmd_simulate(int argc, char **argv);
+
+/* Print "zen CMD: message" and a hint to stderr; returns ZEN_EXIT_USAGE. */
+int zen_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* true when arg is -h or --help */
+int zen_is_help(const char *arg);
+
+/* Parse a size such as 64, 4K, 64M, 1G (powers of 1024); 0 on success, -1 on a bad string. */
+int zen_parse_size(const char *s, size_t *out);
+
+/* Write s as a JSON string literal (with quotes) to f. */
+void zen_json_string(FILE *f, const char *s);
+
+/* One line describing this machine (cores, model name, kernel) for benchmark headers. */
+void zen_machine_line(char *out, size_t size);
+
+#endif
