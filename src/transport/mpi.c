@@ -1,9 +1,344 @@
-/* Placeholder until the mpi transport lands. */
+/*
+ * mpi: Open MPI as the transport, so `mpirun -n N zen ...` works unchanged.
+ *
+ * zen's tags are 64 bits (context id + tag) while MPI tags are small ints, so each zen message
+ * is two MPI messages on a private duplicate of MPI_COMM_WORLD: a fixed-size header (MPI tag
+ * HDR: magic, kind, zen tag, length) followed by the payload (MPI tag DATA, in chunks of at most
+ * 1 GiB so counts fit an int). A per-peer send mutex keeps each header and its payload adjacent.
+ *
+ * Receiving reuses the mailbox of inproc/tcp: one progress thread blocks in MPI_Mprobe for the
+ * next header from anyone, claims the destination with zen_mailbox_deliver_begin (a posted
+ * receive buffer, else an unexpected buffer) and receives the payload straight into it. The
+ * progress thread only ever waits for a payload whose sender is already sending it, so no cycle
+ * of waits can form. Requires MPI_THREAD_MULTIPLE (Open MPI 4 provides it).
+ *
+ * Failures: errors are returned (MPI_ERRORS_RETURN) and fail the peer's receives; abort sends an
+ * ABORT header to every peer (nonblocking, never waited for) carrying the reason.
+ */
 #include "transport/transport.h"
+
+#ifdef ZEN_HAVE_MPI
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "transport/mailbox.h"
+
+#define MPI_TAG_HDR  101
+#define MPI_TAG_DATA 102
+#define HDR_MAGIC    0x7a656e4du /* "zenM" */
+#define CHUNK_MAX    ((size_t)1 << 30)
+
+enum hdr_kind {
+    HDR_DATA = 1,
+    HDR_ABORT = 2,
+    HDR_SHUTDOWN = 3
+};
+
+typedef struct mpi_hdr {
+    uint32_t magic;
+    uint32_t kind;
+    uint64_t tag;
+    uint64_t len;
+} mpi_hdr;
+
+typedef struct mpi_state {
+    MPI_Comm comm;
+    zen_mailbox *mailbox;
+    pthread_t progress;
+    int progress_running;
+    pthread_mutex_t *send_locks; /* one per peer */
+    int initialized_mpi;
+} mpi_state;
+
+#define STATE(t) ((mpi_state *)(t)->impl)
+
+static zen_status mpi_error(zen_transport *t, int rc, const char *what, int peer)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
+        snprintf(msg, sizeof msg, "MPI error %d", rc);
+    return zen_transport_fail(t, ZEN_EPEER, "%s rank %d failed: %s", what, peer, msg);
+}
+
+static zen_status send_payload(zen_transport *t, int peer, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        size_t n = len < CHUNK_MAX ? len : CHUNK_MAX;
+        int rc = MPI_Send(p, (int)n, MPI_BYTE, peer, MPI_TAG_DATA, STATE(t)->comm);
+        if (rc != MPI_SUCCESS)
+            return mpi_error(t, rc, "send to", peer);
+        p += n;
+        len -= n;
+    }
+    return ZEN_OK;
+}
+
+static zen_status mpi_isend(zen_transport *t, int peer, uint64_t tag, const void *buf, size_t len,
+                            zen_treq **req)
+{
+    *req = NULL;
+    if (peer < 0 || peer >= t->size)
+        return zen_transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, t->size);
+    mpi_state *s = STATE(t);
+    mpi_hdr h = { HDR_MAGIC, HDR_DATA, tag, (uint64_t)len };
+    pthread_mutex_lock(&s->send_locks[peer]);
+    int rc = MPI_Send(&h, (int)sizeof h, MPI_BYTE, peer, MPI_TAG_HDR, s->comm);
+    zen_status st =
+        rc == MPI_SUCCESS ? send_payload(t, peer, buf, len) : mpi_error(t, rc, "send to", peer);
+    pthread_mutex_unlock(&s->send_locks[peer]);
+    if (st != ZEN_OK)
+        return st;
+    return zen_mailbox_send_done(req);
+}
+
+static zen_status mpi_irecv(zen_transport *t, int peer, uint64_t tag, void *buf, size_t cap,
+                            zen_treq **req)
+{
+    return zen_mailbox_irecv(STATE(t)->mailbox, peer, tag, buf, cap, req);
+}
+
+static zen_status mpi_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns, size_t *len)
+{
+    return zen_mailbox_wait(STATE(t)->mailbox, req, deadline_ns, len);
+}
+
+static zen_status mpi_test(zen_transport *t, zen_treq *req, int *done, size_t *len)
+{
+    return zen_mailbox_test(STATE(t)->mailbox, req, done, len);
+}
+
+static void mpi_req_free(zen_transport *t, zen_treq *req)
+{
+    zen_mailbox_req_free(STATE(t)->mailbox, req);
+}
+
+/* Receive len payload bytes from src into dest (NULL: discard through a bounce buffer). */
+static int recv_payload(mpi_state *s, int src, char *dest, size_t len)
+{
+    char bounce[65536];
+    while (len > 0) {
+        size_t n = len < CHUNK_MAX ? len : CHUNK_MAX;
+        if (!dest && n > sizeof bounce)
+            n = sizeof bounce;
+        int rc = MPI_Recv(dest ? dest : bounce, (int)n, MPI_BYTE, src, MPI_TAG_DATA, s->comm,
+                          MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (dest)
+            dest += n;
+        len -= n;
+    }
+    return MPI_SUCCESS;
+}
+
+static void handle_abort(zen_transport *t, int src, size_t len)
+{
+    mpi_state *s = STATE(t);
+    char reason[400] = "";
+    char msg[512];
+    size_t keep = len < sizeof reason - 1 ? len : sizeof reason - 1;
+    if (keep > 0 && recv_payload(s, src, reason, keep) != MPI_SUCCESS)
+        keep = 0;
+    reason[keep] = '\0';
+    if (len > keep)
+        recv_payload(s, src, NULL, len - keep);
+    snprintf(msg, sizeof msg, "rank %d aborted: %s", src, reason);
+    zen_mailbox_fail_all(s->mailbox, ZEN_EPEER, msg);
+}
+
+static void *progress_main(void *arg)
+{
+    zen_transport *t = arg;
+    mpi_state *s = STATE(t);
+    for (;;) {
+        MPI_Message m;
+        MPI_Status status;
+        mpi_hdr h;
+        int rc = MPI_Mprobe(MPI_ANY_SOURCE, MPI_TAG_HDR, s->comm, &m, &status);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Mrecv(&h, (int)sizeof h, MPI_BYTE, &m, &status);
+        if (rc != MPI_SUCCESS) {
+            zen_mailbox_fail_all(s->mailbox, ZEN_EPEER, "MPI progress failed; job is broken");
+            return NULL;
+        }
+        int src = status.MPI_SOURCE;
+        if (h.magic != HDR_MAGIC) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "bad header magic 0x%08x from rank %d", h.magic, src);
+            zen_mailbox_fail_peer(s->mailbox, src, ZEN_EPROTO, msg);
+            continue;
+        }
+        if (h.kind == HDR_SHUTDOWN && src == t->rank)
+            return NULL;
+        if (h.kind == HDR_ABORT) {
+            handle_abort(t, src, (size_t)h.len);
+            continue;
+        }
+        zen_delivery d;
+        zen_mailbox_deliver_begin(s->mailbox, src, h.tag, (size_t)h.len, &d);
+        rc = recv_payload(s, src, d.dest, (size_t)h.len);
+        if (rc == MPI_SUCCESS) {
+            zen_mailbox_deliver_end(s->mailbox, &d);
+        } else {
+            zen_mailbox_deliver_fail(s->mailbox, &d, ZEN_EPEER, "MPI receive failed");
+            zen_mailbox_fail_peer(s->mailbox, src, ZEN_EPEER, "MPI receive failed");
+        }
+    }
+}
+
+static void mpi_abort(zen_transport *t, zen_status status, const char *reason)
+{
+    /* Nonblocking sends whose requests are never waited for need buffers that outlive this call;
+     * an abort happens at most once per transport, so static storage is enough. */
+    static mpi_hdr h;
+    static char why[400];
+    mpi_state *s = STATE(t);
+    snprintf(why, sizeof why, "%s", reason ? reason : "aborted");
+    size_t len = strlen(why);
+    h = (mpi_hdr){ HDR_MAGIC, HDR_ABORT, 0, (uint64_t)len };
+    for (int p = 0; p < t->size; p++) {
+        if (p == t->rank)
+            continue;
+        /* Never block in abort: skip a peer whose send lock is held, fire and forget. */
+        if (pthread_mutex_trylock(&s->send_locks[p]) != 0)
+            continue;
+        MPI_Request r;
+        if (MPI_Isend(&h, (int)sizeof h, MPI_BYTE, p, MPI_TAG_HDR, s->comm, &r) == MPI_SUCCESS)
+            MPI_Request_free(&r);
+        if (len && MPI_Isend(why, (int)len, MPI_BYTE, p, MPI_TAG_DATA, s->comm, &r) == MPI_SUCCESS)
+            MPI_Request_free(&r);
+        pthread_mutex_unlock(&s->send_locks[p]);
+    }
+    zen_mailbox_fail_all(s->mailbox, status == ZEN_OK ? ZEN_EABORTED : status, why);
+}
+
+static void mpi_destroy(zen_transport *t)
+{
+    mpi_state *s = STATE(t);
+    if (s->progress_running) {
+        mpi_hdr h = { HDR_MAGIC, HDR_SHUTDOWN, 0, 0 };
+        MPI_Send(&h, (int)sizeof h, MPI_BYTE, t->rank, MPI_TAG_HDR, s->comm);
+        pthread_join(s->progress, NULL);
+    }
+    zen_mailbox_destroy(s->mailbox);
+    if (s->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&s->comm);
+    for (int p = 0; s->send_locks && p < t->size; p++)
+        pthread_mutex_destroy(&s->send_locks[p]);
+    zen_free(s->send_locks);
+    zen_transport_base_release(t);
+    zen_free(s);
+    zen_free(t);
+}
+
+static const zen_transport_ops mpi_ops = {
+    .name = "mpi",
+    .isend = mpi_isend,
+    .irecv = mpi_irecv,
+    .wait = mpi_wait,
+    .test = mpi_test,
+    .req_free = mpi_req_free,
+    .abort = mpi_abort,
+    .destroy = mpi_destroy,
+    .send_raw = NULL,
+};
+
+static void finalize_at_exit(void)
+{
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+        MPI_Finalize();
+}
+
+static zen_status init_mpi(int *initialized_here)
+{
+    int initialized = 0, provided = 0;
+    *initialized_here = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+            return ZEN_ESYS;
+        *initialized_here = 1;
+        atexit(finalize_at_exit);
+    } else {
+        MPI_Query_thread(&provided);
+    }
+    if (provided < MPI_THREAD_MULTIPLE) {
+        ZEN_ERROR("transport",
+                  "the MPI library provides thread level %d; zen's mpi transport "
+                  "needs MPI_THREAD_MULTIPLE",
+                  provided);
+        return ZEN_EUNSUPPORTED;
+    }
+    return ZEN_OK;
+}
 
 zen_status zen_transport_mpi_create(zen_transport **out)
 {
     *out = NULL;
+    int here = 0;
+    zen_status st = init_mpi(&here);
+    if (st != ZEN_OK)
+        return st;
+    zen_transport *t = zen_calloc(1, sizeof *t);
+    mpi_state *s = zen_calloc(1, sizeof *s);
+    if (!t || !s) {
+        zen_free(t);
+        zen_free(s);
+        return ZEN_ENOMEM;
+    }
+    s->comm = MPI_COMM_NULL;
+    s->initialized_mpi = here;
+    int rank = 0, size = 1;
+    MPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
+    MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(s->comm, &rank);
+    MPI_Comm_size(s->comm, &size);
+    zen_transport_base_init(t, &mpi_ops, s, rank, size);
+    MPI_Comm node;
+    if (MPI_Comm_split_type(s->comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_rank(node, &t->local_rank);
+        MPI_Comm_size(node, &t->local_size);
+        MPI_Comm_free(&node);
+    }
+    s->send_locks = zen_calloc((size_t)size, sizeof *s->send_locks);
+    if (!s->send_locks || zen_mailbox_create(t, size, &s->mailbox) != ZEN_OK) {
+        mpi_destroy(t);
+        return ZEN_ENOMEM;
+    }
+    for (int p = 0; p < size; p++)
+        pthread_mutex_init(&s->send_locks[p], NULL);
+    if (pthread_create(&s->progress, NULL, progress_main, t) != 0) {
+        mpi_destroy(t);
+        return ZEN_ESYS;
+    }
+    s->progress_running = 1;
+    *out = t;
+    return ZEN_OK;
+}
+
+int zen_transport_mpi_launched(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMI_SIZE") != NULL;
+}
+
+#else /* !ZEN_HAVE_MPI */
+
+#include "common/log.h"
+
+zen_status zen_transport_mpi_create(zen_transport **out)
+{
+    *out = NULL;
+    ZEN_ERROR("transport", "this zen was built without MPI: install libopenmpi-dev and rebuild");
     return ZEN_EUNSUPPORTED;
 }
 
@@ -11,3 +346,5 @@ int zen_transport_mpi_launched(void)
 {
     return 0;
 }
+
+#endif

@@ -1,0 +1,45 @@
+# The two commands a newcomer runs (see README.md):
+#   make run    install dependencies, build, run the main job
+#   make test   install dependencies, build with warnings as errors, run the suite, then the suite
+#               again under AddressSanitizer + UndefinedBehaviorSanitizer, then the format check
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CTEST_ARGS ?= --output-on-failure -j $(JOBS)
+
+.PHONY: all deps build build-asan run test test-fast test-asan format-check clean
+
+all: build
+
+deps:
+	bash scripts/deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DZEN_WERROR=ON
+	cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DZEN_WERROR=ON -DZEN_SANITIZE=address,undefined \
+	      -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+run: build
+	./$(BUILD)/zen bench allreduce --ranks 4 -c -b 1K -e 16M
+
+test-fast: build
+	cd $(BUILD) && ctest $(CTEST_ARGS)
+
+test-asan: build-asan
+	cd $(ASAN_BUILD) && \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest $(CTEST_ARGS)
+
+format-check:
+	bash scripts/check-format.sh
+
+test: test-fast test-asan format-check
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

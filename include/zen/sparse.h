@@ -1,0 +1,126 @@
+/*
+ * sparse.h - sparse allreduce (ZEN, OSDI'25) and its baselines.
+ *
+ * A sparse tensor lives over a dense shape rows x width: nnz row indices and nnz x width values,
+ * row-major. width = 1 is element sparsity (top-k compressed gradients); width = d is row
+ * sparsity (embedding gradients, one index per row). Input indices may be unsorted and
+ * duplicated; duplicates are summed locally before anything is sent. rows must be below 2^32.
+ *
+ * zen_sparse_allreduce sums the tensors of all ranks. The result equals a dense allreduce of the
+ * densified inputs (exactly for integer-valued floats; otherwise up to the order of additions).
+ * Each rank may contribute a different nnz, including 0. Collective: all ranks call it with the
+ * same rows, width, value dtype, scheme and output kind.
+ */
+#ifndef ZEN_SPARSE_H
+#define ZEN_SPARSE_H
+
+#include <zen/comm.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum zen_index_type {
+    ZEN_INDEX_U32 = 0,
+    ZEN_INDEX_I64 = 1
+} zen_index_type;
+
+/* A caller-owned sparse tensor (input). values are f32 or bf16 (value_type). */
+typedef struct zen_sparse_tensor {
+    uint64_t rows;
+    uint32_t width;
+    size_t nnz;
+    zen_index_type index_type;
+    const void *indices; /* nnz entries of index_type */
+    zen_dtype value_type; /* ZEN_F32 or ZEN_BF16 */
+    const void *values;   /* nnz * width entries of value_type */
+} zen_sparse_tensor;
+
+/* A library-allocated result: sorted unique u32 indices and f32 values. Free with
+ * zen_sparse_result_free. */
+typedef struct zen_sparse_result {
+    uint64_t rows;
+    uint32_t width;
+    size_t nnz;
+    uint32_t *indices;
+    float *values; /* nnz * width */
+} zen_sparse_result;
+
+void zen_sparse_result_free(zen_sparse_result *result);
+
+typedef enum zen_sparse_scheme {
+    ZEN_SPARSE_AUTO = 0,         /* cheapest predicted by the cost model */
+    ZEN_SPARSE_BALANCED = 1,     /* ZEN: hierarchical hashing push + hash-bitmap pull */
+    ZEN_SPARSE_HIERARCHICAL = 2, /* SparCML recursive doubling with a sparse-to-dense switch */
+    ZEN_SPARSE_ALLGATHER = 3,    /* allgather of COO then local sum (torch/gloo, Horovod) */
+    ZEN_SPARSE_BLOCK = 4,        /* OmniReduce-style non-zero blocks over even ranges */
+    ZEN_SPARSE_PS = 5,           /* range-partitioned push/pull (sparse parameter server) */
+    ZEN_SPARSE_DENSE = 6,        /* densify, then ring allreduce */
+    ZEN_SPARSE_SCHEME_COUNT = 7
+} zen_sparse_scheme;
+
+const char *zen_sparse_scheme_name(zen_sparse_scheme scheme);
+
+/* Parse a scheme name ("balanced", "auto", ...); ZEN_EINVAL for an unknown name. */
+zen_status zen_sparse_scheme_parse(const char *name, zen_sparse_scheme *out);
+
+/* Options; initialise with ZEN_SPARSE_OPTIONS_INIT. */
+typedef struct zen_sparse_options {
+    zen_sparse_scheme scheme;
+    int average;         /* 1: divide the sum by the rank count */
+    const char *key;     /* identifies a recurring tensor for sparsity profiling (AUTO); may be NULL */
+    int threads;         /* hashing threads for BALANCED; <= 1: single-threaded */
+} zen_sparse_options;
+
+#define ZEN_SPARSE_OPTIONS_INIT {ZEN_SPARSE_AUTO, 0, NULL, 1}
+
+/* Phases timed in the statistics. */
+typedef enum zen_sparse_phase {
+    ZEN_PHASE_PARTITION = 0, /* coalesce duplicates and split by destination */
+    ZEN_PHASE_PUSH = 1,
+    ZEN_PHASE_AGGREGATE = 2,
+    ZEN_PHASE_ENCODE = 3,
+    ZEN_PHASE_PULL = 4,
+    ZEN_PHASE_DECODE = 5,
+    ZEN_PHASE_COUNT = 6
+} zen_sparse_phase;
+
+/* Per-call statistics, filled on every rank (may be NULL). */
+typedef struct zen_sparse_stats {
+    zen_sparse_scheme scheme;  /* scheme actually used */
+    double phase_us[ZEN_PHASE_COUNT];
+    double total_us;
+    uint64_t bytes_sent;       /* by this rank */
+    uint64_t bytes_recv;
+    uint64_t msgs_sent;
+    uint64_t msgs_recv;
+    double imbalance_push;     /* paper Def. 8; 1 is perfect, 0 when not applicable */
+    double imbalance_pull;
+    size_t nnz_in;             /* local nnz after coalescing */
+    size_t nnz_out;            /* nnz of the result */
+    /* cost model: predicted seconds per scheme (0 = not predicted) and the profile used */
+    double predicted_s[ZEN_SPARSE_SCHEME_COUNT];
+    double density;            /* local density d_G */
+    double gamma_n;            /* densification ratio gamma^n */
+    double skew;               /* skewness ratio over n even ranges */
+} zen_sparse_stats;
+
+/*
+ * Sum the sparse tensors of all ranks into the dense buffer out_dense (rows * width f32, written
+ * whole, zeros where no rank has a non-zero). out_dense must not alias the input.
+ */
+zen_status zen_sparse_allreduce_dense(zen_comm *comm, const zen_sparse_tensor *in,
+                                      float *out_dense, const zen_sparse_options *opts,
+                                      zen_sparse_stats *stats);
+
+/* Same, into a library-allocated sorted sparse result (*out filled; free it with
+ * zen_sparse_result_free). Rows whose sum cancels to exactly zero may be absent. */
+zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in,
+                                zen_sparse_result *out, const zen_sparse_options *opts,
+                                zen_sparse_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZEN_SPARSE_H */

@@ -1,0 +1,79 @@
+/*
+ * Internal interface of the sparse module: the coalesced local tensor every scheme starts from,
+ * the scheme function type, and the pieces shared by schemes (output, cost model, profile).
+ *
+ * Flow of zen_sparse_allreduce (api.c): validate the input on every rank (an index >= rows is
+ * refused with ZEN_EINVAL locally, and the ranks agree on failure before any data moves, so no
+ * rank hangs), coalesce it into a zen_coo (sorted unique indices, duplicates summed), pick the
+ * scheme (AUTO: cost.c), run the scheme, then fill the statistics from the communicator's byte
+ * counters.
+ */
+#ifndef ZEN_SPARSE_INTERNAL_H
+#define ZEN_SPARSE_INTERNAL_H
+
+#include <stdint.h>
+#include <zen/sparse.h>
+
+/* Coalesced COO: nnz sorted unique indices, nnz * width f32 values, row-major. */
+typedef struct zen_coo {
+    uint64_t rows;
+    uint32_t width;
+    size_t nnz;
+    size_t capacity; /* allocated entries of idx (values: capacity * width) */
+    uint32_t *idx;
+    float *val;
+} zen_coo;
+
+/* Grow to hold at least capacity entries (keeps contents). */
+zen_status zen_coo_reserve(zen_coo *coo, size_t capacity);
+void zen_coo_release(zen_coo *coo);
+
+/*
+ * Coalesce a user tensor: validate indices (< rows), convert bf16 to f32, sort, sum duplicates.
+ * *bad_index gets the first offending index on ZEN_EINVAL.
+ */
+zen_status zen_coo_from_tensor(const zen_sparse_tensor *in, zen_coo *out, uint64_t *bad_index);
+
+/*
+ * Merge-add k sorted unique COO runs into out (sorted unique). Used by aggregation on owners and
+ * by the hierarchical scheme at each round.
+ */
+zen_status zen_coo_merge(const zen_coo *runs, size_t k, zen_coo *out);
+
+/* One call of a scheme. */
+typedef struct zen_sparse_ctx {
+    zen_comm *comm;
+    const zen_coo *local;     /* this rank's coalesced input */
+    float *dense_out;         /* if non-NULL: write the whole rows*width result here */
+    zen_coo *coo_out;         /* else: the sorted unique result goes here */
+    const zen_sparse_options *opts;
+    zen_sparse_stats *stats;  /* never NULL inside schemes (api.c passes a scratch one) */
+} zen_sparse_ctx;
+
+typedef zen_status (*zen_sparse_scheme_fn)(zen_sparse_ctx *ctx);
+
+zen_status zen_sparse_run_balanced(zen_sparse_ctx *ctx);     /* balanced.c */
+zen_status zen_sparse_run_hierarchical(zen_sparse_ctx *ctx); /* hierarchical.c */
+zen_status zen_sparse_run_allgather(zen_sparse_ctx *ctx);    /* allgather.c */
+zen_status zen_sparse_run_block(zen_sparse_ctx *ctx);        /* block.c */
+zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx);           /* ps.c */
+zen_status zen_sparse_run_dense(zen_sparse_ctx *ctx);        /* dense.c */
+
+/* Deliver a finished sorted unique sum to the caller's output (dense scatter or COO copy/move).
+ * Takes ownership of *sum's arrays when moving into coo_out. */
+zen_status zen_sparse_emit(zen_sparse_ctx *ctx, zen_coo *sum);
+
+/* Microseconds between two zen_now_ns() stamps. */
+static inline double zen_us_between(int64_t start_ns, int64_t end_ns)
+{
+    return (double)(end_ns - start_ns) / 1e3;
+}
+
+/*
+ * AUTO: choose the scheme for this call from the cost model and the sparsity profile kept under
+ * opts->key (cost.c, profile.c). Collective when it needs to measure (all ranks must call it);
+ * fills stats->predicted_s, density, gamma_n, skew.
+ */
+zen_status zen_sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme);
+
+#endif
