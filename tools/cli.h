@@ -14,6 +14,8 @@
 /* Each subcommand: argv[0] is the subcommand name. */
 int zen_cmd_info(int argc, char **argv);
 int zen_cmd_bench(int argc, char **argv);
+/* `zen bench sparse ...` (argv[0] == "sparse"), dispatched from zen_cmd_bench. */
+int zen_cmd_bench_sparse(int argc, char **argv);
 int zen_cmd_launch(int argc, char **argv);
 int zen_cmd_train(int argc, char **argv);
 int zen_cmd_simulate(int argc, char **argv);

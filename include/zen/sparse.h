@@ -9,7 +9,14 @@
  * zen_sparse_allreduce sums the tensors of all ranks. The result equals a dense allreduce of the
  * densified inputs (exactly for integer-valued floats; otherwise up to the order of additions).
  * Each rank may contribute a different nnz, including 0. Collective: all ranks call it with the
- * same rows, width, value dtype, scheme and output kind.
+ * same rows, width, scheme, average flag and output kind (value and index types may differ).
+ *
+ * Errors are agreed before any data moves: an index >= rows (or negative) on any rank makes every
+ * rank return ZEN_EINVAL (the last error of the offending rank says "index X >= rows R", the
+ * others name that rank); rows >= 2^32 gives ZEN_EUNSUPPORTED; width 0 or a value type other
+ * than f32/bf16 gives ZEN_EINVAL; ranks that disagree on rows, width or options get
+ * ZEN_EMISMATCH. After such an argument error the communicator stays usable. A failure while
+ * data is moving (a peer lost, out of memory) aborts the communicator.
  */
 #ifndef ZEN_SPARSE_H
 #define ZEN_SPARSE_H
@@ -67,9 +74,9 @@ zen_status zen_sparse_scheme_parse(const char *name, zen_sparse_scheme *out);
 /* Options; initialise with ZEN_SPARSE_OPTIONS_INIT. */
 typedef struct zen_sparse_options {
     zen_sparse_scheme scheme;
-    int average;         /* 1: divide the sum by the rank count */
+    int average;         /* 1: divide the sum by the rank count (f32 division of the sum) */
     const char *key;     /* identifies a recurring tensor for sparsity profiling (AUTO); may be NULL */
-    int threads;         /* hashing threads for BALANCED; <= 1: single-threaded */
+    int threads;         /* hierarchical-hashing threads for BALANCED; <= 1: single-threaded */
 } zen_sparse_options;
 
 #define ZEN_SPARSE_OPTIONS_INIT {ZEN_SPARSE_AUTO, 0, NULL, 1}
@@ -118,6 +125,55 @@ zen_status zen_sparse_allreduce_dense(zen_comm *comm, const zen_sparse_tensor *i
 zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in,
                                 zen_sparse_result *out, const zen_sparse_options *opts,
                                 zen_sparse_stats *stats);
+
+/* ---- Prediction at any scale without communication (what `zen simulate` uses). ---- */
+
+/* A sparsity profile: what the cost model needs to know about a recurring sparse tensor. */
+typedef struct zen_sparsity_profile {
+    double density;    /* d_G: mean local fraction of non-zero rows */
+    int levels;        /* gamma[0..levels) are valid */
+    double gamma[32];  /* gamma[i] = gamma^(2^i): density of a sum over 2^i ranks / d_G */
+    double gamma_n;    /* gamma^n for the rank count the profile was made for */
+    double skew;       /* n * max over n even row ranges of the non-zeros in it / all; >= 1 */
+} zen_sparsity_profile;
+
+/* Index sets (one per rank and step) of a sparse tensor, e.g. loaded from a gradient trace. */
+typedef struct zen_index_sets {
+    int nsets;
+    uint64_t rows;
+    uint32_t width;
+    uint32_t **indices; /* nsets arrays */
+    size_t *nnz;        /* nsets counts */
+} zen_index_sets;
+
+/* Load every rank's and step's indices of the tensor named tensor (NULL: the first one) from a
+ * trace directory (docs/trace-format.md). Free with zen_index_sets_free. */
+zen_status zen_index_sets_from_trace(const char *dir, const char *tensor, zen_index_sets *out);
+void zen_index_sets_free(zen_index_sets *sets);
+
+/* Profile for nranks ranks from a synthetic overlap model: "random" (rows non-zero
+ * independently), "identical" (all ranks the same rows) or "disjoint". */
+zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *overlap,
+                                        zen_sparsity_profile *out);
+
+/*
+ * Profile for nranks ranks measured on index sets: gamma^k from unions of k sets (sets are pooled
+ * across ranks and steps, so a trace of R ranks x S steps measures k up to R*S; beyond that the
+ * union is extrapolated as if further sets were independent), skew over nranks even ranges.
+ */
+zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
+                                        zen_sparsity_profile *out);
+
+/* Predicted seconds of every scheme (seconds[ZEN_SPARSE_AUTO] = the cheapest) on nranks ranks
+ * for a rows x width f32 tensor, at gbps Gbit/s per link and lat_us per message. */
+zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
+                                    const zen_sparsity_profile *profile, double gbps,
+                                    double lat_us, double seconds[ZEN_SPARSE_SCHEME_COUNT]);
+
+/* Run the real hierarchical-hash partitioner (BALANCED's push) on indices for nranks owners and
+ * return the imbalance ratio n * max owner load / nnz (1 = perfect). Duplicates count each time. */
+zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, int nranks,
+                                          uint64_t seed, double *imbalance);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/tunables.h"
+#include "transport/faulty.h"
 
 #define ROOT_CONTEXT 1u
 
@@ -165,6 +166,8 @@ zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out)
         return st;
     zen_transport *t = NULL;
     st = make_transport(&o, &env, kind, timeout_s, &t);
+    if (st == ZEN_OK)
+        st = zen_fault_maybe_wrap(&t); /* tests: ZEN_FAULT injects failures (faulty.h) */
     if (st != ZEN_OK) {
         ZEN_ERROR("init", "cannot create the %s transport: %s", zen_transport_name(kind),
                   zen_strerror(st));
@@ -285,6 +288,7 @@ void zen_comm_destroy(zen_comm *comm)
     if (comm->owns_transport && comm->transport)
         comm->transport->ops->destroy(comm->transport);
     zen_free(comm->world_ranks);
+    zen_free(comm->coll_scratch);
     zen_free(comm);
 }
 

@@ -35,6 +35,8 @@ struct zen_comm {
     zen_comm_stats stats;
     zen_arrival arrivals[ZEN_ARRIVAL_HISTORY];
     uint64_t arrival_count;
+    void *coll_scratch; /* dense collectives: cached scratch (coll_args.c), freed on destroy */
+    size_t coll_scratch_bytes;
 };
 
 /* State of one collective call. */

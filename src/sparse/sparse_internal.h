@@ -59,9 +59,14 @@ zen_status zen_sparse_run_block(zen_sparse_ctx *ctx);        /* block.c */
 zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx);           /* ps.c */
 zen_status zen_sparse_run_dense(zen_sparse_ctx *ctx);        /* dense.c */
 
-/* Deliver a finished sorted unique sum to the caller's output (dense scatter or COO copy/move).
- * Takes ownership of *sum's arrays when moving into coo_out. */
+/* Deliver a finished sorted unique sum to the caller's output (dense scatter or COO copy/move),
+ * dividing by the rank count first when opts->average is set, and set stats->nnz_out. Takes
+ * ownership of *sum's arrays when moving into coo_out. */
 zen_status zen_sparse_emit(zen_sparse_ctx *ctx, zen_coo *sum);
+
+/* The hash seeds agreed by all ranks at communicator creation (api.c). seeds[0] is seed0 of the
+ * owner function h0 (hier_hash.h), seeds[1] seeds the in-owner slot hashes. */
+const uint64_t *zen_sparse_seeds(const zen_comm *comm);
 
 /* Microseconds between two zen_now_ns() stamps. */
 static inline double zen_us_between(int64_t start_ns, int64_t end_ns)

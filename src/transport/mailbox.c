@@ -263,6 +263,8 @@ zen_status zen_mailbox_send_done(zen_treq **out)
     return ZEN_OK;
 }
 
+static void fail_peer_locked(zen_mailbox *mb, int peer, zen_status status, const char *msg);
+
 void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t len,
                                zen_delivery *d)
 {
@@ -270,6 +272,12 @@ void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t le
     d->entry = NULL;
     d->is_posted = 0;
     pthread_mutex_lock(&mb->lock);
+    if (mb->peer_status[src] != ZEN_OK) {
+        /* An earlier message from src was lost (or src failed): a later one must not complete a
+         * receive that was meant for the lost one, so everything from src is refused. */
+        pthread_mutex_unlock(&mb->lock);
+        return;
+    }
     mb_req *r = mb->posted_head;
     while (r && !(r->peer == src && r->tag == tag))
         r = r->next;
@@ -292,11 +300,11 @@ void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t le
     void *data = m ? zen_malloc(len) : NULL;
     if (!m || !data) {
         zen_free(m);
-        if (mb->peer_status[src] == ZEN_OK) {
-            mb->peer_status[src] = ZEN_ENOMEM;
-            snprintf(mb->peer_msg[src], sizeof mb->peer_msg[src],
-                     "out of memory buffering a %zu-byte message from rank %d", len, src);
-        }
+        char msg[128];
+        snprintf(msg, sizeof msg, "out of memory buffering a %zu-byte message from rank %d", len,
+                 src);
+        fail_peer_locked(mb, src, ZEN_ENOMEM, msg); /* and every receive already posted from src */
+        pthread_cond_broadcast(&mb->cond);
         pthread_mutex_unlock(&mb->lock);
         return;
     }

@@ -1,14 +1,558 @@
-/* Placeholder until the tcp transport lands. */
-#include "transport/transport.h"
+/*
+ * tcp: one process per rank, a full mesh of TCP connections (built by src/bootstrap/rendezvous.c).
+ *
+ * Receive side: one reader thread per peer connection reads frames and delivers them into this
+ * rank's mailbox (mailbox.h). deliver_begin returns the posted receive's own buffer when the
+ * receive was posted first, so the payload goes from the socket straight into the user buffer
+ * (zero copy); otherwise into an unexpected-message buffer; dest NULL (too long for the posted
+ * receive, or out of memory) means read and discard the bytes so the stream stays in sync.
+ *
+ * Send side: the calling thread writes header + payload with one writev under the peer's send
+ * mutex and returns when the bytes are in the kernel (isend completes before returning). The
+ * peer's reader threads always drain their sockets, so two ranks sending each other large
+ * messages at the same time cannot deadlock. A send that makes no progress for the timeout
+ * fails, naming the peer.
+ *
+ * Failures: end of stream or a socket error fails every receive from that peer (ZEN_EPEER); a bad
+ * header fails it with ZEN_EPROTO. abort() fails this rank's requests and sends an ABORT frame
+ * with the reason to every peer (best effort, never blocking), whose readers then fail all their
+ * receives with "rank P aborted: <reason>", so an error reaches every rank fast, naming its cause.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap/rendezvous.h"
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "transport/mailbox.h"
+#include "transport/tcp_internal.h"
+#include "transport/tcp_sock.h"
+
+/* How long destroy waits for peers to close their side, so that no unread byte makes the
+ * kernel reset a connection whose last messages the peer has not read yet. */
+#define CLOSE_GRACE_NS (2 * (int64_t)1000000000)
+#define POLL_SLICE_MS  200
+
+typedef struct tcp_state tcp_state;
+
+typedef struct tcp_peer {
+    tcp_state *s;
+    int rank;
+    int fd;
+    pthread_mutex_t send_lock;
+    pthread_t reader;
+    int reader_started;
+    atomic_int broken; /* unusable for sends; why[] says why */
+    char why[300];
+} tcp_peer;
+
+struct tcp_state {
+    zen_transport base; /* first: a zen_transport * is a tcp_state * */
+    zen_mailbox *mb;
+    tcp_peer *peers;
+    double timeout_s;
+    int64_t stall_ns;
+    atomic_int stopping; /* destroy: readers leave */
+    atomic_int aborted;  /* abort or kill happened: refuse traffic, drop incoming data */
+    atomic_int killed;   /* fault injection: behave as a dead process */
+    atomic_int live_readers;
+    pthread_mutex_t lock; /* peers[].why */
+};
+
+static const zen_transport_ops tcp_ops;
+
+int zen_transport_is_tcp(const zen_transport *t)
+{
+    return t && t->ops == &tcp_ops;
+}
+
+/* Mark a connection unusable and fail every receive from that peer with status and msg. */
+static void peer_broken(tcp_state *s, tcp_peer *pe, zen_status status, const char *msg)
+{
+    pthread_mutex_lock(&s->lock);
+    if (!atomic_load(&pe->broken)) {
+        snprintf(pe->why, sizeof pe->why, "%s", msg);
+        atomic_store(&pe->broken, 1);
+    }
+    pthread_mutex_unlock(&s->lock);
+    zen_mailbox_fail_peer(s->mb, pe->rank, status, msg);
+}
+
+enum {
+    RD_OK,
+    RD_STOP,
+    RD_EOF,
+    RD_ERR,
+    RD_STALL
+};
+
+/*
+ * Read exactly len bytes. Between messages (idle_ok) the connection may stay silent forever;
+ * inside a message, silence longer than the timeout is a stalled peer. *partial tells whether
+ * some bytes had arrived, *err the errno of RD_ERR.
+ */
+static int rd_exact(tcp_peer *pe, void *buf, size_t len, int idle_ok, int *partial, int *err)
+{
+    tcp_state *s = pe->s;
+    char *p = buf;
+    size_t got = 0;
+    int64_t last = zen_now_ns();
+    *partial = 0;
+    while (got < len) {
+        ssize_t n = recv(pe->fd, p + got, len - got, 0);
+        if (n > 0) {
+            got += (size_t)n;
+            last = zen_now_ns();
+            continue;
+        }
+        *partial = got > 0 || !idle_ok;
+        if (n == 0)
+            return RD_EOF;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            *err = errno;
+            return RD_ERR;
+        }
+        if (atomic_load(&s->stopping))
+            return RD_STOP;
+        if (!(idle_ok && got == 0) && zen_now_ns() - last > s->stall_ns)
+            return RD_STALL;
+        struct pollfd pf = { .fd = pe->fd, .events = POLLIN, .revents = 0 };
+        (void)poll(&pf, 1, POLL_SLICE_MS);
+    }
+    return RD_OK;
+}
+
+static int rd_discard(tcp_peer *pe, uint64_t len, int *partial, int *err)
+{
+    char sink[16384];
+    while (len > 0) {
+        size_t n = len < sizeof sink ? (size_t)len : sizeof sink;
+        int rc = rd_exact(pe, sink, n, 0, partial, err);
+        if (rc != RD_OK)
+            return rc;
+        len -= n;
+    }
+    return RD_OK;
+}
+
+/* The reader stopped on rc: record why, naming the peer. */
+static void read_ended(tcp_peer *pe, int rc, int partial, int err, zen_delivery *d)
+{
+    tcp_state *s = pe->s;
+    char msg[400];
+    zen_status st = ZEN_EPEER;
+    switch (rc) {
+    case RD_STOP:
+        snprintf(msg, sizeof msg, "rank %d: connection closed locally", pe->rank);
+        break;
+    case RD_EOF:
+        snprintf(msg, sizeof msg, "rank %d closed the connection (end of stream%s)", pe->rank,
+                 partial ? " in the middle of a message" : "");
+        break;
+    case RD_STALL:
+        st = ZEN_ETIMEDOUT;
+        snprintf(msg, sizeof msg, "rank %d stopped sending in the middle of a message for %.1f s",
+                 pe->rank, s->timeout_s);
+        break;
+    default:
+        snprintf(msg, sizeof msg, "rank %d closed the connection (%s)", pe->rank, strerror(err));
+        break;
+    }
+    if (d)
+        zen_mailbox_deliver_fail(s->mb, d, st, msg);
+    if (!atomic_load(&s->stopping) && !atomic_load(&s->aborted))
+        ZEN_DEBUG("transport", "%s", msg);
+    peer_broken(s, pe, st, msg);
+}
+
+/* A malformed frame: the stream cannot be resynchronised, so the peer is failed for good. */
+static void protocol_error(tcp_peer *pe, const char *what, uint32_t a, uint64_t b)
+{
+    char msg[400];
+    snprintf(msg, sizeof msg, "protocol error on the connection from rank %d: %s (%u, %llu)",
+             pe->rank, what, a, (unsigned long long)b);
+    ZEN_WARN("transport", "%s", msg);
+    peer_broken(pe->s, pe, ZEN_EPROTO, msg);
+    shutdown(pe->fd, SHUT_RDWR);
+}
+
+/* An ABORT frame: the job is failing; every receive fails naming the aborting peer. */
+static int read_abort(tcp_peer *pe, uint64_t len)
+{
+    tcp_state *s = pe->s;
+    char reason[ZEN_TCP_MAX_REASON + 1];
+    int partial = 0, err = 0;
+    int rc = rd_exact(pe, reason, (size_t)len, 0, &partial, &err);
+    if (rc != RD_OK) {
+        read_ended(pe, rc, partial, err, NULL);
+        return -1;
+    }
+    reason[len] = '\0';
+    for (uint64_t i = 0; i < len; i++)
+        if ((unsigned char)reason[i] < 0x20)
+            reason[i] = ' ';
+    char msg[ZEN_TCP_MAX_REASON + 64];
+    snprintf(msg, sizeof msg, "rank %d aborted: %s", pe->rank, reason);
+    ZEN_INFO("transport", "%s", msg);
+    peer_broken(s, pe, ZEN_EPEER, msg);
+    zen_mailbox_fail_all(s->mb, ZEN_EPEER, msg);
+    return 0;
+}
+
+static void *reader_main(void *arg)
+{
+    tcp_peer *pe = arg;
+    tcp_state *s = pe->s;
+    zen_log_set_thread_rank(s->base.rank);
+    unsigned char h[ZEN_TCP_HEADER_BYTES];
+    int aborted_by_peer = 0;
+    for (;;) {
+        int partial = 0, err = 0;
+        int rc = rd_exact(pe, h, sizeof h, 1, &partial, &err);
+        if (rc != RD_OK) {
+            read_ended(pe, rc, partial, err, NULL);
+            break;
+        }
+        uint32_t magic = zen_get_u32(h);
+        uint32_t version = zen_get_u16(h + 4);
+        uint32_t kind = zen_get_u16(h + 6);
+        uint64_t tag = zen_get_u64(h + 8);
+        uint64_t len = zen_get_u64(h + 16);
+        if (magic != ZEN_TCP_MAGIC || version != ZEN_TCP_VERSION) {
+            protocol_error(pe, "bad frame header (magic, version)", magic, version);
+            break;
+        }
+        if (kind == ZEN_TCP_KIND_ABORT) {
+            if (len > ZEN_TCP_MAX_REASON) {
+                protocol_error(pe, "abort reason too long (kind, length)", kind, len);
+                break;
+            }
+            if (read_abort(pe, len) != 0)
+                break;
+            aborted_by_peer = 1;
+            continue;
+        }
+        if (kind != ZEN_TCP_KIND_DATA || len > ZEN_TCP_MAX_PAYLOAD) {
+            protocol_error(pe, "bad frame kind or length (kind, length)", kind, len);
+            break;
+        }
+        if (aborted_by_peer || atomic_load(&s->aborted)) {
+            /* Everything already failed: keep the stream in sync until the peer closes. */
+            rc = rd_discard(pe, len, &partial, &err);
+            if (rc != RD_OK) {
+                read_ended(pe, rc, partial, err, NULL);
+                break;
+            }
+            continue;
+        }
+        zen_delivery d;
+        zen_mailbox_deliver_begin(s->mb, pe->rank, tag, (size_t)len, &d);
+        rc = d.dest ? rd_exact(pe, d.dest, (size_t)len, 0, &partial, &err)
+                    : rd_discard(pe, len, &partial, &err);
+        if (rc != RD_OK) {
+            read_ended(pe, rc, 1, err, &d);
+            break;
+        }
+        zen_mailbox_deliver_end(s->mb, &d);
+    }
+    atomic_fetch_sub(&s->live_readers, 1);
+    return NULL;
+}
+
+static void put_header(unsigned char *h, uint32_t kind, uint64_t tag, uint64_t len)
+{
+    zen_put_u32(h, ZEN_TCP_MAGIC);
+    zen_put_u16(h + 4, ZEN_TCP_VERSION);
+    zen_put_u16(h + 6, (uint16_t)kind);
+    zen_put_u64(h + 8, tag);
+    zen_put_u64(h + 16, len);
+}
+
+/* Common checks of a send to peer; ZEN_OK when the connection may be written. */
+static zen_status send_check(tcp_state *s, int peer)
+{
+    zen_transport *t = &s->base;
+    if (peer < 0 || peer >= t->size)
+        return zen_transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, t->size);
+    if (atomic_load(&s->aborted))
+        return zen_transport_fail(t, ZEN_EABORTED, "send to rank %d after this rank aborted", peer);
+    tcp_peer *pe = &s->peers[peer];
+    if (peer != t->rank && atomic_load(&pe->broken)) {
+        char why[sizeof pe->why];
+        pthread_mutex_lock(&s->lock);
+        snprintf(why, sizeof why, "%s", pe->why);
+        pthread_mutex_unlock(&s->lock);
+        return zen_transport_fail(t, ZEN_EPEER, "send to rank %d: %s", peer, why);
+    }
+    return ZEN_OK;
+}
+
+/* Write iov to peer under its send lock; a failure breaks the connection, naming the peer. */
+static zen_status write_peer(tcp_state *s, int peer, struct iovec *iov, int iovcnt, size_t bytes)
+{
+    tcp_peer *pe = &s->peers[peer];
+    pthread_mutex_lock(&pe->send_lock);
+    int rc = zen_sock_writev_all(pe->fd, iov, iovcnt, s->stall_ns, INT64_MAX);
+    pthread_mutex_unlock(&pe->send_lock);
+    if (rc == 0)
+        return ZEN_OK;
+    char msg[300];
+    zen_status st;
+    if (rc == -ETIMEDOUT) {
+        st = ZEN_ETIMEDOUT;
+        snprintf(msg, sizeof msg,
+                 "send of %zu bytes to rank %d made no progress for %.1f s: rank %d is not "
+                 "reading (stuck or stopped)",
+                 bytes, peer, s->timeout_s, peer);
+    } else {
+        st = ZEN_EPEER;
+        snprintf(msg, sizeof msg,
+                 "send of %zu bytes to rank %d failed: %s (rank %d closed the "
+                 "connection or died)",
+                 bytes, peer, strerror(-rc), peer);
+    }
+    /* The frame may be cut short: the stream is unusable from here on. */
+    shutdown(pe->fd, SHUT_RDWR);
+    peer_broken(s, pe, st, msg);
+    return zen_transport_fail(&s->base, st, "%s", msg);
+}
+
+static zen_status tcp_isend(zen_transport *t, int peer, uint64_t tag, const void *buf, size_t len,
+                            zen_treq **req)
+{
+    tcp_state *s = (tcp_state *)t;
+    *req = NULL;
+    zen_status st = send_check(s, peer);
+    if (st != ZEN_OK)
+        return st;
+    if (peer == t->rank) {
+        zen_mailbox_deliver(s->mb, peer, tag, buf, len);
+        return zen_mailbox_send_done(req);
+    }
+    unsigned char h[ZEN_TCP_HEADER_BYTES];
+    put_header(h, ZEN_TCP_KIND_DATA, tag, len);
+    struct iovec iov[2] = { { .iov_base = h, .iov_len = sizeof h },
+                            { .iov_base = (void *)buf, .iov_len = len } };
+    if ((st = write_peer(s, peer, iov, 2, len)) != ZEN_OK)
+        return st;
+    return zen_mailbox_send_done(req);
+}
+
+static zen_status tcp_send_raw(zen_transport *t, int peer, const void *bytes, size_t len)
+{
+    tcp_state *s = (tcp_state *)t;
+    zen_status st = send_check(s, peer);
+    if (st != ZEN_OK)
+        return st;
+    if (peer == t->rank)
+        return zen_transport_fail(t, ZEN_EINVAL, "send_raw to itself");
+    struct iovec iov = { .iov_base = (void *)bytes, .iov_len = len };
+    return write_peer(s, peer, &iov, 1, len);
+}
+
+static zen_status tcp_irecv(zen_transport *t, int peer, uint64_t tag, void *buf, size_t cap,
+                            zen_treq **req)
+{
+    tcp_state *s = (tcp_state *)t;
+    zen_status st = zen_mailbox_irecv(s->mb, peer, tag, buf, cap, req);
+    if (st == ZEN_EINVAL)
+        return zen_transport_fail(t, st, "receive from rank %d of %d", peer, t->size);
+    return st;
+}
+
+static zen_status tcp_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns, size_t *len)
+{
+    return zen_mailbox_wait(((tcp_state *)t)->mb, req, deadline_ns, len);
+}
+
+static zen_status tcp_test(zen_transport *t, zen_treq *req, int *done, size_t *len)
+{
+    return zen_mailbox_test(((tcp_state *)t)->mb, req, done, len);
+}
+
+static void tcp_req_free(zen_transport *t, zen_treq *req)
+{
+    zen_mailbox_req_free(((tcp_state *)t)->mb, req);
+}
+
+static void tcp_abort(zen_transport *t, zen_status status, const char *reason)
+{
+    tcp_state *s = (tcp_state *)t;
+    if (!reason || !*reason)
+        reason = "aborted";
+    if (atomic_exchange(&s->aborted, 1))
+        return;
+    zen_mailbox_fail_all(s->mb, status == ZEN_OK ? ZEN_EABORTED : status, reason);
+    size_t rlen = strlen(reason);
+    if (rlen > ZEN_TCP_MAX_REASON)
+        rlen = ZEN_TCP_MAX_REASON;
+    unsigned char frame[ZEN_TCP_HEADER_BYTES + ZEN_TCP_MAX_REASON];
+    put_header(frame, ZEN_TCP_KIND_ABORT, 0, rlen);
+    memcpy(frame + ZEN_TCP_HEADER_BYTES, reason, rlen);
+    for (int p = 0; p < t->size; p++) {
+        tcp_peer *pe = &s->peers[p];
+        if (p == t->rank || pe->fd < 0)
+            continue;
+        /* Never block: skip a peer whose connection another thread is writing right now, and
+         * send only what fits in the socket buffer. The shutdown tells the peer either way. */
+        if (!atomic_load(&pe->broken) && pthread_mutex_trylock(&pe->send_lock) == 0) {
+            (void)send(pe->fd, frame, ZEN_TCP_HEADER_BYTES + rlen, MSG_DONTWAIT | MSG_NOSIGNAL);
+            pthread_mutex_unlock(&pe->send_lock);
+        }
+        shutdown(pe->fd, SHUT_WR);
+    }
+}
+
+void zen_transport_tcp_kill(zen_transport *t)
+{
+    tcp_state *s = (tcp_state *)t;
+    atomic_store(&s->killed, 1);
+    if (atomic_exchange(&s->aborted, 1))
+        return;
+    zen_mailbox_fail_all(s->mb, ZEN_EABORTED, "this rank was killed by fault injection");
+    for (int p = 0; p < t->size; p++)
+        if (p != t->rank && s->peers[p].fd >= 0)
+            shutdown(s->peers[p].fd, SHUT_RDWR);
+}
+
+static void tcp_free(tcp_state *s)
+{
+    if (s->peers) {
+        for (int p = 0; p < s->base.size; p++) {
+            if (s->peers[p].fd >= 0)
+                close(s->peers[p].fd);
+            pthread_mutex_destroy(&s->peers[p].send_lock);
+        }
+    }
+    zen_free(s->peers);
+    zen_mailbox_destroy(s->mb);
+    pthread_mutex_destroy(&s->lock);
+    zen_transport_base_release(&s->base);
+    zen_free(s);
+}
+
+static void tcp_destroy(zen_transport *t)
+{
+    tcp_state *s = (tcp_state *)t;
+    int n = t->size;
+    for (int p = 0; p < n; p++)
+        if (p != t->rank && s->peers[p].fd >= 0)
+            shutdown(s->peers[p].fd, SHUT_WR);
+    /* Let the readers drain until each peer closes too (normally a few ms: all ranks finish
+     * together), bounded by the grace period. */
+    int64_t grace = (int64_t)(s->timeout_s * 1e9);
+    if (grace > CLOSE_GRACE_NS || grace <= 0)
+        grace = CLOSE_GRACE_NS;
+    int64_t until = zen_now_ns() + grace;
+    while (atomic_load(&s->live_readers) > 0 && zen_now_ns() < until)
+        zen_sleep_ns(1000000);
+    atomic_store(&s->stopping, 1);
+    for (int p = 0; p < n; p++)
+        if (p != t->rank && s->peers[p].fd >= 0)
+            shutdown(s->peers[p].fd, SHUT_RDWR);
+    for (int p = 0; p < n; p++)
+        if (s->peers[p].reader_started)
+            pthread_join(s->peers[p].reader, NULL);
+    tcp_free(s);
+}
+
+static const zen_transport_ops tcp_ops = {
+    .name = "tcp",
+    .isend = tcp_isend,
+    .irecv = tcp_irecv,
+    .wait = tcp_wait,
+    .test = tcp_test,
+    .req_free = tcp_req_free,
+    .abort = tcp_abort,
+    .destroy = tcp_destroy,
+    .send_raw = tcp_send_raw,
+};
+
+static zen_status start_readers(tcp_state *s)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 512 * 1024);
+    zen_status st = ZEN_OK;
+    for (int p = 0; p < s->base.size && st == ZEN_OK; p++) {
+        tcp_peer *pe = &s->peers[p];
+        if (p == s->base.rank)
+            continue;
+        atomic_fetch_add(&s->live_readers, 1);
+        if (pthread_create(&pe->reader, &attr, reader_main, pe) != 0) {
+            atomic_fetch_sub(&s->live_readers, 1);
+            st = zen_transport_fail(&s->base, ZEN_ESYS,
+                                    "cannot start the reader thread for rank %d", p);
+        } else {
+            pe->reader_started = 1;
+        }
+    }
+    pthread_attr_destroy(&attr);
+    return st;
+}
 
 zen_status zen_transport_tcp_create(int rank, int size, const char *master_addr, int master_port,
                                     double timeout_s, zen_transport **out)
 {
-    (void)rank;
-    (void)size;
-    (void)master_addr;
-    (void)master_port;
-    (void)timeout_s;
     *out = NULL;
-    return ZEN_EUNSUPPORTED;
+    if (size < 1 || rank < 0 || rank >= size || master_port < 1 || master_port > 65535) {
+        ZEN_ERROR("transport", "tcp: invalid rank %d / world size %d / master port %d", rank, size,
+                  master_port);
+        return ZEN_EINVAL;
+    }
+    tcp_state *s = zen_calloc(1, sizeof *s);
+    if (!s)
+        return ZEN_ENOMEM;
+    zen_transport_base_init(&s->base, &tcp_ops, s, rank, size);
+    pthread_mutex_init(&s->lock, NULL);
+    s->timeout_s = timeout_s > 0 ? timeout_s : 300;
+    s->stall_ns = (int64_t)(s->timeout_s * 1e9);
+    s->peers = zen_calloc((size_t)size, sizeof *s->peers);
+    int *fds = zen_malloc_array((size_t)size, sizeof *fds);
+    zen_status st = s->peers && fds ? zen_mailbox_create(&s->base, size, &s->mb) : ZEN_ENOMEM;
+    if (st != ZEN_OK) {
+        zen_free(fds);
+        if (s->peers)
+            for (int p = 0; p < size; p++)
+                s->peers[p].fd = -1;
+        tcp_free(s);
+        return st;
+    }
+    for (int p = 0; p < size; p++) {
+        s->peers[p].s = s;
+        s->peers[p].rank = p;
+        s->peers[p].fd = -1;
+        pthread_mutex_init(&s->peers[p].send_lock, NULL);
+    }
+    int64_t t0 = zen_now_ns();
+    char err[512];
+    st = zen_rendezvous(rank, size, master_addr, master_port, s->timeout_s, fds, err, sizeof err);
+    if (st != ZEN_OK) {
+        zen_free(fds);
+        tcp_free(s);
+        return st;
+    }
+    for (int p = 0; p < size; p++) {
+        s->peers[p].fd = fds[p];
+        if (fds[p] >= 0)
+            zen_sock_tune(fds[p]);
+    }
+    zen_free(fds);
+    if ((st = start_readers(s)) != ZEN_OK) {
+        tcp_abort(&s->base, st, "tcp transport setup failed");
+        tcp_destroy(&s->base);
+        return st;
+    }
+    ZEN_INFO("transport", "tcp: rank %d of %d connected to its peers in %.3f s", rank, size,
+             (double)(zen_now_ns() - t0) / 1e9);
+    *out = &s->base;
+    return ZEN_OK;
 }

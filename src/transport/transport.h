@@ -53,6 +53,13 @@ typedef struct zen_transport_ops {
     void (*destroy)(zen_transport *t);
     /* Optional (tests): write raw bytes on the connection to peer, bypassing framing. */
     zen_status (*send_raw)(zen_transport *t, int peer, const void *bytes, size_t len);
+    /* Optional (NULL: none): the transport's own dense allreduce among the n world ranks
+     * world_ranks[0..n) (this rank is one of them, listed in communicator order), for
+     * ZEN_ALLREDUCE_MPI. sendbuf == recvbuf means in place. op is never ZEN_AVG (the caller
+     * reduces with ZEN_SUM and divides). Errors are recorded in t->err like any other call. */
+    zen_status (*native_allreduce)(zen_transport *t, const int *world_ranks, int n,
+                                   const void *sendbuf, void *recvbuf, size_t count,
+                                   zen_dtype dtype, zen_op op);
 } zen_transport_ops;
 
 struct zen_transport {

@@ -1,0 +1,226 @@
+/*
+ * tp.h - straggler-tolerant 1D (Megatron) tensor parallelism over a tp communicator.
+ *
+ * Layout: weights are row-major W[out][in], Y = X W^T (+ b), X is [rows][in] row-major, fp32.
+ *
+ *  COLUMN layer: rank r holds W[out/tp rows][in] (rows r*out/tp ...). Forward takes the full X
+ *      [rows][in] and gives the local output shard Y_local [rows][out/tp] (no communication);
+ *      backward takes dY_local and gives the full dX [rows][in] (one allreduce over tp inside),
+ *      accumulating dW (and db).
+ *  ROW layer: rank r holds W[out][in/tp columns] (columns r*in/tp ...). Forward takes the local
+ *      input shard X_local [rows][in/tp] and gives the full Y [rows][out] (one allreduce over tp
+ *      inside; the replicated bias is added once, after the reduction); backward takes the full
+ *      dY and gives dX_local [rows][in/tp], accumulating dW (and db; db is the full bias
+ *      gradient on every rank, so replicas stay equal under identical optimizer steps).
+ *
+ * Balancing (zen_tp_options.balance), applied only to training passes:
+ *  NONE     plain Megatron TP.
+ *  RESIZE   ZERO-resizing: a straggler drops the lowest-priority columns of each layer's inner
+ *           dimension K (at most rho_max of them); shapes never change, the dropped columns get
+ *           zero gradients. Lossy.
+ *  MIGRATE  exact migration: a straggler's columns are computed by the fast ranks; results equal
+ *           the unbalanced run within floating-point tolerance.
+ *  SEMI     per straggler: resize when that alone balances, else resize to the cap and migrate
+ *           the rest when the predicted migration cost is below the time it saves.
+ * Decisions are taken in zen_tp_group_step every `period` steps from timings all-gathered over
+ * the tp communicator, so every rank computes the same plan. See docs/hetero-tp.md.
+ *
+ * Weights may be physically permuted along K while a balance plan is active (so that kept
+ * columns are contiguous). zen_tp_linear_weight exposes the physical buffers (fine for an
+ * elementwise optimizer; companions registered with zen_tp_linear_attach_state follow every
+ * permutation); use zen_tp_linear_export_weight/import_weight for the canonical order.
+ *
+ * Every rank of the tp communicator must create the same layers in the same order and call
+ * forward/backward/step in the same order (collectives and migration messages pair up by it).
+ */
+#ifndef ZEN_TP_H
+#define ZEN_TP_H
+
+#include <zen/comm.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zen_tp_group zen_tp_group;
+typedef struct zen_tp_linear zen_tp_linear;
+
+typedef enum zen_tp_kind {
+    ZEN_TP_COLUMN = 0,
+    ZEN_TP_ROW = 1
+} zen_tp_kind;
+
+typedef enum zen_tp_balance {
+    ZEN_BALANCE_NONE = 0,
+    ZEN_BALANCE_RESIZE = 1,
+    ZEN_BALANCE_MIGRATE = 2,
+    ZEN_BALANCE_SEMI = 3
+} zen_tp_balance;
+
+/* Which columns a resizing straggler keeps. SCORE: largest L1 change since the last refresh. */
+typedef enum zen_tp_priority {
+    ZEN_TP_PRIORITY_SCORE = 0,
+    ZEN_TP_PRIORITY_RANDOM = 1,
+    ZEN_TP_PRIORITY_PREFIX = 2
+} zen_tp_priority;
+
+/* How an emulated straggler is slowed: SLEEP (factor-1) x the measured GEMM time, or SPIN:
+ * repeat the GEMM (the fractional rest busy-waits). */
+typedef enum zen_tp_slow_mode {
+    ZEN_TP_SLOW_SLEEP = 0,
+    ZEN_TP_SLOW_SPIN = 1
+} zen_tp_slow_mode;
+
+/* One emulated straggler: rank's tp GEMM work takes factor (>= 1) times as long. */
+typedef struct zen_tp_slow {
+    int rank;
+    double factor;
+} zen_tp_slow;
+
+#define ZEN_TP_MAX_SLOW 64
+
+/*
+ * Options of a tp group. Initialise with ZEN_TP_OPTIONS_INIT (fields added later get defaults).
+ *  balance       the policy above.
+ *  priority      keep-set policy of resizing (SCORE, or RANDOM/PREFIX for ablation).
+ *  period        steps between detection/decision rounds (>= 1).
+ *  delta         straggler threshold: slower than (1 + delta) x the median.
+ *  rho_max       cap on the fraction of a layer's K a straggler may prune (0..0.95).
+ *  hysteresis    a new plan replaces the old one only when some rank's fractions move by more.
+ *  ema_alpha     weight of the newest step in the timing EMA (0..1].
+ *  bandwidth_Bps migration cost model: link bandwidth in bytes/s (0: measured at the first round).
+ *  latency_s     migration cost model: per-message latency in s (< 0: measured with bandwidth).
+ *  seed          seed of the RANDOM priority policy.
+ *  slow_mode, slow_rotate, nslow, slow: emulated stragglers. With slow_rotate = S > 0 every
+ *                entry moves to the next rank every S steps (entry rank + step/S, mod tp).
+ */
+typedef struct zen_tp_options {
+    zen_tp_balance balance;
+    zen_tp_priority priority;
+    int period;
+    double delta;
+    double rho_max;
+    double hysteresis;
+    double ema_alpha;
+    double bandwidth_Bps;
+    double latency_s;
+    uint64_t seed;
+    zen_tp_slow_mode slow_mode;
+    int slow_rotate;
+    int nslow;
+    zen_tp_slow slow[ZEN_TP_MAX_SLOW];
+} zen_tp_options;
+
+#define ZEN_TP_OPTIONS_INIT                                                             \
+    {                                                                                   \
+        ZEN_BALANCE_NONE, ZEN_TP_PRIORITY_SCORE, 10, 0.1, 0.5, 0.05, 0.3, 0.0, -1.0, 1, \
+            ZEN_TP_SLOW_SLEEP, 0, 0,                                                    \
+        {                                                                               \
+            {                                                                           \
+                0, 1.0                                                                  \
+            }                                                                           \
+        }                                                                               \
+    }
+
+/*
+ * Parse a straggler list for tp ranks into opts->slow/nslow (replacing it). Accepted forms:
+ *  "RANK:FACTOR,RANK:FACTOR,..."  e.g. "0:4" or "1:2,3:8" (rank < tp, factor >= 1);
+ *  "profile:F0,F1,...,Fk-1"      a static profile over k slots scaled to tp: rank r gets
+ *                                 F[r*k/tp], e.g. "profile:8,6,4,2,1,1,1,1" at tp 4 is 8,4,1,1;
+ *  "" or "none"                   no straggler.
+ * Returns ZEN_EINVAL (opts unchanged) on a malformed list.
+ */
+zen_status zen_tp_parse_slow(const char *spec, int tp, zen_tp_options *opts);
+
+/* Parse names used by the CLI: "none|resize|migrate|semi", "score|random|prefix",
+ * "sleep|spin". ZEN_EINVAL for an unknown name. */
+zen_status zen_tp_parse_balance(const char *name, zen_tp_balance *out);
+zen_status zen_tp_parse_priority(const char *name, zen_tp_priority *out);
+zen_status zen_tp_parse_slow_mode(const char *name, zen_tp_slow_mode *out);
+const char *zen_tp_balance_name(zen_tp_balance balance);
+
+/* Create a group over tp_comm (not owned; must outlive the group). Local, no communication. */
+zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, zen_tp_group **out);
+void zen_tp_group_destroy(zen_tp_group *g);
+
+/*
+ * Create a layer; out (COLUMN) or in (ROW) must be divisible by the tp size. Weights and bias
+ * start at zero, gradients at zero. Destroy layers before their group.
+ */
+zen_status zen_tp_linear_create(zen_tp_group *g, zen_tp_kind kind, int in_features,
+                                int out_features, int has_bias, zen_tp_linear **out);
+void zen_tp_linear_destroy(zen_tp_linear *l);
+
+/* The local shard: weight (and bias) with their gradient buffers, owned by the layer.
+ * Weight: rows = out/tp, cols = in (COLUMN) or rows = out, cols = in/tp (ROW).
+ * Bias: out/tp values (COLUMN) or out (ROW, replicated); count 0 and NULL pointers without. */
+typedef struct zen_tp_param {
+    float *data;
+    float *grad;
+    size_t count;
+    int rows;
+    int cols;
+} zen_tp_param;
+
+zen_status zen_tp_linear_weight(zen_tp_linear *l, zen_tp_param *w);
+zen_status zen_tp_linear_bias(zen_tp_linear *l, zen_tp_param *b);
+
+/* Canonical (unpermuted) copies of the local weight shard, rows*cols floats. */
+zen_status zen_tp_linear_export_weight(const zen_tp_linear *l, float *dst);
+zen_status zen_tp_linear_import_weight(zen_tp_linear *l, const float *src);
+/* The same for the gradient (tests, gradient clipping by column). */
+zen_status zen_tp_linear_export_grad(const zen_tp_linear *l, float *dst);
+
+/* Register a companion buffer shaped like the weight shard (optimizer moments); any column
+ * permutation moves it too. Up to 4 per layer; the caller owns the memory. */
+zen_status zen_tp_linear_attach_state(zen_tp_linear *l, float *companion);
+
+/* training = 0 for evaluation passes (never resized, never migrated). x and y must not alias. */
+zen_status zen_tp_linear_forward(zen_tp_linear *l, const float *x, int rows, float *y,
+                                 int training);
+
+/* x is the same input as in the forward; dx is written (not accumulated); dW and db accumulate.
+ * dx may be NULL when the input gradient is not needed (first layer): the COLUMN allreduce is
+ * still performed (with a scratch buffer) so that ranks stay in step. */
+zen_status zen_tp_linear_backward(zen_tp_linear *l, const float *x, const float *dy, int rows,
+                                  float *dx);
+
+/* Call once per training step after the optimizer update: straggler emulation rotation,
+ * detection, decisions, priority refresh and replica versioning. Collective every period. */
+zen_status zen_tp_group_step(zen_tp_group *g);
+
+/*
+ * Data parallelism over tp groups: replicas decide their balance plans independently, so the
+ * same tp rank of two replicas may hold its K columns in different physical orders. Call with
+ * canonical = 1 after the backward pass and before synchronising weight gradients across
+ * replicas (allreduce, top-k with error feedback, ...), and with canonical = 0 after it, before
+ * the optimizer: the gradient buffers of permuted layers are put into canonical column order and
+ * back. Local; a no-op for unpermuted layers. Forward/backward must not run in between.
+ */
+zen_status zen_tp_group_canonical_grads(zen_tp_group *g, int canonical);
+
+/* Group statistics (this rank's view; the plan fields are identical on all ranks). */
+typedef struct zen_tp_stats {
+    zen_tp_balance balance;
+    uint64_t steps;           /* zen_tp_group_step calls */
+    uint64_t decisions;       /* detection rounds done */
+    int nstragglers;          /* ranks flagged at the last round */
+    uint64_t straggler_mask;  /* bit r: rank r (r < 64) is a straggler */
+    double keep_fraction;     /* this rank: fraction of its own K computed (local, not pruned) */
+    double min_keep_fraction; /* minimum over ranks of the fraction not pruned (1: lossless) */
+    long migrated_cols;       /* columns moved to helpers, summed over layers and ranks */
+    double ms_wait;           /* last step: time in tp collectives and migration waits */
+    double ms_compute;        /* last step: tp GEMM time including the emulated slowness */
+    double slow_factor;       /* emulated slowness of this rank now */
+    double t_norm_ms;         /* this rank's EMA of full-K GEMM time per step */
+    int last_arrival_rank;    /* last rank to arrive at a tp collective at the last round, -1 */
+    double arrival_spread_ms; /* its lateness vs the first arrival */
+} zen_tp_stats;
+
+zen_status zen_tp_group_stats(const zen_tp_group *g, zen_tp_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZEN_TP_H */

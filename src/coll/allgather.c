@@ -1,0 +1,92 @@
+/*
+ * allgather and allgatherv: this rank's block is placed in recvbuf (no copy when in place) and
+ * the ring allgather engine (ring_allgather.c) circulates the others, chunked and pipelined,
+ * receiving straight into recvbuf.
+ *
+ *   4 ranks, rank k contributes Bk; see ring_allgather.c for the step diagram.
+ *
+ * Bytes each rank sends: S - |B_{r+1}| for S = recvbuf bytes, i.e. (n-1)/n * S for equal blocks.
+ * In place: allgather: sendbuf == recvbuf + rank * sendcount elements; allgatherv: sendbuf ==
+ * recvbuf + displs[rank].
+ * Limitations: allgatherv blocks must not overlap in recvbuf.
+ */
+#include <string.h>
+
+#include "coll/coll_algos.h"
+#include "common/alloc.h"
+
+static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, size_t sendcount,
+                      void *recvbuf, const size_t *counts, const size_t *displs, zen_dtype dtype)
+{
+    int r = comm->rank;
+    size_t es = zen_dtype_size(dtype), extent = 0;
+    for (int j = 0; j < comm->size; j++) {
+        if (displs[j] > SIZE_MAX - counts[j])
+            return zen_fail(comm, ZEN_EINVAL, "%s: block %d overflows size_t", name, j);
+        if (displs[j] + counts[j] > extent)
+            extent = displs[j] + counts[j];
+    }
+    size_t bytes;
+    zen_status st = zen_coll_bytes(comm, name, extent, dtype, &bytes);
+    if (st == ZEN_OK && sendcount != counts[r])
+        st = zen_fail(comm, ZEN_EINVAL, "%s: sendcount %zu but recvcounts[%d] is %zu", name,
+                      sendcount, r, counts[r]);
+    if (st == ZEN_OK)
+        st = zen_coll_check_buf(comm, name, "sendbuf", sendbuf, sendcount);
+    if (st == ZEN_OK)
+        st = zen_coll_check_buf(comm, name, "recvbuf", recvbuf, extent);
+    if (st != ZEN_OK)
+        return st;
+    zen_coll cc;
+    st = zen_coll_begin(comm, name, &cc);
+    if (st != ZEN_OK)
+        return st;
+    char *out = zen_coll_nonnull(recvbuf);
+    char *own = out + displs[r] * es;
+    if (sendcount && (const char *)sendbuf != own)
+        memmove(own, sendbuf, sendcount * es);
+    zen_ring ring;
+    zen_ring_init(&ring, comm, counts, displs, dtype, ZEN_SUM);
+    st = zen_ring_allgather(comm, &cc, &ring, out);
+    return zen_coll_end(comm, &cc, st);
+}
+
+static zen_status check(zen_comm *comm, const char *name, zen_dtype dtype)
+{
+    zen_status st = zen_coll_check_comm(comm, name);
+    return st == ZEN_OK ? zen_coll_check_dtype(comm, name, dtype) : st;
+}
+
+zen_status zen_allgatherv(zen_comm *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                          const size_t *recvcounts, const size_t *displs, zen_dtype dtype)
+{
+    static const char name[] = "allgatherv";
+    zen_status st = check(comm, name, dtype);
+    if (st != ZEN_OK)
+        return st;
+    if (!recvcounts || !displs)
+        return zen_fail(comm, ZEN_EINVAL, "%s: recvcounts or displs is NULL", name);
+    return run(comm, name, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype);
+}
+
+zen_status zen_allgather(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t sendcount,
+                         zen_dtype dtype)
+{
+    static const char name[] = "allgather";
+    zen_status st = check(comm, name, dtype);
+    if (st != ZEN_OK)
+        return st;
+    if (sendcount && (size_t)comm->size > SIZE_MAX / sendcount)
+        return zen_fail(comm, ZEN_EINVAL, "%s: %d x %zu elements overflow size_t", name, comm->size,
+                        sendcount);
+    size_t *layout = zen_malloc_array(2 * (size_t)comm->size, sizeof *layout);
+    if (!layout)
+        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for a layout of %d", name, comm->size);
+    for (int j = 0; j < comm->size; j++) {
+        layout[j] = sendcount;
+        layout[comm->size + j] = (size_t)j * sendcount;
+    }
+    st = run(comm, name, sendbuf, sendcount, recvbuf, layout, layout + comm->size, dtype);
+    zen_free(layout);
+    return st;
+}

@@ -1,0 +1,121 @@
+/*
+ * zen_allreduce: argument checks, algorithm choice and dispatch. The algorithms live in
+ * allreduce_ring.c (bandwidth optimal, large messages), allreduce_rhd.c (log-latency, small
+ * messages) and, on the mpi transport, the transport's native hook.
+ *
+ * Choice (zen_allreduce_choice, identical on every rank for the same count and dtype):
+ *   ZEN_ALLREDUCE_ALGO=ring|rhd forces that algorithm; =mpi forces the native one when the
+ *   transport provides it (else falls back to auto). auto: native when the transport is mpi, it
+ *   provides the hook and ZEN_MPI_NATIVE=1; else rhd when the message is at most
+ *   ZEN_RHD_MAX_BYTES or has fewer elements than ranks (ring segments would be empty); else ring.
+ */
+#include <string.h>
+
+#include "coll/coll_algos.h"
+#include "coll/reduce.h"
+#include "common/tunables.h"
+
+const char *zen_allreduce_algo_name(zen_allreduce_algo algo)
+{
+    switch (algo) {
+    case ZEN_ALLREDUCE_AUTO:
+        return "auto";
+    case ZEN_ALLREDUCE_RING:
+        return "ring";
+    case ZEN_ALLREDUCE_RHD:
+        return "rhd";
+    case ZEN_ALLREDUCE_MPI:
+        return "mpi";
+    }
+    return "?";
+}
+
+static int native_available(const zen_comm *comm)
+{
+    return comm->transport && comm->transport->ops->native_allreduce != NULL;
+}
+
+zen_allreduce_algo zen_allreduce_choice(const zen_comm *comm, size_t count, zen_dtype dtype)
+{
+    if (!comm)
+        return ZEN_ALLREDUCE_RING;
+    const char *forced = zen_param_str("ALLREDUCE_ALGO");
+    if (strcmp(forced, "ring") == 0)
+        return ZEN_ALLREDUCE_RING;
+    if (strcmp(forced, "rhd") == 0)
+        return ZEN_ALLREDUCE_RHD;
+    if (strcmp(forced, "mpi") == 0 && native_available(comm))
+        return ZEN_ALLREDUCE_MPI;
+    if (comm->kind == ZEN_TRANSPORT_MPI && native_available(comm) &&
+        zen_param_long("MPI_NATIVE") == 1)
+        return ZEN_ALLREDUCE_MPI;
+    size_t es = zen_dtype_size(dtype);
+    size_t bytes = es && count > SIZE_MAX / es ? SIZE_MAX : count * es;
+    if (bytes <= zen_coll_rhd_max_bytes() || count < (size_t)comm->size)
+        return ZEN_ALLREDUCE_RHD;
+    return ZEN_ALLREDUCE_RING;
+}
+
+zen_status zen_allreduce_native_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+                                    void *recvbuf, size_t count, zen_dtype dtype, zen_op op)
+{
+    zen_transport *t = comm->transport;
+    if (!native_available(comm))
+        return zen_fail(comm, ZEN_EUNSUPPORTED,
+                        "%s: the %s transport has no native allreduce (ZEN_ALLREDUCE_MPI needs "
+                        "the mpi transport)",
+                        cc->op, zen_transport_name(comm->kind));
+    zen_status st = t->ops->native_allreduce(t, comm->world_ranks, comm->size, sendbuf, recvbuf,
+                                             count, dtype, op == ZEN_AVG ? ZEN_SUM : op);
+    if (st != ZEN_OK) {
+        char detail[512];
+        zen_transport_last_error(t, detail, sizeof detail);
+        return zen_fail(comm, st, "%s: native allreduce failed: %s", cc->op,
+                        detail[0] ? detail : zen_strerror(st));
+    }
+    zen_reduce_finish_avg(recvbuf, count, dtype, op, comm->size);
+    return ZEN_OK;
+}
+
+zen_status zen_allreduce_with(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+                              zen_dtype dtype, zen_op op, zen_allreduce_algo algo)
+{
+    static const char name[] = "allreduce";
+    zen_status st = zen_coll_check_comm(comm, name);
+    if (st == ZEN_OK)
+        st = zen_coll_check_op(comm, name, dtype, op);
+    if (st == ZEN_OK)
+        st = zen_coll_check_buf(comm, name, "sendbuf", sendbuf, count);
+    if (st == ZEN_OK)
+        st = zen_coll_check_buf(comm, name, "recvbuf", recvbuf, count);
+    size_t bytes = 0;
+    if (st == ZEN_OK)
+        st = zen_coll_bytes(comm, name, count, dtype, &bytes);
+    if (st == ZEN_OK && (unsigned)algo > ZEN_ALLREDUCE_MPI)
+        st = zen_fail(comm, ZEN_EINVAL, "%s: invalid algorithm %d", name, (int)algo);
+    if (st != ZEN_OK)
+        return st;
+    if (algo == ZEN_ALLREDUCE_AUTO)
+        algo = zen_allreduce_choice(comm, count, dtype);
+    zen_coll cc;
+    st = zen_coll_begin(comm, name, &cc);
+    if (st != ZEN_OK)
+        return st;
+    if (algo == ZEN_ALLREDUCE_MPI) {
+        st = zen_allreduce_native_run(comm, &cc, sendbuf, recvbuf, count, dtype, op);
+    } else if (comm->size == 1) {
+        if (sendbuf != recvbuf && bytes)
+            memmove(recvbuf, sendbuf, bytes);
+    } else if (algo == ZEN_ALLREDUCE_RHD) {
+        st = zen_allreduce_rhd_run(comm, &cc, sendbuf, recvbuf, count, dtype, op);
+    } else {
+        st = zen_allreduce_ring_run(comm, &cc, sendbuf, recvbuf, count, dtype, op);
+    }
+    return zen_coll_end(comm, &cc, st);
+}
+
+zen_status zen_allreduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+                         zen_dtype dtype, zen_op op)
+{
+    return zen_allreduce_with(comm, sendbuf, recvbuf, count, dtype, op, ZEN_ALLREDUCE_AUTO);
+}

@@ -1,0 +1,93 @@
+/*
+ * Broadcast from root. Two algorithms, chosen by message size (the same on every rank):
+ *
+ * Binomial tree (S < ZEN_COLL_LONG_BYTES, or n <= 2): with ranks renumbered v = r - root mod n,
+ * rank v receives from v - 2^k where 2^k is its lowest set bit, then sends to v + 2^j for every
+ * 2^j below that bit (the root: every 2^j < n), largest first.
+ *   4 ranks, root 0:  step 1: r0 -> r2;  step 2: r0 -> r1, r2 -> r3
+ *   Bytes: an inner rank sends S per child; the root sends ceil(log2 n) * S; latency
+ *   ceil(log2 n) message times.
+ *
+ * Scatter + ring allgather (long messages, n >= 3): the root sends segment j (an even split
+ * into n) to rank j, then the ring allgather (ring_allgather.c) circulates the segments.
+ *   4 ranks, root 0, segments A B C D:  scatter: r0 -> r1: B, r0 -> r2: C, r0 -> r3: D
+ *   then 3 ring steps as in ring_allgather.c.
+ *   Bytes: the root sends 2 (n-1)/n * S, every other rank (n-1)/n * S; latency n message times
+ *   plus the pipeline, so only worth it when S dominates.
+ */
+#include "coll/coll_algos.h"
+#include "common/alloc.h"
+
+static zen_status binomial(zen_comm *comm, const zen_coll *cc, char *buf, size_t bytes, int root)
+{
+    int n = comm->size, v = zen_ring_mod(comm->rank - root, n);
+    int mask = 1;
+    zen_status st = ZEN_OK;
+    while (mask < n) {
+        if (v & mask) {
+            st = zen_coll_sendrecv(comm, cc, -1, NULL, 0, zen_ring_mod(v - mask + root, n), buf,
+                                   bytes);
+            break;
+        }
+        mask <<= 1;
+    }
+    for (mask >>= 1; mask > 0 && st == ZEN_OK; mask >>= 1)
+        if (v + mask < n)
+            st = zen_coll_sendrecv(comm, cc, zen_ring_mod(v + mask + root, n), buf, bytes, -1, NULL,
+                                   0);
+    return st;
+}
+
+static zen_status scatter_allgather(zen_comm *comm, const zen_coll *cc, char *buf, size_t count,
+                                    zen_dtype dtype, int root)
+{
+    int n = comm->size, r = comm->rank;
+    size_t *layout = zen_malloc_array(2 * (size_t)n, sizeof *layout);
+    if (!layout)
+        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for a layout of %d", cc->op, n);
+    size_t *counts = layout, *displs = layout + n, es = zen_dtype_size(dtype);
+    zen_ring_even_layout(count, n, counts, displs);
+    zen_status st = ZEN_OK;
+    if (r == root) {
+        for (int j = 0; j < n && st == ZEN_OK; j++)
+            if (j != root)
+                st = zen_coll_sendrecv(comm, cc, j, buf + displs[j] * es, counts[j] * es, -1, NULL,
+                                       0);
+    } else {
+        st = zen_coll_sendrecv(comm, cc, -1, NULL, 0, root, buf + displs[r] * es, counts[r] * es);
+    }
+    if (st == ZEN_OK) {
+        zen_ring ring;
+        zen_ring_init(&ring, comm, counts, displs, dtype, ZEN_SUM);
+        st = zen_ring_allgather(comm, cc, &ring, buf);
+    }
+    zen_free(layout);
+    return st;
+}
+
+zen_status zen_broadcast(zen_comm *comm, void *buf, size_t count, zen_dtype dtype, int root)
+{
+    static const char name[] = "broadcast";
+    zen_status st = zen_coll_check_comm(comm, name);
+    if (st == ZEN_OK)
+        st = zen_coll_check_dtype(comm, name, dtype);
+    if (st == ZEN_OK)
+        st = zen_coll_check_root(comm, name, root);
+    size_t bytes = 0;
+    if (st == ZEN_OK)
+        st = zen_coll_bytes(comm, name, count, dtype, &bytes);
+    if (st == ZEN_OK)
+        st = zen_coll_check_buf(comm, name, "buf", buf, count);
+    if (st != ZEN_OK)
+        return st;
+    zen_coll cc;
+    st = zen_coll_begin(comm, name, &cc);
+    if (st != ZEN_OK)
+        return st;
+    char *b = zen_coll_nonnull(buf);
+    if (comm->size > 2 && bytes >= zen_coll_long_bytes() && count >= (size_t)comm->size)
+        st = scatter_allgather(comm, &cc, b, count, dtype, root);
+    else if (comm->size > 1)
+        st = binomial(comm, &cc, b, bytes, root);
+    return zen_coll_end(comm, &cc, st);
+}

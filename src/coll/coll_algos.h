@@ -1,0 +1,123 @@
+/*
+ * Internal interface between the dense collectives of src/coll: argument checks, the tunables
+ * they read, the two ring engines (pipelined reduce-scatter and allgather over arbitrary segment
+ * layouts) that reduce_scatter(v), allgather(v), ring allreduce, broadcast and reduce share, and
+ * the allreduce algorithms themselves.
+ *
+ * Agreement on counts. Every algorithm exchanges at least one message per step even when a
+ * segment is empty, so a rank whose count differs from its neighbour's sees a message of the
+ * wrong length (ZEN_EPROTO naming the peer from zen_coll_wait); zen_coll_end then aborts the
+ * transport and every other rank fails fast instead of waiting for its deadline. When a ring
+ * segment spans several chunks the number of messages itself depends on the count, so the ring
+ * engines first swap a signature (hash of the layout, dtype and op) with their neighbours.
+ */
+#ifndef ZEN_COLL_COLL_ALGOS_H
+#define ZEN_COLL_COLL_ALGOS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/comm_internal.h"
+
+/* ---- argument checks: record the reason on comm and return ZEN_EINVAL ---- */
+zen_status zen_coll_check_comm(zen_comm *comm, const char *op);
+zen_status zen_coll_check_dtype(zen_comm *comm, const char *op, zen_dtype dtype);
+zen_status zen_coll_check_op(zen_comm *comm, const char *op, zen_dtype dtype, zen_op rop);
+zen_status zen_coll_check_buf(zen_comm *comm, const char *op, const char *name, const void *buf,
+                              size_t count);
+zen_status zen_coll_check_root(zen_comm *comm, const char *op, int root);
+/* bytes = count * dtype size, failing on overflow. */
+zen_status zen_coll_bytes(zen_comm *comm, const char *op, size_t count, zen_dtype dtype,
+                          size_t *bytes);
+
+/* p, or a static dummy when p is NULL (a NULL buffer is only accepted with count 0; pointer
+ * arithmetic on NULL, even adding 0, is undefined). Nothing is ever written through the dummy. */
+void *zen_coll_nonnull(const void *p);
+
+/*
+ * Scratch memory for one collective call: up to ZEN_COLL_SCRATCH_CACHE bytes come from a buffer
+ * cached on the communicator (so the ring's chunk buffers are not mapped and faulted in on every
+ * call), larger requests from the heap. Release with zen_coll_scratch_put. One user at a time.
+ */
+#define ZEN_COLL_SCRATCH_CACHE ((size_t)16 << 20)
+void *zen_coll_scratch_get(zen_comm *comm, size_t bytes);
+void zen_coll_scratch_put(zen_comm *comm, void *p);
+
+/* ---- tunables (read per call; every rank must use the same values) ---- */
+size_t zen_coll_ring_chunk_bytes(void); /* ZEN_RING_CHUNK_BYTES, at least 1 */
+size_t zen_coll_rhd_max_bytes(void);    /* ZEN_RHD_MAX_BYTES */
+size_t zen_coll_long_bytes(void);       /* ZEN_COLL_LONG_BYTES: bcast/reduce long-message cut */
+
+/* Ring position modulo n (k may be negative). */
+static inline int zen_ring_mod(int k, int n)
+{
+    int m = k % n;
+    return m < 0 ? m + n : m;
+}
+
+/*
+ * A ring over the communicator's ranks (next = rank+1, prev = rank-1) and a segment layout:
+ * segment j holds counts[j] elements at element offset displs[j] of a full-layout buffer.
+ * Messages are cut into chunks of chunk_elems elements; an empty segment still travels as one
+ * empty message.
+ */
+typedef struct zen_ring {
+    int n;
+    int rank;
+    size_t esize;
+    size_t chunk_elems;
+    const size_t *counts;
+    const size_t *displs;
+    zen_dtype dtype;
+    zen_op op;
+} zen_ring;
+
+/* Messages segment seg travels as: its chunks, and one (empty) message for an empty segment. */
+static inline size_t zen_ring_nchunks(const zen_ring *ring, int seg)
+{
+    size_t c = ring->counts[seg];
+    return c == 0 ? 1 : (c - 1) / ring->chunk_elems + 1;
+}
+
+/* Largest zen_ring_nchunks over the segments. */
+size_t zen_ring_max_chunks(const zen_ring *ring);
+
+/* Fill ring for comm with the ZEN_RING_CHUNK_BYTES chunk size. */
+void zen_ring_init(zen_ring *ring, const zen_comm *comm, const size_t *counts, const size_t *displs,
+                   zen_dtype dtype, zen_op op);
+
+/*
+ * Split count elements into n near-equal segments (the first count % n get one more); counts and
+ * displs need n entries.
+ */
+void zen_ring_even_layout(size_t count, int n, size_t *counts, size_t *displs);
+
+/*
+ * Ring reduce-scatter (ring_reduce_scatter.c). in holds every segment; on return own_out holds
+ * the reduction of segment ring->rank over all ranks (not yet divided for AVG). work, when not
+ * NULL, is a full-layout buffer that receives the partial results of the segments passing
+ * through (allreduce keeps them: it is its output buffer; it may equal in); when NULL the partial
+ * results live in chunk-sized scratch. own_out may alias in anywhere.
+ */
+zen_status zen_ring_reduce_scatter(zen_comm *comm, const zen_coll *cc, const zen_ring *ring,
+                                   const void *in, void *work, void *own_out);
+
+/*
+ * Ring allgather (ring_allgather.c). buf is a full-layout buffer whose segment ring->rank holds
+ * this rank's data; on return it holds every segment. Receives land directly in buf.
+ */
+zen_status zen_ring_allgather(zen_comm *comm, const zen_coll *cc, const zen_ring *ring, void *buf);
+
+/* Exchange a layout signature with both neighbours when the ring pipeline is multi-chunk. */
+zen_status zen_ring_check_signature(zen_comm *comm, const zen_coll *cc, const zen_ring *ring,
+                                    uint64_t kind);
+
+/* ---- allreduce algorithms (inside an open collective; the result is divided for AVG) ---- */
+zen_status zen_allreduce_ring_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+                                  void *recvbuf, size_t count, zen_dtype dtype, zen_op op);
+zen_status zen_allreduce_rhd_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+                                 void *recvbuf, size_t count, zen_dtype dtype, zen_op op);
+zen_status zen_allreduce_native_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+                                    void *recvbuf, size_t count, zen_dtype dtype, zen_op op);
+
+#endif

@@ -1,0 +1,219 @@
+/*
+ * Pipelined ring reduce-scatter over an arbitrary segment layout (used by reduce_scatter(v),
+ * ring allreduce and long-message reduce).
+ *
+ * Steps: n-1 steps; at step s rank r sends segment (r-s-1) mod n to r+1 and receives segment
+ * (r-s-2) mod n from r-1, which it reduces with its own input of that segment. What it sends at
+ * step s is what it reduced at step s-1 (at step 0, its own input), so after n-1 steps segment r
+ * has passed through every rank and rank r holds its full reduction.
+ *
+ *   4 ranks, segments A B C D; "a0" = rank 0's input of A, "abc.." = partial sums
+ *   step 0:  r0 -> r1: D0   r1 -> r2: A1   r2 -> r3: B2   r3 -> r0: C3
+ *   step 1:  r0 -> r1: C03  r1 -> r2: D01  r2 -> r3: A12  r3 -> r0: B23
+ *   step 2:  r0 -> r1: B023 r1 -> r2: C013 r2 -> r3: D012 r3 -> r0: A123
+ *   result:  r0 has A, r1 has B, r2 has C, r3 has D (each summed over all four ranks)
+ *
+ * Pipelining: every segment is cut into chunks of ZEN_RING_CHUNK_BYTES and the loop runs chunk-
+ * major (for each chunk index, the n-1 steps), so chunk c moves on to the next rank as soon as it
+ * is reduced while the following chunk is still arriving. RS_WINDOW receives stay posted ahead
+ * (the window is refilled before the current chunk is reduced), so the sender copies straight
+ * into a posted buffer (no unexpected-message copy) while we compute. Received chunks land in
+ * RS_WINDOW + 1 rotating chunk buffers and are reduced from there directly into their
+ * destination: the caller's work buffer (allreduce: its output, which it needs anyway) or, when
+ * there is none, two alternating scratch chunks. The chunk buffers come from the communicator's
+ * cached scratch, so a large allreduce does not fault in fresh pages on every call.
+ *
+ * Bytes each rank sends: every segment except its own once, i.e. (n-1)/n * S for an even layout
+ * of S bytes (bandwidth optimal), in (n-1) * chunks messages; it receives as much.
+ * Memory: RS_WINDOW + 4 chunks. Limitations: one message per chunk per step; an empty segment
+ * still costs one empty message; the reduction is serial per rank (no helper threads).
+ */
+#include <string.h>
+
+#include "coll/coll_algos.h"
+#include "coll/reduce.h"
+#include "common/alloc.h"
+
+#define RS_SIGNATURE_KIND 1
+#define RS_WINDOW         4 /* receives posted ahead (each needs its own chunk buffer) */
+
+typedef struct posted {
+    zen_treq *req;
+    char *buf;
+    size_t bytes;
+} posted;
+
+typedef struct rs_state {
+    const zen_ring *ring;
+    const char *in;
+    char *work;
+    char *own_out;
+    char *tmp[RS_WINDOW + 1]; /* receive chunks: RS_WINDOW posted, one being reduced */
+    posted win[RS_WINDOW];    /* posted receives, oldest at head */
+    size_t head, count;
+    size_t bufseq;
+    char *scratch[3]; /* partial results without work buffer; [2]: aliased final step */
+    size_t steps;
+} rs_state;
+
+static int send_seg(const zen_ring *ring, size_t s)
+{
+    return zen_ring_mod(ring->rank - (int)s - 1, ring->n);
+}
+
+static int recv_seg(const zen_ring *ring, size_t s)
+{
+    return zen_ring_mod(ring->rank - (int)s - 2, ring->n);
+}
+
+static size_t chunk_len(const zen_ring *ring, int seg, size_t c)
+{
+    size_t off = c * ring->chunk_elems, cnt = ring->counts[seg];
+    if (off >= cnt)
+        return 0;
+    return cnt - off < ring->chunk_elems ? cnt - off : ring->chunk_elems;
+}
+
+static int has_recv(const rs_state *x, size_t p)
+{
+    return (size_t)p / x->steps < zen_ring_nchunks(x->ring, recv_seg(x->ring, p % x->steps));
+}
+
+static size_t next_recv(const rs_state *x, size_t p, size_t total)
+{
+    while (p < total && !has_recv(x, p))
+        p++;
+    return p;
+}
+
+/* Where the reduction of (step s, segment seg, chunk c) goes. */
+static char *dest_of(const rs_state *x, size_t s, int seg, size_t c)
+{
+    const zen_ring *ring = x->ring;
+    size_t off = c * ring->chunk_elems * ring->esize;
+    if (s + 1 == x->steps)
+        return x->own_out + off;
+    if (x->work)
+        return x->work + ring->displs[seg] * ring->esize + off;
+    return x->scratch[s & 1];
+}
+
+static int overlap(const char *a, const char *b, size_t len)
+{
+    return a != b && a < b + len && b < a + len;
+}
+
+/* Post the receive of position q into the next free receive buffer. */
+static zen_status post(zen_comm *comm, const zen_coll *cc, rs_state *x, size_t q, int prev)
+{
+    const zen_ring *ring = x->ring;
+    posted *w = &x->win[(x->head + x->count) % RS_WINDOW];
+    /* buffers rotate over RS_WINDOW + 1, so the one still being reduced is never reposted */
+    w->buf = x->tmp[x->bufseq++ % (RS_WINDOW + 1)];
+    w->bytes = chunk_len(ring, recv_seg(ring, q % x->steps), q / x->steps) * ring->esize;
+    zen_status st = zen_coll_irecv(comm, cc, prev, w->buf, w->bytes, &w->req);
+    if (st == ZEN_OK)
+        x->count++;
+    return st;
+}
+
+static zen_status run(zen_comm *comm, const zen_coll *cc, rs_state *x)
+{
+    const zen_ring *ring = x->ring;
+    size_t es = ring->esize, total = zen_ring_max_chunks(ring) * x->steps;
+    int next = zen_ring_mod(ring->rank + 1, ring->n), prev = zen_ring_mod(ring->rank - 1, ring->n);
+    size_t q = 0; /* next position whose receive is not posted yet */
+    zen_status st = ZEN_OK;
+    for (size_t p = 0; p < total && st == ZEN_OK; p++) {
+        /* keep RS_WINDOW - 1 receives posted beyond the one being reduced */
+        while (st == ZEN_OK && x->count < RS_WINDOW && (q = next_recv(x, q, total)) < total) {
+            st = post(comm, cc, x, q, prev);
+            q++;
+        }
+        if (st != ZEN_OK)
+            break;
+        size_t c = p / x->steps, s = p % x->steps;
+        int sseg = send_seg(ring, s), rseg = recv_seg(ring, s);
+        zen_treq *sreq = NULL;
+        if (c < zen_ring_nchunks(ring, sseg)) {
+            size_t len = chunk_len(ring, sseg, c);
+            const char *src = s == 0 ? x->in + (ring->displs[sseg] + c * ring->chunk_elems) * es
+                                     : dest_of(x, s - 1, sseg, c);
+            st = zen_coll_isend(comm, cc, next, src, len * es, &sreq);
+            if (st != ZEN_OK)
+                break;
+        }
+        if (c < zen_ring_nchunks(ring, rseg)) {
+            size_t len = chunk_len(ring, rseg, c);
+            posted *w = &x->win[x->head];
+            st = zen_coll_wait(comm, cc, w->req, prev, len * es, NULL);
+            char *cur = w->buf;
+            x->head = (x->head + 1) % RS_WINDOW;
+            x->count--;
+            /* refill the window before reducing, so the sender never finds it empty */
+            if (st == ZEN_OK && (q = next_recv(x, q, total)) < total) {
+                st = post(comm, cc, x, q, prev);
+                q++;
+            }
+            if (st == ZEN_OK) {
+                const char *a = x->in + (ring->displs[rseg] + c * ring->chunk_elems) * es;
+                char *dst = dest_of(x, s, rseg, c);
+                if (overlap(dst, a, len * es)) {
+                    zen_reduce3(x->scratch[2], a, cur, len, ring->dtype, ring->op);
+                    memmove(dst, x->scratch[2], len * es);
+                } else {
+                    zen_reduce3(dst, a, cur, len, ring->dtype, ring->op);
+                }
+            }
+        }
+        zen_status sst = zen_coll_wait(comm, cc, sreq, next, SIZE_MAX, NULL);
+        if (st == ZEN_OK)
+            st = sst;
+    }
+    for (; x->count > 0; x->count--, x->head = (x->head + 1) % RS_WINDOW)
+        zen_coll_req_drop(comm, x->win[x->head].req);
+    return st;
+}
+
+zen_status zen_ring_reduce_scatter(zen_comm *comm, const zen_coll *cc, const zen_ring *ring,
+                                   const void *in, void *work, void *own_out)
+{
+    size_t es = ring->esize;
+    if (ring->n == 1) {
+        const char *src = (const char *)in + ring->displs[0] * es;
+        if (src != (char *)own_out && ring->counts[0])
+            memmove(own_out, src, ring->counts[0] * es);
+        return ZEN_OK;
+    }
+    zen_status st = zen_ring_check_signature(comm, cc, ring, RS_SIGNATURE_KIND);
+    if (st != ZEN_OK)
+        return st;
+    size_t maxcount = 0;
+    for (int j = 0; j < ring->n; j++)
+        if (ring->counts[j] > maxcount)
+            maxcount = ring->counts[j];
+    size_t cbytes = (maxcount < ring->chunk_elems ? maxcount : ring->chunk_elems) * es;
+    if (cbytes == 0)
+        cbytes = es;
+    size_t nbuf = RS_WINDOW + 1 + 3;
+    if (cbytes > SIZE_MAX / nbuf)
+        return zen_fail(comm, ZEN_EINVAL, "%s: ring chunk of %zu bytes too large", cc->op, cbytes);
+    char *mem = zen_coll_scratch_get(comm, nbuf * cbytes);
+    if (!mem)
+        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for %zu ring chunks of %zu bytes", cc->op,
+                        nbuf, cbytes);
+    rs_state x = {
+        .ring = ring,
+        .in = in,
+        .work = work,
+        .own_out = own_out,
+        .steps = (size_t)ring->n - 1,
+    };
+    for (size_t i = 0; i <= RS_WINDOW; i++)
+        x.tmp[i] = mem + i * cbytes;
+    for (size_t i = 0; i < 3; i++)
+        x.scratch[i] = mem + (RS_WINDOW + 1 + i) * cbytes;
+    st = run(comm, cc, &x);
+    zen_coll_scratch_put(comm, mem);
+    return st;
+}

@@ -1,0 +1,330 @@
+/*
+ * BALANCED: ZEN's Balanced Parallelism. Every rank is a worker and the owner (server) of the
+ * universe U_j = {i : h0(i) = j}; h0 is the data-independent owner hash, so each owner gets
+ * about 1/n of every rank's non-zeros whatever the skew of the input.
+ *
+ *   partition  hierarchical hashing (hier_hash.c) splits the local coalesced COO by owner
+ *   push       alltoall of per-owner counts, alltoallv of u32 indices, alltoallv of f32 rows
+ *   aggregate  the owner coalesces what it received (radix sort + sum; memory ~ received nnz)
+ *   encode     hash bitmap of the owner's sum over U_j, or COO when smaller (bitmap.c)
+ *   pull       allgather of (blob bytes, push imbalance), allgatherv of the blobs
+ *   decode     every rank expands each owner's blob with that owner's universe
+ *
+ * 4 ranks, rank 0's view (a = aggregated partition of owner j, b = its blob):
+ *
+ *      push (alltoallv)                 pull (allgatherv)
+ *   r0 -[I_0^1]-> r1              r0 <-[b1]- r1
+ *   r0 -[I_0^2]-> r2    sum->a0   r0 <-[b2]- r2     decode b0..b3 -> full sum on every rank
+ *   r0 -[I_0^3]-> r3    encode b0 r0 <-[b3]- r3
+ *
+ * Bytes (d = this rank's nnz after coalescing, w = width, B_j = owner j's blob,
+ * B_j = min(8 + 8 ceil(|U_j|/64) + 4 c_j w, 8 + 4 c_j + 4 c_j w) for c_j rows in its sum):
+ *   push  sends ~ (n-1)/n * d * (4 + 4w), plus 8-byte counts to each peer
+ *   pull  receives sum_{j != self} B_j; the ring allgatherv makes each rank send as much,
+ *         minus its successor's blob. With bitmaps sum_j B_j ~ rows/8 + 4 w C (C = rows of
+ *         the global sum): independent of n.
+ */
+#include <string.h>
+
+#include "coll/comm_internal.h"
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/tunables.h"
+#include "sparse/bitmap.h"
+#include "sparse/coo.h"
+#include "sparse/hier_hash.h"
+#include "sparse/sparse_internal.h"
+#include "sparse/universe.h"
+
+typedef struct bal_state {
+    zen_sparse_ctx *ctx;
+    zen_comm *comm;
+    int n, rank;
+    uint32_t w;
+    zen_hh_result part;
+    size_t *sendcounts, *sdispls, *recvcounts, *rdispls; /* n each, in rows */
+    size_t *vcounts, *vsdispls, *vrcounts, *vrdispls;    /* n each, in floats */
+    uint64_t *cnt_send, *cnt_recv;
+    uint32_t *send_idx, *recv_idx;
+    float *send_val, *recv_val;
+    size_t recv_total;
+    zen_coo agg;
+    const zen_universe *uni;
+    unsigned char *blob;
+    size_t blob_bytes;
+    uint64_t *info; /* 2 per rank: blob bytes, push imbalance (double bits) */
+    size_t *bcounts, *bdispls;
+    unsigned char *blobs;
+    zen_coo *runs;
+} bal_state;
+
+static void bal_free(bal_state *s)
+{
+    zen_hh_result_free(&s->part);
+    zen_free(s->sendcounts);
+    zen_free(s->cnt_send);
+    zen_free(s->send_idx);
+    zen_free(s->recv_idx);
+    zen_free(s->send_val);
+    zen_free(s->recv_val);
+    zen_coo_release(&s->agg);
+    zen_universe_put(s->uni);
+    zen_free(s->blob);
+    zen_free(s->info);
+    zen_free(s->bcounts);
+    zen_free(s->blobs);
+    if (s->runs)
+        for (int j = 0; j < s->n; j++)
+            zen_coo_release(&s->runs[j]);
+    zen_free(s->runs);
+}
+
+static zen_hh_method partition_method(void)
+{
+    const char *m = zen_param_str("SPARSE_PARTITION");
+    return m && strcmp(m, "count") == 0 ? ZEN_HH_COUNT : ZEN_HH_HASH;
+}
+
+/* Hash-partition the local COO and gather the per-owner send buffers. */
+static zen_status do_partition(bal_state *s)
+{
+    const zen_coo *in = s->ctx->local;
+    zen_hh_config cfg = zen_hh_config_default((uint32_t)s->n, zen_sparse_seeds(s->comm));
+    cfg.threads = s->ctx->opts ? s->ctx->opts->threads : 1;
+    cfg.method = partition_method();
+    zen_status st = zen_hh_partition(&cfg, in->idx, in->nnz, &s->part);
+    if (st != ZEN_OK)
+        return zen_fail(s->comm, st, "sparse balanced: hash partition of %zu rows failed", in->nnz);
+    size_t nnz = in->nnz, w = s->w;
+    s->send_idx = zen_malloc_array(nnz ? nnz : 1, sizeof *s->send_idx);
+    s->send_val = zen_malloc_array(nnz ? nnz * w : 1, sizeof *s->send_val);
+    if (!s->send_idx || !s->send_val)
+        return ZEN_ENOMEM;
+    for (size_t k = 0; k < nnz; k++) {
+        uint32_t p = s->part.pos[k];
+        s->send_idx[k] = in->idx[p];
+        memcpy(s->send_val + k * w, in->val + (size_t)p * w, w * sizeof(float));
+    }
+    double imb = 0;
+    for (int j = 0; j < s->n; j++) {
+        size_t c = s->part.offsets[j + 1] - s->part.offsets[j];
+        s->sendcounts[j] = c;
+        s->sdispls[j] = s->part.offsets[j];
+        s->vcounts[j] = c * w;
+        s->vsdispls[j] = s->part.offsets[j] * w;
+        s->cnt_send[j] = c;
+        if (nnz > 0 && (double)s->n * (double)c / (double)nnz > imb)
+            imb = (double)s->n * (double)c / (double)nnz;
+    }
+    s->ctx->stats->imbalance_push = imb;
+    return ZEN_OK;
+}
+
+static zen_status do_push(bal_state *s)
+{
+    zen_status st = zen_alltoall(s->comm, s->cnt_send, s->cnt_recv, 1, ZEN_I64);
+    if (st != ZEN_OK)
+        return st;
+    size_t total = 0, w = s->w;
+    for (int j = 0; j < s->n; j++) {
+        if (s->cnt_recv[j] > UINT32_MAX || s->cnt_recv[j] > s->ctx->local->rows)
+            return zen_fail(s->comm, ZEN_EPROTO, "sparse balanced: rank %d announced %llu rows", j,
+                            (unsigned long long)s->cnt_recv[j]);
+        s->recvcounts[j] = (size_t)s->cnt_recv[j];
+        s->rdispls[j] = total;
+        s->vrcounts[j] = s->recvcounts[j] * w;
+        s->vrdispls[j] = total * w;
+        total += s->recvcounts[j];
+    }
+    if (total >= UINT32_MAX)
+        return zen_fail(s->comm, ZEN_EUNSUPPORTED, "sparse balanced: %zu rows pushed to one owner",
+                        total);
+    s->recv_total = total;
+    s->recv_idx = zen_malloc_array(total ? total : 1, sizeof *s->recv_idx);
+    s->recv_val = zen_malloc_array(total ? total * w : 1, sizeof *s->recv_val);
+    if (!s->recv_idx || !s->recv_val)
+        return ZEN_ENOMEM;
+    st = zen_alltoallv(s->comm, s->send_idx, s->sendcounts, s->sdispls, s->recv_idx, s->recvcounts,
+                       s->rdispls, ZEN_I32);
+    if (st == ZEN_OK)
+        st = zen_alltoallv(s->comm, s->send_val, s->vcounts, s->vsdispls, s->recv_val, s->vrcounts,
+                           s->vrdispls, ZEN_F32);
+    return st;
+}
+
+static zen_status do_aggregate(bal_state *s)
+{
+    uint64_t rows = s->ctx->local->rows;
+    for (size_t k = 0; k < s->recv_total; k++)
+        if (s->recv_idx[k] >= rows)
+            return zen_fail(s->comm, ZEN_EPROTO, "sparse balanced: pushed index %u >= rows %llu",
+                            s->recv_idx[k], (unsigned long long)rows);
+    s->agg.rows = rows;
+    s->agg.width = s->w;
+    zen_status st = zen_coo_coalesce(s->recv_idx, s->recv_val, ZEN_F32, s->recv_total, s->w,
+                                     rows ? (uint32_t)(rows - 1) : 0, &s->agg);
+    /* the push buffers are dead now: give their memory back before the pull */
+    zen_free(s->recv_idx);
+    zen_free(s->recv_val);
+    zen_free(s->send_idx);
+    zen_free(s->send_val);
+    s->recv_idx = NULL;
+    s->recv_val = NULL;
+    s->send_idx = NULL;
+    s->send_val = NULL;
+    return st;
+}
+
+static zen_status do_encode(bal_state *s)
+{
+    zen_status st = zen_universe_get(s->ctx->local->rows, (uint32_t)s->n,
+                                     zen_sparse_seeds(s->comm)[0], &s->uni);
+    if (st != ZEN_OK)
+        return zen_fail(s->comm, st, "sparse balanced: owner universes of %llu rows",
+                        (unsigned long long)s->ctx->local->rows);
+    size_t ulen = s->uni->offsets[s->rank + 1] - s->uni->offsets[s->rank];
+    uint32_t format;
+    if ((st = zen_hb_plan(&s->agg, ulen, &format, &s->blob_bytes)) != ZEN_OK)
+        return zen_fail(s->comm, st, "sparse balanced: aggregated rows exceed the universe");
+    if (format == ZEN_HB_BITMAP && (st = zen_universe_members(s->uni)) != ZEN_OK)
+        return zen_fail(s->comm, st, "sparse balanced: universe members of %llu rows",
+                        (unsigned long long)s->ctx->local->rows);
+    s->blob = zen_malloc(s->blob_bytes);
+    if (!s->blob)
+        return ZEN_ENOMEM;
+    st = zen_hb_encode(&s->agg, s->uni, (uint32_t)s->rank, format, s->blob, s->blob_bytes);
+    if (st != ZEN_OK)
+        return zen_fail(s->comm, st,
+                        "sparse balanced: a peer pushed an index this rank does "
+                        "not own");
+    return ZEN_OK;
+}
+
+static zen_status do_pull(bal_state *s)
+{
+    uint64_t mine[2];
+    double imb = s->ctx->stats->imbalance_push;
+    mine[0] = s->blob_bytes;
+    memcpy(&mine[1], &imb, sizeof imb);
+    zen_status st = zen_allgather(s->comm, mine, s->info, 2, ZEN_I64);
+    if (st != ZEN_OK)
+        return st;
+    size_t total = 0;
+    for (int j = 0; j < s->n; j++) {
+        uint64_t b = s->info[2 * j];
+        /* blobs are whole 4-byte words, no larger than the bigger format of a full universe
+         * (so a corrupt size cannot ask for an absurd allocation) */
+        size_t ulen = s->uni->offsets[j + 1] - s->uni->offsets[j];
+        uint64_t cap = (uint64_t)zen_hb_bitmap_bytes(ulen, ulen, s->w) +
+                       (uint64_t)zen_hb_coo_bytes(ulen, s->w);
+        if (b % 4 != 0 || b < ZEN_HB_HEADER_BYTES || b > cap || b > SIZE_MAX / 4 - total)
+            return zen_fail(s->comm, ZEN_EPROTO,
+                            "sparse balanced: rank %d announced a %llu-byte blob", j,
+                            (unsigned long long)b);
+        s->bcounts[j] = (size_t)b / 4;
+        s->bdispls[j] = total / 4;
+        total += (size_t)b;
+        double pj;
+        memcpy(&pj, &s->info[2 * j + 1], sizeof pj);
+        if (pj > imb)
+            imb = pj;
+    }
+    s->ctx->stats->imbalance_push = imb;
+    s->blobs = zen_malloc(total);
+    if (!s->blobs)
+        return ZEN_ENOMEM;
+    return zen_allgatherv(s->comm, s->blob, s->blob_bytes / 4, s->blobs, s->bcounts, s->bdispls,
+                          ZEN_I32);
+}
+
+static zen_status do_decode(bal_state *s)
+{
+    zen_sparse_ctx *ctx = s->ctx;
+    uint64_t rows = ctx->local->rows;
+    float divisor = ctx->opts && ctx->opts->average ? (float)s->n : 1.0f;
+    size_t total = 0, maxc = 0;
+    zen_status st = ZEN_OK;
+    for (int j = 0; j < s->n && !s->uni->members; j++) { /* a bitmap blob needs members */
+        uint32_t format;
+        memcpy(&format, s->blobs + 4 * s->bdispls[j], sizeof format);
+        if (format == ZEN_HB_BITMAP && (st = zen_universe_members(s->uni)) != ZEN_OK)
+            return zen_fail(ctx->comm, st, "sparse balanced: universe members of %llu rows",
+                            (unsigned long long)rows);
+    }
+    if (ctx->dense_out)
+        memset(ctx->dense_out, 0, (size_t)rows * s->w * sizeof(float));
+    else if (!(s->runs = zen_calloc((size_t)s->n, sizeof *s->runs)))
+        return ZEN_ENOMEM;
+    for (int j = 0; j < s->n && st == ZEN_OK; j++) {
+        const unsigned char *b = s->blobs + 4 * s->bdispls[j];
+        size_t len = 4 * s->bcounts[j];
+        if (ctx->dense_out) {
+            st = zen_hb_decode_dense(b, len, s->uni, (uint32_t)j, s->w, divisor, ctx->dense_out);
+        } else {
+            s->runs[j].rows = rows;
+            s->runs[j].width = s->w;
+            st = zen_hb_decode_coo(b, len, s->uni, (uint32_t)j, s->w, 1.0f, &s->runs[j]);
+        }
+        if (st == ZEN_OK) { /* the decoders validated the blob: its row count is trustworthy */
+            uint32_t c;
+            memcpy(&c, b + 4, sizeof c);
+            total += c;
+            maxc = c > maxc ? c : maxc;
+        }
+    }
+    if (st != ZEN_OK)
+        return zen_fail(ctx->comm, st, "sparse balanced: malformed pull blob");
+    ctx->stats->imbalance_pull = total ? (double)s->n * (double)maxc / (double)total : 0;
+    ctx->stats->nnz_out = total;
+    if (ctx->dense_out)
+        return ZEN_OK;
+    zen_coo sum = { rows, s->w, 0, 0, NULL, NULL };
+    st = zen_coo_merge(s->runs, (size_t)s->n, &sum);
+    if (st == ZEN_OK)
+        st = zen_sparse_emit(ctx, &sum);
+    zen_coo_release(&sum);
+    return st;
+}
+
+typedef zen_status (*bal_step)(bal_state *s);
+
+zen_status zen_sparse_run_balanced(zen_sparse_ctx *ctx)
+{
+    static const bal_step steps[ZEN_PHASE_COUNT] = { do_partition, do_push, do_aggregate,
+                                                     do_encode,    do_pull, do_decode };
+    bal_state s;
+    memset(&s, 0, sizeof s);
+    s.ctx = ctx;
+    s.comm = ctx->comm;
+    s.n = zen_comm_size(ctx->comm);
+    s.rank = zen_comm_rank(ctx->comm);
+    s.w = ctx->local->width;
+    size_t n = (size_t)s.n;
+    s.sendcounts = zen_calloc(8 * n, sizeof(size_t));
+    s.cnt_send = zen_calloc(2 * n, sizeof(uint64_t));
+    s.info = zen_calloc(2 * n, sizeof(uint64_t));
+    s.bcounts = zen_calloc(2 * n, sizeof(size_t));
+    zen_status st = ZEN_OK;
+    if (!s.sendcounts || !s.cnt_send || !s.info || !s.bcounts) {
+        st = ZEN_ENOMEM;
+    } else {
+        s.sdispls = s.sendcounts + n;
+        s.recvcounts = s.sendcounts + 2 * n;
+        s.rdispls = s.sendcounts + 3 * n;
+        s.vcounts = s.sendcounts + 4 * n;
+        s.vsdispls = s.sendcounts + 5 * n;
+        s.vrcounts = s.sendcounts + 6 * n;
+        s.vrdispls = s.sendcounts + 7 * n;
+        s.cnt_recv = s.cnt_send + n;
+        s.bdispls = s.bcounts + n;
+    }
+    for (int p = 0; p < ZEN_PHASE_COUNT && st == ZEN_OK; p++) {
+        int64_t t0 = zen_now_ns();
+        st = steps[p](&s);
+        ctx->stats->phase_us[p] += zen_us_between(t0, zen_now_ns());
+    }
+    if (st == ZEN_ENOMEM)
+        zen_fail(ctx->comm, st, "sparse balanced: out of memory");
+    bal_free(&s);
+    return st;
+}

@@ -1,0 +1,267 @@
+/*
+ * Hash-bitmap encode/decode (format in bitmap.h).
+ *
+ * Bitmap encoding maps every aggregated index x to its position t in the sorted universe U_j.
+ * Both the sum and U_j are ascending and the bitmap is only chosen when at least ~1/32 of U_j is
+ * non-zero, so the position is found by stepping forward from the previous one (a few
+ * sequential reads), with a galloping search for the rare long gap. COO blobs carry the indices
+ * themselves: encoding them needs no universe lookup at all (which matters for huge, very sparse
+ * tensors whose universes do not fit any cache), only the cheap ownership check h0(x) = j.
+ * Decoding walks the set bits word by word (count-trailing-zeros) and maps t back to U_j[t].
+ */
+#include "sparse/bitmap.h"
+
+#include <string.h>
+
+#include "common/checked.h"
+#include "sparse/coo.h"
+#include "sparse/hier_hash.h"
+
+#define LINEAR_STEPS 16
+
+size_t zen_hb_bitmap_bytes(size_t ulen, size_t c, uint32_t w)
+{
+    return ZEN_HB_HEADER_BYTES + 8 * ((ulen + 63) / 64) + 4 * c * (size_t)w;
+}
+
+size_t zen_hb_coo_bytes(size_t c, uint32_t w)
+{
+    return ZEN_HB_HEADER_BYTES + 4 * c + 4 * c * (size_t)w;
+}
+
+static uint32_t load_u32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static uint64_t load_u64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Smallest t >= from with U[t] >= x (ulen when none): a few linear steps, then galloping. */
+static size_t seek(const uint32_t *U, size_t ulen, size_t from, uint32_t x)
+{
+    size_t t = from;
+    for (int k = 0; k < LINEAR_STEPS && t < ulen && U[t] < x; k++)
+        t++;
+    if (t == ulen || U[t] >= x)
+        return t;
+    size_t lo = t + 1, hi = t + 1, step = 1;
+    while (hi < ulen && U[hi] < x) {
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+    }
+    if (hi > ulen)
+        hi = ulen;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (U[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t universe_len(const zen_universe *u, uint32_t j)
+{
+    return u->offsets[j + 1] - u->offsets[j];
+}
+
+zen_status zen_hb_plan(const zen_coo *sum, size_t ulen, uint32_t *format, size_t *bytes)
+{
+    if (ulen >= UINT32_MAX || sum->nnz > ulen)
+        return ZEN_EPROTO;
+    size_t b = zen_hb_bitmap_bytes(ulen, sum->nnz, sum->width);
+    size_t c = zen_hb_coo_bytes(sum->nnz, sum->width);
+    *format = c < b ? ZEN_HB_COO : ZEN_HB_BITMAP;
+    *bytes = c < b ? c : b;
+    return ZEN_OK;
+}
+
+zen_status zen_hb_encode(const zen_coo *sum, const zen_universe *u, uint32_t j, uint32_t format,
+                         void *blob, size_t bytes)
+{
+    size_t c = sum->nnz;
+    uint32_t w = sum->width;
+    if (j >= u->n)
+        return ZEN_EINVAL;
+    size_t ulen = universe_len(u, j);
+    size_t want = format == ZEN_HB_COO ? zen_hb_coo_bytes(c, w) : zen_hb_bitmap_bytes(ulen, c, w);
+    if (bytes != want || (format != ZEN_HB_COO && format != ZEN_HB_BITMAP) ||
+        (format == ZEN_HB_BITMAP && !u->members))
+        return ZEN_EINVAL;
+    unsigned char *p = blob;
+    uint32_t hdr[2] = { format, (uint32_t)c };
+    memcpy(p, hdr, sizeof hdr);
+    p += sizeof hdr;
+    if (format == ZEN_HB_COO) {
+        for (size_t i = 0; i < c; i++) {
+            uint32_t x = sum->idx[i];
+            if (x >= u->rows || zen_hh_owner(x, u->seed0, u->n) != j)
+                return ZEN_EPROTO;
+        }
+        if (c > 0)
+            memcpy(p, sum->idx, 4 * c);
+        p += 4 * c;
+    } else {
+        const uint32_t *U = u->members + u->offsets[j];
+        size_t words = (ulen + 63) / 64, t = 0;
+        memset(p, 0, 8 * words);
+        for (size_t i = 0; i < c; i++) {
+            t = seek(U, ulen, t, sum->idx[i]);
+            if (t == ulen || U[t] != sum->idx[i])
+                return ZEN_EPROTO;
+            p[t / 8] |= (unsigned char)(1u << (t % 8)); /* LSB-first bytes = LSB-first words */
+            t++;
+        }
+        p += 8 * words;
+    }
+    if (c > 0)
+        memcpy(p, sum->val, c * w * sizeof(float));
+    return ZEN_OK;
+}
+
+zen_status zen_hb_check(const void *blob, size_t len, const zen_universe *u, uint32_t j, uint32_t w,
+                        size_t *count)
+{
+    const unsigned char *p = blob;
+    if (!blob || !u || j >= u->n || len < ZEN_HB_HEADER_BYTES || w == 0)
+        return ZEN_EPROTO;
+    size_t ulen = universe_len(u, j);
+    uint32_t format = load_u32(p), c = load_u32(p + 4);
+    if (c > ulen)
+        return ZEN_EPROTO;
+    size_t vbytes;
+    if (zen_mul_overflow((size_t)c * 4, w, &vbytes) || vbytes > len)
+        return ZEN_EPROTO;
+    p += ZEN_HB_HEADER_BYTES;
+    if (format == ZEN_HB_BITMAP) {
+        size_t words = (ulen + 63) / 64;
+        if (len != ZEN_HB_HEADER_BYTES + 8 * words + vbytes)
+            return ZEN_EPROTO;
+        size_t set = 0;
+        for (size_t k = 0; k < words; k++) {
+            uint64_t v = load_u64(p + 8 * k);
+            if (k == words - 1 && (ulen % 64) != 0 && (v >> (ulen % 64)) != 0)
+                return ZEN_EPROTO; /* a bit past the end of the universe */
+            set += (size_t)__builtin_popcountll(v);
+        }
+        if (set != c)
+            return ZEN_EPROTO;
+    } else if (format == ZEN_HB_COO) {
+        if (len != ZEN_HB_HEADER_BYTES + 4 * (size_t)c + vbytes)
+            return ZEN_EPROTO;
+        for (size_t i = 0; i < c; i++) {
+            uint32_t x = load_u32(p + 4 * i);
+            if (x >= u->rows || (i > 0 && x <= load_u32(p + 4 * (i - 1))) ||
+                zen_hh_owner(x, u->seed0, u->n) != j)
+                return ZEN_EPROTO;
+        }
+    } else {
+        return ZEN_EPROTO;
+    }
+    *count = c;
+    return ZEN_OK;
+}
+
+/* Call visit(k, row index, value row) for each row of a checked blob, in ascending order. */
+typedef void (*row_visit)(void *ctx, size_t k, uint32_t x, const unsigned char *vals);
+
+static void walk(const unsigned char *p, const zen_universe *u, uint32_t j, uint32_t w,
+                 row_visit visit, void *ctx)
+{
+    uint32_t format = load_u32(p), c = load_u32(p + 4);
+    p += ZEN_HB_HEADER_BYTES;
+    size_t row_bytes = 4 * (size_t)w, k = 0;
+    if (format == ZEN_HB_BITMAP) {
+        const uint32_t *U = u->members + u->offsets[j];
+        size_t words = (universe_len(u, j) + 63) / 64;
+        const unsigned char *vals = p + 8 * words;
+        for (size_t q = 0; q < words; q++) {
+            uint64_t v = load_u64(p + 8 * q);
+            while (v) {
+                size_t t = q * 64 + (size_t)__builtin_ctzll(v);
+                visit(ctx, k, U[t], vals + k * row_bytes);
+                k++;
+                v &= v - 1;
+            }
+        }
+    } else {
+        const unsigned char *vals = p + 4 * (size_t)c;
+        for (k = 0; k < c; k++)
+            visit(ctx, k, load_u32(p + 4 * k), vals + k * row_bytes);
+    }
+}
+
+typedef struct dense_sink {
+    uint32_t w;
+    float divisor;
+    float *dense;
+} dense_sink;
+
+static void visit_dense(void *ctx, size_t k, uint32_t x, const unsigned char *vals)
+{
+    (void)k;
+    dense_sink *s = ctx;
+    float *dst = s->dense + (size_t)x * s->w;
+    memcpy(dst, vals, 4 * (size_t)s->w);
+    if (s->divisor != 1.0f)
+        for (uint32_t c = 0; c < s->w; c++)
+            dst[c] /= s->divisor;
+}
+
+zen_status zen_hb_decode_dense(const void *blob, size_t len, const zen_universe *u, uint32_t j,
+                               uint32_t w, float divisor, float *dense)
+{
+    size_t c;
+    zen_status st = zen_hb_check(blob, len, u, j, w, &c);
+    if (st != ZEN_OK)
+        return st;
+    if (load_u32(blob) == ZEN_HB_BITMAP && !u->members)
+        return ZEN_EINVAL; /* the caller must call zen_universe_members first */
+    dense_sink s = { w, divisor, dense };
+    walk(blob, u, j, w, visit_dense, &s);
+    return ZEN_OK;
+}
+
+typedef struct coo_sink {
+    float divisor;
+    zen_coo *out;
+} coo_sink;
+
+static void visit_coo(void *ctx, size_t k, uint32_t x, const unsigned char *vals)
+{
+    coo_sink *s = ctx;
+    uint32_t w = s->out->width;
+    s->out->idx[k] = x;
+    float *dst = s->out->val + k * w;
+    memcpy(dst, vals, 4 * (size_t)w);
+    if (s->divisor != 1.0f)
+        for (uint32_t c = 0; c < w; c++)
+            dst[c] /= s->divisor;
+}
+
+zen_status zen_hb_decode_coo(const void *blob, size_t len, const zen_universe *u, uint32_t j,
+                             uint32_t w, float divisor, zen_coo *out)
+{
+    size_t c;
+    zen_status st = zen_hb_check(blob, len, u, j, w, &c);
+    if (st != ZEN_OK)
+        return st;
+    if (load_u32(blob) == ZEN_HB_BITMAP && !u->members)
+        return ZEN_EINVAL; /* the caller must call zen_universe_members first */
+    zen_coo_reset(out, out->rows, w);
+    if ((st = zen_coo_reserve(out, c)) != ZEN_OK)
+        return st;
+    coo_sink s = { divisor, out };
+    walk(blob, u, j, w, visit_coo, &s);
+    out->nnz = c;
+    return ZEN_OK;
+}

@@ -1,0 +1,289 @@
+/*
+ * BLOCK: OmniReduce-style non-zero blocks (Point-to-point + One-shot + Parallelism with even
+ * ranges). The rows are grouped into blocks of B elements (ZEN_SPARSE_BLOCK_SIZE, default 256,
+ * i.e. max(1, B / width) rows per block); the blocks are split into n even ranges, range j owned
+ * by rank j. No per-element indices travel: a block is sent whole (zeros included) with its id.
+ *
+ * Steps: (1) find the local non-zero blocks (one scan of the sorted COO) and densify each,
+ * (2) push: alltoallv of (block ids, block values) to the range owners, (3) the owner sums the
+ * blocks into a dense accumulator for its range and keeps the union of non-zero block ids,
+ * (4) pull: allgatherv of each owner's non-zero blocks, scattered into the output. Four ranks:
+ *
+ *     rows  |--- range 0 ---|--- range 1 ---|--- range 2 ---|--- range 3 ---|
+ *     blocks [b0][b1][b2]... each [bk] = B elements; only blocks with a non-zero travel
+ *
+ * Bytes rank j sends: push sum_{k != j} m_j^k (4 + 4B), pull (n-1) m_j (4 + 4B), where m_j^k
+ * is the number of its non-zero blocks in range k and m_j the non-zero blocks of the summed range.
+ */
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/tunables.h"
+#include "sparse/imbalance.h"
+#include "sparse/xchg.h"
+
+typedef struct block_geom {
+    uint64_t rows;
+    size_t width;
+    size_t brows;  /* rows per block */
+    size_t belems; /* brows * width */
+    size_t entry;  /* wire bytes per block: 4 + 4 * belems */
+    uint64_t nblocks;
+} block_geom;
+
+static uint64_t range_block_lo(const block_geom *g, int n, int j)
+{
+    return zen_range_lo(g->nblocks, n, j);
+}
+
+/* Number of distinct blocks touched by the sorted idx[lo..hi). */
+static size_t count_blocks(const block_geom *g, const uint32_t *idx, size_t lo, size_t hi)
+{
+    size_t m = 0;
+    uint64_t last = UINT64_MAX;
+    for (size_t i = lo; i < hi; i++) {
+        uint64_t b = idx[i] / g->brows;
+        if (b != last) {
+            m++;
+            last = b;
+        }
+    }
+    return m;
+}
+
+/* Pack the blocks touched by COO entries [lo, hi) as m ids then m dense blocks. */
+static void pack_blocks(const block_geom *g, const zen_coo *c, size_t lo, size_t hi, size_t m,
+                        uint8_t *out)
+{
+    uint32_t *ids = (uint32_t *)(void *)out;
+    float *vals = (float *)(void *)(out + m * sizeof(uint32_t));
+    memset(vals, 0, m * g->belems * sizeof(float));
+    size_t k = 0;
+    uint64_t last = UINT64_MAX;
+    for (size_t i = lo; i < hi; i++) {
+        uint64_t b = c->idx[i] / g->brows;
+        if (b != last) {
+            ids[k++] = (uint32_t)b;
+            last = b;
+        }
+        size_t r = c->idx[i] - b * g->brows;
+        memcpy(vals + (k - 1) * g->belems + r * g->width, c->val + i * g->width,
+               g->width * sizeof(float));
+    }
+}
+
+/* Validate a received block message (ids sorted, unique, inside [blo, bhi)). */
+static zen_status check_blocks(zen_comm *comm, int peer, const block_geom *g, const uint8_t *buf,
+                               size_t bytes, uint64_t blo, uint64_t bhi, size_t *m)
+{
+    if (bytes % g->entry != 0)
+        return zen_fail(comm, ZEN_EPROTO, "block: rank %d sent %zu bytes, not whole blocks", peer,
+                        bytes);
+    *m = bytes / g->entry;
+    const uint32_t *ids = (const uint32_t *)(const void *)buf;
+    for (size_t i = 0; i < *m; i++)
+        if (ids[i] < blo || ids[i] >= bhi || (i > 0 && ids[i] <= ids[i - 1]))
+            return zen_fail(comm, ZEN_EPROTO,
+                            "block: rank %d sent block id %u outside [%llu, %llu) or unsorted",
+                            peer, ids[i], (unsigned long long)blo, (unsigned long long)bhi);
+    return ZEN_OK;
+}
+
+/* Write the pulled blocks into the caller's output (dense scatter or COO of non-zero rows). */
+static zen_status emit_blocks(zen_sparse_ctx *ctx, const block_geom *g, const uint8_t *gbuf,
+                              const size_t *rbytes, const size_t *roff, int n)
+{
+    size_t w = g->width;
+    if (ctx->dense_out)
+        memset(ctx->dense_out, 0, (size_t)g->rows * w * sizeof(float));
+    zen_coo sum = { 0 };
+    sum.rows = g->rows;
+    sum.width = (uint32_t)w;
+    for (int pass = ctx->dense_out ? 1 : 0; pass < 2; pass++) {
+        size_t nnz = 0;
+        for (int p = 0; p < n; p++) {
+            size_t m = rbytes[p] / g->entry;
+            const uint32_t *ids = (const uint32_t *)(const void *)(gbuf + roff[p]);
+            const float *vals = (const float *)(const void *)(gbuf + roff[p] + m * 4);
+            for (size_t k = 0; k < m; k++) {
+                uint64_t r0 = (uint64_t)ids[k] * g->brows;
+                for (size_t r = 0; r < g->brows && r0 + r < g->rows; r++) {
+                    const float *v = vals + k * g->belems + r * w;
+                    if (ctx->dense_out) {
+                        memcpy(ctx->dense_out + (r0 + r) * w, v, w * sizeof(float));
+                        continue;
+                    }
+                    size_t c = 0;
+                    while (c < w && v[c] == 0.0f)
+                        c++;
+                    if (c == w)
+                        continue;
+                    if (pass == 1) {
+                        sum.idx[nnz] = (uint32_t)(r0 + r);
+                        memcpy(sum.val + nnz * w, v, w * sizeof(float));
+                    }
+                    nnz++;
+                }
+            }
+        }
+        if (ctx->dense_out) {
+            zen_dense_finish(ctx);
+            return ZEN_OK;
+        }
+        if (pass == 0) {
+            zen_status st = zen_coo_reserve(&sum, nnz);
+            if (st != ZEN_OK) {
+                zen_coo_release(&sum);
+                return zen_fail(ctx->comm, st, "block: cannot allocate %zu result rows", nnz);
+            }
+        } else {
+            sum.nnz = nnz;
+        }
+    }
+    zen_status st = zen_sparse_emit(ctx, &sum);
+    zen_coo_release(&sum);
+    return st;
+}
+
+zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
+{
+    zen_comm *comm = ctx->comm;
+    const zen_coo *local = ctx->local;
+    int n = comm->size, me = comm->rank;
+    block_geom g;
+    long bsize = zen_param_long("SPARSE_BLOCK_SIZE");
+    if (bsize < 1)
+        bsize = 256;
+    g.rows = local->rows;
+    g.width = local->width;
+    g.brows = (size_t)bsize / g.width ? (size_t)bsize / g.width : 1;
+    if (g.brows > g.rows) /* a tensor smaller than one block is one block */
+        g.brows = (size_t)g.rows;
+    g.belems = g.brows * g.width;
+    g.entry = 4 + 4 * g.belems;
+    g.nblocks = (g.rows + g.brows - 1) / g.brows;
+    size_t wire_max = g.nblocks > SIZE_MAX / g.entry ? SIZE_MAX : (size_t)g.nblocks * g.entry;
+
+    zen_coll cc;
+    zen_status st = zen_coll_begin(comm, "sparse_block", &cc);
+    if (st != ZEN_OK)
+        return st;
+    size_t *cut = zen_malloc_array((size_t)n + 1, sizeof *cut);
+    size_t *sbytes = zen_malloc_array((size_t)n, sizeof *sbytes);
+    size_t *load = zen_malloc_array((size_t)n, sizeof *load);
+    const void **sptr = zen_malloc_array((size_t)n, sizeof *sptr);
+    size_t *rbytes = zen_malloc_array((size_t)n, sizeof *rbytes);
+    size_t *roff = zen_malloc_array((size_t)n, sizeof *roff);
+    uint8_t *sbuf = NULL, *rbuf = NULL, *pbuf = NULL, *gbuf = NULL;
+    float *acc = NULL;
+    uint8_t *touched = NULL;
+    int64_t t0 = zen_now_ns();
+    if (!cut || !sbytes || !load || !sptr || !rbytes || !roff) {
+        st = zen_fail(comm, ZEN_ENOMEM, "block: out of memory");
+        goto out;
+    }
+    /* (1) cut the local COO at the owners' first rows and count blocks per owner */
+    size_t total = 0;
+    for (int j = 0; j <= n; j++)
+        cut[j] = j == n ? local->nnz
+                        : zen_lower_bound_u32(local->idx, local->nnz,
+                                              range_block_lo(&g, n, j) * g.brows);
+    for (int j = 0; j < n; j++) {
+        load[j] = count_blocks(&g, local->idx, cut[j], cut[j + 1]);
+        sbytes[j] = load[j] * g.entry;
+        total += sbytes[j];
+    }
+    ctx->stats->imbalance_push = zen_imbalance(load, n);
+    if (!(sbuf = zen_malloc(total ? total : 1))) {
+        st = zen_fail(comm, ZEN_ENOMEM, "block: cannot allocate %zu bytes", total);
+        goto out;
+    }
+    size_t off = 0;
+    for (int j = 0; j < n; j++) {
+        sptr[j] = sbuf + off;
+        pack_blocks(&g, local, cut[j], cut[j + 1], load[j], sbuf + off);
+        off += sbytes[j];
+    }
+    int64_t t1 = zen_now_ns();
+    ctx->stats->phase_us[ZEN_PHASE_PARTITION] += zen_us_between(t0, t1);
+
+    /* (2) push */
+    st = zen_xchg_alltoallv(comm, &cc, sptr, sbytes, wire_max, &rbuf, rbytes, roff);
+    int64_t t2 = zen_now_ns();
+    ctx->stats->phase_us[ZEN_PHASE_PUSH] += zen_us_between(t1, t2);
+    if (st != ZEN_OK)
+        goto out;
+
+    /* (3) sum the blocks of this rank's range */
+    uint64_t blo = range_block_lo(&g, n, me), bhi = range_block_lo(&g, n, me + 1);
+    size_t nb = (size_t)(bhi - blo);
+    acc = zen_calloc(nb ? nb * g.belems : 1, sizeof(float));
+    touched = zen_calloc(nb ? nb : 1, 1);
+    if (!acc || !touched) {
+        st = zen_fail(comm, ZEN_ENOMEM, "block: cannot allocate the accumulator of %zu blocks", nb);
+        goto out;
+    }
+    for (int p = 0; p < n && st == ZEN_OK; p++) {
+        size_t m;
+        st = check_blocks(comm, p, &g, rbuf + roff[p], rbytes[p], blo, bhi, &m);
+        if (st != ZEN_OK)
+            break;
+        const uint32_t *ids = (const uint32_t *)(const void *)(rbuf + roff[p]);
+        const float *vals = (const float *)(const void *)(rbuf + roff[p] + m * 4);
+        for (size_t k = 0; k < m; k++) {
+            float *a = acc + (size_t)(ids[k] - blo) * g.belems;
+            const float *v = vals + k * g.belems;
+            for (size_t e = 0; e < g.belems; e++)
+                a[e] += v[e];
+            touched[ids[k] - blo] = 1;
+        }
+    }
+    if (st != ZEN_OK)
+        goto out;
+    size_t mine = 0;
+    for (size_t b = 0; b < nb; b++)
+        mine += touched[b];
+    size_t pbytes = mine * g.entry;
+    if (!(pbuf = zen_malloc(pbytes ? pbytes : 1))) {
+        st = zen_fail(comm, ZEN_ENOMEM, "block: cannot allocate %zu bytes", pbytes);
+        goto out;
+    }
+    uint32_t *pid = (uint32_t *)(void *)pbuf;
+    float *pval = (float *)(void *)(pbuf + mine * 4);
+    for (size_t b = 0, k = 0; b < nb; b++)
+        if (touched[b]) {
+            pid[k] = (uint32_t)(blo + b);
+            memcpy(pval + k * g.belems, acc + b * g.belems, g.belems * sizeof(float));
+            k++;
+        }
+    int64_t t3 = zen_now_ns();
+    ctx->stats->phase_us[ZEN_PHASE_AGGREGATE] += zen_us_between(t2, t3);
+
+    /* (4) pull */
+    st = zen_xchg_allgatherv(comm, &cc, pbuf, pbytes, wire_max, &gbuf, rbytes, roff);
+    int64_t t4 = zen_now_ns();
+    ctx->stats->phase_us[ZEN_PHASE_PULL] += zen_us_between(t3, t4);
+    for (int p = 0; p < n && st == ZEN_OK; p++)
+        st = check_blocks(comm, p, &g, gbuf + roff[p], rbytes[p], range_block_lo(&g, n, p),
+                          range_block_lo(&g, n, p + 1), &load[p]);
+    if (st != ZEN_OK)
+        goto out;
+    ctx->stats->imbalance_pull = zen_imbalance(load, n);
+    st = emit_blocks(ctx, &g, gbuf, rbytes, roff, n);
+    ctx->stats->phase_us[ZEN_PHASE_DECODE] += zen_us_between(t4, zen_now_ns());
+out:
+    zen_free(cut);
+    zen_free(sbytes);
+    zen_free(load);
+    zen_free(sptr);
+    zen_free(rbytes);
+    zen_free(roff);
+    zen_free(sbuf);
+    zen_free(rbuf);
+    zen_free(pbuf);
+    zen_free(gbuf);
+    zen_free(acc);
+    zen_free(touched);
+    return zen_coll_end(comm, &cc, st);
+}

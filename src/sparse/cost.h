@@ -1,0 +1,85 @@
+/*
+ * The sparse-allreduce cost model: predicted communication time of every scheme from the rank
+ * count, the tensor shape, a sparsity profile and a network model (bandwidth and per-message
+ * latency). Pure functions with no communicator, so `zen simulate` can evaluate them at any scale.
+ *
+ * Model (paper section 4.2 and Appendix B.1, extended with latency and the real wire formats):
+ * time = latency * (sequential steps) + issue overhead * (extra messages posted in the same step)
+ * + (bytes the busiest rank sends or receives) / bandwidth. Local computation is not modelled. A COO entry is 4 + 4w bytes (u32 row index, w f32 values); M = rows * width.
+ *   DENSE        ring: 2(n-1) steps, 2(n-1)/n * 4M bytes
+ *   ALLGATHER    (n-1) * nnz * (4 + 4w)                         (paper: 2(n-1) d M)
+ *   PS           push (n-1)/n * s * nnz * E, pull (n-1)/n * s_n * gamma_n * nnz * E
+ *   BALANCED     push (n-1)/n * nnz * E, pull (n-1)/n * min(COO, hash bitmap) of the sum (Eq. 1)
+ *   HIERARCHICAL sum over rounds i < log2 n of min(gamma^(2^i) * nnz * E, 4M)  (Eq. 2), plus a
+ *                fold and an unfold step when n is not a power of two
+ *   BLOCK        as PS, counting non-zero blocks of B elements (4 + 4B bytes each)
+ * nnz = d * rows is the mean local count of non-zero rows, gamma^k the densification ratio of a
+ * sum over k ranks, s the skew over n even ranges (paper Def. 5).
+ */
+#ifndef ZEN_SPARSE_COST_H
+#define ZEN_SPARSE_COST_H
+
+#include <stdint.h>
+
+#include <zen/sparse.h>
+
+#define ZEN_COST_MAX_LEVELS 32
+
+/* Issue overhead of each extra message posted in the same step, as a fraction of the latency. */
+#define ZEN_COST_MSG_OVERHEAD 0.1
+
+typedef struct zen_sparse_profile {
+    double density;                    /* d_G: mean over ranks of local non-zero rows / rows */
+    int levels;                        /* gamma[0..levels) are valid */
+    double gamma[ZEN_COST_MAX_LEVELS]; /* gamma[i] = gamma^(2^i); gamma[0] = 1 */
+    double gamma_n;                    /* gamma^n: density of the sum over all n ranks / d_G */
+    double skew;            /* n * max_j (non-zeros in range j, all ranks) / all non-zeros; >= 1 */
+    double skew_n;          /* same for the summed tensor (0: use skew) */
+    double block_density;   /* fraction of B-element blocks non-zero on a rank (< 0: from d) */
+    double block_density_n; /* same for the sum (< 0: from gamma_n * d) */
+    double block_skew;      /* skew of the non-zero blocks over the n ranges (0: use skew) */
+    double block_skew_n;    /* same for the sum (0: use skew_n) */
+} zen_sparse_profile;
+
+typedef struct zen_net_model {
+    double bytes_per_s; /* per-link bandwidth */
+    double latency_s;   /* per message */
+} zen_net_model;
+
+/* Synthetic overlap models for profiles (simulation, tests). */
+typedef enum zen_overlap_model {
+    ZEN_OVERLAP_RANDOM = 0,    /* each row non-zero independently: gamma^k = (1-(1-d)^k)/d */
+    ZEN_OVERLAP_IDENTICAL = 1, /* all ranks the same rows: gamma^k = 1 */
+    ZEN_OVERLAP_DISJOINT = 2   /* no shared rows: gamma^k = min(k, 1/d) */
+} zen_overlap_model;
+
+/* Densification ratio gamma^k of a model at density d. */
+double zen_cost_gamma_model(zen_overlap_model model, double d, double k);
+
+/* Fill a profile for n ranks from a model (skew 1, block densities derived from d). */
+void zen_sparse_profile_model(zen_sparse_profile *p, int n, double density,
+                              zen_overlap_model model);
+
+/* The paper's closed forms in units of 2 d M / b (COO, no latency, n a power of two). */
+double zen_cost_eq1_factor(int n, double gamma_n);              /* ((n-1)/n)(gamma_n + 1) */
+double zen_cost_eq2_factor(int n, const zen_sparse_profile *p); /* sum_{2^i<n} gamma^(2^i) */
+
+/* Elements per BLOCK block: ZEN_SPARSE_BLOCK_SIZE rows of width... as block.c uses them. */
+uint64_t zen_cost_block_rows(uint32_t width, long block_elems);
+
+/*
+ * Predicted seconds of every scheme (out[ZEN_SPARSE_AUTO] = the minimum) for n ranks, a
+ * rows x width tensor, profile p, network net and block size block_elems (<= 0: 256).
+ */
+void zen_sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
+                        const zen_net_model *net, long block_elems,
+                        double out[ZEN_SPARSE_SCHEME_COUNT]);
+
+/* The scheme with the smallest prediction (ties: the order BALANCED, HIERARCHICAL, DENSE,
+ * ALLGATHER, PS, BLOCK). */
+zen_sparse_scheme zen_sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT]);
+
+/* Network model from ZEN_NET_GBPS / ZEN_NET_LAT_US, else the defaults of the transport. */
+void zen_net_model_for(zen_transport_kind kind, zen_net_model *net);
+
+#endif

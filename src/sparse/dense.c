@@ -1,0 +1,48 @@
+/*
+ * DENSE: densify the local tensor and run a ring allreduce over all rows * width elements. The
+ * reference point every sparse scheme must beat: each rank sends and receives 2(n-1)/n * M * 4
+ * bytes regardless of sparsity (M = rows * width). With a dense output the caller's buffer is
+ * reduced in place; otherwise a scratch buffer is reduced and its non-zero rows extracted.
+ */
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/checked.h"
+#include "common/clock.h"
+#include "sparse/xchg.h"
+
+zen_status zen_sparse_run_dense(zen_sparse_ctx *ctx)
+{
+    zen_comm *comm = ctx->comm;
+    const zen_coo *local = ctx->local;
+    size_t w = local->width, count;
+    if (local->rows > SIZE_MAX || zen_mul_overflow((size_t)local->rows, w, &count) ||
+        count > SIZE_MAX / sizeof(float))
+        return zen_fail(comm, ZEN_EINVAL, "dense: %llu x %zu is too large",
+                        (unsigned long long)local->rows, w);
+    int64_t t0 = zen_now_ns();
+    float *buf = ctx->dense_out;
+    if (!buf && !(buf = zen_malloc_array(count ? count : 1, sizeof(float))))
+        return zen_fail(comm, ZEN_ENOMEM, "dense: cannot allocate %zu floats", count);
+    memset(buf, 0, count * sizeof(float));
+    for (size_t i = 0; i < local->nnz; i++)
+        memcpy(buf + (size_t)local->idx[i] * w, local->val + i * w, w * sizeof(float));
+    int64_t t1 = zen_now_ns();
+    ctx->stats->phase_us[ZEN_PHASE_PARTITION] += zen_us_between(t0, t1);
+    zen_status st = zen_allreduce_with(comm, buf, buf, count, ZEN_F32, ZEN_SUM, ZEN_ALLREDUCE_RING);
+    int64_t t2 = zen_now_ns();
+    ctx->stats->phase_us[ZEN_PHASE_PUSH] += zen_us_between(t1, t2);
+    if (st == ZEN_OK && ctx->dense_out)
+        zen_dense_finish(ctx);
+    if (st == ZEN_OK && !ctx->dense_out) {
+        zen_coo sum = { 0 };
+        st = zen_coo_from_dense(buf, local->rows, local->width, &sum);
+        if (st == ZEN_OK)
+            st = zen_sparse_emit(ctx, &sum);
+        zen_coo_release(&sum);
+    }
+    ctx->stats->phase_us[ZEN_PHASE_DECODE] += zen_us_between(t2, zen_now_ns());
+    if (buf != ctx->dense_out)
+        zen_free(buf);
+    return st;
+}

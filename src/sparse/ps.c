@@ -1,0 +1,143 @@
+/*
+ * PS: range-partitioned sparse parameter server (Point-to-point + Incremental + Parallelism,
+ * Imbalanced). Rank j owns the even row range [rows*j/n, rows*(j+1)/n).
+ *
+ * Steps: (1) partition: the sorted local COO is cut at the range bounds (binary search),
+ * (2) push: alltoallv of the slices to their owners, (3) aggregate: each owner merges the n
+ * sorted runs of its range, (4) pull: allgatherv of the owners' results, which are disjoint and
+ * ascending, so their concatenation is already the sorted global sum. Four ranks:
+ *
+ *     push:  every rank --slice j--> owner j       pull: owner j --sum of range j--> everyone
+ *
+ * Bytes rank j sends: push sum_{k != j} |I_j^k| (4 + 4w), pull (n-1) |sum of range j| (4 + 4w).
+ * With skewed indices (paper C3) one owner receives and sends most of the traffic.
+ */
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "sparse/imbalance.h"
+#include "sparse/xchg.h"
+
+zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx)
+{
+    zen_comm *comm = ctx->comm;
+    const zen_coo *local = ctx->local;
+    int n = comm->size, me = comm->rank;
+    size_t w = local->width;
+    zen_coll cc;
+    zen_status st = zen_coll_begin(comm, "sparse_ps", &cc);
+    if (st != ZEN_OK)
+        return st;
+    size_t *cut = zen_malloc_array((size_t)n + 1, sizeof *cut);
+    size_t *sbytes = zen_malloc_array((size_t)n, sizeof *sbytes);
+    const void **sptr = zen_malloc_array((size_t)n, sizeof *sptr);
+    size_t *rbytes = zen_malloc_array((size_t)n, sizeof *rbytes);
+    size_t *roff = zen_malloc_array((size_t)n, sizeof *roff);
+    zen_coo *runs = zen_calloc((size_t)n, sizeof *runs);
+    uint8_t *sbuf = NULL, *rbuf = NULL, *pbuf = NULL, *gbuf = NULL;
+    zen_coo agg = { 0 }, sum = { 0 };
+    agg.rows = sum.rows = local->rows;
+    agg.width = sum.width = local->width;
+    size_t wire_max = zen_coo_wire_max(local->rows, local->width);
+    size_t total = zen_coo_wire_bytes(local->nnz, local->width);
+    int64_t t0 = zen_now_ns();
+    sbuf = zen_malloc(total ? total : 1);
+    if (!cut || !sbytes || !sptr || !rbytes || !roff || !runs || !sbuf) {
+        st = zen_fail(comm, ZEN_ENOMEM, "ps: out of memory");
+        goto out;
+    }
+    /* (1) partition by even ranges; pack slice j at its offset in sbuf. */
+    for (int j = 0; j <= n; j++)
+        cut[j] = j == n
+                     ? local->nnz
+                     : zen_lower_bound_u32(local->idx, local->nnz, zen_range_lo(local->rows, n, j));
+    size_t off = 0;
+    for (int j = 0; j < n; j++) {
+        sbytes[j] = zen_coo_wire_bytes(cut[j + 1] - cut[j], local->width);
+        sptr[j] = sbuf + off;
+        zen_coo_pack(local, cut[j], cut[j + 1], sbuf + off);
+        off += sbytes[j];
+    }
+    for (int j = 0; j < n; j++)
+        rbytes[j] = cut[j + 1] - cut[j]; /* entries per owner, reused below as receive sizes */
+    ctx->stats->imbalance_push = zen_imbalance(rbytes, n);
+    int64_t t1 = zen_now_ns();
+    ctx->stats->phase_us[ZEN_PHASE_PARTITION] += zen_us_between(t0, t1);
+
+    /* (2) push */
+    st = zen_xchg_alltoallv(comm, &cc, sptr, sbytes, wire_max, &rbuf, rbytes, roff);
+    int64_t t2 = zen_now_ns();
+    ctx->stats->phase_us[ZEN_PHASE_PUSH] += zen_us_between(t1, t2);
+    if (st != ZEN_OK)
+        goto out;
+
+    /* (3) aggregate this rank's range */
+    uint64_t lo = zen_range_lo(local->rows, n, me), hi = zen_range_lo(local->rows, n, me + 1);
+    for (int p = 0; p < n && st == ZEN_OK; p++)
+        st = zen_coo_view(comm, p, rbuf + roff[p], rbytes[p], local->rows, local->width, lo, hi,
+                          &runs[p]);
+    if (st == ZEN_OK)
+        st = zen_coo_merge(runs, (size_t)n, &agg);
+    size_t pbytes = zen_coo_wire_bytes(agg.nnz, agg.width);
+    if (st == ZEN_OK && !(pbuf = zen_malloc(pbytes ? pbytes : 1)))
+        st = zen_fail(comm, ZEN_ENOMEM, "ps: cannot allocate %zu bytes", pbytes);
+    if (st != ZEN_OK)
+        goto out;
+    zen_coo_pack(&agg, 0, agg.nnz, pbuf);
+    int64_t t3 = zen_now_ns();
+    ctx->stats->phase_us[ZEN_PHASE_AGGREGATE] += zen_us_between(t2, t3);
+
+    /* (4) pull */
+    st = zen_xchg_allgatherv(comm, &cc, pbuf, pbytes, wire_max, &gbuf, rbytes, roff);
+    int64_t t4 = zen_now_ns();
+    ctx->stats->phase_us[ZEN_PHASE_PULL] += zen_us_between(t3, t4);
+    if (st != ZEN_OK)
+        goto out;
+    size_t nnz_all = 0;
+    for (int p = 0; p < n && st == ZEN_OK; p++) {
+        st = zen_coo_view(comm, p, gbuf + roff[p], rbytes[p], local->rows, local->width,
+                          zen_range_lo(local->rows, n, p), zen_range_lo(local->rows, n, p + 1),
+                          &runs[p]);
+        nnz_all += runs[p].nnz;
+    }
+    if (st != ZEN_OK)
+        goto out;
+    for (int p = 0; p < n; p++)
+        roff[p] = runs[p].nnz; /* entries per owner; roff is no longer needed */
+    ctx->stats->imbalance_pull = zen_imbalance(roff, n);
+    if (ctx->dense_out) {
+        memset(ctx->dense_out, 0, (size_t)local->rows * w * sizeof(float));
+        for (int p = 0; p < n; p++)
+            for (size_t i = 0; i < runs[p].nnz; i++)
+                memcpy(ctx->dense_out + (size_t)runs[p].idx[i] * w, runs[p].val + i * w,
+                       w * sizeof(float));
+        zen_dense_finish(ctx);
+    } else {
+        st = zen_coo_reserve(&sum, nnz_all);
+        for (int p = 0; p < n && st == ZEN_OK; p++) {
+            if (runs[p].nnz == 0)
+                continue;
+            memcpy(sum.idx + sum.nnz, runs[p].idx, runs[p].nnz * sizeof(uint32_t));
+            memcpy(sum.val + sum.nnz * w, runs[p].val, runs[p].nnz * w * sizeof(float));
+            sum.nnz += runs[p].nnz;
+        }
+        if (st == ZEN_OK)
+            st = zen_sparse_emit(ctx, &sum);
+    }
+    ctx->stats->phase_us[ZEN_PHASE_DECODE] += zen_us_between(t4, zen_now_ns());
+out:
+    zen_coo_release(&agg);
+    zen_coo_release(&sum);
+    zen_free(cut);
+    zen_free(sbytes);
+    zen_free(sptr);
+    zen_free(rbytes);
+    zen_free(roff);
+    zen_free(runs);
+    zen_free(sbuf);
+    zen_free(rbuf);
+    zen_free(pbuf);
+    zen_free(gbuf);
+    return zen_coll_end(comm, &cc, st);
+}

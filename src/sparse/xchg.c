@@ -1,0 +1,314 @@
+/*
+ * Variable-size exchanges for the baseline sparse schemes (see xchg.h).
+ *
+ * alltoallv outline (rank r, n ranks): post n-1 receives of 8-byte sizes, send its n-1 sizes,
+ * wait; allocate one buffer for all incoming blocks; post n-1 payload receives, send n-1
+ * payloads, wait. Rank r sends sum_p sbytes[p] (p != r) + 8(n-1) bytes. Sends complete without a
+ * matching receive (transport contract), so posting everything at once cannot deadlock.
+ */
+#include "sparse/xchg.h"
+
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/checked.h"
+
+static size_t pad8(size_t bytes)
+{
+    return (bytes + 7) & ~(size_t)7;
+}
+
+/* Wait for every request in reqs (n entries, NULL skipped); the first error wins, all are freed. */
+static zen_status wait_all(zen_comm *comm, const zen_coll *cc, zen_treq **reqs,
+                           const size_t *expect, int n)
+{
+    zen_status first = ZEN_OK;
+    for (int p = 0; p < n; p++) {
+        if (!reqs[p])
+            continue;
+        if (first != ZEN_OK) {
+            zen_coll_req_drop(comm, reqs[p]);
+        } else {
+            zen_status st =
+                zen_coll_wait(comm, cc, reqs[p], p, expect ? expect[p] : SIZE_MAX, NULL);
+            if (st != ZEN_OK)
+                first = st;
+        }
+        reqs[p] = NULL;
+    }
+    return first;
+}
+
+zen_status zen_xchg_alltoallv(zen_comm *comm, const zen_coll *cc, const void *const *sbuf,
+                              const size_t *sbytes, size_t max_bytes, uint8_t **rbuf,
+                              size_t *rbytes, size_t *roff)
+{
+    int n = comm->size, me = comm->rank;
+    *rbuf = NULL;
+    uint64_t *ssize = zen_malloc_array((size_t)n, sizeof *ssize);
+    uint64_t *rsize = zen_malloc_array((size_t)n, sizeof *rsize);
+    zen_treq **rreq = zen_calloc((size_t)n, sizeof *rreq);
+    zen_treq **sreq = zen_calloc((size_t)n, sizeof *sreq);
+    size_t *eight = zen_malloc_array((size_t)n, sizeof *eight);
+    zen_status st = ZEN_OK;
+    if (!ssize || !rsize || !rreq || !sreq || !eight) {
+        st = zen_fail(comm, ZEN_ENOMEM, "%s: out of memory for %d peers", cc->op, n);
+        goto out;
+    }
+    for (int p = 0; p < n; p++) {
+        ssize[p] = sbytes[p];
+        eight[p] = sizeof(uint64_t);
+    }
+    rsize[me] = ssize[me];
+    for (int p = 0; p < n && st == ZEN_OK; p++)
+        if (p != me)
+            st = zen_coll_irecv(comm, cc, p, &rsize[p], sizeof rsize[p], &rreq[p]);
+    for (int d = 1; d < n && st == ZEN_OK; d++) {
+        int p = (me + d) % n;
+        st = zen_coll_isend(comm, cc, p, &ssize[p], sizeof ssize[p], &sreq[p]);
+    }
+    zen_status st2 = wait_all(comm, cc, sreq, NULL, n);
+    zen_status st3 = wait_all(comm, cc, rreq, eight, n);
+    if (st == ZEN_OK)
+        st = st2 != ZEN_OK ? st2 : st3;
+    if (st != ZEN_OK)
+        goto out;
+
+    size_t total = 0;
+    for (int p = 0; p < n; p++) {
+        if (rsize[p] > max_bytes) {
+            st = zen_fail(comm, ZEN_EPROTO,
+                          "%s: rank %d announced %llu bytes, more than the %zu possible", cc->op, p,
+                          (unsigned long long)rsize[p], max_bytes);
+            goto out;
+        }
+        rbytes[p] = (size_t)rsize[p];
+        roff[p] = total;
+        if (zen_add_overflow(total, pad8(rbytes[p]), &total)) {
+            st = zen_fail(comm, ZEN_ENOMEM, "%s: receive size overflows", cc->op);
+            goto out;
+        }
+    }
+    *rbuf = zen_malloc(total ? total : 8);
+    if (!*rbuf) {
+        st = zen_fail(comm, ZEN_ENOMEM, "%s: cannot allocate %zu receive bytes", cc->op, total);
+        goto out;
+    }
+    if (rbytes[me])
+        memcpy(*rbuf + roff[me], sbuf[me], rbytes[me]);
+    for (int p = 0; p < n && st == ZEN_OK; p++)
+        if (p != me)
+            st = zen_coll_irecv(comm, cc, p, *rbuf + roff[p], rbytes[p], &rreq[p]);
+    for (int d = 1; d < n && st == ZEN_OK; d++) {
+        int p = (me + d) % n;
+        st = zen_coll_isend(comm, cc, p, sbuf[p], sbytes[p], &sreq[p]);
+    }
+    st2 = wait_all(comm, cc, sreq, NULL, n);
+    st3 = wait_all(comm, cc, rreq, rbytes, n);
+    if (st == ZEN_OK)
+        st = st2 != ZEN_OK ? st2 : st3;
+out:
+    if (st != ZEN_OK) {
+        zen_free(*rbuf);
+        *rbuf = NULL;
+    }
+    zen_free(ssize);
+    zen_free(rsize);
+    zen_free(rreq);
+    zen_free(sreq);
+    zen_free(eight);
+    return st;
+}
+
+zen_status zen_xchg_allgatherv(zen_comm *comm, const zen_coll *cc, const void *sbuf, size_t sbytes,
+                               size_t max_bytes, uint8_t **rbuf, size_t *rbytes, size_t *roff)
+{
+    int n = comm->size;
+    const void **bufs = zen_malloc_array((size_t)n, sizeof *bufs);
+    size_t *sizes = zen_malloc_array((size_t)n, sizeof *sizes);
+    zen_status st;
+    if (!bufs || !sizes) {
+        st = zen_fail(comm, ZEN_ENOMEM, "%s: out of memory for %d peers", cc->op, n);
+    } else {
+        for (int p = 0; p < n; p++) {
+            bufs[p] = sbuf;
+            sizes[p] = sbytes;
+        }
+        st = zen_xchg_alltoallv(comm, cc, bufs, sizes, max_bytes, rbuf, rbytes, roff);
+    }
+    zen_free(bufs);
+    zen_free(sizes);
+    return st;
+}
+
+zen_status zen_xchg_send(zen_comm *comm, const zen_coll *cc, int peer, uint64_t head,
+                         const void *buf, size_t bytes)
+{
+    uint64_t hdr[2] = { head, bytes };
+    zen_status st = zen_coll_sendrecv(comm, cc, peer, hdr, sizeof hdr, -1, NULL, 0);
+    if (st == ZEN_OK)
+        st = zen_coll_sendrecv(comm, cc, peer, buf, bytes, -1, NULL, 0);
+    return st;
+}
+
+zen_status zen_xchg_recv(zen_comm *comm, const zen_coll *cc, int peer, size_t max_bytes,
+                         uint64_t *head, uint8_t **buf, size_t *bytes)
+{
+    uint64_t hdr[2];
+    *buf = NULL;
+    *bytes = 0;
+    zen_status st = zen_coll_sendrecv(comm, cc, -1, NULL, 0, peer, hdr, sizeof hdr);
+    if (st != ZEN_OK)
+        return st;
+    if (hdr[1] > max_bytes)
+        return zen_fail(comm, ZEN_EPROTO, "%s: rank %d announced %llu bytes, more than %zu", cc->op,
+                        peer, (unsigned long long)hdr[1], max_bytes);
+    *head = hdr[0];
+    *bytes = (size_t)hdr[1];
+    if (*bytes) {
+        *buf = zen_malloc(*bytes);
+        if (!*buf)
+            return zen_fail(comm, ZEN_ENOMEM, "%s: cannot allocate %zu bytes from rank %d", cc->op,
+                            *bytes, peer);
+    }
+    st = zen_coll_sendrecv(comm, cc, -1, NULL, 0, peer, *buf, *bytes);
+    if (st != ZEN_OK) {
+        zen_free(*buf);
+        *buf = NULL;
+    }
+    return st;
+}
+
+zen_status zen_xchg_pair(zen_comm *comm, const zen_coll *cc, int peer, uint64_t shead,
+                         const void *sbuf, size_t sbytes, size_t max_bytes, uint64_t *rhead,
+                         uint8_t **rbuf, size_t *rbytes)
+{
+    uint64_t shdr[2] = { shead, sbytes }, rhdr[2];
+    *rbuf = NULL;
+    *rbytes = 0;
+    zen_status st = zen_coll_sendrecv(comm, cc, peer, shdr, sizeof shdr, peer, rhdr, sizeof rhdr);
+    if (st != ZEN_OK)
+        return st;
+    if (rhdr[1] > max_bytes)
+        return zen_fail(comm, ZEN_EPROTO, "%s: rank %d announced %llu bytes, more than %zu", cc->op,
+                        peer, (unsigned long long)rhdr[1], max_bytes);
+    *rhead = rhdr[0];
+    *rbytes = (size_t)rhdr[1];
+    if (*rbytes) {
+        *rbuf = zen_malloc(*rbytes);
+        if (!*rbuf)
+            return zen_fail(comm, ZEN_ENOMEM, "%s: cannot allocate %zu bytes from rank %d", cc->op,
+                            *rbytes, peer);
+    }
+    st = zen_coll_sendrecv(comm, cc, peer, sbuf, sbytes, peer, *rbuf, *rbytes);
+    if (st != ZEN_OK) {
+        zen_free(*rbuf);
+        *rbuf = NULL;
+    }
+    return st;
+}
+
+void zen_coo_pack(const zen_coo *coo, size_t lo, size_t hi, void *out)
+{
+    size_t k = hi - lo, w = coo->width;
+    uint8_t *o = out;
+    if (k == 0)
+        return;
+    memcpy(o, coo->idx + lo, k * sizeof(uint32_t));
+    memcpy(o + k * sizeof(uint32_t), coo->val + lo * w, k * w * sizeof(float));
+}
+
+zen_status zen_coo_view(zen_comm *comm, int peer, const uint8_t *buf, size_t bytes, uint64_t rows,
+                        uint32_t width, uint64_t lo_row, uint64_t hi_row, zen_coo *view)
+{
+    size_t entry = zen_coo_wire_bytes(1, width);
+    memset(view, 0, sizeof *view);
+    view->rows = rows;
+    view->width = width;
+    if (bytes % entry != 0)
+        return zen_fail(comm, ZEN_EPROTO,
+                        "sparse: rank %d sent %zu bytes, not a whole number of %zu-byte entries",
+                        peer, bytes, entry);
+    size_t nnz = bytes / entry;
+    view->nnz = nnz;
+    view->idx = (uint32_t *)(uintptr_t)buf;
+    view->val = (float *)(uintptr_t)(buf + nnz * sizeof(uint32_t));
+    for (size_t i = 0; i < nnz; i++) {
+        uint32_t x = view->idx[i];
+        if (x < lo_row || x >= hi_row || (i > 0 && x <= view->idx[i - 1]))
+            return zen_fail(comm, ZEN_EPROTO,
+                            "sparse: rank %d sent index %u at position %zu, outside [%llu, %llu) "
+                            "or not sorted",
+                            peer, x, i, (unsigned long long)lo_row, (unsigned long long)hi_row);
+    }
+    return ZEN_OK;
+}
+
+size_t zen_coo_wire_max(uint64_t rows, uint32_t width)
+{
+    size_t out;
+    if (rows > SIZE_MAX || zen_mul_overflow((size_t)rows, zen_coo_wire_bytes(1, width), &out))
+        return SIZE_MAX;
+    return out;
+}
+
+size_t zen_lower_bound_u32(const uint32_t *idx, size_t nnz, uint64_t bound)
+{
+    size_t lo = 0, hi = nnz;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (idx[mid] < bound)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+zen_status zen_coo_from_dense(const float *dense, uint64_t rows, uint32_t width, zen_coo *out)
+{
+    size_t count = 0, w = width;
+    for (uint64_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < w; c++)
+            if (dense[r * w + c] != 0.0f) {
+                count++;
+                break;
+            }
+    out->rows = rows;
+    out->width = width;
+    zen_status st = zen_coo_reserve(out, count);
+    if (st != ZEN_OK)
+        return st;
+    size_t k = 0;
+    for (uint64_t r = 0; r < rows; r++) {
+        const float *row = dense + r * w;
+        size_t c = 0;
+        while (c < w && row[c] == 0.0f)
+            c++;
+        if (c == w)
+            continue;
+        out->idx[k] = (uint32_t)r;
+        memcpy(out->val + k * w, row, w * sizeof(float));
+        k++;
+    }
+    out->nnz = k;
+    return ZEN_OK;
+}
+
+void zen_dense_finish(zen_sparse_ctx *ctx)
+{
+    size_t w = ctx->local->width, rows = (size_t)ctx->local->rows, nnz = 0;
+    float *d = ctx->dense_out;
+    if (ctx->opts && ctx->opts->average) {
+        float n = (float)ctx->comm->size;
+        for (size_t i = 0; i < rows * w; i++)
+            d[i] /= n;
+    }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < w; c++)
+            if (d[r * w + c] != 0.0f) {
+                nnz++;
+                break;
+            }
+    ctx->stats->nnz_out = nnz;
+}

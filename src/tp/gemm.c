@@ -1,0 +1,115 @@
+/*
+ * The one GEMM entry point of the tp runtime: cblas_sgemm, timed, and slowed down when this rank
+ * emulates a straggler.
+ *
+ * Emulation: the rank's GEMM work must take `factor` times as long as it really does, and the
+ * slowdown must scale with the work actually given to the rank (so that resizing or migrating
+ * away columns shrinks it). Hence it is derived per GEMM call from that call's measured time:
+ *   SLEEP: (factor - 1) x t_gemm is added to a sleep debt, paid before the next tp collective or
+ *          migration wait and at the step boundary (tp_pay_sleep_debt). One sleep per layer
+ *          instead of one per GEMM, and the oversleep of nanosleep (tens of microseconds, as
+ *          long as a small GEMM) is credited against the next debt, so the emulated total stays
+ *          close to factor x t_gemm. The timers account factor x t_gemm.
+ *   SPIN:  repeat the GEMM floor(factor - 1) times into a scratch output (results discarded),
+ *          then busy-wait the fractional rest -- keeps the core busy like a real slow device.
+ *          The timers account the measured wall time.
+ */
+#include <cblas.h>
+#include <string.h>
+
+#include "coll/comm_internal.h"
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "tp/tp_internal.h"
+
+zen_status tp_scratch(float **buf, size_t *cap, size_t count)
+{
+    if (count <= *cap)
+        return ZEN_OK;
+    float *p = zen_malloc_array(count, sizeof(float));
+    if (!p)
+        return ZEN_ENOMEM;
+    zen_free(*buf);
+    *buf = p;
+    *cap = count;
+    return ZEN_OK;
+}
+
+zen_status tp_allreduce(zen_tp_group *g, float *buf, size_t count)
+{
+    tp_pay_sleep_debt(g);
+    int64_t t0 = zen_now_ns();
+    zen_status st = zen_allreduce(g->comm, buf, buf, count, ZEN_F32, ZEN_SUM);
+    tp_add_wait(g, t0);
+    return st;
+}
+
+static void busy_wait_ns(int64_t ns)
+{
+    int64_t end = zen_now_ns() + ns;
+    while (zen_now_ns() < end) {
+    }
+}
+
+void tp_pay_sleep_debt(zen_tp_group *g)
+{
+    /* at most 2 ms of oversleep is carried as credit, so one long preemption is not repaid
+     * by skipping the slowdown for many steps */
+    if (g->sleep_debt_ns <= 0)
+        return;
+    int64_t t0 = zen_now_ns();
+    zen_sleep_ns(g->sleep_debt_ns);
+    g->sleep_debt_ns -= zen_now_ns() - t0;
+    if (g->sleep_debt_ns < -2000000)
+        g->sleep_debt_ns = -2000000;
+}
+
+/* Spin mode: repeat the GEMM into a scratch output, then busy-wait the fractional rest. */
+static void spin(zen_tp_group *g, int m, int n, int k, int trans_a, int trans_b, const float *a,
+                 int lda, const float *b, int ldb, int64_t real_ns)
+{
+    double extra = g->slow_factor - 1.0;
+    int repeats = (int)extra;
+    size_t need = (size_t)m * (size_t)n;
+    if (repeats > 0 && tp_scratch(&g->spin_scratch, &g->spin_cap, need) == ZEN_OK) {
+        for (int i = 0; i < repeats; i++)
+            cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                        trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f,
+                        g->spin_scratch, n);
+    } else {
+        repeats = 0;
+    }
+    busy_wait_ns((int64_t)((extra - repeats) * (double)real_ns));
+}
+
+void tp_gemm(zen_tp_group *g, int timed, int own, double full_scale, int trans_a, int trans_b,
+             int m, int n, int k, const float *a, int lda, const float *b, int ldb, float beta,
+             float *c, int ldc)
+{
+    if (m <= 0 || n <= 0)
+        return;
+    if (k <= 0) {
+        /* an empty inner dimension (everything pruned) still defines C = beta C */
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++)
+                c[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[(size_t)i * ldc + j];
+        return;
+    }
+    int64_t t0 = zen_now_ns();
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+    int64_t real = zen_now_ns() - t0;
+    int64_t total = real;
+    if (g->slow_factor > 1.0 && g->opts.slow_mode == ZEN_TP_SLOW_SPIN) {
+        spin(g, m, n, k, trans_a, trans_b, a, lda, b, ldb, real);
+        total = zen_now_ns() - t0;
+    } else if (g->slow_factor > 1.0) {
+        total = (int64_t)(g->slow_factor * (double)real);
+        g->sleep_debt_ns += total - real;
+    }
+    g->step_compute_ns += total;
+    if (timed && own) {
+        g->step_norm_ns += (double)total * full_scale;
+        g->step_timed = 1;
+    }
+}

@@ -1,0 +1,373 @@
+/*
+ * The tp group: options, per-step timing, and the detection/decision round.
+ *
+ * Per training step every rank accumulates the time of its own tp GEMM work, scaled to the full
+ * K (own_ns x K / columns computed), so a resized or migrating rank still reports its intrinsic
+ * speed. zen_tp_group_step folds it into an EMA. Every `period` steps all ranks all-gather
+ *   [t_norm_ema_ms, bandwidth_Bps, latency_s]
+ * on the tp communicator and run the same pure decision function (controller.c) on the same
+ * numbers, so the plan -- and hence every message size of migration -- is identical everywhere.
+ * Each layer then refreshes its priority scores and re-partitions its columns (priority.c).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/comm_internal.h"
+#include "common/alloc.h"
+#include "common/log.h"
+#include "common/tunables.h"
+#include "tp/tp_internal.h"
+
+static zen_status check_options(zen_comm *comm, const zen_tp_options *o)
+{
+    if ((int)o->balance < 0 || (int)o->balance > 3)
+        return zen_fail(comm, ZEN_EINVAL, "tp: unknown balance mode %d", (int)o->balance);
+    if ((int)o->priority < 0 || (int)o->priority > 2)
+        return zen_fail(comm, ZEN_EINVAL, "tp: unknown priority policy %d", (int)o->priority);
+    if ((int)o->slow_mode < 0 || (int)o->slow_mode > 1)
+        return zen_fail(comm, ZEN_EINVAL, "tp: unknown slow mode %d", (int)o->slow_mode);
+    if (o->period < 1 || !(o->delta >= 0) || !(o->rho_max >= 0 && o->rho_max <= 0.95) ||
+        !(o->hysteresis >= 0) || !(o->ema_alpha > 0 && o->ema_alpha <= 1) ||
+        !(o->bandwidth_Bps >= 0) || o->slow_rotate < 0 || o->nslow < 0 ||
+        o->nslow > ZEN_TP_MAX_SLOW)
+        return zen_fail(comm, ZEN_EINVAL,
+                        "tp: bad options (period %d, delta %g, rho_max %g, hysteresis %g, "
+                        "ema_alpha %g, bandwidth %g, rotate %d, nslow %d)",
+                        o->period, o->delta, o->rho_max, o->hysteresis, o->ema_alpha,
+                        o->bandwidth_Bps, o->slow_rotate, o->nslow);
+    for (int i = 0; i < o->nslow; i++)
+        if (o->slow[i].rank < 0 || o->slow[i].rank >= zen_comm_size(comm) ||
+            !(o->slow[i].factor >= 1.0))
+            return zen_fail(comm, ZEN_EINVAL, "tp: bad straggler %d:%g for tp size %d",
+                            o->slow[i].rank, o->slow[i].factor, zen_comm_size(comm));
+    return ZEN_OK;
+}
+
+/* ZEN_TP_PERIOD/DELTA/RHO_MAX/PRIORITY, when set, override the options (ablations from the
+ * command line without a flag for each knob). A malformed value is reported and ignored. */
+static void env_overrides(zen_tp_options *o)
+{
+    const char *v;
+    char *end;
+    if (*(v = zen_param_str("TP_PERIOD"))) {
+        long p = strtol(v, &end, 10);
+        if (*end == '\0' && p >= 1 && p <= 1000000)
+            o->period = (int)p;
+        else
+            ZEN_WARN("tp", "ignoring ZEN_TP_PERIOD=%s", v);
+    }
+    if (*(v = zen_param_str("TP_DELTA"))) {
+        double d = strtod(v, &end);
+        if (*end == '\0' && d >= 0 && d < 100)
+            o->delta = d;
+        else
+            ZEN_WARN("tp", "ignoring ZEN_TP_DELTA=%s", v);
+    }
+    if (*(v = zen_param_str("TP_RHO_MAX"))) {
+        double r = strtod(v, &end);
+        if (*end == '\0' && r >= 0 && r <= 0.95)
+            o->rho_max = r;
+        else
+            ZEN_WARN("tp", "ignoring ZEN_TP_RHO_MAX=%s", v);
+    }
+    if (*(v = zen_param_str("TP_PRIORITY")) && zen_tp_parse_priority(v, &o->priority) != ZEN_OK)
+        ZEN_WARN("tp", "ignoring ZEN_TP_PRIORITY=%s", v);
+}
+
+zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, zen_tp_group **out)
+{
+    if (!out)
+        return ZEN_EINVAL;
+    *out = NULL;
+    if (!tp_comm)
+        return ZEN_EINVAL;
+    zen_tp_options merged = ZEN_TP_OPTIONS_INIT;
+    if (opts)
+        merged = *opts;
+    env_overrides(&merged);
+    const zen_tp_options *o = &merged;
+    zen_status st = check_options(tp_comm, o);
+    if (st != ZEN_OK)
+        return st;
+    int n = zen_comm_size(tp_comm);
+    if (n > TP_MAX_RANKS)
+        return zen_fail(tp_comm, ZEN_EUNSUPPORTED, "tp: at most %d ranks per tp group",
+                        TP_MAX_RANKS);
+    zen_tp_group *g = zen_calloc(1, sizeof *g);
+    if (!g)
+        return ZEN_ENOMEM;
+    g->comm = tp_comm;
+    g->rank = zen_comm_rank(tp_comm);
+    g->size = n;
+    g->opts = *o;
+    g->bandwidth_Bps = o->bandwidth_Bps;
+    g->latency_s = o->latency_s;
+    g->last_arrival_rank = -1;
+    g->min_keep = 1.0;
+    g->slow_factor = tp_slow_factor(o, n, g->rank, 0);
+    st = tp_plan_init(&g->plan, n);
+    if (st != ZEN_OK) {
+        zen_free(g);
+        return st;
+    }
+    *out = g;
+    return ZEN_OK;
+}
+
+void zen_tp_group_destroy(zen_tp_group *g)
+{
+    if (!g)
+        return;
+    /* layers still alive are detached: they can only be destroyed from now on */
+    for (int i = 0; i < g->nlayers; i++)
+        g->layers[i]->g = NULL;
+    tp_plan_free(&g->plan);
+    zen_free(g->layers);
+    zen_free(g->spin_scratch);
+    zen_free(g);
+}
+
+/* Rough link model from two timed allreduces (all ranks take part). */
+static zen_status calibrate_link(zen_tp_group *g)
+{
+    enum {
+        COUNT = 65536
+    };
+
+    float *buf = zen_calloc(COUNT, sizeof(float));
+    if (!buf)
+        return ZEN_ENOMEM;
+    zen_status st = zen_barrier(g->comm);
+    int64_t t0 = zen_now_ns();
+    if (st == ZEN_OK)
+        st = zen_allreduce(g->comm, buf, buf, 1, ZEN_F32, ZEN_SUM);
+    int64_t t1 = zen_now_ns();
+    if (st == ZEN_OK)
+        st = zen_allreduce(g->comm, buf, buf, COUNT, ZEN_F32, ZEN_SUM);
+    int64_t t2 = zen_now_ns();
+    zen_free(buf);
+    if (st != ZEN_OK)
+        return st;
+    double small = (double)(t1 - t0) * 1e-9;
+    double large = (double)(t2 - t1) * 1e-9;
+    double wire = 2.0 * (g->size - 1) / g->size * COUNT * sizeof(float);
+    if (g->bandwidth_Bps <= 0)
+        g->bandwidth_Bps = wire / fmax(large - small, 1e-7);
+    if (g->latency_s < 0)
+        g->latency_s = small / 2.0;
+    return ZEN_OK;
+}
+
+/* Bytes moved per step when a whole K (fraction 1) of every layer of a source migrates, and per
+ * (source, helper) pair independently of the fraction; see docs/hetero-tp.md. */
+static void mig_cost_terms(const zen_tp_group *g, double *per_frac, double *per_pair,
+                           double *msgs_pair)
+{
+    double rows = g->last_rows > 0 ? g->last_rows : 1;
+    *per_frac = *per_pair = *msgs_pair = 0;
+    for (int i = 0; i < g->nlayers; i++) {
+        const zen_tp_linear *l = g->layers[i];
+        double wk = (double)l->wrows * l->K * sizeof(float);
+        if (l->kind == ZEN_TP_COLUMN) {
+            *per_frac += 2 * wk;                              /* W replica + dW back */
+            *per_pair += 2 * rows * l->wrows * sizeof(float); /* Y partial + dY */
+        } else {
+            *per_frac += 2 * wk + 3 * rows * l->K * sizeof(float); /* + X twice, dX back */
+        }
+        *msgs_pair += 5;
+    }
+}
+
+/* The plan is the same on every rank: tp rank 0 logs it, with the numbers it came from. */
+static void log_plan(const zen_tp_group *g, const tp_ctl_input *in)
+{
+    if (g->rank != 0 || !zen_log_enabled(ZEN_LOG_INFO, "tp"))
+        return;
+    const double *t = in->t_ms;
+    const tp_plan *p = &g->plan;
+    ZEN_INFO("tp",
+             "%s round %llu: %s, stragglers 0x%llx, t* %.3f ms, migration target %.3f ms + cost "
+             "%.3f ms vs resized-to-cap %.3f ms (link %.3g B/s, %.3g s/msg)",
+             zen_tp_balance_name(g->opts.balance), (unsigned long long)g->decisions,
+             p->kept ? "previous plan kept" : "new plan", (unsigned long long)p->straggler_mask,
+             p->tstar_ms, p->target_ms, p->cost_ms, p->capped_ms, in->bandwidth_Bps, in->latency_s);
+    for (int r = 0; r < g->size; r++) {
+        double migrated = 0;
+        for (int a = 0; a < g->size; a++)
+            migrated += g->plan.mig[r * g->size + a];
+        ZEN_INFO("tp", "%s round %llu rank %d: t %.3f ms%s -> local %.3f prune %.3f migrate %.3f",
+                 zen_tp_balance_name(g->opts.balance), (unsigned long long)g->decisions, r, t[r],
+                 (p->straggler_mask >> r) & 1 ? " STRAGGLER" : "", p->local[r], p->prune[r],
+                 migrated);
+    }
+}
+
+static void update_plan_stats(zen_tp_group *g)
+{
+    g->migrated_cols = 0;
+    g->min_keep = 1.0;
+    for (int r = 0; r < g->size; r++)
+        if (1.0 - g->plan.prune[r] < g->min_keep)
+            g->min_keep = 1.0 - g->plan.prune[r];
+    for (int i = 0; i < g->nlayers; i++) {
+        int cnt[TP_MAX_RANKS];
+        tp_counts c = { 0, 0, 0, cnt };
+        for (int s = 0; s < g->size && s < TP_MAX_RANKS; s++) {
+            tp_plan_counts(&g->plan, s, g->layers[i]->K, &c);
+            g->migrated_cols += c.mig_total;
+        }
+    }
+}
+
+static zen_status gather_arrivals(zen_tp_group *g)
+{
+    zen_arrival last;
+    size_t have = 0;
+    zen_comm_arrivals(g->comm, &last, 1, &have);
+    if (have == 0)
+        return ZEN_OK; /* the same on every rank: no collective yet */
+    int64_t arr[TP_MAX_RANKS];
+    zen_status st = zen_comm_gather_arrivals(g->comm, arr, NULL, NULL);
+    if (st != ZEN_OK)
+        return st;
+    int last_r = 0;
+    int64_t first = arr[0];
+    for (int r = 1; r < g->size; r++) {
+        if (arr[r] > arr[last_r])
+            last_r = r;
+        if (arr[r] < first)
+            first = arr[r];
+    }
+    g->last_arrival_rank = last_r;
+    g->arrival_spread_ms = (double)(arr[last_r] - first) / 1e6;
+    return ZEN_OK;
+}
+
+static zen_status decision_round(zen_tp_group *g)
+{
+    int n = g->size;
+    zen_status st;
+    if ((st = gather_arrivals(g)) != ZEN_OK)
+        return st;
+    if (n == 1) {
+        g->decisions++;
+        return ZEN_OK;
+    }
+    int need_link =
+        g->opts.balance >= ZEN_BALANCE_MIGRATE && (g->bandwidth_Bps <= 0 || g->latency_s < 0);
+    if (need_link && (st = calibrate_link(g)) != ZEN_OK)
+        return st;
+    double mine[3] = { g->ema_valid ? g->t_norm_ema_ms : 0.0, g->bandwidth_Bps, g->latency_s };
+    double all[3 * TP_MAX_RANKS];
+    if ((st = zen_allgather(g->comm, mine, all, 3, ZEN_F64)) != ZEN_OK)
+        return st;
+    double t[TP_MAX_RANKS];
+    tp_ctl_input in = { 0 };
+    in.n = n;
+    in.t_ms = t;
+    in.balance = g->opts.balance;
+    in.delta = g->opts.delta;
+    in.rho_max = g->opts.rho_max;
+    in.hysteresis = g->opts.hysteresis;
+    in.bandwidth_Bps = INFINITY;
+    in.latency_s = 0;
+    for (int r = 0; r < n; r++) {
+        t[r] = all[3 * r];
+        in.bandwidth_Bps = fmin(in.bandwidth_Bps, all[3 * r + 1]);
+        in.latency_s = fmax(in.latency_s, all[3 * r + 2]);
+    }
+    mig_cost_terms(g, &in.mig_bytes_per_frac, &in.mig_bytes_per_pair, &in.mig_msgs_per_pair);
+    tp_plan next;
+    if ((st = tp_plan_init(&next, n)) != ZEN_OK)
+        return st;
+    tp_decide(&in, &g->plan, &next);
+    tp_plan_copy(&g->plan, &next);
+    tp_plan_free(&next);
+    g->decisions++;
+    g->plan_active = tp_plan_is_active(&g->plan);
+    for (int i = 0; i < g->nlayers; i++) {
+        tp_layer_refresh_scores(g->layers[i]);
+        if ((st = tp_layer_apply_plan(g->layers[i])) != ZEN_OK)
+            return st;
+    }
+    update_plan_stats(g);
+    log_plan(g, &in);
+    return ZEN_OK;
+}
+
+zen_status tp_group_force_plan(zen_tp_group *g, const tp_plan *p)
+{
+    if (p->n != g->size)
+        return ZEN_EINVAL;
+    tp_plan_copy(&g->plan, p);
+    g->plan_active = tp_plan_is_active(&g->plan);
+    for (int i = 0; i < g->nlayers; i++) {
+        zen_status st = tp_layer_apply_plan(g->layers[i]);
+        if (st != ZEN_OK)
+            return st;
+    }
+    update_plan_stats(g);
+    return ZEN_OK;
+}
+
+zen_status zen_tp_group_step(zen_tp_group *g)
+{
+    if (!g)
+        return ZEN_EINVAL;
+    tp_pay_sleep_debt(g);
+    if (g->step_timed) {
+        double t = g->step_norm_ns / 1e6;
+        if (g->time_override_ms > 0)
+            t = g->time_override_ms;
+        double a = g->opts.ema_alpha;
+        g->t_norm_ema_ms = g->ema_valid ? a * t + (1 - a) * g->t_norm_ema_ms : t;
+        g->ema_valid = 1;
+    }
+    g->last_ms_compute = (double)g->step_compute_ns / 1e6;
+    g->last_ms_wait = (double)g->step_wait_ns / 1e6;
+    g->step_compute_ns = g->step_wait_ns = 0;
+    g->step_norm_ns = 0;
+    g->step_timed = 0;
+    g->steps++;
+    g->version++;
+    g->slow_factor = tp_slow_factor(&g->opts, g->size, g->rank, g->steps);
+    if (g->steps % (uint64_t)g->opts.period != 0)
+        return ZEN_OK;
+    return decision_round(g);
+}
+
+zen_status zen_tp_group_canonical_grads(zen_tp_group *g, int canonical)
+{
+    if (!g)
+        return ZEN_EINVAL;
+    for (int i = 0; i < g->nlayers; i++) {
+        zen_status st = tp_layer_canonical_grad(g->layers[i], canonical);
+        if (st != ZEN_OK)
+            return st;
+    }
+    return ZEN_OK;
+}
+
+zen_status zen_tp_group_stats(const zen_tp_group *g, zen_tp_stats *out)
+{
+    if (!g || !out)
+        return ZEN_EINVAL;
+    memset(out, 0, sizeof *out);
+    out->balance = g->opts.balance;
+    out->steps = g->steps;
+    out->decisions = g->decisions;
+    out->straggler_mask = g->plan.straggler_mask;
+    for (int r = 0; r < g->size && r < 64; r++)
+        out->nstragglers += (int)((g->plan.straggler_mask >> r) & 1);
+    out->keep_fraction = g->rank < g->plan.n ? g->plan.local[g->rank] : 1.0;
+    out->min_keep_fraction = g->min_keep;
+    out->migrated_cols = g->migrated_cols;
+    out->ms_wait = g->last_ms_wait;
+    out->ms_compute = g->last_ms_compute;
+    out->slow_factor = g->slow_factor;
+    out->t_norm_ms = g->ema_valid ? g->t_norm_ema_ms : 0.0;
+    out->last_arrival_rank = g->last_arrival_rank;
+    out->arrival_spread_ms = g->arrival_spread_ms;
+    return ZEN_OK;
+}

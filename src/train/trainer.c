@@ -1,0 +1,789 @@
+/*
+ * The training loop of `zen train`.
+ *
+ * zen_train_run loads the dataset once, then runs rank_main on every rank: dp x tp threads of
+ * this process (inproc, the default) or this process alone when it was started as one rank of
+ * a tcp/mpi world (zen launch, mpirun).
+ *
+ * One step on one rank:
+ *   1. zero grads; take sequences [dp_rank*B, (dp_rank+1)*B) of the step's global batch
+ *   2. forward + backward (tp collectives inside the tp layers)        -> compute (+ tp comm)
+ *   3. barrier over dp                                                -> wait (slowest replica)
+ *   4. dp gradient sync (trainer_sync.c)                              -> comm
+ *   5. AdamW step (global-norm clip over tp, cosine schedule)
+ *   6. average the loss over dp; log; evaluate; checkpoint
+ * Because the batch of a step is a pure function of (seed, step) and the dp average of per-rank
+ * mean gradients equals the gradient of the global mean, every (dp, tp) at the same global batch
+ * trains the same model up to floating-point summation order.
+ */
+#include "train/trainer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "train/checkpoint.h"
+
+void zen_train_options_default(zen_train_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->layers = 2;
+    o->d_model = 128;
+    o->heads = 4;
+    o->d_ff = 512;
+    o->ctx = 64;
+    o->steps = 600;
+    o->batch = 8;
+    o->seq = 32;
+    o->lr = 2e-3f;
+    o->min_lr = 2e-4f;
+    o->weight_decay = 0.1f;
+    o->grad_clip = 1.0f;
+    o->warmup = 50;
+    o->seed = 1;
+    o->dp = 2;
+    o->tp = 2;
+    o->transport = ZEN_TRANSPORT_AUTO;
+    o->threads = 0;
+    o->emb_sync = ZEN_EMB_SYNC_SPARSE;
+    o->sparse_scheme = ZEN_SPARSE_AUTO;
+    o->topk = 0;
+    o->bucket_bytes = 1 << 20;
+    zen_tp_options tpo = ZEN_TP_OPTIONS_INIT;
+    o->tp_opts = tpo;
+    o->data_path = NULL;
+    o->cache_dir = "data";
+    o->vocab_max = 4096;
+    o->min_count = 2;
+    o->eval_interval = 100;
+    o->eval_batches = 8;
+    o->log_interval = 20;
+    o->sample_tokens = 40;
+    o->prompt = "and god said";
+    o->checkpoint_interval = 0;
+}
+
+void zen_train_result_free(zen_train_result *r)
+{
+    if (!r)
+        return;
+    zen_free(r->losses);
+    zen_free(r->params);
+    r->losses = NULL;
+    r->params = NULL;
+}
+
+/* ---- shared run state ---- */
+
+typedef struct run_ctx {
+    const zen_train_options *o;
+    const zen_dataset *ds;
+    zen_train_result *res;
+    char config[2048];
+    char resume_path[1024];
+    char ckpt_path[1024];
+    double unigram;
+    FILE *metrics;
+    int ranks_here; /* ranks in this process */
+    /* the failure reason of each rank in this process; the run reports the first one that is
+     * not a consequence of another rank's abort */
+    char (*rank_err)[512];
+    zen_status *rank_st;
+} run_ctx;
+
+/* Per-rank state. */
+typedef struct rank_state {
+    run_ctx *c;
+    const zen_train_options *o;
+    zen_comm *world, *tpc, *dpc;
+    int wrank, dp_rank, tp_rank;
+    zen_tp_group *group;
+    zen_gpt *model;
+    zen_adamw *opt;
+    zen_trainer_sync *sync;
+    int32_t *x, *y;
+    long first_step;
+    char err[512];
+} rank_state;
+
+static void rank_fail(rank_state *r, zen_status st, const char *fmt, ...)
+{
+    char msg[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *detail = r->world ? zen_comm_last_error(r->world) : "";
+    snprintf(r->err, sizeof r->err, "rank %d: %s: %s%s%s", r->wrank, msg, zen_strerror(st),
+             *detail ? " -- " : "", detail);
+}
+
+static void build_config(run_ctx *c, const zen_gpt_config *g)
+{
+    const zen_train_options *o = c->o;
+    snprintf(c->config, sizeof c->config,
+             "model.vocab=%d\nmodel.ctx=%d\nmodel.d_model=%d\nmodel.layers=%d\nmodel.heads=%d\n"
+             "model.d_ff=%d\nmodel.seed=%llu\ndata.name=%s\ndata.vocab_digest=%016llx\n"
+             "data.tokens=%zu\ntrain.seq=%d\ntrain.global_batch=%d\ntrain.lr=%.9g\n"
+             "train.min_lr=%.9g\ntrain.weight_decay=%.9g\ntrain.grad_clip=%.9g\n"
+             "train.warmup=%ld\ntrain.steps=%ld\ntrain.seed=%llu\ntrain.topk=%.9g\n",
+             g->vocab, g->ctx, g->d_model, g->n_layer, g->n_head, g->d_ff,
+             (unsigned long long)g->seed, c->ds->name,
+             (unsigned long long)zen_vocab_digest(c->ds->vocab), c->ds->ntokens, o->seq,
+             o->batch * o->dp, (double)o->lr, (double)o->min_lr, (double)o->weight_decay,
+             (double)o->grad_clip, o->warmup, o->steps, (unsigned long long)o->seed, o->topk);
+}
+
+static void model_config(const run_ctx *c, zen_gpt_config *g)
+{
+    zen_gpt_config_default(g);
+    g->vocab = (int)zen_vocab_size(c->ds->vocab);
+    g->ctx = c->o->ctx;
+    g->d_model = c->o->d_model;
+    g->n_layer = c->o->layers;
+    g->n_head = c->o->heads;
+    g->d_ff = c->o->d_ff;
+    g->seed = c->o->seed;
+}
+
+/* ---- evaluation ---- */
+
+/* Mean validation loss over eval_batches x (dp x batch) fixed sequences. Collective (world). */
+static zen_status evaluate(rank_state *r, float *out)
+{
+    const zen_train_options *o = r->o;
+    size_t per = (size_t)o->batch;
+    size_t nval = (size_t)o->eval_batches * (size_t)o->dp * per;
+    size_t first = (size_t)r->dp_rank * (size_t)o->eval_batches * per;
+    double sum = 0;
+    zen_status st = ZEN_OK;
+    zen_gpt_set_training(r->model, 0);
+    for (int b = 0; b < o->eval_batches && st == ZEN_OK; b++) {
+        st = zen_data_val_batch(r->c->ds, nval, first + (size_t)b * per, per, (size_t)o->seq, r->x,
+                                r->y);
+        float loss = 0;
+        if (st == ZEN_OK)
+            st = zen_gpt_forward(r->model, r->x, r->y, (int)per, o->seq, &loss);
+        sum += (double)loss * (double)per;
+    }
+    zen_gpt_set_training(r->model, 1);
+    if (st != ZEN_OK)
+        return st;
+    if (o->dp > 1)
+        st = zen_allreduce(r->dpc, &sum, &sum, 1, ZEN_F64, ZEN_SUM);
+    *out = (float)(sum / (double)nval);
+    return st;
+}
+
+/* ---- checkpoints ---- */
+
+static zen_status save_checkpoint(rank_state *r, long next_step)
+{
+    run_ctx *c = r->c;
+    size_t n = zen_gpt_full_param_count(zen_gpt_get_config(r->model));
+    zen_status st = ZEN_OK;
+    int32_t ok = 1;
+    float *w = NULL, *m1 = NULL, *m2 = NULL;
+    if (r->dp_rank == 0) {
+        w = zen_malloc_array(n, sizeof *w);
+        m1 = zen_malloc_array(n, sizeof *m1);
+        m2 = zen_malloc_array(n, sizeof *m2);
+        long step = 0;
+        st = (w && m1 && m2) ? ZEN_OK : ZEN_ENOMEM;
+        /* every tp rank of replica 0 joins the gathers; world rank 0 writes */
+        if (st == ZEN_OK)
+            st = zen_gpt_export(r->model, w);
+        if (st == ZEN_OK)
+            st = zen_adamw_export_state(r->opt, m1, m2, &step);
+        if (st != ZEN_OK)
+            rank_fail(r, st, "gathering the checkpoint");
+        if (st == ZEN_OK && r->wrank == 0) {
+            zen_ckpt_section sec[3] = { { "weights", w, n },
+                                        { "adam.m", m1, n },
+                                        { "adam.v", m2, n } };
+            char err[512];
+            st = zen_ckpt_save(c->ckpt_path, c->config, (uint64_t)next_step, sec, 3, err,
+                               sizeof err);
+            if (st != ZEN_OK)
+                snprintf(r->err, sizeof r->err, "%s", err);
+        }
+        ok = st == ZEN_OK;
+    }
+    zen_free(w);
+    zen_free(m1);
+    zen_free(m2);
+    /* everyone learns whether the write worked, so a failure stops all ranks */
+    zen_status bst = zen_broadcast(r->world, &ok, 1, ZEN_I32, 0);
+    if (bst != ZEN_OK)
+        return bst;
+    return ok ? ZEN_OK : (st != ZEN_OK ? st : ZEN_EIO);
+}
+
+static zen_status load_checkpoint(rank_state *r)
+{
+    run_ctx *c = r->c;
+    size_t n = zen_gpt_full_param_count(zen_gpt_get_config(r->model));
+    float *w = zen_malloc_array(n, sizeof *w);
+    float *m1 = zen_malloc_array(n, sizeof *m1);
+    float *m2 = zen_malloc_array(n, sizeof *m2);
+    zen_status st = (w && m1 && m2) ? ZEN_OK : ZEN_ENOMEM;
+    uint64_t step = 0;
+    if (st == ZEN_OK) {
+        zen_ckpt_section sec[3] = { { "weights", w, n }, { "adam.m", m1, n }, { "adam.v", m2, n } };
+        char err[512];
+        st = zen_ckpt_load(c->resume_path, c->config, &step, sec, 3, err, sizeof err);
+        if (st != ZEN_OK)
+            snprintf(r->err, sizeof r->err, "%s", err);
+    }
+    if (st == ZEN_OK && step > (uint64_t)r->o->steps) {
+        snprintf(r->err, sizeof r->err, "checkpoint %s is at step %llu, beyond --steps %ld",
+                 c->resume_path, (unsigned long long)step, r->o->steps);
+        st = ZEN_EMISMATCH;
+    }
+    if (st == ZEN_OK && (st = zen_gpt_import(r->model, w)) != ZEN_OK)
+        rank_fail(r, st, "importing checkpoint weights");
+    if (st == ZEN_OK && (st = zen_adamw_import_state(r->opt, m1, m2, (long)step)) != ZEN_OK)
+        rank_fail(r, st, "importing optimizer state");
+    if (st == ZEN_OK)
+        r->first_step = (long)step;
+    zen_free(w);
+    zen_free(m1);
+    zen_free(m2);
+    return st;
+}
+
+/* ---- the loop ---- */
+
+typedef struct interval_acc {
+    double ms_step, ms_compute, ms_comm, ms_wait;
+    uint64_t bytes, dense;
+    long n;
+} interval_acc;
+
+static zen_status train_loop(rank_state *r)
+{
+    run_ctx *c = r->c;
+    const zen_train_options *o = r->o;
+    zen_train_result *res = c->res;
+    long stop = o->stop_at > 0 && o->stop_at < o->steps ? o->stop_at : o->steps;
+    long nrec = stop - r->first_step;
+    int lead = r->wrank == 0;
+    zen_status st = ZEN_OK;
+    if (lead && res) {
+        res->first_step = r->first_step;
+        res->losses = zen_calloc(nrec > 0 ? (size_t)nrec : 1, sizeof(float));
+        if (!res->losses)
+            return ZEN_ENOMEM;
+    }
+    interval_acc acc;
+    memset(&acc, 0, sizeof acc);
+    double total_ms = 0;
+    long timed_steps = 0;
+    double tokens_per_step = (double)o->dp * o->batch * o->seq;
+    float last_val = NAN;
+    for (long step = r->first_step; step < stop; step++) {
+        int64_t t0 = zen_now_ns();
+        zen_gpt_zero_grad(r->model);
+        zen_data_train_batch(c->ds, o->seed, (uint64_t)step, (size_t)r->dp_rank * o->batch,
+                             (size_t)o->batch, (size_t)o->seq, r->x, r->y);
+        float loss = 0;
+        if ((st = zen_gpt_forward(r->model, r->x, r->y, o->batch, o->seq, &loss)) != ZEN_OK) {
+            rank_fail(r, st, "forward at step %ld", step);
+            return st;
+        }
+        if ((st = zen_gpt_backward(r->model)) != ZEN_OK) {
+            rank_fail(r, st, "backward at step %ld", step);
+            return st;
+        }
+        int64_t t1 = zen_now_ns();
+        if (o->dp > 1 && (st = zen_barrier(r->dpc)) != ZEN_OK) {
+            rank_fail(r, st, "dp barrier at step %ld", step);
+            return st;
+        }
+        int64_t t2 = zen_now_ns();
+        zen_sync_stats ss;
+        /* tp balancing may permute a layer's columns differently in each replica (tp helper) */
+        st = o->dp > 1 ? zen_tp_group_canonical_grads(r->group, 1) : ZEN_OK;
+        if (st == ZEN_OK)
+            st = zen_trainer_sync_grads(r->sync, &ss);
+        if (st == ZEN_OK && o->dp > 1)
+            st = zen_tp_group_canonical_grads(r->group, 0);
+        if (st != ZEN_OK) {
+            rank_fail(r, st, "gradient sync at step %ld", step);
+            return st;
+        }
+        int64_t t3 = zen_now_ns();
+        if (o->dump_grads_dir && r->tp_rank == 0 &&
+            (st = zen_trainer_dump_grads(o->dump_grads_dir, r->dp_rank, o->dp, step, r->sync)) !=
+                ZEN_OK) {
+            rank_fail(r, st, "writing gradients to %s", o->dump_grads_dir);
+            return st;
+        }
+        float gnorm = 0, lr = 0;
+        if ((st = zen_adamw_step(r->opt, &gnorm, &lr)) != ZEN_OK) {
+            rank_fail(r, st, "optimizer step %ld", step);
+            return st;
+        }
+        /* loss of the global batch: mean of the replicas' means (equal batch sizes) */
+        if (o->dp > 1 &&
+            (st = zen_allreduce(r->dpc, &loss, &loss, 1, ZEN_F32, ZEN_AVG)) != ZEN_OK) {
+            rank_fail(r, st, "loss allreduce at step %ld", step);
+            return st;
+        }
+        int64_t t4 = zen_now_ns();
+        zen_tp_stats tps;
+        memset(&tps, 0, sizeof tps);
+        tps.keep_fraction = 1;
+        zen_tp_group_stats(r->group, &tps);
+        double tp_ms = o->tp > 1 ? tps.ms_wait : 0;
+        double ms_step = (double)(t4 - t0) / 1e6;
+        double ms_wait = (double)(t2 - t1) / 1e6;
+        double ms_comm = (double)(t3 - t2) / 1e6 + tp_ms;
+        double ms_compute = ms_step - ms_wait - ms_comm;
+        if (ms_compute < 0)
+            ms_compute = 0;
+        if (step > r->first_step || stop - r->first_step == 1) { /* step 1 warms caches */
+            total_ms += ms_step;
+            timed_steps++;
+        }
+        acc.ms_step += ms_step;
+        acc.ms_compute += ms_compute;
+        acc.ms_comm += ms_comm;
+        acc.ms_wait += ms_wait;
+        acc.bytes += ss.bytes_sent;
+        acc.dense += ss.bytes_dense;
+        acc.n++;
+        if (lead && res)
+            res->losses[step - r->first_step] = loss;
+
+        float val = NAN;
+        int last = step + 1 == stop;
+        if ((o->eval_interval > 0 && (step + 1) % o->eval_interval == 0) || last) {
+            if ((st = evaluate(r, &val)) != ZEN_OK) {
+                rank_fail(r, st, "evaluation at step %ld", step);
+                return st;
+            }
+            last_val = val;
+        }
+        if (lead) {
+            zen_step_report rep;
+            memset(&rep, 0, sizeof rep);
+            rep.step = step;
+            rep.steps = o->steps;
+            rep.loss = loss;
+            rep.val_loss = val;
+            rep.lr = lr;
+            rep.grad_norm = gnorm;
+            rep.ms_step = ms_step;
+            rep.ms_compute = ms_compute;
+            rep.ms_comm = ms_comm;
+            rep.ms_wait = ms_wait;
+            rep.tokens_per_s = tokens_per_step / (ms_step / 1e3);
+            rep.bytes_synced = ss.bytes_sent;
+            rep.bytes_dense = ss.bytes_dense;
+            rep.keep_fraction = ss.keep_fraction;
+            rep.emb_scheme = o->dp > 1 ? zen_sparse_scheme_name(ss.emb_scheme) : "none";
+            rep.emb_rows = ss.emb_rows;
+            rep.balance = zen_tp_balance_name(o->tp_opts.balance);
+            rep.stragglers = tps.nstragglers;
+            rep.tp_keep_fraction = tps.min_keep_fraction > 0 ? tps.min_keep_fraction : 1.0;
+            rep.migrated_cols = tps.migrated_cols;
+            double avg = timed_steps ? total_ms / (double)timed_steps : ms_step;
+            rep.eta_s = avg * (double)(stop - step - 1) / 1e3;
+            if (c->metrics)
+                zen_report_metrics(c->metrics, &rep);
+            int log_now = (o->log_interval > 0 && (step + 1) % o->log_interval == 0) ||
+                          step == r->first_step || last || !isnan(val);
+            if (!o->quiet && log_now && acc.n > 0) {
+                /* the line shows the interval's averages, so one slow step does not mislead */
+                rep.ms_step = acc.ms_step / (double)acc.n;
+                rep.ms_compute = acc.ms_compute / (double)acc.n;
+                rep.ms_comm = acc.ms_comm / (double)acc.n;
+                rep.ms_wait = acc.ms_wait / (double)acc.n;
+                rep.bytes_synced = acc.bytes / (uint64_t)acc.n;
+                rep.bytes_dense = acc.dense / (uint64_t)acc.n;
+                rep.tokens_per_s = tokens_per_step / (rep.ms_step / 1e3);
+                zen_report_progress(stdout, &rep);
+            }
+        }
+        if (o->log_interval <= 0 || (step + 1) % o->log_interval == 0 || last)
+            memset(&acc, 0, sizeof acc);
+        if (o->checkpoint_dir && o->checkpoint_interval > 0 &&
+            (step + 1) % o->checkpoint_interval == 0 && !last) {
+            if ((st = save_checkpoint(r, step + 1)) != ZEN_OK)
+                return st;
+        }
+    }
+    if (o->checkpoint_dir && stop > r->first_step && (st = save_checkpoint(r, stop)) != ZEN_OK)
+        return st;
+    if (lead && res) {
+        res->steps_done = stop;
+        res->final_val_loss = last_val;
+        res->tokens_per_s =
+            timed_steps ? tokens_per_step / (total_ms / (double)timed_steps / 1e3) : 0;
+    }
+    return ZEN_OK;
+}
+
+static void print_summary(rank_state *r, const char *sample)
+{
+    run_ctx *c = r->c;
+    const zen_train_options *o = r->o;
+    zen_train_result *res = c->res;
+    const zen_gpt_config *g = zen_gpt_get_config(r->model);
+    size_t np = zen_gpt_full_param_count(g);
+    float first = res->losses && res->steps_done > res->first_step ? res->losses[0] : NAN;
+    float lastl = res->losses && res->steps_done > res->first_step
+                      ? res->losses[res->steps_done - res->first_step - 1]
+                      : NAN;
+    if (o->json) {
+        printf("{\"steps\":%ld,\"dp\":%d,\"tp\":%d,\"params\":%zu,\"vocab\":%d", res->steps_done,
+               o->dp, o->tp, np, g->vocab);
+        zen_json_number(stdout, "first_loss", first);
+        zen_json_number(stdout, "final_loss", lastl);
+        zen_json_number(stdout, "val_loss", res->final_val_loss);
+        zen_json_number(stdout, "unigram_loss", c->unigram);
+        zen_json_number(stdout, "tokens_per_s", res->tokens_per_s);
+        printf(",\"sample\":");
+        /* minimal JSON string escaping for the sample text */
+        putchar('"');
+        for (const char *p = sample; p && *p; p++) {
+            if (*p == '"' || *p == '\\')
+                printf("\\%c", *p);
+            else if (*p == '\n')
+                printf("\\n");
+            else if ((unsigned char)*p < 0x20)
+                printf("\\u%04x", *p);
+            else
+                putchar(*p);
+        }
+        printf("\"}\n");
+        return;
+    }
+    printf("\nsummary: %ld steps, dp %d x tp %d, %.2fM parameters, vocab %d\n", res->steps_done,
+           o->dp, o->tp, (double)np / 1e6, g->vocab);
+    printf("  train loss  %.3f -> %.3f\n", first, lastl);
+    printf("  val loss    %.3f   (unigram baseline %.3f: %s)\n", res->final_val_loss, c->unigram,
+           res->final_val_loss < c->unigram ? "the model beats it" : "not beaten yet");
+    printf("  throughput  %.0f tokens/s\n", res->tokens_per_s);
+    if (sample && *sample) {
+        printf("\nsample (prompt \"%s\"; one verse per line):\n  ", o->prompt ? o->prompt : "");
+        for (const char *p = sample; *p; p++) {
+            putchar(*p);
+            if (*p == '\n' && p[1])
+                printf("  ");
+        }
+        putchar('\n');
+    }
+    fflush(stdout);
+}
+
+static zen_status rank_main(zen_comm *world, void *arg)
+{
+    run_ctx *c = arg;
+    const zen_train_options *o = c->o;
+    rank_state rs;
+    memset(&rs, 0, sizeof rs);
+    rank_state *r = &rs;
+    r->c = c;
+    r->o = o;
+    r->world = world;
+    r->wrank = zen_comm_rank(world);
+    zen_status st = ZEN_OK;
+    char sample[4096] = "";
+    if (zen_comm_size(world) != o->dp * o->tp) {
+        snprintf(r->err, sizeof r->err, "the world has %d ranks but --dp %d x --tp %d = %d",
+                 zen_comm_size(world), o->dp, o->tp, o->dp * o->tp);
+        st = ZEN_EMISMATCH;
+        goto out;
+    }
+    r->tp_rank = r->wrank % o->tp;
+    r->dp_rank = r->wrank / o->tp;
+    if ((st = zen_comm_split(world, r->dp_rank, r->wrank, &r->tpc)) != ZEN_OK ||
+        (st = zen_comm_split(world, r->tp_rank, r->wrank, &r->dpc)) != ZEN_OK) {
+        rank_fail(r, st, "splitting the world into tp and dp communicators");
+        goto out;
+    }
+    if ((st = zen_tp_group_create(r->tpc, &o->tp_opts, &r->group)) != ZEN_OK) {
+        rank_fail(r, st, "creating the tp group");
+        goto out;
+    }
+    zen_gpt_config g;
+    model_config(c, &g);
+    if ((st = zen_gpt_create(&g, r->tpc, r->group, &r->model)) != ZEN_OK) {
+        rank_fail(r, st, "creating the model");
+        goto out;
+    }
+    zen_adamw_config ac;
+    zen_adamw_config_default(&ac);
+    ac.lr = o->lr;
+    ac.min_lr = o->min_lr;
+    ac.weight_decay = o->weight_decay;
+    ac.grad_clip = o->grad_clip;
+    ac.warmup_steps = o->warmup;
+    ac.total_steps = o->steps;
+    if ((st = zen_adamw_create(r->model, &ac, &r->opt)) != ZEN_OK ||
+        (st = zen_trainer_sync_create(r->model, r->dpc, o, &r->sync)) != ZEN_OK) {
+        rank_fail(r, st, "creating the optimizer");
+        goto out;
+    }
+    size_t nxy = (size_t)o->batch * (size_t)o->seq;
+    r->x = zen_malloc_array(nxy, sizeof *r->x);
+    r->y = zen_malloc_array(nxy, sizeof *r->y);
+    if (!r->x || !r->y) {
+        st = ZEN_ENOMEM;
+        rank_fail(r, st, "allocating batches");
+        goto out;
+    }
+    if (c->resume_path[0] && (st = load_checkpoint(r)) != ZEN_OK)
+        goto out;
+    if (r->wrank == 0 && !o->quiet && !o->json) {
+        printf("zen train: %s, %zu train / %zu val tokens, vocab %d | model %d layers, d_model "
+               "%d, %d heads, d_ff %d, %.2fM params | dp %d x tp %d (%s), global batch %d x %d "
+               "tokens\n",
+               c->ds->name, c->ds->ntrain, c->ds->ntokens - c->ds->ntrain, g.vocab, g.n_layer,
+               g.d_model, g.n_head, g.d_ff, (double)zen_gpt_full_param_count(&g) / 1e6, o->dp,
+               o->tp, zen_transport_name(zen_comm_transport(world)), o->dp * o->batch, o->seq);
+        if (r->first_step > 0)
+            printf("zen train: resumed from %s at step %ld\n", c->resume_path, r->first_step);
+        fflush(stdout);
+    }
+    if ((st = train_loop(r)) != ZEN_OK)
+        goto out;
+    if (o->sample_tokens > 0 && r->dp_rank == 0) {
+        st = zen_trainer_sample(r->model, c->ds->vocab, o->prompt, o->sample_tokens, o->seed,
+                                sample, sizeof sample);
+        if (st != ZEN_OK) {
+            rank_fail(r, st, "sampling");
+            goto out;
+        }
+    }
+    if (c->res && c->res->want_params && r->dp_rank == 0) {
+        size_t n = zen_gpt_full_param_count(&g);
+        float *p = zen_malloc_array(n, sizeof *p);
+        st = p ? zen_gpt_export(r->model, p) : ZEN_ENOMEM;
+        if (st == ZEN_OK && r->wrank == 0) {
+            c->res->params = p;
+            c->res->nparams = n;
+            p = NULL;
+        }
+        zen_free(p);
+        if (st != ZEN_OK) {
+            rank_fail(r, st, "exporting parameters");
+            goto out;
+        }
+    }
+    if (r->wrank == 0 && c->res && (!o->quiet || o->json))
+        print_summary(r, sample);
+out:
+    if (st != ZEN_OK) {
+        if (!r->err[0])
+            rank_fail(r, st, "training failed");
+        int slot = c->ranks_here == 1 ? 0 : r->wrank;
+        snprintf(c->rank_err[slot], sizeof c->rank_err[slot], "%s", r->err);
+        c->rank_st[slot] = st;
+    }
+    zen_free(r->x);
+    zen_free(r->y);
+    zen_trainer_sync_destroy(r->sync);
+    zen_adamw_destroy(r->opt);
+    zen_gpt_destroy(r->model);
+    zen_tp_group_destroy(r->group);
+    zen_comm_destroy(r->dpc);
+    zen_comm_destroy(r->tpc);
+    return st;
+}
+
+/* ---- entry ---- */
+
+static int started_as_process_rank(void)
+{
+    static const char *const vars[] = { "ZEN_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK" };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]))
+            return 1;
+    return 0;
+}
+
+static zen_status check_options(const zen_train_options *o, char *err, size_t errlen)
+{
+    if (o->dp < 1 || o->tp < 1 || o->dp * o->tp > 1024) {
+        snprintf(err, errlen, "--dp and --tp must be >= 1 (and dp x tp <= 1024)");
+        return ZEN_EINVAL;
+    }
+    if (o->batch < 1 || o->seq < 1 || o->seq > o->ctx || o->steps < 1) {
+        snprintf(err, errlen, "need --batch >= 1, --steps >= 1 and 1 <= --seq <= --ctx (%d)",
+                 o->ctx);
+        return ZEN_EINVAL;
+    }
+    if (o->eval_batches < 1) {
+        snprintf(err, errlen, "--eval-batches must be >= 1");
+        return ZEN_EINVAL;
+    }
+    if (o->topk < 0 || o->topk > 1) {
+        snprintf(err, errlen, "--topk must be a fraction in (0, 1]");
+        return ZEN_EINVAL;
+    }
+    return ZEN_OK;
+}
+
+zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_train_result *res)
+{
+    run_ctx c;
+    memset(&c, 0, sizeof c);
+    c.o = o;
+    c.res = res;
+    char err[512] = "";
+    zen_dataset *owned = NULL;
+    zen_comm *world = NULL;
+    int process = o->transport == ZEN_TRANSPORT_TCP || o->transport == ZEN_TRANSPORT_MPI ||
+                  (o->transport == ZEN_TRANSPORT_AUTO && started_as_process_rank());
+    zen_status st = check_options(o, err, sizeof err);
+    if (st != ZEN_OK)
+        goto done;
+
+    if (process) {
+        zen_comm_options co = ZEN_COMM_OPTIONS_INIT;
+        co.transport = o->transport;
+        if ((st = zen_comm_create(&co, &world)) != ZEN_OK) {
+            snprintf(err, sizeof err, "cannot join the %s world: %s",
+                     zen_transport_name(o->transport), zen_strerror(st));
+            goto done;
+        }
+    }
+    int wrank = world ? zen_comm_rank(world) : 0;
+    /* rank 0 builds the token cache first so the other processes only read it */
+    if (!ds) {
+        zen_data_options dopt = ZEN_DATA_OPTIONS_INIT;
+        dopt.text_path = o->data_path;
+        dopt.cache_dir = o->cache_dir;
+        dopt.vocab_max = o->vocab_max;
+        dopt.min_count = o->min_count;
+        dopt.quiet = o->quiet || wrank != 0;
+        if (world && wrank != 0 && (st = zen_barrier(world)) != ZEN_OK)
+            goto done;
+        st = zen_dataset_load(&dopt, &owned, err, sizeof err);
+        if (world && wrank == 0) {
+            zen_status bst = zen_barrier(world);
+            if (st == ZEN_OK)
+                st = bst;
+        }
+        if (st != ZEN_OK)
+            goto done;
+        ds = owned;
+    }
+    c.ds = ds;
+    if (ds->ntokens - ds->ntrain < (size_t)o->seq + 1 || ds->ntrain < (size_t)o->seq + 1) {
+        snprintf(err, sizeof err, "the text is too short for --seq %d", o->seq);
+        st = ZEN_EINVAL;
+        goto done;
+    }
+    c.unigram = zen_data_unigram_loss(ds);
+    if (res)
+        res->unigram_loss = c.unigram;
+    zen_gpt_config g;
+    model_config(&c, &g);
+    if (zen_gpt_config_check(&g, o->tp) != ZEN_OK) {
+        snprintf(err, sizeof err,
+                 "model shape not usable with --tp %d: need d_model %% heads == 0, heads %% tp "
+                 "== 0 and d_ff %% tp == 0 (d_model %d, heads %d, d_ff %d, ctx %d)",
+                 o->tp, g.d_model, g.n_head, g.d_ff, g.ctx);
+        st = ZEN_EINVAL;
+        goto done;
+    }
+    build_config(&c, &g);
+    if (o->resume)
+        zen_ckpt_resolve(o->resume, c.resume_path, sizeof c.resume_path);
+    if (o->checkpoint_dir) {
+        if (mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST) {
+            snprintf(err, sizeof err, "cannot create --checkpoint-dir %s: %s", o->checkpoint_dir,
+                     strerror(errno));
+            st = ZEN_EIO;
+            goto done;
+        }
+        snprintf(c.ckpt_path, sizeof c.ckpt_path, "%s/%s", o->checkpoint_dir, ZEN_CKPT_FILE);
+        /* never silently replace a checkpoint that this run did not start from */
+        if (access(c.ckpt_path, F_OK) == 0 && strcmp(c.ckpt_path, c.resume_path) != 0) {
+            snprintf(err, sizeof err,
+                     "%s already exists: pass --resume %s to continue it, or choose another "
+                     "--checkpoint-dir",
+                     c.ckpt_path, o->checkpoint_dir);
+            st = ZEN_EBUSY;
+            goto done;
+        }
+    }
+    if (o->metrics_path && wrank == 0) {
+        c.metrics = fopen(o->metrics_path, "w");
+        if (!c.metrics) {
+            snprintf(err, sizeof err, "cannot write --metrics %s: %s", o->metrics_path,
+                     strerror(errno));
+            st = ZEN_EIO;
+            goto done;
+        }
+    }
+    if (o->dump_grads_dir && mkdir(o->dump_grads_dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, sizeof err, "cannot create --dump-grads %s: %s", o->dump_grads_dir,
+                 strerror(errno));
+        st = ZEN_EIO;
+        goto done;
+    }
+    c.ranks_here = world ? 1 : o->dp * o->tp;
+    c.rank_err = zen_calloc((size_t)c.ranks_here, sizeof *c.rank_err);
+    c.rank_st = zen_calloc((size_t)c.ranks_here, sizeof *c.rank_st);
+    if (!c.rank_err || !c.rank_st) {
+        st = ZEN_ENOMEM;
+        goto done;
+    }
+    {
+        /* share the cores among the ranks of this host: threads of this process, or the
+         * processes the launcher placed here */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        int here = world ? zen_comm_local_size(world) : c.ranks_here;
+        int threads = o->threads > 0 ? o->threads : (int)(cores / (here > 0 ? here : 1));
+        zen_train_set_blas_threads(threads < 1 ? 1 : threads);
+    }
+    if (world) {
+        st = rank_main(world, &c);
+    } else {
+        zen_comm_options base = ZEN_COMM_OPTIONS_INIT;
+        st = zen_run_inproc(o->dp * o->tp, &base, rank_main, &c, NULL);
+    }
+    if (st != ZEN_OK) {
+        int pick = -1;
+        for (int i = 0; i < c.ranks_here && pick < 0; i++)
+            if (c.rank_st[i] != ZEN_OK && c.rank_st[i] != ZEN_EABORTED)
+                pick = i;
+        for (int i = 0; i < c.ranks_here && pick < 0; i++)
+            if (c.rank_st[i] != ZEN_OK)
+                pick = i;
+        if (pick >= 0) {
+            snprintf(err, sizeof err, "%s", c.rank_err[pick]);
+            st = c.rank_st[pick];
+        }
+    }
+done:
+    zen_free(c.rank_err);
+    zen_free(c.rank_st);
+    if (c.metrics)
+        fclose(c.metrics);
+    if (world) {
+        if (st == ZEN_OK)
+            zen_comm_finalize(world);
+        zen_comm_destroy(world);
+    }
+    zen_dataset_destroy(owned);
+    if (st != ZEN_OK && err[0]) {
+        if (res)
+            snprintf(res->error, sizeof res->error, "%s", err);
+        else
+            fprintf(stderr, "zen train: %s\n", err);
+    }
+    return st;
+}

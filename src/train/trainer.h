@@ -1,0 +1,104 @@
+/*
+ * trainer.h - internals of the training loop (train.h is the public entry).
+ *
+ *  trainer.c         world setup (inproc threads or process ranks), the per-rank loop,
+ *                    evaluation, checkpoints
+ *  trainer_sync.c    data-parallel gradient synchronisation (buckets, sparse embedding, top-k)
+ *  trainer_report.c  progress lines, --metrics JSON lines, the summary, text sampling
+ *
+ * Rank layout: world rank w has tp rank w % tp and dp rank w / tp; the tp communicator joins
+ * the tp consecutive ranks of one model replica, the dp communicator the ranks holding the same
+ * shard in every replica:
+ *
+ *     world  0 1 | 2 3        (dp 2 x tp 2)
+ *     tp     {0,1} {2,3}
+ *     dp     {0,2} {1,3}
+ */
+#ifndef ZEN_TRAIN_TRAINER_H
+#define ZEN_TRAIN_TRAINER_H
+
+#include <stdio.h>
+
+#include "train/adamw.h"
+#include "train/gpt.h"
+#include "train/train.h"
+
+/* ---- gradient synchronisation over dp ---- */
+
+typedef struct zen_trainer_sync zen_trainer_sync;
+
+typedef struct zen_sync_stats {
+    uint64_t bytes_sent;          /* by this rank over the dp communicator during the sync */
+    uint64_t bytes_dense;         /* what a ring allreduce of every gradient would send */
+    size_t emb_rows;              /* touched embedding rows on this rank */
+    size_t emb_rows_union;        /* rows in the synced embedding gradient */
+    double keep_fraction;         /* top-k: kept fraction of the dense gradient (1 without top-k) */
+    zen_sparse_scheme emb_scheme; /* scheme the sparse allreduce used */
+    double emb_density, emb_gamma, emb_skew; /* from the sparse allreduce statistics */
+} zen_sync_stats;
+
+zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_options *o,
+                                   zen_trainer_sync **out);
+void zen_trainer_sync_destroy(zen_trainer_sync *s);
+
+/* Average every gradient over dp (collective over dp). A dp of 1 does nothing. */
+zen_status zen_trainer_sync_grads(zen_trainer_sync *s, zen_sync_stats *st);
+
+/* This rank's sparse tensors of the last sync, before averaging (valid until the next sync):
+ * the touched embedding rows (captured when synced sparsely or when dumping) and the top-k
+ * selection (with --topk and dp > 1). */
+typedef struct zen_sync_local {
+    uint64_t emb_rows;
+    uint32_t emb_width;
+    size_t emb_nnz;
+    const uint32_t *emb_idx;
+    const float *emb_val;
+    uint64_t topk_rows;
+    size_t topk_nnz;
+    const uint32_t *topk_idx;
+    const float *topk_val;
+} zen_sync_local;
+
+void zen_trainer_sync_local(const zen_trainer_sync *s, zen_sync_local *out);
+
+/* ---- grad dumps (--dump-grads) ---- */
+
+/* Write this rank's sparse gradients of a step as DIR/rank<dp_rank>-step<S>.zgrad in the trace
+ * format of docs/trace-format.md (tensors "wte" and, with top-k, "topk"). */
+zen_status zen_trainer_dump_grads(const char *dir, int dp_rank, int dp_size, long step,
+                                  const zen_trainer_sync *s);
+
+/* ---- reporting (world rank 0 only) ---- */
+
+typedef struct zen_step_report {
+    long step, steps;
+    float loss, val_loss; /* val_loss NAN when not evaluated this step */
+    float lr, grad_norm;
+    double tokens_per_s;
+    double ms_step, ms_compute, ms_comm, ms_wait;
+    uint64_t bytes_synced, bytes_dense;
+    double eta_s;
+    double keep_fraction;
+    const char *emb_scheme;
+    size_t emb_rows;
+    /* tp balancing */
+    const char *balance;
+    int stragglers;
+    double tp_keep_fraction;
+    long migrated_cols;
+} zen_step_report;
+
+void zen_report_progress(FILE *f, const zen_step_report *r);
+/* Write ,"key":value (null when not finite: JSON has no NaN). */
+void zen_json_number(FILE *f, const char *key, double v);
+void zen_report_metrics(FILE *f, const zen_step_report *r);
+
+/*
+ * Generate ntokens after the prompt with temperature sampling (top 40, temperature 0.8, seeded).
+ * Collective over the model's tp communicator; tp rank 0 draws and broadcasts each token.
+ * out gets the decoded text.
+ */
+zen_status zen_trainer_sample(zen_gpt *m, const zen_vocab *v, const char *prompt, int ntokens,
+                              uint64_t seed, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,336 @@
+/*
+ * Data-parallel gradient synchronisation: every replica ends with the dp average of every
+ * gradient.
+ *
+ * Dense gradients (DENSE and TP_SHARD params; the embedding too with --sync-scheme dense) are
+ * viewed as one virtual concatenation in registry order and averaged in buckets of
+ * bucket_bytes: each bucket is packed into a staging buffer, allreduced (ZEN_AVG) and unpacked.
+ * Fewer, larger messages amortise per-collective latency; a bounded bucket keeps the staging
+ * buffer small.
+ *
+ *     params  [ wpe | ln | qkv.w ........ | qkv.b | proj.w ... | head.w ......... ]
+ *     buckets [   bucket 0    |   bucket 1    |   bucket 2    |  ...  | last    ]
+ *
+ * The token embedding gradient is row-sparse (only rows of tokens in this rank's batch are
+ * nonzero): its touched rows go through zen_sparse_allreduce (width d_model) and the union of
+ * rows is scattered back, so the bytes scale with the rows touched, not the vocabulary.
+ *
+ * Top-k (--topk P, DGC-style): instead of the buckets, each rank adds its residual to the
+ * dense gradient, keeps the k = ceil(P*n) largest magnitudes, sends them as a width-1 sparse
+ * tensor through zen_sparse_allreduce and keeps the rest as the next residual (error feedback),
+ * so nothing is lost, only delayed.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <zen/sparse.h>
+
+#include "common/alloc.h"
+#include "train/trainer.h"
+
+struct zen_trainer_sync {
+    zen_gpt *model;
+    zen_comm *dp;
+    const zen_train_options *opts;
+    size_t *dense; /* registry indices in the dense concatenation */
+    size_t ndense;
+    size_t total;  /* scalars in the concatenation */
+    size_t nlocal; /* scalars of every local param (bytes_dense) */
+    int emb;       /* registry index of the embedding synced sparsely, -1: none */
+    int emb_param; /* registry index of the embedding, -1: none */
+    float *stage;  /* bucket staging (bucket floats), or top-k work (total floats) */
+    size_t stage_count;
+    /* top-k */
+    float *residual, *mag, *topk_out;
+    uint32_t *topk_idx;
+    float *topk_val;
+    /* sparse embedding */
+    uint32_t *emb_idx; /* this step's local touched rows and their gradient rows */
+    float *emb_val;
+    size_t emb_cap, emb_n;
+    size_t topk_nnz; /* this step's top-k selection (topk_idx, topk_val) */
+};
+
+zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_options *o,
+                                   zen_trainer_sync **out)
+{
+    *out = NULL;
+    zen_trainer_sync *s = zen_calloc(1, sizeof *s);
+    if (!s)
+        return ZEN_ENOMEM;
+    s->model = m;
+    s->dp = dp;
+    s->opts = o;
+    s->emb = -1;
+    s->emb_param = -1;
+    size_t np = zen_gpt_param_count(m);
+    const zen_gpt_param *p = zen_gpt_params(m);
+    s->dense = zen_malloc_array(np, sizeof *s->dense);
+    if (!s->dense)
+        goto nomem;
+    for (size_t i = 0; i < np; i++) {
+        s->nlocal += p[i].count;
+        if (p[i].kind == ZEN_GPT_PARAM_EMBEDDING)
+            s->emb_param = (int)i;
+        if (p[i].kind == ZEN_GPT_PARAM_EMBEDDING && o->emb_sync == ZEN_EMB_SYNC_SPARSE) {
+            s->emb = (int)i;
+            continue;
+        }
+        s->dense[s->ndense++] = i;
+        s->total += p[i].count;
+    }
+    if (o->topk > 0) {
+        s->stage_count = s->total;
+        s->residual = zen_calloc(s->total, sizeof(float));
+        s->mag = zen_malloc_array(s->total, sizeof(float));
+        s->topk_out = zen_malloc_array(s->total, sizeof(float));
+        s->topk_idx = zen_malloc_array(s->total, sizeof(uint32_t));
+        s->topk_val = zen_malloc_array(s->total, sizeof(float));
+        if (!s->residual || !s->mag || !s->topk_out || !s->topk_idx || !s->topk_val)
+            goto nomem;
+    } else {
+        size_t b = o->bucket_bytes / sizeof(float);
+        s->stage_count = b < 1024 ? 1024 : b;
+    }
+    s->stage = zen_malloc_array(s->stage_count, sizeof(float));
+    if (!s->stage)
+        goto nomem;
+    *out = s;
+    return ZEN_OK;
+nomem:
+    zen_trainer_sync_destroy(s);
+    return ZEN_ENOMEM;
+}
+
+void zen_trainer_sync_destroy(zen_trainer_sync *s)
+{
+    if (!s)
+        return;
+    zen_free(s->dense);
+    zen_free(s->stage);
+    zen_free(s->residual);
+    zen_free(s->mag);
+    zen_free(s->topk_out);
+    zen_free(s->topk_idx);
+    zen_free(s->topk_val);
+    zen_free(s->emb_idx);
+    zen_free(s->emb_val);
+    zen_free(s);
+}
+
+/* Copy [off, off+n) of the virtual concatenation of dense grads to buf (dir 0) or back (dir 1). */
+static void move_range(zen_trainer_sync *s, size_t off, size_t n, float *buf, int dir)
+{
+    const zen_gpt_param *p = zen_gpt_params(s->model);
+    size_t base = 0;
+    for (size_t k = 0; k < s->ndense && n > 0; k++) {
+        const zen_gpt_param *q = &p[s->dense[k]];
+        if (off >= base + q->count) {
+            base += q->count;
+            continue;
+        }
+        size_t from = off - base;
+        size_t len = q->count - from < n ? q->count - from : n;
+        if (dir == 0)
+            memcpy(buf, q->grad + from, len * sizeof(float));
+        else
+            memcpy(q->grad + from, buf, len * sizeof(float));
+        buf += len;
+        off += len;
+        n -= len;
+        base += q->count;
+    }
+}
+
+static zen_status sync_buckets(zen_trainer_sync *s)
+{
+    for (size_t off = 0; off < s->total; off += s->stage_count) {
+        size_t n = s->total - off < s->stage_count ? s->total - off : s->stage_count;
+        move_range(s, off, n, s->stage, 0);
+        zen_status st = zen_allreduce(s->dp, s->stage, s->stage, n, ZEN_F32, ZEN_AVG);
+        if (st != ZEN_OK)
+            return st;
+        move_range(s, off, n, s->stage, 1);
+    }
+    return ZEN_OK;
+}
+
+/* k-th largest value of a[0..n) (0-based k < n), reordering a: quickselect with a three-way
+ * (Dutch flag) partition, so runs of equal magnitudes (zeros) cannot make it quadratic. */
+static float kth_largest(float *a, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n; /* the answer is in a[lo..hi) */
+    while (hi - lo > 1) {
+        float pivot = a[lo + (hi - lo) / 2];
+        size_t lt = lo, i = lo, gt = hi; /* [lo,lt) > pivot, [lt,i) == pivot, [gt,hi) < pivot */
+        while (i < gt) {
+            float v = a[i];
+            if (v > pivot) {
+                a[i++] = a[lt];
+                a[lt++] = v;
+            } else if (v < pivot) {
+                a[i] = a[--gt];
+                a[gt] = v;
+            } else {
+                i++;
+            }
+        }
+        if (k < lt)
+            hi = lt;
+        else if (k >= gt)
+            lo = gt;
+        else
+            return pivot;
+    }
+    return a[lo];
+}
+
+static zen_status sync_topk(zen_trainer_sync *s, zen_sync_stats *st)
+{
+    size_t n = s->total;
+    if (n == 0)
+        return ZEN_OK;
+    /* acc = residual + grad, kept in residual */
+    move_range(s, 0, n, s->stage, 0);
+    for (size_t i = 0; i < n; i++) {
+        s->residual[i] += s->stage[i];
+        s->mag[i] = fabsf(s->residual[i]);
+    }
+    size_t k = (size_t)ceil(s->opts->topk * (double)n);
+    if (k < 1)
+        k = 1;
+    if (k > n)
+        k = n;
+    float thr = kth_largest(s->mag, n, k - 1);
+    size_t nnz = 0;
+    for (size_t i = 0; i < n && nnz < k; i++) {
+        if (fabsf(s->residual[i]) >= thr && s->residual[i] != 0.0f) {
+            s->topk_idx[nnz] = (uint32_t)i;
+            s->topk_val[nnz] = s->residual[i];
+            s->residual[i] = 0; /* sent now: no longer owed */
+            nnz++;
+        }
+    }
+    zen_sparse_tensor t = { n, 1, nnz, ZEN_INDEX_U32, s->topk_idx, ZEN_F32, s->topk_val };
+    zen_sparse_options so = ZEN_SPARSE_OPTIONS_INIT;
+    so.scheme = s->opts->sparse_scheme;
+    so.average = 1;
+    so.key = "topk";
+    s->topk_nnz = nnz;
+    zen_status rc = zen_sparse_allreduce_dense(s->dp, &t, s->topk_out, &so, NULL);
+    if (rc != ZEN_OK)
+        return rc;
+    move_range(s, 0, n, s->topk_out, 1);
+    st->keep_fraction = (double)nnz / (double)n;
+    return ZEN_OK;
+}
+
+/* Copy this rank's touched embedding rows and their gradients (the row-sparse tensor). */
+static zen_status capture_embedding(zen_trainer_sync *s)
+{
+    const zen_gpt_param *p = &zen_gpt_params(s->model)[s->emb_param];
+    const int32_t *rows;
+    size_t nrows;
+    zen_gpt_touched_rows(s->model, &rows, &nrows);
+    size_t d = (size_t)p->cols;
+    if (nrows > s->emb_cap) {
+        zen_free(s->emb_idx);
+        zen_free(s->emb_val);
+        s->emb_idx = zen_malloc_array(nrows, sizeof *s->emb_idx);
+        s->emb_val = zen_malloc_array(nrows * d, sizeof *s->emb_val);
+        s->emb_cap = (s->emb_idx && s->emb_val) ? nrows : 0;
+        if (!s->emb_cap)
+            return ZEN_ENOMEM;
+    }
+    for (size_t i = 0; i < nrows; i++) {
+        s->emb_idx[i] = (uint32_t)rows[i];
+        memcpy(s->emb_val + i * d, p->grad + (size_t)rows[i] * d, d * sizeof(float));
+    }
+    s->emb_n = nrows;
+    return ZEN_OK;
+}
+
+static zen_status sync_embedding(zen_trainer_sync *s, zen_sync_stats *st)
+{
+    const zen_gpt_param *p = &zen_gpt_params(s->model)[s->emb];
+    size_t d = (size_t)p->cols, nrows = s->emb_n;
+    const uint32_t *rows = s->emb_idx;
+    zen_sparse_tensor t = { (uint64_t)p->rows, (uint32_t)d, nrows,     ZEN_INDEX_U32,
+                            s->emb_idx,        ZEN_F32,     s->emb_val };
+    zen_sparse_options so = ZEN_SPARSE_OPTIONS_INIT;
+    so.scheme = s->opts->sparse_scheme;
+    so.average = 1;
+    so.key = "wte";
+    zen_sparse_stats ss;
+    zen_sparse_result res;
+    memset(&ss, 0, sizeof ss);
+    memset(&res, 0, sizeof res);
+    zen_status rc = zen_sparse_allreduce(s->dp, &t, &res, &so, &ss);
+    if (rc != ZEN_OK)
+        return rc;
+    if (res.width != d || res.rows != (uint64_t)p->rows) {
+        zen_sparse_result_free(&res);
+        return ZEN_EINTERNAL;
+    }
+    for (size_t i = 0; i < nrows; i++)
+        memset(p->grad + (size_t)rows[i] * d, 0, d * sizeof(float));
+    for (size_t i = 0; i < res.nnz; i++) {
+        if (res.indices[i] >= (uint32_t)p->rows) {
+            zen_sparse_result_free(&res);
+            return ZEN_EPROTO;
+        }
+        memcpy(p->grad + (size_t)res.indices[i] * d, res.values + i * d, d * sizeof(float));
+    }
+    st->emb_rows = nrows;
+    st->emb_rows_union = res.nnz;
+    st->emb_scheme = ss.scheme;
+    st->emb_density = ss.density;
+    st->emb_gamma = ss.gamma_n;
+    st->emb_skew = ss.skew;
+    zen_sparse_result_free(&res);
+    return ZEN_OK;
+}
+
+zen_status zen_trainer_sync_grads(zen_trainer_sync *s, zen_sync_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->keep_fraction = 1.0;
+    st->emb_scheme = ZEN_SPARSE_DENSE;
+    s->emb_n = 0;
+    s->topk_nnz = 0;
+    int n = zen_comm_size(s->dp);
+    if (s->emb_param >= 0 && (s->emb >= 0 || s->opts->dump_grads_dir)) {
+        zen_status rc = capture_embedding(s);
+        if (rc != ZEN_OK)
+            return rc;
+        st->emb_rows = s->emb_n;
+    }
+    if (n <= 1)
+        return ZEN_OK;
+    zen_comm_stats a, b;
+    zen_comm_get_stats(s->dp, &a);
+    st->bytes_dense = (uint64_t)(2.0 * (n - 1) / n * (double)s->nlocal * sizeof(float));
+    zen_status rc = s->opts->topk > 0 ? sync_topk(s, st) : sync_buckets(s);
+    if (rc == ZEN_OK && s->emb >= 0)
+        rc = sync_embedding(s, st);
+    zen_comm_get_stats(s->dp, &b);
+    st->bytes_sent = b.bytes_sent - a.bytes_sent;
+    return rc;
+}
+
+void zen_trainer_sync_local(const zen_trainer_sync *s, zen_sync_local *out)
+{
+    memset(out, 0, sizeof *out);
+    if (s->emb_param >= 0) {
+        const zen_gpt_param *p = &zen_gpt_params(s->model)[s->emb_param];
+        out->emb_rows = (uint64_t)p->rows;
+        out->emb_width = (uint32_t)p->cols;
+        out->emb_nnz = s->emb_n;
+        out->emb_idx = s->emb_idx;
+        out->emb_val = s->emb_val;
+    }
+    out->topk_rows = s->opts->topk > 0 ? s->total : 0;
+    out->topk_nnz = s->topk_nnz;
+    out->topk_idx = s->topk_idx;
+    out->topk_val = s->topk_val;
+}

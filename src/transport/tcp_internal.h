@@ -1,0 +1,24 @@
+/* tcp transport internals shared with the fault injector (faulty.c) and tests. */
+#ifndef ZEN_TRANSPORT_TCP_INTERNAL_H
+#define ZEN_TRANSPORT_TCP_INTERNAL_H
+
+#include "transport/transport.h"
+
+/* Frame header: magic, version, kind, tag, payload length (docs/wire-format.md). */
+#define ZEN_TCP_MAGIC        0x464e455au /* "ZENF" as little-endian bytes */
+#define ZEN_TCP_VERSION      1u
+#define ZEN_TCP_HEADER_BYTES 24
+#define ZEN_TCP_KIND_DATA    1u
+#define ZEN_TCP_KIND_ABORT   2u
+/* Longest payload a frame may announce; a larger length is a corrupt stream. */
+#define ZEN_TCP_MAX_PAYLOAD ((uint64_t)1 << 38)
+/* Longest abort reason. */
+#define ZEN_TCP_MAX_REASON 1024u
+
+/* Behave as if this process died: close every connection at once without an ABORT frame, fail
+ * this rank's own requests and refuse all further traffic. t must be a tcp transport. */
+void zen_transport_tcp_kill(zen_transport *t);
+
+int zen_transport_is_tcp(const zen_transport *t);
+
+#endif

@@ -1,0 +1,103 @@
+/* Prediction without communication: profiles measured on index sets, the public predictor and
+ * the partition imbalance (zen simulate's building blocks). */
+#include <stdlib.h>
+
+#include <zen/sparse.h>
+
+#include "testutil.h"
+
+/* nsets sets of k rows each over rows; shift = distance between consecutive sets' starts. */
+static void make_sets(zen_index_sets *s, int nsets, uint64_t rows, size_t k, size_t shift)
+{
+    s->nsets = nsets;
+    s->rows = rows;
+    s->width = 1;
+    s->indices = calloc((size_t)nsets, sizeof *s->indices);
+    s->nnz = calloc((size_t)nsets, sizeof *s->nnz);
+    for (int i = 0; i < nsets; i++) {
+        s->indices[i] = malloc(k * sizeof(uint32_t));
+        s->nnz[i] = k;
+        for (size_t j = 0; j < k; j++)
+            s->indices[i][j] = (uint32_t)(((size_t)i * shift + j) % rows);
+    }
+}
+
+static void free_sets(zen_index_sets *s)
+{
+    for (int i = 0; i < s->nsets; i++)
+        free(s->indices[i]);
+    free(s->indices);
+    free(s->nnz);
+}
+
+static void test_profile_identical_and_disjoint(void **state)
+{
+    (void)state;
+    zen_index_sets same, apart;
+    make_sets(&same, 8, 10000, 100, 0);    /* every set the same 100 rows */
+    make_sets(&apart, 8, 10000, 100, 100); /* consecutive, non-overlapping blocks */
+    zen_sparsity_profile p;
+    assert_int_equal(zen_sparse_profile_from_sets(&same, 8, &p), ZEN_OK);
+    assert_float_equal(p.density, 0.01, 1e-12);
+    assert_int_equal(p.levels, 4); /* gamma^1, ^2, ^4, ^8 */
+    for (int i = 0; i < p.levels; i++)
+        assert_float_equal(p.gamma[i], 1.0, 1e-12);
+    assert_float_equal(p.gamma_n, 1.0, 1e-12);
+    assert_int_equal(zen_sparse_profile_from_sets(&apart, 8, &p), ZEN_OK);
+    assert_float_equal(p.gamma[1], 2.0, 1e-12);
+    assert_float_equal(p.gamma[3], 8.0, 1e-12);
+    /* all 800 rows sit in the first of 8 ranges of 1250 rows: skew = 8 * 800 / 800 */
+    assert_float_equal(p.skew, 8.0, 1e-12);
+    /* beyond the 8 measured sets the union grows as for independent sets */
+    assert_int_equal(zen_sparse_profile_from_sets(&apart, 16, &p), ZEN_OK);
+    double u8 = 0.08, u16 = 1 - (1 - u8) * (1 - u8);
+    assert_float_equal(p.gamma_n, u16 / 0.01, 1e-9);
+    free_sets(&same);
+    free_sets(&apart);
+}
+
+static void test_predict_orders_schemes(void **state)
+{
+    (void)state;
+    zen_sparsity_profile p;
+    double t[ZEN_SPARSE_SCHEME_COUNT];
+    /* full overlap at 16 ranks: BALANCED beats the allgather of everything (paper section 4.2) */
+    assert_int_equal(zen_sparse_profile_synthetic(16, 0.01, "identical", &p), ZEN_OK);
+    assert_int_equal(zen_sparse_predict_times(16, 1 << 20, 32, &p, 10, 10, t), ZEN_OK);
+    assert_true(t[ZEN_SPARSE_BALANCED] < t[ZEN_SPARSE_ALLGATHER]);
+    assert_true(t[ZEN_SPARSE_BALANCED] < t[ZEN_SPARSE_DENSE]);
+    assert_true(t[ZEN_SPARSE_AUTO] <= t[ZEN_SPARSE_BALANCED]);
+    /* halving the bandwidth doubles the bandwidth-bound dense time (latency aside) */
+    double slow[ZEN_SPARSE_SCHEME_COUNT];
+    assert_int_equal(zen_sparse_predict_times(16, 1 << 20, 32, &p, 5, 0, slow), ZEN_OK);
+    assert_int_equal(zen_sparse_predict_times(16, 1 << 20, 32, &p, 10, 0, t), ZEN_OK);
+    assert_float_equal(slow[ZEN_SPARSE_DENSE] / t[ZEN_SPARSE_DENSE], 2.0, 1e-9);
+    assert_int_equal(zen_sparse_predict_times(16, 1 << 20, 32, &p, 0, 0, t), ZEN_EINVAL);
+    assert_int_equal(zen_sparse_profile_synthetic(16, 0.01, "bogus", &p), ZEN_EINVAL);
+}
+
+static void test_partition_imbalance(void **state)
+{
+    (void)state;
+    size_t n = 200000;
+    uint32_t *idx = malloc(n * sizeof *idx);
+    for (size_t i = 0; i < n; i++)
+        idx[i] = (uint32_t)i; /* the first 200k rows: contiguous, as skewed as it gets */
+    double imb = 0;
+    assert_int_equal(zen_sparse_partition_imbalance(idx, n, 16, 7, &imb), ZEN_OK);
+    assert_true(imb >= 1.0 && imb < 1.1);
+    /* one owner gets everything when there is one owner */
+    assert_int_equal(zen_sparse_partition_imbalance(idx, n, 1, 7, &imb), ZEN_OK);
+    assert_float_equal(imb, 1.0, 1e-12);
+    free(idx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_profile_identical_and_disjoint),
+        cmocka_unit_test(test_predict_orders_schemes),
+        cmocka_unit_test(test_partition_imbalance),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

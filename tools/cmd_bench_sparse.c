@@ -1,0 +1,783 @@
+/*
+ * zen bench sparse: every sparse-allreduce scheme on the same data, verified against a dense sum
+ * that each rank computes locally, with time, bytes on the wire and balance.
+ *
+ * Data: synthetic (rows x width, local density, an overlap model and an optional skew) or a
+ * recorded gradient trace (--trace DIR, docs/trace-format.md). Every rank can regenerate or read
+ * every rank's input, so every rank checks its own output against the full reference.
+ *
+ * Per scheme it reports: time p50 over iterations of the slowest rank, the largest bytes sent and
+ * received by any rank in one call, the ideal volume, push/pull imbalance (paper Def. 8) and the
+ * speedup over DENSE and ALLGATHER. The ideal volume is what a perfectly balanced push/pull (BP)
+ * with COO on the wire sends per rank:
+ *     ideal = (n-1)/n * (nnz_avg + nnz_sum) * (4 + 4w) bytes
+ * with nnz_avg the mean local non-zero rows after coalescing and nnz_sum the rows of the sum.
+ *
+ * Ranks: threads of this process (--ranks, inproc), or one rank per process when started by a
+ * launcher (zen launch, mpirun), with the communicator created from the environment.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zen/sparse.h>
+
+#include "../src/sparse/trace.h" /* the trace reader: the one exception to tools -> include/ */
+#include "bench.h"
+#include "cli.h"
+
+enum {
+    OV_RANDOM,
+    OV_IDENTICAL,
+    OV_DISJOINT,
+    OV_ZIPF
+};
+
+static const char *const overlap_names[] = { "random", "identical", "disjoint", "zipf" };
+
+typedef struct sb_cfg {
+    int ranks;
+    zen_transport_kind transport;
+    uint64_t rows;
+    uint32_t width;
+    double density, zipf_s, skew;
+    int overlap;
+    int schemes[ZEN_SPARSE_SCHEME_COUNT + 1];
+    int nschemes;
+    int iters, warmup;
+    uint64_t seed;
+    const char *trace;
+    int json;
+    double timeout;
+} sb_cfg;
+
+/* One allreduce of the workload: every rank's input and the dense sum. */
+typedef struct sb_case {
+    uint64_t rows;
+    uint32_t width;
+    int n;
+    size_t *nnz;             /* per rank */
+    uint32_t **idx;          /* per rank */
+    float **val;             /* per rank */
+    float *ref;              /* rows * width */
+    size_t nnz_unique_total; /* sum over ranks of coalesced local nnz */
+    size_t nnz_sum;          /* non-zero rows of the sum */
+} sb_case;
+
+typedef struct sb_result {
+    int scheme;
+    int chosen; /* AUTO: the scheme it used (last call) */
+    int verified;
+    double p50_us;
+    double max_sent, max_recv;
+    double imb_push, imb_pull;
+} sb_result;
+
+typedef struct sb_shared {
+    const sb_cfg *cfg;
+    sb_case *cases;
+    size_t ncases;
+    sb_result results[ZEN_SPARSE_SCHEME_COUNT + 1];
+    int nresults;
+    int report;              /* print the report from this process */
+    zen_transport_kind kind; /* transport actually used */
+} sb_shared;
+
+/* ---- data ---- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double rng_unit(uint64_t *s)
+{
+    return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* k distinct values of {base + stride * t : t < m}, in random order (selection sampling). */
+static size_t pick_distinct(uint64_t *rng, uint64_t m, uint64_t base, uint64_t stride, size_t k,
+                            uint32_t *out)
+{
+    size_t got = 0;
+    if (k > m)
+        k = (size_t)m;
+    for (uint64_t t = 0; t < m && got < k; t++)
+        if (rng_next(rng) % (m - t) < k - got)
+            out[got++] = (uint32_t)(base + stride * t);
+    for (size_t i = got; i > 1; i--) {
+        size_t j = (size_t)(rng_next(rng) % i);
+        uint32_t x = out[i - 1];
+        out[i - 1] = out[j];
+        out[j] = x;
+    }
+    return got;
+}
+
+static void free_case(sb_case *c)
+{
+    for (int r = 0; c->idx && r < c->n; r++) {
+        free(c->idx[r]);
+        free(c->val[r]);
+    }
+    free(c->idx);
+    free(c->val);
+    free(c->nnz);
+    free(c->ref);
+    memset(c, 0, sizeof *c);
+}
+
+static int alloc_case(sb_case *c, int n, uint64_t rows, uint32_t width)
+{
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    c->rows = rows;
+    c->width = width;
+    c->nnz = calloc((size_t)n, sizeof *c->nnz);
+    c->idx = calloc((size_t)n, sizeof *c->idx);
+    c->val = calloc((size_t)n, sizeof *c->val);
+    c->ref = calloc((size_t)rows * width, sizeof *c->ref);
+    return c->nnz && c->idx && c->val && c->ref ? 0 : -1;
+}
+
+/* Fill ref, nnz_sum and nnz_unique_total from the inputs. */
+static int finish_case(sb_case *c)
+{
+    size_t w = c->width;
+    unsigned char *seen = malloc((size_t)c->rows);
+    if (!seen)
+        return -1;
+    c->nnz_unique_total = 0;
+    for (int r = 0; r < c->n; r++) {
+        memset(seen, 0, (size_t)c->rows);
+        for (size_t i = 0; i < c->nnz[r]; i++) {
+            uint32_t x = c->idx[r][i];
+            c->nnz_unique_total += !seen[x];
+            seen[x] = 1;
+            for (size_t k = 0; k < w; k++)
+                c->ref[(size_t)x * w + k] += c->val[r][i * w + k];
+        }
+    }
+    free(seen);
+    c->nnz_sum = 0;
+    for (uint64_t x = 0; x < c->rows; x++)
+        for (size_t k = 0; k < w; k++)
+            if (c->ref[x * w + k] != 0.0f) {
+                c->nnz_sum++;
+                break;
+            }
+    return 0;
+}
+
+/* Synthetic workload: see --help for the models. */
+static int gen_synthetic(const sb_cfg *cfg, int n, sb_case *c)
+{
+    if (alloc_case(c, n, cfg->rows, cfg->width))
+        return -1;
+    uint64_t universe = cfg->skew > 0 ? (uint64_t)ceil(cfg->skew * (double)cfg->rows) : cfg->rows;
+    if (universe < 1)
+        universe = 1;
+    if (universe > cfg->rows)
+        universe = cfg->rows;
+    size_t k = (size_t)llround(cfg->density * (double)cfg->rows);
+    double *cdf = NULL;
+    if (cfg->overlap == OV_ZIPF) {
+        cdf = malloc((size_t)universe * sizeof *cdf);
+        if (!cdf)
+            return -1;
+        double acc = 0;
+        for (uint64_t x = 0; x < universe; x++)
+            cdf[x] = acc += pow((double)(x + 1), -cfg->zipf_s);
+        for (uint64_t x = 0; x < universe; x++)
+            cdf[x] /= acc;
+    }
+    for (int r = 0; r < n; r++) {
+        uint64_t rng = cfg->seed * 0x100000001b3ull + (uint64_t)r * 7919 + 17;
+        uint64_t shared = cfg->seed * 0x100000001b3ull + 99991;
+        c->idx[r] = malloc((k + 1) * sizeof(uint32_t));
+        c->val[r] = malloc((k * cfg->width + 1) * sizeof(float));
+        if (!c->idx[r] || !c->val[r]) {
+            free(cdf);
+            return -1;
+        }
+        size_t got;
+        switch (cfg->overlap) {
+        case OV_IDENTICAL:
+            got = pick_distinct(&shared, universe, 0, 1, k, c->idx[r]);
+            break;
+        case OV_DISJOINT: {
+            uint64_t m = universe / (uint64_t)n + ((uint64_t)r < universe % (uint64_t)n);
+            got = pick_distinct(&rng, m, (uint64_t)r, (uint64_t)n, k, c->idx[r]);
+            break;
+        }
+        case OV_ZIPF:
+            /* k draws with replacement: hot rows repeat, as embedding lookups do */
+            for (got = 0; got < k; got++) {
+                double u = rng_unit(&rng);
+                size_t lo = 0, hi = (size_t)universe - 1;
+                while (lo < hi) {
+                    size_t mid = (lo + hi) / 2;
+                    if (cdf[mid] < u)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                c->idx[r][got] = (uint32_t)lo;
+            }
+            break;
+        default:
+            got = pick_distinct(&rng, universe, 0, 1, k, c->idx[r]);
+            break;
+        }
+        c->nnz[r] = got;
+        for (size_t i = 0; i < got * cfg->width; i++)
+            c->val[r][i] = (float)(1 + (rng_next(&rng) % 4)); /* small positive integers */
+    }
+    free(cdf);
+    return finish_case(c);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Trace workload: one case per (step, tensor) for which every rank has a file. */
+static int load_trace(const sb_cfg *cfg, int n, sb_case **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    DIR *d = opendir(cfg->trace);
+    if (!d) {
+        fprintf(stderr, "zen bench sparse: cannot open trace directory %s\n", cfg->trace);
+        return -1;
+    }
+    uint64_t *steps = NULL;
+    size_t nsteps = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        unsigned long long s;
+        char tail[8];
+        if (sscanf(e->d_name, "rank0-step%llu.zgra%1s", &s, tail) == 2 && tail[0] == 'd' &&
+            strstr(e->d_name, ".tmp") == NULL) {
+            if (nsteps == cap) {
+                cap = cap ? cap * 2 : 64;
+                uint64_t *q = realloc(steps, cap * sizeof *q);
+                if (!q) {
+                    free(steps);
+                    closedir(d);
+                    return -1;
+                }
+                steps = q;
+            }
+            steps[nsteps++] = s;
+        }
+    }
+    closedir(d);
+    qsort(steps, nsteps, sizeof *steps, cmp_u64);
+    sb_case *cases = NULL;
+    size_t ncases = 0;
+    int rc = 0;
+    for (size_t si = 0; si < nsteps && rc == 0; si++) {
+        zen_trace_step *st = calloc((size_t)n, sizeof *st);
+        int ok = st != NULL;
+        for (int r = 0; r < n && ok; r++) {
+            char path[4096];
+            zen_status s = zen_trace_path(path, sizeof path, cfg->trace, (uint32_t)r, steps[si]);
+            if (s == ZEN_OK)
+                s = zen_trace_read(path, &st[r]);
+            if (s != ZEN_OK) {
+                if (s != ZEN_EIO)
+                    fprintf(stderr, "zen bench sparse: %s: %s\n", path, zen_strerror(s));
+                ok = 0;
+            } else if (st[r].count != st[0].count) {
+                fprintf(stderr, "zen bench sparse: step %llu: ranks have different tensors\n",
+                        (unsigned long long)steps[si]);
+                ok = 0;
+            }
+        }
+        for (size_t t = 0; ok && t < st[0].count && rc == 0; t++) {
+            const zen_trace_tensor *t0 = &st[0].tensors[t];
+            int same = 1;
+            for (int r = 1; r < n; r++)
+                same &= st[r].tensors[t].rows == t0->rows && st[r].tensors[t].width == t0->width;
+            if (!same) {
+                fprintf(stderr, "zen bench sparse: tensor %s differs in shape across ranks\n",
+                        t0->name);
+                continue;
+            }
+            sb_case *q = realloc(cases, (ncases + 1) * sizeof *q);
+            if (!q) {
+                rc = -1;
+                break;
+            }
+            cases = q;
+            sb_case *c = &cases[ncases++];
+            if (alloc_case(c, n, t0->rows, t0->width)) {
+                rc = -1;
+                break;
+            }
+            for (int r = 0; r < n; r++) {
+                zen_trace_tensor *x = &st[r].tensors[t];
+                c->nnz[r] = (size_t)x->nnz;
+                c->idx[r] = x->indices; /* take ownership */
+                c->val[r] = x->values;
+                x->indices = NULL;
+                x->values = NULL;
+            }
+            if (finish_case(c))
+                rc = -1;
+        }
+        for (int r = 0; st && r < n; r++)
+            zen_trace_free(&st[r]);
+        free(st);
+    }
+    free(steps);
+    if (rc == 0 && ncases == 0) {
+        fprintf(stderr, "zen bench sparse: no complete step for %d ranks in %s\n", n, cfg->trace);
+        rc = -1;
+    }
+    if (rc != 0) {
+        for (size_t i = 0; i < ncases; i++)
+            free_case(&cases[i]);
+        free(cases);
+        return -1;
+    }
+    *out = cases;
+    *count = ncases;
+    return 0;
+}
+
+/* ---- the measurement ---- */
+
+static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_result *res)
+{
+    const sb_cfg *cfg = sh->cfg;
+    int me = zen_comm_rank(comm);
+    int total_iters = cfg->warmup + cfg->iters;
+    double *times = calloc((size_t)cfg->iters + 1, sizeof *times);
+    double agg[6] = { 0 }; /* bad, sent, recv, push, pull, chosen */
+    size_t maxcount = 0;
+    for (size_t ci = 0; ci < sh->ncases; ci++) {
+        size_t cnt = (size_t)sh->cases[ci].rows * sh->cases[ci].width;
+        if (cnt > maxcount)
+            maxcount = cnt;
+    }
+    float *out = malloc((maxcount ? maxcount : 1) * sizeof *out);
+    if (!times || !out) {
+        free(times);
+        free(out);
+        return ZEN_ENOMEM;
+    }
+    zen_sparse_options opts = ZEN_SPARSE_OPTIONS_INIT;
+    opts.scheme = (zen_sparse_scheme)scheme;
+    zen_status st = ZEN_OK;
+    for (int it = 0; it < total_iters && st == ZEN_OK; it++) {
+        double t = 0;
+        for (size_t ci = 0; ci < sh->ncases && st == ZEN_OK; ci++) {
+            const sb_case *c = &sh->cases[ci];
+            char key[32];
+            snprintf(key, sizeof key, "bench-%zu", ci);
+            opts.key = key;
+            zen_sparse_tensor in = { c->rows,    c->width, c->nnz[me], ZEN_INDEX_U32,
+                                     c->idx[me], ZEN_F32,  c->val[me] };
+            zen_sparse_stats stats;
+            if ((st = zen_barrier(comm)) != ZEN_OK)
+                break;
+            double t0 = bench_now();
+            st = zen_sparse_allreduce_dense(comm, &in, out, &opts, &stats);
+            t += bench_now() - t0;
+            if (st != ZEN_OK)
+                break;
+            if (it == 0 && memcmp(out, c->ref, (size_t)c->rows * c->width * sizeof *out) != 0)
+                agg[0] = 1;
+            if (it == total_iters - 1) {
+                if ((double)stats.bytes_sent > agg[1])
+                    agg[1] = (double)stats.bytes_sent;
+                if ((double)stats.bytes_recv > agg[2])
+                    agg[2] = (double)stats.bytes_recv;
+                if (stats.imbalance_push > agg[3])
+                    agg[3] = stats.imbalance_push;
+                if (stats.imbalance_pull > agg[4])
+                    agg[4] = stats.imbalance_pull;
+                agg[5] = stats.scheme;
+            }
+        }
+        if (it >= cfg->warmup)
+            times[it - cfg->warmup] = t;
+    }
+    if (st == ZEN_OK)
+        st = bench_max_over_ranks(comm, times, (size_t)cfg->iters);
+    if (st == ZEN_OK)
+        st = bench_max_over_ranks(comm, agg, 6);
+    if (st == ZEN_OK) {
+        res->scheme = scheme;
+        res->verified = agg[0] == 0;
+        res->p50_us = bench_percentile(times, (size_t)cfg->iters, 50) * 1e6;
+        res->max_sent = agg[1];
+        res->max_recv = agg[2];
+        res->imb_push = agg[3];
+        res->imb_pull = agg[4];
+        res->chosen = (int)agg[5];
+    }
+    free(times);
+    free(out);
+    return st;
+}
+
+static zen_status bench_rank(zen_comm *comm, const bench_opts *o, void *arg)
+{
+    (void)o;
+    sb_shared *sh = arg;
+    const sb_cfg *cfg = sh->cfg;
+    int me = zen_comm_rank(comm);
+    if (!sh->cases) {
+        /* one rank per process (launcher): build the workload for the launcher's world size */
+        int n = zen_comm_size(comm);
+        if (cfg->trace) {
+            if (load_trace(cfg, n, &sh->cases, &sh->ncases))
+                return ZEN_EIO;
+        } else {
+            sh->cases = calloc(1, sizeof *sh->cases);
+            sh->ncases = 1;
+            if (!sh->cases || gen_synthetic(cfg, n, sh->cases))
+                return ZEN_ENOMEM;
+        }
+        sh->report = me == 0;
+    }
+    zen_status st = ZEN_OK;
+    sb_result results[ZEN_SPARSE_SCHEME_COUNT + 1];
+    for (int i = 0; i < cfg->nschemes && st == ZEN_OK; i++)
+        st = run_scheme(comm, sh, cfg->schemes[i], &results[i]);
+    /* inproc: rank 0's thread publishes; a process publishes its own copy (all are equal) */
+    if (st == ZEN_OK && (me == 0 || cfg->transport != ZEN_TRANSPORT_INPROC)) {
+        sh->kind = zen_comm_transport(comm);
+        memcpy(sh->results, results, sizeof results);
+        sh->nresults = cfg->nschemes;
+    }
+    return st;
+}
+
+/* ---- report ---- */
+
+static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
+{
+    double nnz_avg = 0, nnz_sum = 0, density = 0;
+    uint64_t rows = sh->cases[0].rows;
+    uint32_t width = sh->cases[0].width;
+    double ideal = 0;
+    for (size_t i = 0; i < sh->ncases; i++) {
+        const sb_case *c = &sh->cases[i];
+        double avg = (double)c->nnz_unique_total / n;
+        nnz_avg += avg;
+        nnz_sum += (double)c->nnz_sum;
+        density += avg / (double)c->rows;
+        ideal += (double)(n - 1) / n * (avg + (double)c->nnz_sum) * (4.0 + 4.0 * c->width);
+    }
+    density /= (double)sh->ncases;
+    double t_dense = 0, t_ag = 0;
+    for (int i = 0; i < sh->nresults; i++) {
+        if (sh->results[i].scheme == ZEN_SPARSE_DENSE)
+            t_dense = sh->results[i].p50_us;
+        if (sh->results[i].scheme == ZEN_SPARSE_ALLGATHER)
+            t_ag = sh->results[i].p50_us;
+    }
+    const char *overlap = cfg->trace ? "trace" : overlap_names[cfg->overlap];
+    if (!cfg->json) {
+        char machine[256];
+        zen_machine_line(machine, sizeof machine);
+        printf("# zen bench sparse | %s\n", machine);
+        printf("# ranks %d (%s) | %s%s | rows %llu width %u | density %.4g | overlap %s", n,
+               zen_transport_name(sh->kind), cfg->trace ? "trace " : "synthetic",
+               cfg->trace ? cfg->trace : "", (unsigned long long)rows, width, density, overlap);
+        if (!cfg->trace && cfg->overlap == OV_ZIPF)
+            printf(" s=%.3g", cfg->zipf_s);
+        if (!cfg->trace && cfg->skew > 0)
+            printf(" | skew: all in first %.3g%%", cfg->skew * 100);
+        printf("\n# per call: nnz/rank %.0f, nnz of sum %.0f, %zu tensor(s) | iters %d warmup %d "
+               "| ideal = (n-1)/n (nnz/rank + nnz sum)(4+4w) bytes = %.0f\n",
+               nnz_avg, nnz_sum, sh->ncases, cfg->iters, cfg->warmup, ideal);
+        printf("%-22s %8s %12s %14s %14s %9s %8s %8s %9s %9s\n", "scheme", "verified", "p50_us",
+               "max_sent_B", "max_recv_B", "sent/ideal", "imb_push", "imb_pull", "vs_dense",
+               "vs_allgth");
+    }
+    for (int i = 0; i < sh->nresults; i++) {
+        const sb_result *r = &sh->results[i];
+        double vd = t_dense > 0 && r->p50_us > 0 ? t_dense / r->p50_us : 0;
+        double va = t_ag > 0 && r->p50_us > 0 ? t_ag / r->p50_us : 0;
+        const char *name = zen_sparse_scheme_name((zen_sparse_scheme)r->scheme);
+        const char *chosen = zen_sparse_scheme_name((zen_sparse_scheme)r->chosen);
+        if (cfg->json) {
+            printf("{\"scheme\":\"%s\",\"chosen\":\"%s\",\"ranks\":%d,\"rows\":%llu,\"width\":%u,"
+                   "\"density\":%.6g,\"overlap\":\"%s\",\"zipf_s\":%.4g,\"skew\":%.4g,"
+                   "\"tensors\":%zu,\"transport\":\"%s\",\"verified\":%s,\"time_us_p50\":%.3f,"
+                   "\"max_bytes_sent\":%.0f,\"max_bytes_recv\":%.0f,\"ideal_bytes\":%.0f,"
+                   "\"imbalance_push\":%.4f,\"imbalance_pull\":%.4f,",
+                   name, chosen, n, (unsigned long long)rows, width, density, overlap, cfg->zipf_s,
+                   cfg->skew, sh->ncases, zen_transport_name(sh->kind),
+                   r->verified ? "true" : "false", r->p50_us, r->max_sent, r->max_recv, ideal,
+                   r->imb_push, r->imb_pull);
+            if (vd > 0)
+                printf("\"speedup_vs_dense\":%.4f,", vd);
+            else
+                printf("\"speedup_vs_dense\":null,");
+            if (va > 0)
+                printf("\"speedup_vs_allgather\":%.4f}\n", va);
+            else
+                printf("\"speedup_vs_allgather\":null}\n");
+        } else {
+            char label[40], vds[16] = "-", vas[16] = "-";
+            if (r->scheme == ZEN_SPARSE_AUTO)
+                snprintf(label, sizeof label, "auto->%s", chosen);
+            else
+                snprintf(label, sizeof label, "%s", name);
+            if (vd > 0)
+                snprintf(vds, sizeof vds, "%.2fx", vd);
+            if (va > 0)
+                snprintf(vas, sizeof vas, "%.2fx", va);
+            printf("%-22s %8s %12.1f %14.0f %14.0f %9.2f %8.3f %8.3f %9s %9s\n", label,
+                   r->verified ? "yes" : "NO", r->p50_us, r->max_sent, r->max_recv,
+                   ideal > 0 ? r->max_sent / ideal : 0, r->imb_push, r->imb_pull, vds, vas);
+        }
+    }
+    fflush(stdout);
+}
+
+/* ---- options ---- */
+
+static void help(void)
+{
+    printf(
+        "usage: zen bench sparse [options]\n\n"
+        "Runs every sparse-allreduce scheme on the same data and verifies each result\n"
+        "against a dense sum computed locally on every rank.\n\n"
+        "  --ranks N          inproc ranks (threads), default 4; under a launcher (zen launch,\n"
+        "                     mpirun) each process is one rank and N is not used\n"
+        "  --rows R           rows of the tensor (default 1000000)\n"
+        "  --width W          values per row (1: element sparsity; default 1)\n"
+        "  --density D        fraction of rows non-zero on each rank (default 0.01)\n"
+        "  --overlap M        random: independent rows per rank; identical: the same rows on\n"
+        "                     all ranks; disjoint: no row on two ranks; zipf: rows drawn with\n"
+        "                     probability ~ 1/(row+1)^s, with repeats (default random)\n"
+        "  --zipf-s S         zipf exponent (default 1.1)\n"
+        "  --skew F           put every non-zero in the first F fraction of the rows, e.g.\n"
+        "                     0.01 = the first 1%% (default 0: whole range)\n"
+        "  --schemes LIST     all, or a comma list of balanced,hierarchical,allgather,block,\n"
+        "                     ps,dense,auto (default all)\n"
+        "  --iters N          timed iterations (default 20)\n"
+        "  --warmup N         untimed iterations first (default 3)\n"
+        "  --seed S           data seed (default 1)\n"
+        "  --trace DIR        replay recorded gradients (docs/trace-format.md): one iteration\n"
+        "                     = every tensor of every step with a file for each rank\n"
+        "  --timeout S        communicator timeout in seconds\n"
+        "  --json             one JSON object per scheme instead of the table\n\n"
+        "Time: p50 over iterations of the slowest rank's time. Bytes: largest sent/received\n"
+        "by any rank in one call (including the call's small control messages). ideal: a\n"
+        "perfectly balanced push/pull with COO, (n-1)/n (nnz/rank + nnz of sum)(4+4w) bytes.\n"
+        "imb_push/imb_pull: paper Def. 8 (1 = perfect; 0 = not applicable to the scheme).\n"
+        "\nJSON fields: scheme, chosen, ranks, rows, width, density, overlap, zipf_s, skew,\n"
+        "tensors, transport, verified, time_us_p50, max_bytes_sent, max_bytes_recv, ideal_bytes,\n"
+        "imbalance_push, imbalance_pull, speedup_vs_dense, speedup_vs_allgather.\n");
+}
+
+static int launched(void)
+{
+    const char *vars[] = { "ZEN_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK" };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]) && *getenv(vars[i]))
+            return 1;
+    return 0;
+}
+
+static int parse_num(const char *cmd, const char *opt, const char *s, double lo, double hi,
+                     double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*s == 0 || *end != 0 || !(v >= lo && v <= hi)) {
+        zen_usage_error(cmd, "%s: '%s' is not a number in [%g, %g]", opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_schemes(const char *s, sb_cfg *cfg)
+{
+    cfg->nschemes = 0;
+    if (strcmp(s, "all") == 0) {
+        static const int all[] = { ZEN_SPARSE_DENSE, ZEN_SPARSE_ALLGATHER,    ZEN_SPARSE_PS,
+                                   ZEN_SPARSE_BLOCK, ZEN_SPARSE_HIERARCHICAL, ZEN_SPARSE_BALANCED,
+                                   ZEN_SPARSE_AUTO };
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            cfg->schemes[cfg->nschemes++] = all[i];
+        return 0;
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        zen_sparse_scheme sc;
+        if (zen_sparse_scheme_parse(tok, &sc) != ZEN_OK) {
+            zen_usage_error("bench sparse", "unknown scheme '%s'", tok);
+            return -1;
+        }
+        if (cfg->nschemes >= ZEN_SPARSE_SCHEME_COUNT) {
+            zen_usage_error("bench sparse", "too many schemes");
+            return -1;
+        }
+        cfg->schemes[cfg->nschemes++] = sc;
+    }
+    if (cfg->nschemes == 0) {
+        zen_usage_error("bench sparse", "--schemes: empty list");
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
+{
+    const char *cmd = "bench sparse";
+    *done = 0;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->ranks = 4;
+    cfg->rows = 1000000;
+    cfg->width = 1;
+    cfg->density = 0.01;
+    cfg->zipf_s = 1.1;
+    cfg->iters = 20;
+    cfg->warmup = 3;
+    cfg->seed = 1;
+    parse_schemes("all", cfg);
+    int ranks_given = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (zen_is_help(a)) {
+            help();
+            *done = 1;
+            return ZEN_EXIT_OK;
+        }
+        if (strcmp(a, "--json") == 0) {
+            cfg->json = 1;
+            continue;
+        }
+        if (i + 1 >= argc)
+            return zen_usage_error(cmd, "unknown option or missing value: %s", a);
+        const char *v = argv[++i];
+        double x;
+        if (strcmp(a, "--ranks") == 0) {
+            if (parse_num(cmd, a, v, 1, 4096, &x))
+                return ZEN_EXIT_USAGE;
+            cfg->ranks = (int)x;
+            ranks_given = 1;
+        } else if (strcmp(a, "--rows") == 0) {
+            size_t sz;
+            if (zen_parse_size(v, &sz) != 0 || sz == 0 || sz > UINT32_MAX)
+                return zen_usage_error(cmd, "--rows: '%s' must be in [1, 2^32)", v);
+            cfg->rows = sz;
+        } else if (strcmp(a, "--width") == 0) {
+            if (parse_num(cmd, a, v, 1, 1 << 20, &x))
+                return ZEN_EXIT_USAGE;
+            cfg->width = (uint32_t)x;
+        } else if (strcmp(a, "--density") == 0) {
+            if (parse_num(cmd, a, v, 0, 1, &cfg->density))
+                return ZEN_EXIT_USAGE;
+        } else if (strcmp(a, "--overlap") == 0) {
+            int k = -1;
+            for (int m = 0; m < 4; m++)
+                if (strcmp(v, overlap_names[m]) == 0)
+                    k = m;
+            if (k < 0)
+                return zen_usage_error(cmd, "--overlap: random, identical, disjoint or zipf");
+            cfg->overlap = k;
+        } else if (strcmp(a, "--zipf-s") == 0) {
+            if (parse_num(cmd, a, v, 0, 100, &cfg->zipf_s))
+                return ZEN_EXIT_USAGE;
+        } else if (strcmp(a, "--skew") == 0) {
+            if (parse_num(cmd, a, v, 0, 1, &cfg->skew))
+                return ZEN_EXIT_USAGE;
+        } else if (strcmp(a, "--schemes") == 0) {
+            if (parse_schemes(v, cfg))
+                return ZEN_EXIT_USAGE;
+        } else if (strcmp(a, "--iters") == 0) {
+            if (parse_num(cmd, a, v, 1, 1e7, &x))
+                return ZEN_EXIT_USAGE;
+            cfg->iters = (int)x;
+        } else if (strcmp(a, "--warmup") == 0) {
+            if (parse_num(cmd, a, v, 0, 1e7, &x))
+                return ZEN_EXIT_USAGE;
+            cfg->warmup = (int)x;
+        } else if (strcmp(a, "--seed") == 0) {
+            if (parse_num(cmd, a, v, 0, 1e18, &x))
+                return ZEN_EXIT_USAGE;
+            cfg->seed = (uint64_t)x;
+        } else if (strcmp(a, "--trace") == 0) {
+            cfg->trace = v;
+        } else if (strcmp(a, "--timeout") == 0) {
+            if (parse_num(cmd, a, v, 0.001, 1e6, &cfg->timeout))
+                return ZEN_EXIT_USAGE;
+        } else {
+            return zen_usage_error(cmd, "unknown option: %s", a);
+        }
+    }
+    cfg->transport = launched() ? ZEN_TRANSPORT_AUTO : ZEN_TRANSPORT_INPROC;
+    if (cfg->transport != ZEN_TRANSPORT_INPROC && ranks_given)
+        fprintf(stderr, "zen bench sparse: --ranks ignored: the launcher decides the ranks\n");
+    /* the dense reference needs rows * width floats per process */
+    if ((double)cfg->rows * cfg->width > 1e9)
+        return zen_usage_error(cmd, "rows x width above 1e9 elements");
+    return ZEN_EXIT_OK;
+}
+
+int zen_cmd_bench_sparse(int argc, char **argv)
+{
+    sb_cfg cfg;
+    int done;
+    int code = parse_args(argc, argv, &cfg, &done);
+    if (code != ZEN_EXIT_OK || done)
+        return code;
+    sb_shared sh;
+    memset(&sh, 0, sizeof sh);
+    sh.cfg = &cfg;
+    sh.report = 1;
+    int n = cfg.ranks;
+    if (cfg.transport == ZEN_TRANSPORT_INPROC) {
+        /* one copy of the workload for all threads */
+        if (cfg.trace) {
+            if (load_trace(&cfg, n, &sh.cases, &sh.ncases))
+                return ZEN_EXIT_FAIL;
+        } else {
+            sh.cases = calloc(1, sizeof *sh.cases);
+            sh.ncases = 1;
+            if (!sh.cases || gen_synthetic(&cfg, n, sh.cases)) {
+                fprintf(stderr, "zen bench sparse: out of memory for the workload\n");
+                return ZEN_EXIT_FAIL;
+            }
+        }
+    }
+    bench_opts o;
+    memset(&o, 0, sizeof o);
+    o.name = "sparse";
+    o.transport = cfg.transport;
+    o.ranks = n;
+    o.timeout = cfg.timeout;
+    code = bench_run(&o, bench_rank, &sh);
+    if (code == ZEN_EXIT_OK && sh.nresults > 0 && sh.cases) {
+        if (cfg.transport != ZEN_TRANSPORT_INPROC)
+            n = sh.cases[0].n;
+        if (sh.report)
+            report(&cfg, &sh, n);
+        for (int i = 0; i < sh.nresults; i++)
+            if (!sh.results[i].verified)
+                code = ZEN_EXIT_FAIL;
+    }
+    for (size_t i = 0; i < sh.ncases; i++)
+        free_case(&sh.cases[i]);
+    free(sh.cases);
+    return code;
+}

@@ -1,0 +1,296 @@
+/*
+ * zen launch -n N [--port P] [--grace S] -- CMD ARGS...
+ *
+ * Starts N local processes of CMD as the ranks of one tcp job (like `torchrun --standalone`):
+ * picks a free port for rank 0's rendezvous, sets the rank environment in each child, forwards
+ * SIGINT/SIGTERM to every child and waits. When a rank fails (non-zero exit or a signal) it says
+ * which on stderr, gives the others a grace period to notice on their own (zen's abort cascade
+ * usually ends them within milliseconds, each naming the cause), then terminates what is left,
+ * and exits 1.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define MAX_RANKS 1024
+
+static pid_t children[MAX_RANKS];
+static volatile sig_atomic_t nchildren;
+static volatile sig_atomic_t got_signal;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: zen launch -n N [--port P] [--grace S] -- CMD [ARGS...]\n\n"
+            "Start N processes of CMD on this host as the ranks of one tcp job.\n"
+            "Each child gets ZEN_RANK, ZEN_WORLD_SIZE, ZEN_LOCAL_RANK, ZEN_LOCAL_SIZE,\n"
+            "ZEN_MASTER_ADDR=127.0.0.1 and ZEN_MASTER_PORT (and the torchrun names RANK,\n"
+            "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT).\n\n"
+            "  -n N         number of ranks (1..%d)\n"
+            "  --port P     rendezvous port (default: a free port)\n"
+            "  --grace S    seconds the other ranks get to exit on their own after one fails,\n"
+            "               before SIGTERM (default 3)\n\n"
+            "SIGINT and SIGTERM are forwarded to every rank. Exit status: 0 when every rank\n"
+            "exits 0; 1 when one fails (\"zen launch: rank R exited with status S\" on\n"
+            "stderr); 2 on a usage error.\n",
+            MAX_RANKS);
+}
+
+static void forward(int sig)
+{
+    got_signal = sig;
+    for (int i = 0; i < nchildren; i++)
+        if (children[i] > 0)
+            kill(children[i], sig);
+}
+
+/* 1 when a TCP listener could bind port on all addresses right now. */
+static int port_is_free(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return 0;
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_ANY);
+    sa.sin_port = htons((uint16_t)port);
+    int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return ok;
+}
+
+/*
+ * A free port for the rendezvous, chosen outside the kernel's ephemeral range
+ * (net.ipv4.ip_local_port_range): a port from inside it could be handed to some outgoing
+ * connection between this check and rank 0's bind, or even make a rank that connects before
+ * rank 0 listens connect to itself.
+ */
+static int free_port(void)
+{
+    int lo = 32768, hi = 60999;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f) {
+        if (fscanf(f, "%d %d", &lo, &hi) != 2) {
+            lo = 32768;
+            hi = 60999;
+        }
+        fclose(f);
+    }
+    int first = 10000, last = lo - 1; /* below the range, else above it */
+    if (last - first < 1000) {
+        first = hi + 1;
+        last = 65535;
+    }
+    static unsigned calls;
+    unsigned seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL) ^ (++calls * 7919u);
+    for (int attempt = 0; attempt < 200 && last > first; attempt++) {
+        seed = seed * 1103515245u + 12345u;
+        int port = first + (int)((seed >> 8) % (unsigned)(last - first + 1));
+        if (port_is_free(port))
+            return port;
+    }
+    return -1;
+}
+
+static void set_int_env(const char *a, const char *b, int v)
+{
+    char s[32];
+    snprintf(s, sizeof s, "%d", v);
+    setenv(a, s, 1);
+    setenv(b, s, 1);
+}
+
+static pid_t spawn(int rank, int n, int port, char **cmd)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    set_int_env("ZEN_RANK", "RANK", rank);
+    set_int_env("ZEN_WORLD_SIZE", "WORLD_SIZE", n);
+    set_int_env("ZEN_LOCAL_RANK", "LOCAL_RANK", rank);
+    set_int_env("ZEN_LOCAL_SIZE", "LOCAL_WORLD_SIZE", n);
+    set_int_env("ZEN_MASTER_PORT", "MASTER_PORT", port);
+    setenv("ZEN_MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    execvp(cmd[0], cmd);
+    fprintf(stderr, "zen launch: rank %d: cannot run %s: %s\n", rank, cmd[0], strerror(errno));
+    _exit(127);
+}
+
+static int rank_of(pid_t pid, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (children[i] == pid)
+            return i;
+    return -1;
+}
+
+static void describe(int status, char *out, size_t size)
+{
+    if (WIFEXITED(status))
+        snprintf(out, size, "%d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(out, size, "%d (killed by signal %d, %s)", 128 + WTERMSIG(status),
+                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        snprintf(out, size, "%d", status);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void signal_all(int n, int sig)
+{
+    for (int i = 0; i < n; i++)
+        if (children[i] > 0)
+            kill(children[i], sig);
+}
+
+/*
+ * Wait for every child. After the first failure the others get grace_s seconds to notice and
+ * exit on their own (printing their own view of the error), then SIGTERM, then 2 s later
+ * SIGKILL. After a forwarded SIGINT/SIGTERM they get grace_s seconds before SIGKILL.
+ * Returns the launcher's exit status.
+ */
+static int supervise(int n, double grace_s)
+{
+    int alive = n, failed = 0, term_sent = 0;
+    double term_at = -1, kill_at = -1;
+    while (alive > 0) {
+        int status = 0;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid < 0 && errno != EINTR)
+            break;
+        if (pid <= 0) {
+            double now = now_s();
+            if (got_signal && kill_at < 0)
+                kill_at = now + grace_s;
+            if (term_at >= 0 && !term_sent && now >= term_at) {
+                fprintf(stderr, "zen launch: terminating the %d rank(s) still running\n", alive);
+                signal_all(n, SIGTERM);
+                term_sent = 1;
+                if (kill_at < 0)
+                    kill_at = now + 2;
+            }
+            if (kill_at >= 0 && now >= kill_at) {
+                signal_all(n, SIGKILL);
+                kill_at = now + 3600;
+            }
+            struct timespec ts = { 0, 5 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        int r = rank_of(pid, n);
+        if (r < 0)
+            continue;
+        children[r] = -1;
+        alive--;
+        int bad = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        if (bad && !term_sent && !got_signal) {
+            char s[96];
+            describe(status, s, sizeof s);
+            fprintf(stderr, "zen launch: rank %d exited with status %s\n", r, s);
+            if (term_at < 0)
+                term_at = now_s() + grace_s;
+        }
+        failed |= bad;
+    }
+    if (got_signal)
+        return 128 + got_signal;
+    return failed ? ZEN_EXIT_FAIL : ZEN_EXIT_OK;
+}
+
+int zen_cmd_launch(int argc, char **argv)
+{
+    int n = 0, port = 0;
+    double grace_s = 3;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (zen_is_help(a)) {
+            usage(stdout);
+            return ZEN_EXIT_OK;
+        }
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (i + 1 >= argc)
+            return zen_usage_error("launch", "option %s needs a value", a);
+        char *end = NULL;
+        if (strcmp(a, "-n") == 0 || strcmp(a, "--nproc") == 0) {
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > MAX_RANKS)
+                return zen_usage_error("launch", "-n must be 1..%d, not '%s'", MAX_RANKS, argv[i]);
+            n = (int)v;
+        } else if (strcmp(a, "--port") == 0) {
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 65535)
+                return zen_usage_error("launch", "--port must be 1..65535, not '%s'", argv[i]);
+            port = (int)v;
+        } else if (strcmp(a, "--grace") == 0) {
+            grace_s = strtod(argv[++i], &end);
+            if (*end || !(grace_s >= 0))
+                return zen_usage_error("launch", "--grace must be seconds >= 0, not '%s'", argv[i]);
+        } else {
+            return zen_usage_error("launch", "unknown option '%s'", a);
+        }
+    }
+    if (n == 0)
+        return zen_usage_error("launch", "missing -n N");
+    if (i >= argc)
+        return zen_usage_error("launch", "missing the command after --");
+    if (port == 0 && (port = free_port()) < 0) {
+        fprintf(stderr, "zen launch: cannot find a free port (use --port)\n");
+        return ZEN_EXIT_FAIL;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    fflush(NULL);
+    /* Signals wait until the child is recorded, so none escapes forwarding. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    for (int r = 0; r < n; r++) {
+        sigprocmask(SIG_BLOCK, &block, &old);
+        pid_t pid = spawn(r, n, port, argv + i);
+        if (pid > 0) {
+            children[r] = pid;
+            nchildren = r + 1;
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (pid < 0) {
+            fprintf(stderr, "zen launch: cannot start rank %d: %s\n", r, strerror(errno));
+            forward(SIGTERM);
+            supervise(r, grace_s);
+            return ZEN_EXIT_FAIL;
+        }
+    }
+    return supervise(n, grace_s);
+}

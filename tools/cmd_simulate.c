@@ -1,0 +1,348 @@
+/*
+ * zen simulate: predict every sparse scheme's time for 2..1024 ranks at given link speeds from
+ * the cost model and a sparsity profile (synthetic, or measured on a gradient trace), and run the
+ * real hash partitioner on real index sets at each scale to report BALANCED's imbalance. No
+ * communication happens; everything runs in this process.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zen/sparse.h>
+
+#include "cli.h"
+
+typedef struct sim_args {
+    int ranks[64];
+    int nranks;
+    double gbps[16];
+    int ngbps;
+    double lat_us;
+    uint64_t rows;
+    uint32_t width;
+    double density;
+    const char *overlap;
+    double skew; /* non-zeros fall in the first skew * rows rows */
+    const char *trace;
+    const char *tensor;
+    const char *plot;
+    uint64_t seed;
+    int json;
+} sim_args;
+
+static void help(void)
+{
+    printf("usage: zen simulate [options]\n\n"
+           "Predict each sparse-allreduce scheme's time at many rank counts from the cost model,\n"
+           "and measure BALANCED's partition imbalance by running the real hash partitioner.\n\n"
+           "  --ranks LIST       rank counts (default 2,4,8,16,32,64,128,256,512,1024)\n"
+           "  --gbps LIST        link speeds in Gbit/s (default 1,10)\n"
+           "  --lat-us X         per-message latency in microseconds (default 10)\n"
+           "  --rows N           rows of the tensor (default 1048576)\n"
+           "  --width W          values per row (default 64)\n"
+           "  --density D        fraction of rows non-zero per rank (default 0.01)\n"
+           "  --overlap MODEL    random|identical|disjoint (default random)\n"
+           "  --skew F           non-zeros only in the first F of the rows (default 1)\n"
+           "  --trace DIR        profile from a gradient trace (zen train --dump-grads)\n"
+           "  --tensor NAME      which tensor of the trace (default the first)\n"
+           "  --seed S           hash seed for the partitioner (default 1)\n"
+           "  --plot FILE.png    also draw predicted time vs ranks (python3 + matplotlib)\n"
+           "  --json             one JSON object per (ranks, gbps)\n");
+}
+
+static int parse_list(const char *s, double *out, int max)
+{
+    int n = 0;
+    char *copy = strdup(s), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save)) {
+        char *end = NULL;
+        out[n] = strtod(tok, &end);
+        if (*end != '\0' || !(out[n] > 0)) {
+            free(copy);
+            return -1;
+        }
+        n++;
+    }
+    free(copy);
+    return n;
+}
+
+static int parse_args(int argc, char **argv, sim_args *a)
+{
+    double tmp[64];
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (strcmp(o, "--json") == 0) {
+            a->json = 1;
+            takes = 0;
+        } else if (!v) {
+            return zen_usage_error("simulate", "option '%s' needs a value or is unknown", o);
+        } else if (strcmp(o, "--ranks") == 0) {
+            a->nranks = parse_list(v, tmp, 64);
+            for (int k = 0; k < a->nranks; k++)
+                a->ranks[k] = (int)tmp[k];
+            if (a->nranks <= 0)
+                return zen_usage_error("simulate", "bad --ranks '%s'", v);
+        } else if (strcmp(o, "--gbps") == 0) {
+            if ((a->ngbps = parse_list(v, a->gbps, 16)) <= 0)
+                return zen_usage_error("simulate", "bad --gbps '%s'", v);
+        } else if (strcmp(o, "--lat-us") == 0) {
+            a->lat_us = strtod(v, NULL);
+        } else if (strcmp(o, "--rows") == 0) {
+            a->rows = strtoull(v, NULL, 10);
+        } else if (strcmp(o, "--width") == 0) {
+            a->width = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(o, "--density") == 0) {
+            a->density = strtod(v, NULL);
+        } else if (strcmp(o, "--overlap") == 0) {
+            a->overlap = v;
+        } else if (strcmp(o, "--skew") == 0) {
+            a->skew = strtod(v, NULL);
+        } else if (strcmp(o, "--trace") == 0) {
+            a->trace = v;
+        } else if (strcmp(o, "--tensor") == 0) {
+            a->tensor = v;
+        } else if (strcmp(o, "--seed") == 0) {
+            a->seed = strtoull(v, NULL, 10);
+        } else if (strcmp(o, "--plot") == 0) {
+            a->plot = v;
+        } else {
+            return zen_usage_error("simulate", "unknown option '%s'", o);
+        }
+        i += takes;
+    }
+    if (a->rows == 0 || a->rows > UINT32_MAX || a->width == 0 || !(a->density > 0) ||
+        a->density > 1 || !(a->skew > 0) || a->skew > 1 || a->lat_us < 0)
+        return zen_usage_error("simulate", "need 0 < rows < 2^32, width >= 1, 0 < density <= 1, "
+                                           "0 < skew <= 1, lat-us >= 0");
+    for (int k = 0; k < a->nranks; k++)
+        if (a->ranks[k] < 1 || a->ranks[k] > 65536)
+            return zen_usage_error("simulate", "rank counts must be 1..65536");
+    return 0;
+}
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* count distinct rows spread over [0, span): the affine permutation i -> (a*i + b) mod span with
+ * gcd(a, span) = 1 visits each row once, so the first count values are distinct. */
+static uint32_t *synthetic_rows(uint64_t span, size_t count, uint64_t seed)
+{
+    uint32_t *out = malloc((count ? count : 1) * sizeof *out);
+    if (!out)
+        return NULL;
+    uint64_t a = (uint64_t)((double)span * 0.6180339887) | 1;
+    while (gcd(a, span) != 1)
+        a++;
+    uint64_t b = seed % span;
+    for (size_t i = 0; i < count; i++)
+        out[i] = (uint32_t)((a * (uint64_t)i + b) % span);
+    return out;
+}
+
+typedef struct imbalance {
+    double push;
+    double pull;
+} imbalance;
+
+static int measure_imbalance(const sim_args *a, const zen_index_sets *sets, int n,
+                             const zen_sparsity_profile *p, imbalance *out)
+{
+    if (sets) {
+        double worst = 0;
+        size_t total = 0;
+        for (int s = 0; s < sets->nsets; s++)
+            total += sets->nnz[s];
+        uint32_t *all = malloc((total ? total : 1) * sizeof *all);
+        if (!all)
+            return -1;
+        size_t k = 0;
+        for (int s = 0; s < sets->nsets; s++) {
+            double imb = 0;
+            if (zen_sparse_partition_imbalance(sets->indices[s], sets->nnz[s], n, a->seed, &imb) !=
+                ZEN_OK) {
+                free(all);
+                return -1;
+            }
+            worst = imb > worst ? imb : worst;
+            memcpy(all + k, sets->indices[s], sets->nnz[s] * sizeof *all);
+            k += sets->nnz[s];
+        }
+        out->push = worst;
+        int st = zen_sparse_partition_imbalance(all, total, n, a->seed, &out->pull);
+        free(all);
+        return st == ZEN_OK ? 0 : -1;
+    }
+    uint64_t span = (uint64_t)((double)a->rows * a->skew);
+    span = span ? span : 1;
+    size_t local = (size_t)(a->density * (double)a->rows);
+    size_t summed = (size_t)(p->gamma_n * (double)local);
+    local = local > span ? span : local;
+    summed = summed > span ? span : summed;
+    uint32_t *idx = synthetic_rows(span, summed > local ? summed : local, a->seed + 17);
+    if (!idx)
+        return -1;
+    int st = zen_sparse_partition_imbalance(idx, local, n, a->seed, &out->push);
+    if (st == ZEN_OK)
+        st = zen_sparse_partition_imbalance(idx, summed, n, a->seed, &out->pull);
+    free(idx);
+    return st == ZEN_OK ? 0 : -1;
+}
+
+static void print_row(FILE *f, const sim_args *a, int n, double gbps, const double *t,
+                      const imbalance *im, const zen_sparsity_profile *p)
+{
+    zen_sparse_scheme best = ZEN_SPARSE_BALANCED;
+    for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+        if (t[s] < t[best])
+            best = (zen_sparse_scheme)s;
+    if (a->json) {
+        fprintf(f,
+                "{\"ranks\":%d,\"gbps\":%g,\"lat_us\":%g,\"rows\":%llu,\"width\":%u,"
+                "\"density\":%g,\"gamma_n\":%.4f,\"skew\":%.3f",
+                n, gbps, a->lat_us, (unsigned long long)a->rows, a->width, p->density, p->gamma_n,
+                p->skew);
+        for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+            fprintf(f, ",\"%s_ms\":%.4f", zen_sparse_scheme_name((zen_sparse_scheme)s), t[s] * 1e3);
+        fprintf(f, ",\"best\":\"%s\",\"imbalance_push\":%.4f,\"imbalance_pull\":%.4f}\n",
+                zen_sparse_scheme_name(best), im->push, im->pull);
+        return;
+    }
+    fprintf(f, "%6d %6g %8.4f", n, gbps, p->gamma_n);
+    for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+        fprintf(f, " %12.3f", t[s] * 1e3);
+    fprintf(f, "  %-12s %6.3f %6.3f\n", zen_sparse_scheme_name(best), im->push, im->pull);
+}
+
+static int run(const sim_args *a, const zen_index_sets *sets, FILE *plot_out)
+{
+    if (!a->json) {
+        char machine[256];
+        zen_machine_line(machine, sizeof machine);
+        printf("# zen simulate: predicted ms per sparse allreduce (cost model), %s\n", machine);
+        printf("# tensor %llu x %u f32, %s, latency %g us\n", (unsigned long long)a->rows, a->width,
+               sets ? "profile from trace" : "synthetic profile", a->lat_us);
+        printf("%6s %6s %8s", "ranks", "gbps", "gamma_n");
+        for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+            printf(" %12s", zen_sparse_scheme_name((zen_sparse_scheme)s));
+        printf("  %-12s %6s %6s\n", "best", "push", "pull");
+    }
+    for (int r = 0; r < a->nranks; r++) {
+        int n = a->ranks[r];
+        zen_sparsity_profile p;
+        zen_status st = sets ? zen_sparse_profile_from_sets(sets, n, &p)
+                             : zen_sparse_profile_synthetic(n, a->density, a->overlap, &p);
+        if (st != ZEN_OK) {
+            fprintf(stderr, "zen simulate: cannot build a profile for %d ranks: %s\n", n,
+                    zen_strerror(st));
+            return ZEN_EXIT_FAIL;
+        }
+        if (!sets && a->skew < 1)
+            p.skew = 1.0 / a->skew > n ? n : 1.0 / a->skew;
+        imbalance im = { 0, 0 };
+        if (measure_imbalance(a, sets, n, &p, &im) != 0) {
+            fprintf(stderr, "zen simulate: partitioner failed at %d ranks\n", n);
+            return ZEN_EXIT_FAIL;
+        }
+        for (int g = 0; g < a->ngbps; g++) {
+            double t[ZEN_SPARSE_SCHEME_COUNT];
+            uint64_t rows = sets ? sets->rows : a->rows;
+            uint32_t width = sets ? sets->width : a->width;
+            if (zen_sparse_predict_times(n, rows, width, &p, a->gbps[g], a->lat_us, t) != ZEN_OK)
+                return ZEN_EXIT_FAIL;
+            print_row(stdout, a, n, a->gbps[g], t, &im, &p);
+            if (plot_out) {
+                sim_args as_json = *a;
+                as_json.json = 1;
+                print_row(plot_out, &as_json, n, a->gbps[g], t, &im, &p);
+            }
+        }
+        fflush(stdout);
+    }
+    return ZEN_EXIT_OK;
+}
+
+static int draw(const char *json_path, const char *png)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "python3 \"$(dirname \"$(readlink -f /proc/%d/exe)\")/../scripts/"
+             "plot_simulate.py\" '%s' '%s'",
+             (int)getpid(), json_path, png);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "zen simulate: plotting failed (needs python3-matplotlib and "
+                        "scripts/plot_simulate.py beside the build directory)\n");
+        return ZEN_EXIT_FAIL;
+    }
+    fprintf(stderr, "zen simulate: wrote %s\n", png);
+    return ZEN_EXIT_OK;
+}
+
+int zen_cmd_simulate(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (zen_is_help(argv[i])) {
+            help();
+            return ZEN_EXIT_OK;
+        }
+    sim_args a = { .nranks = 10,
+                   .ngbps = 2,
+                   .lat_us = 10,
+                   .rows = 1 << 20,
+                   .width = 64,
+                   .density = 0.01,
+                   .overlap = "random",
+                   .skew = 1,
+                   .seed = 1 };
+    const int def_ranks[10] = { 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 };
+    memcpy(a.ranks, def_ranks, sizeof def_ranks);
+    a.gbps[0] = 1;
+    a.gbps[1] = 10;
+    int rc = parse_args(argc, argv, &a);
+    if (rc != 0)
+        return rc;
+    zen_index_sets sets;
+    int have_sets = 0;
+    if (a.trace) {
+        zen_status st = zen_index_sets_from_trace(a.trace, a.tensor, &sets);
+        if (st != ZEN_OK) {
+            fprintf(stderr,
+                    "zen simulate: cannot read trace '%s': %s (expected *.zgrad files "
+                    "from `zen train --dump-grads`)\n",
+                    a.trace, zen_strerror(st));
+            return ZEN_EXIT_FAIL;
+        }
+        have_sets = 1;
+    }
+    char json_path[] = "/tmp/zen-simulate-XXXXXX";
+    FILE *plot_out = NULL;
+    if (a.plot) {
+        int fd = mkstemp(json_path);
+        plot_out = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!plot_out) {
+            fprintf(stderr, "zen simulate: cannot create a temporary file for the plot\n");
+            return ZEN_EXIT_FAIL;
+        }
+    }
+    rc = run(&a, have_sets ? &sets : NULL, plot_out);
+    if (plot_out) {
+        fclose(plot_out);
+        if (rc == ZEN_EXIT_OK)
+            rc = draw(json_path, a.plot);
+        remove(json_path);
+    }
+    if (have_sets)
+        zen_index_sets_free(&sets);
+    return rc;
+}
