@@ -79,6 +79,7 @@ static void test_allreduce(void **state)
         check_allreduce(counts[i], ZEN_ALLREDUCE_RING);
         check_allreduce(counts[i], ZEN_ALLREDUCE_RHD);
         check_allreduce(counts[i], ZEN_ALLREDUCE_AUTO);
+        check_allreduce(counts[i], ZEN_ALLREDUCE_MPI); /* MPI_Allreduce underneath */
     }
 }
 

@@ -600,13 +600,50 @@ static void test_emulation(void **state)
     zt_run_inproc(2, emulation_rank, &m);
 }
 
+/* ---- ranks that disagree on the plan fail with an error naming a peer, they do not hang ---- */
+
+static zen_status mismatch_rank(zen_comm *c, void *arg)
+{
+    (void)arg;
+    zen_tp_options o = ZEN_TP_OPTIONS_INIT;
+    o.balance = ZEN_BALANCE_MIGRATE;
+    o.period = 1000;
+    zen_tp_group *g = NULL;
+    zen_tp_linear *l = NULL;
+    ZT_CHECK(c, zen_tp_group_create(c, &o, &g) == ZEN_OK);
+    ZT_CHECK(c, zen_tp_linear_create(g, ZEN_TP_COLUMN, 8, 4, 0, &l) == ZEN_OK);
+    tp_plan p;
+    ZT_CHECK(c, tp_plan_init(&p, 2) == ZEN_OK);
+    double share = zen_comm_rank(c) == 0 ? 0.5 : 0.25; /* a deliberate disagreement */
+    p.local[0] = 1.0 - share;
+    p.mig[1] = share;
+    ZT_CHECK(c, tp_group_force_plan(g, &p) == ZEN_OK);
+    float x[2 * 8] = { 0 }, y[2 * 2];
+    zen_status st = zen_tp_linear_forward(l, x, 2, y, 1);
+    if (st != ZEN_OK && st != ZEN_EABORTED)
+        ZT_CHECK(c, strstr(zen_comm_last_error(c), "peer") != NULL);
+    tp_plan_free(&p);
+    zen_tp_linear_destroy(l);
+    zen_tp_group_destroy(g);
+    return st;
+}
+
+static void test_plan_mismatch_fails(void **state)
+{
+    (void)state;
+    zen_status rs[2];
+    zen_status st = zen_run_inproc(2, NULL, mismatch_rank, NULL, rs);
+    assert_int_not_equal(st, ZEN_OK);
+    assert_true(rs[0] == ZEN_EPROTO || rs[1] == ZEN_EPROTO);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_migrate_exact),   cmocka_unit_test(test_resize_column),
         cmocka_unit_test(test_resize_row),      cmocka_unit_test(test_priority),
         cmocka_unit_test(test_dynamic_migrate), cmocka_unit_test(test_dynamic_resize_semi),
-        cmocka_unit_test(test_emulation),
+        cmocka_unit_test(test_emulation),       cmocka_unit_test(test_plan_mismatch_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
  * configuration) and an existing checkpoint in a fresh run's directory stop the run with a
  * clear message and leave the file as it was.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,11 +181,49 @@ static void test_refusals_leave_file(void **state)
     free(before);
 }
 
+/* A checkpoint is independent of the layout: dp 2 x tp 2 can be resumed at dp 1 x tp 1 with
+ * the same global batch and continues like the uninterrupted run (up to summation order). */
+static void test_resume_other_layout(void **state)
+{
+    (void)state;
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/layout", dir);
+    zen_train_options o;
+    zen_train_result full, part, rest;
+    options(&o);
+    memset(&full, 0, sizeof full);
+    assert_int_equal(zen_train_run(&o, ds, &full), ZEN_OK);
+    options(&o);
+    o.stop_at = N;
+    o.checkpoint_dir = sub;
+    memset(&part, 0, sizeof part);
+    assert_int_equal(zen_train_run(&o, ds, &part), ZEN_OK);
+    options(&o);
+    o.dp = 1;
+    o.tp = 1;
+    o.batch = 4; /* same global batch as dp 2 x batch 2 */
+    o.resume = sub;
+    memset(&rest, 0, sizeof rest);
+    zen_status st = zen_train_run(&o, ds, &rest);
+    if (st != ZEN_OK)
+        fprintf(stderr, "resume at dp 1 x tp 1: %s\n", rest.error);
+    assert_int_equal(st, ZEN_OK);
+    assert_int_equal(rest.first_step, N);
+    for (int i = 0; i < M; i++) {
+        float a = full.losses[N + i], b = rest.losses[i];
+        assert_true(fabsf(a - b) <= 1e-4f * (1.0f + fabsf(a)));
+    }
+    zen_train_result_free(&full);
+    zen_train_result_free(&part);
+    zen_train_result_free(&rest);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resume_bit_identical),
         cmocka_unit_test(test_refusals_leave_file),
+        cmocka_unit_test(test_resume_other_layout),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -99,7 +99,7 @@ void zen_sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_p
     /* Rows in the busiest even range (at most the range itself). */
     double hot = min2(s * nnz / N, R / N), hot_n = min2(sn * nnz_n / N, R / N);
 
-    out[ZEN_SPARSE_DENSE] = 2 * n1 * a + 2 * frac * D * beta; /* 2(n-1) ring steps */
+    out[ZEN_SPARSE_DENSE] = 2 * n1 * a + 2 * frac * D * beta;   /* 2(n-1) ring steps */
     out[ZEN_SPARSE_ALLGATHER] = 2 * conc + n1 * nnz * E * beta; /* sizes, then payloads */
     out[ZEN_SPARSE_PS] = 4 * conc + n1 * (hot + hot_n) * E * beta;
     /* BALANCED: pairwise alltoall of counts, alltoallv of indices and of values, then ring

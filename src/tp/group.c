@@ -188,10 +188,12 @@ static void log_plan(const zen_tp_group *g, const tp_ctl_input *in)
     const tp_plan *p = &g->plan;
     ZEN_INFO("tp",
              "%s round %llu: %s, stragglers 0x%llx, t* %.3f ms, migration target %.3f ms + cost "
-             "%.3f ms vs resized-to-cap %.3f ms (link %.3g B/s, %.3g s/msg)",
+             "%.3f ms vs resized-to-cap %.3f ms (link %.3g B/s, %.3g s/msg); last collective: "
+             "rank %d arrived last, %.3f ms after the first",
              zen_tp_balance_name(g->opts.balance), (unsigned long long)g->decisions,
              p->kept ? "previous plan kept" : "new plan", (unsigned long long)p->straggler_mask,
-             p->tstar_ms, p->target_ms, p->cost_ms, p->capped_ms, in->bandwidth_Bps, in->latency_s);
+             p->tstar_ms, p->target_ms, p->cost_ms, p->capped_ms, in->bandwidth_Bps, in->latency_s,
+             g->last_arrival_rank, g->arrival_spread_ms);
     for (int r = 0; r < g->size; r++) {
         double migrated = 0;
         for (int a = 0; a < g->size; a++)

@@ -75,9 +75,9 @@ void zen_report_metrics(FILE *f, const zen_step_report *r)
     zen_json_number(f, "tokens_per_s", r->tokens_per_s);
     fprintf(f,
             ",\"ms_step\":%.4f,\"ms_compute\":%.4f,\"ms_comm\":%.4f,\"ms_wait\":%.4f,"
-            "\"bytes_synced\":%llu,\"bytes_dense\":%llu,\"keep_fraction\":%.6g,\"emb_rows\":%zu,"
+            "\"bytes_synced\":%llu,\"bytes_dense\":%llu,\"topk_keep\":%.6g,\"emb_rows\":%zu,"
             "\"emb_scheme\":\"%s\",\"balance\":\"%s\",\"stragglers\":%d,"
-            "\"tp_keep_fraction\":%.6g,\"migrated_cols\":%ld}\n",
+            "\"keep_fraction\":%.6g,\"migrated_cols\":%ld}\n",
             r->ms_step, r->ms_compute, r->ms_comm, r->ms_wait, (unsigned long long)r->bytes_synced,
             (unsigned long long)r->bytes_dense, r->keep_fraction, r->emb_rows,
             r->emb_scheme ? r->emb_scheme : "none", r->balance ? r->balance : "none", r->stragglers,

@@ -46,8 +46,21 @@ typedef struct mpi_hdr {
     uint64_t len;
 } mpi_hdr;
 
+/* MPI communicators for native collectives, one per distinct member list (zen sub-communicators
+ * map to these), created on first use. */
+#define NATIVE_CACHE 16
+
+typedef struct native_comm {
+    int n;
+    uint64_t key; /* hash of the member list */
+    MPI_Comm comm;
+} native_comm;
+
 typedef struct mpi_state {
     MPI_Comm comm;
+    native_comm native[NATIVE_CACHE];
+    int native_count;
+    pthread_mutex_t native_lock;
     zen_mailbox *mailbox;
     pthread_t progress;
     int progress_running;
@@ -219,9 +232,102 @@ static void mpi_abort(zen_transport *t, zen_status status, const char *reason)
     zen_mailbox_fail_all(s->mailbox, status == ZEN_OK ? ZEN_EABORTED : status, why);
 }
 
+static uint64_t members_key(const int *world_ranks, int n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint64_t)(unsigned)world_ranks[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The MPI communicator of exactly these members, in this order (collective over them the first
+ * time: MPI_Comm_create_group involves only the group's members). */
+static zen_status native_comm_for(zen_transport *t, const int *world_ranks, int n, MPI_Comm *out)
+{
+    mpi_state *s = STATE(t);
+    uint64_t key = members_key(world_ranks, n);
+    zen_status st = ZEN_OK;
+    pthread_mutex_lock(&s->native_lock);
+    for (int i = 0; i < s->native_count; i++) {
+        if (s->native[i].n == n && s->native[i].key == key) {
+            *out = s->native[i].comm;
+            pthread_mutex_unlock(&s->native_lock);
+            return ZEN_OK;
+        }
+    }
+    if (s->native_count == NATIVE_CACHE) {
+        st = zen_transport_fail(t, ZEN_EUNSUPPORTED,
+                                "more than %d communicators use native "
+                                "MPI collectives",
+                                NATIVE_CACHE);
+    } else {
+        MPI_Group world, group;
+        MPI_Comm_group(s->comm, &world);
+        MPI_Group_incl(world, n, world_ranks, &group);
+        int rc = MPI_Comm_create_group(s->comm, group, 7, out);
+        MPI_Group_free(&group);
+        MPI_Group_free(&world);
+        if (rc != MPI_SUCCESS) {
+            st = mpi_error(t, rc, "MPI_Comm_create_group with", world_ranks[0]);
+        } else {
+            MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+            s->native[s->native_count++] = (native_comm){ n, key, *out };
+        }
+    }
+    pthread_mutex_unlock(&s->native_lock);
+    return st;
+}
+
+static zen_status mpi_native_allreduce(zen_transport *t, const int *world_ranks, int n,
+                                       const void *sendbuf, void *recvbuf, size_t count,
+                                       zen_dtype dtype, zen_op op)
+{
+    static const MPI_Op ops[] = {
+        [ZEN_SUM] = MPI_SUM, [ZEN_PROD] = MPI_PROD, [ZEN_MIN] = MPI_MIN, [ZEN_MAX] = MPI_MAX
+    };
+    MPI_Datatype type;
+    switch (dtype) {
+    case ZEN_F32:
+        type = MPI_FLOAT;
+        break;
+    case ZEN_F64:
+        type = MPI_DOUBLE;
+        break;
+    case ZEN_I32:
+        type = MPI_INT32_T;
+        break;
+    case ZEN_I64:
+        type = MPI_INT64_T;
+        break;
+    default:
+        return zen_transport_fail(t, ZEN_EUNSUPPORTED, "MPI has no %s allreduce",
+                                  zen_dtype_name(dtype));
+    }
+    if ((unsigned)op > ZEN_MAX)
+        return zen_transport_fail(t, ZEN_EINVAL, "native allreduce of op %d", (int)op);
+    MPI_Comm comm;
+    zen_status st = native_comm_for(t, world_ranks, n, &comm);
+    if (st != ZEN_OK)
+        return st;
+    /* MPI counts are ints: reduce in slices of at most INT_MAX elements. */
+    size_t esize = zen_dtype_size(dtype);
+    for (size_t done = 0; done < count;) {
+        size_t part = count - done < 0x7fffffff ? count - done : 0x7fffffff;
+        const void *src = sendbuf == recvbuf ? MPI_IN_PLACE : (const char *)sendbuf + done * esize;
+        int rc = MPI_Allreduce(src, (char *)recvbuf + done * esize, (int)part, type, ops[op], comm);
+        if (rc != MPI_SUCCESS)
+            return mpi_error(t, rc, "MPI_Allreduce with", world_ranks[0]);
+        done += part;
+    }
+    return ZEN_OK;
+}
+
 static void mpi_destroy(zen_transport *t)
 {
     mpi_state *s = STATE(t);
+    for (int i = 0; i < s->native_count; i++)
+        MPI_Comm_free(&s->native[i].comm);
+    pthread_mutex_destroy(&s->native_lock);
     if (s->progress_running) {
         mpi_hdr h = { HDR_MAGIC, HDR_SHUTDOWN, 0, 0 };
         MPI_Send(&h, (int)sizeof h, MPI_BYTE, t->rank, MPI_TAG_HDR, s->comm);
@@ -248,6 +354,7 @@ static const zen_transport_ops mpi_ops = {
     .abort = mpi_abort,
     .destroy = mpi_destroy,
     .send_raw = NULL,
+    .native_allreduce = mpi_native_allreduce,
 };
 
 static void finalize_at_exit(void)
@@ -297,6 +404,7 @@ zen_status zen_transport_mpi_create(zen_transport **out)
     }
     s->comm = MPI_COMM_NULL;
     s->initialized_mpi = here;
+    pthread_mutex_init(&s->native_lock, NULL);
     int rank = 0, size = 1;
     MPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
     MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
