@@ -24,7 +24,7 @@ build-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 run: build
-	./$(BUILD)/zen bench allreduce --ranks 4 -c -b 1K -e 16M
+	./$(BUILD)/zen train
 
 test-fast: build
 	cd $(BUILD) && ctest $(CTEST_ARGS)

@@ -142,10 +142,8 @@ static void test_failure_names_peer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_p2p_ring),
-        cmocka_unit_test(test_fifo_and_truncation),
-        cmocka_unit_test(test_wait_timeout),
-        cmocka_unit_test(test_split),
+        cmocka_unit_test(test_p2p_ring),           cmocka_unit_test(test_fifo_and_truncation),
+        cmocka_unit_test(test_wait_timeout),       cmocka_unit_test(test_split),
         cmocka_unit_test(test_failure_names_peer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

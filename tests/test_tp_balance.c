@@ -637,6 +637,36 @@ static void test_plan_mismatch_fails(void **state)
     assert_true(rs[0] == ZEN_EPROTO || rs[1] == ZEN_EPROTO);
 }
 
+/* ---- the step time estimate caps scheduler spikes at 3x the median time per flop ---- */
+
+static zen_status spikes_rank(zen_comm *c, void *arg)
+{
+    (void)arg;
+    zen_tp_group *g = NULL;
+    ZT_CHECK(c, zen_tp_group_create(c, NULL, &g) == ZEN_OK);
+    for (int i = 0; i < 11; i++) {
+        g->samples[i].flops = 1000.0 * (i + 1);
+        g->samples[i].ns = g->samples[i].flops * (i == 4 ? 100.0 : 1.0); /* one spike */
+        g->samples[i].scale = 2.0;
+        g->step_norm_ns += g->samples[i].ns * 2.0;
+    }
+    g->nsamples = 11;
+    double want = 0;
+    for (int i = 0; i < 11; i++)
+        want += 2.0 * 1000.0 * (i + 1) * (i == 4 ? 3.0 : 1.0);
+    ZT_CHECK(c, fabs(tp_step_norm_ns(g) - want) < 1e-6 * want);
+    g->samples[4].ns = g->samples[4].flops * 2.5; /* moderate slowness is kept as measured */
+    ZT_CHECK(c, fabs(tp_step_norm_ns(g) - (want - 2.0 * 5000 * 0.5)) < 1e-6 * want);
+    zen_tp_group_destroy(g);
+    return ZEN_OK;
+}
+
+static void test_spike_filter(void **state)
+{
+    (void)state;
+    zt_run_inproc(1, spikes_rank, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -644,6 +674,7 @@ int main(void)
         cmocka_unit_test(test_resize_row),      cmocka_unit_test(test_priority),
         cmocka_unit_test(test_dynamic_migrate), cmocka_unit_test(test_dynamic_resize_semi),
         cmocka_unit_test(test_emulation),       cmocka_unit_test(test_plan_mismatch_fails),
+        cmocka_unit_test(test_spike_filter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,12 +2,12 @@
 #ifndef ZEN_TESTUTIL_H
 #define ZEN_TESTUTIL_H
 
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
 #include <zen/comm.h>
 
 /* Run fn on nranks inproc ranks and fail the test unless every rank returns ZEN_OK. */
@@ -18,12 +18,12 @@ uint64_t zt_rand(uint64_t *state);
 
 /* Fail the calling rank with a message when cond is false (for use inside rank functions, where
  * cmocka's asserts must not longjmp out of a thread). */
-#define ZT_CHECK(comm, cond)                                                                       \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            zt_report(comm, __FILE__, __LINE__, #cond);                                            \
-            return ZEN_EINTERNAL;                                                                  \
-        }                                                                                          \
+#define ZT_CHECK(comm, cond)                            \
+    do {                                                \
+        if (!(cond)) {                                  \
+            zt_report(comm, __FILE__, __LINE__, #cond); \
+            return ZEN_EINTERNAL;                       \
+        }                                               \
     } while (0)
 
 void zt_report(zen_comm *comm, const char *file, int line, const char *what);

@@ -7,8 +7,8 @@
 
 #include <stdio.h>
 
-#define ZEN_EXIT_OK 0
-#define ZEN_EXIT_FAIL 1
+#define ZEN_EXIT_OK    0
+#define ZEN_EXIT_FAIL  1
 #define ZEN_EXIT_USAGE 2
 
 /* Each subcommand: argv[0] is the subcommand name. */

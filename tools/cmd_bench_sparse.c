@@ -73,6 +73,7 @@ typedef struct sb_result {
     double p50_us;
     double max_sent, max_recv;
     double imb_push, imb_pull;
+    double predicted_us[ZEN_SPARSE_SCHEME_COUNT]; /* AUTO's cost model, per scheme (0: none) */
 } sb_result;
 
 typedef struct sb_shared {
@@ -362,7 +363,9 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
     int me = zen_comm_rank(comm);
     int total_iters = cfg->warmup + cfg->iters;
     double *times = calloc((size_t)cfg->iters + 1, sizeof *times);
-    double agg[6] = { 0 }; /* bad, sent, recv, push, pull, chosen */
+    /* bad, sent, recv, push, pull, chosen, then the cost model's predictions (AUTO only; summed
+     * over the tensors of a trace) */
+    double agg[6 + ZEN_SPARSE_SCHEME_COUNT] = { 0 };
     size_t maxcount = 0;
     for (size_t ci = 0; ci < sh->ncases; ci++) {
         size_t cnt = (size_t)sh->cases[ci].rows * sh->cases[ci].width;
@@ -407,6 +410,8 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
                 if (stats.imbalance_pull > agg[4])
                     agg[4] = stats.imbalance_pull;
                 agg[5] = stats.scheme;
+                for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++)
+                    agg[6 + k] += stats.predicted_s[k];
             }
         }
         if (it >= cfg->warmup)
@@ -415,7 +420,7 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
     if (st == ZEN_OK)
         st = bench_max_over_ranks(comm, times, (size_t)cfg->iters);
     if (st == ZEN_OK)
-        st = bench_max_over_ranks(comm, agg, 6);
+        st = bench_max_over_ranks(comm, agg, 6 + ZEN_SPARSE_SCHEME_COUNT);
     if (st == ZEN_OK) {
         res->scheme = scheme;
         res->verified = agg[0] == 0;
@@ -425,6 +430,8 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
         res->imb_push = agg[3];
         res->imb_pull = agg[4];
         res->chosen = (int)agg[5];
+        for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++)
+            res->predicted_us[k] = agg[6 + k] * 1e6;
     }
     free(times);
     free(out);
@@ -482,11 +489,14 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
     }
     density /= (double)sh->ncases;
     double t_dense = 0, t_ag = 0;
+    const double *pred = NULL; /* the cost model's predictions, when AUTO ran */
     for (int i = 0; i < sh->nresults; i++) {
         if (sh->results[i].scheme == ZEN_SPARSE_DENSE)
             t_dense = sh->results[i].p50_us;
         if (sh->results[i].scheme == ZEN_SPARSE_ALLGATHER)
             t_ag = sh->results[i].p50_us;
+        if (sh->results[i].scheme == ZEN_SPARSE_AUTO && n > 1)
+            pred = sh->results[i].predicted_us;
     }
     const char *overlap = cfg->trace ? "trace" : overlap_names[cfg->overlap];
     if (!cfg->json) {
@@ -503,9 +513,9 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
         printf("\n# per call: nnz/rank %.0f, nnz of sum %.0f, %zu tensor(s) | iters %d warmup %d "
                "| ideal = (n-1)/n (nnz/rank + nnz sum)(4+4w) bytes = %.0f\n",
                nnz_avg, nnz_sum, sh->ncases, cfg->iters, cfg->warmup, ideal);
-        printf("%-22s %8s %12s %14s %14s %9s %8s %8s %9s %9s\n", "scheme", "verified", "p50_us",
-               "max_sent_B", "max_recv_B", "sent/ideal", "imb_push", "imb_pull", "vs_dense",
-               "vs_allgth");
+        printf("%-22s %8s %12s %11s %14s %14s %9s %8s %8s %9s %9s\n", "scheme", "verified",
+               "p50_us", "model_us", "max_sent_B", "max_recv_B", "sent/ideal", "imb_push",
+               "imb_pull", "vs_dense", "vs_allgth");
     }
     for (int i = 0; i < sh->nresults; i++) {
         const sb_result *r = &sh->results[i];
@@ -513,6 +523,7 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
         double va = t_ag > 0 && r->p50_us > 0 ? t_ag / r->p50_us : 0;
         const char *name = zen_sparse_scheme_name((zen_sparse_scheme)r->scheme);
         const char *chosen = zen_sparse_scheme_name((zen_sparse_scheme)r->chosen);
+        double model = pred ? pred[r->scheme == ZEN_SPARSE_AUTO ? r->chosen : r->scheme] : 0;
         if (cfg->json) {
             printf("{\"scheme\":\"%s\",\"chosen\":\"%s\",\"ranks\":%d,\"rows\":%llu,\"width\":%u,"
                    "\"density\":%.6g,\"overlap\":\"%s\",\"zipf_s\":%.4g,\"skew\":%.4g,"
@@ -528,11 +539,15 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
             else
                 printf("\"speedup_vs_dense\":null,");
             if (va > 0)
-                printf("\"speedup_vs_allgather\":%.4f}\n", va);
+                printf("\"speedup_vs_allgather\":%.4f,", va);
             else
-                printf("\"speedup_vs_allgather\":null}\n");
+                printf("\"speedup_vs_allgather\":null,");
+            if (model > 0)
+                printf("\"model_us\":%.3f}\n", model);
+            else
+                printf("\"model_us\":null}\n");
         } else {
-            char label[40], vds[16] = "-", vas[16] = "-";
+            char label[40], vds[16] = "-", vas[16] = "-", ms[24] = "-";
             if (r->scheme == ZEN_SPARSE_AUTO)
                 snprintf(label, sizeof label, "auto->%s", chosen);
             else
@@ -541,8 +556,10 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
                 snprintf(vds, sizeof vds, "%.2fx", vd);
             if (va > 0)
                 snprintf(vas, sizeof vas, "%.2fx", va);
-            printf("%-22s %8s %12.1f %14.0f %14.0f %9.2f %8.3f %8.3f %9s %9s\n", label,
-                   r->verified ? "yes" : "NO", r->p50_us, r->max_sent, r->max_recv,
+            if (model > 0)
+                snprintf(ms, sizeof ms, "%.1f", model);
+            printf("%-22s %8s %12.1f %11s %14.0f %14.0f %9.2f %8.3f %8.3f %9s %9s\n", label,
+                   r->verified ? "yes" : "NO", r->p50_us, ms, r->max_sent, r->max_recv,
                    ideal > 0 ? r->max_sent / ideal : 0, r->imb_push, r->imb_pull, vds, vas);
         }
     }
@@ -581,9 +598,12 @@ static void help(void)
         "by any rank in one call (including the call's small control messages). ideal: a\n"
         "perfectly balanced push/pull with COO, (n-1)/n (nnz/rank + nnz of sum)(4+4w) bytes.\n"
         "imb_push/imb_pull: paper Def. 8 (1 = perfect; 0 = not applicable to the scheme).\n"
+        "model_us: the cost model's prediction (network only, src/sparse/cost.c) as AUTO saw it\n"
+        "on its last call, shown when auto is among the schemes; ZEN_NET_GBPS and\n"
+        "ZEN_NET_LAT_US set the network it assumes.\n"
         "\nJSON fields: scheme, chosen, ranks, rows, width, density, overlap, zipf_s, skew,\n"
         "tensors, transport, verified, time_us_p50, max_bytes_sent, max_bytes_recv, ideal_bytes,\n"
-        "imbalance_push, imbalance_pull, speedup_vs_dense, speedup_vs_allgather.\n");
+        "imbalance_push, imbalance_pull, speedup_vs_dense, speedup_vs_allgather, model_us.\n");
 }
 
 static int launched(void)

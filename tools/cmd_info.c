@@ -1,6 +1,7 @@
 /* zen info: version, build features and the tunables registry. */
 #include <stdio.h>
 #include <string.h>
+
 #include <zen/comm.h>
 
 #include "cli.h"

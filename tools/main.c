@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
 #include <zen/zen.h>
 
 #include "cli.h"

@@ -75,6 +75,5 @@ void zen_machine_line(char *out, size_t size)
     struct utsname u;
     if (uname(&u) != 0)
         snprintf(u.release, sizeof u.release, "?");
-    snprintf(out, size, "%ld cores, %s, Linux %s", sysconf(_SC_NPROCESSORS_ONLN), model,
-             u.release);
+    snprintf(out, size, "%ld cores, %s, Linux %s", sysconf(_SC_NPROCESSORS_ONLN), model, u.release);
 }

@@ -55,7 +55,10 @@ typedef struct zen_comm_options {
     double timeout_s;
 } zen_comm_options;
 
-#define ZEN_COMM_OPTIONS_INIT {ZEN_TRANSPORT_AUTO, -1, -1, NULL, 0, NULL, 0.0}
+#define ZEN_COMM_OPTIONS_INIT                          \
+    {                                                  \
+        ZEN_TRANSPORT_AUTO, -1, -1, NULL, 0, NULL, 0.0 \
+    }
 
 /*
  * Create a communicator. Collective: every rank of the world calls it. On success *out owns the
@@ -125,11 +128,12 @@ void zen_comm_reset_stats(zen_comm *comm);
  * ZEN_ARRIVAL_HISTORY collectives are kept.
  */
 #define ZEN_ARRIVAL_HISTORY 64
+
 typedef struct zen_arrival {
-    uint64_t seq;        /* collective sequence number on this communicator (same on all ranks) */
-    const char *op;      /* static name of the collective */
-    int64_t arrive_ns;   /* when this rank entered the call */
-    int64_t leave_ns;    /* when it returned */
+    uint64_t seq;      /* collective sequence number on this communicator (same on all ranks) */
+    const char *op;    /* static name of the collective */
+    int64_t arrive_ns; /* when this rank entered the call */
+    int64_t leave_ns;  /* when it returned */
 } zen_arrival;
 
 /* Copy up to max of this rank's most recent arrivals, newest last; *count gets how many. Local. */
@@ -198,8 +202,8 @@ zen_status zen_allreduce_with(zen_comm *comm, const void *sendbuf, void *recvbuf
 zen_allreduce_algo zen_allreduce_choice(const zen_comm *comm, size_t count, zen_dtype dtype);
 
 /* sendbuf holds size*recvcount elements; rank r receives the reduction of block r. */
-zen_status zen_reduce_scatter(zen_comm *comm, const void *sendbuf, void *recvbuf,
-                              size_t recvcount, zen_dtype dtype, zen_op op);
+zen_status zen_reduce_scatter(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t recvcount,
+                              zen_dtype dtype, zen_op op);
 
 /* sendbuf holds sum(recvcounts) elements, blocks in rank order; rank r receives block r. */
 zen_status zen_reduce_scatterv(zen_comm *comm, const void *sendbuf, void *recvbuf,

@@ -38,7 +38,7 @@ typedef struct zen_sparse_tensor {
     uint32_t width;
     size_t nnz;
     zen_index_type index_type;
-    const void *indices; /* nnz entries of index_type */
+    const void *indices;  /* nnz entries of index_type */
     zen_dtype value_type; /* ZEN_F32 or ZEN_BF16 */
     const void *values;   /* nnz * width entries of value_type */
 } zen_sparse_tensor;
@@ -74,12 +74,32 @@ zen_status zen_sparse_scheme_parse(const char *name, zen_sparse_scheme *out);
 /* Options; initialise with ZEN_SPARSE_OPTIONS_INIT. */
 typedef struct zen_sparse_options {
     zen_sparse_scheme scheme;
-    int average;         /* 1: divide the sum by the rank count (f32 division of the sum) */
-    const char *key;     /* identifies a recurring tensor for sparsity profiling (AUTO); may be NULL */
-    int threads;         /* hierarchical-hashing threads for BALANCED; <= 1: single-threaded */
+    int average;     /* 1: divide the sum by the rank count (f32 division of the sum) */
+    const char *key; /* identifies a recurring tensor for sparsity profiling (AUTO); may be NULL */
+    int threads;     /* hierarchical-hashing threads for BALANCED; <= 1: single-threaded */
+    /* -- hierarchical sync across hosts (hier-host) -- */
+    int hierarchy;      /* zen_sparse_hierarchy: AUTO (cost model), OFF (flat) or ON */
+    int ranks_per_host; /* > 0: emulate hosts of this many consecutive ranks (the last host may
+                         * be smaller); 0: ZEN_SPARSE_RANKS_PER_HOST, else the launcher's grouping
+                         */
 } zen_sparse_options;
 
-#define ZEN_SPARSE_OPTIONS_INIT {ZEN_SPARSE_AUTO, 0, NULL, 1}
+/*
+ * Hierarchical form (ZEN section 7.1): dense reduce-scatter inside each host, the chosen sparse
+ * scheme across hosts among the ranks holding the same shard of rows, dense or sparse allgather
+ * inside the host. AUTO takes it when the cost model predicts it faster than the flat scheme; it
+ * always stays flat on one host or with one rank per host. Densifies rows x width floats.
+ */
+typedef enum zen_sparse_hierarchy {
+    ZEN_SPARSE_HIER_AUTO = 0,
+    ZEN_SPARSE_HIER_OFF = 1,
+    ZEN_SPARSE_HIER_ON = 2
+} zen_sparse_hierarchy;
+
+#define ZEN_SPARSE_OPTIONS_INIT                              \
+    {                                                        \
+        ZEN_SPARSE_AUTO, 0, NULL, 1, ZEN_SPARSE_HIER_AUTO, 0 \
+    }
 
 /* Phases timed in the statistics. */
 typedef enum zen_sparse_phase {
@@ -94,47 +114,50 @@ typedef enum zen_sparse_phase {
 
 /* Per-call statistics, filled on every rank (may be NULL). */
 typedef struct zen_sparse_stats {
-    zen_sparse_scheme scheme;  /* scheme actually used */
+    zen_sparse_scheme scheme; /* scheme actually used */
     double phase_us[ZEN_PHASE_COUNT];
     double total_us;
-    uint64_t bytes_sent;       /* by this rank */
+    uint64_t bytes_sent; /* by this rank */
     uint64_t bytes_recv;
     uint64_t msgs_sent;
     uint64_t msgs_recv;
-    double imbalance_push;     /* paper Def. 8; 1 is perfect, 0 when not applicable */
+    double imbalance_push; /* paper Def. 8; 1 is perfect, 0 when not applicable */
     double imbalance_pull;
-    size_t nnz_in;             /* local nnz after coalescing */
-    size_t nnz_out;            /* nnz of the result */
+    size_t nnz_in;  /* local nnz after coalescing */
+    size_t nnz_out; /* nnz of the result */
     /* cost model: predicted seconds per scheme (0 = not predicted) and the profile used */
     double predicted_s[ZEN_SPARSE_SCHEME_COUNT];
-    double density;            /* local density d_G */
-    double gamma_n;            /* densification ratio gamma^n */
-    double skew;               /* skewness ratio over n even ranges */
+    double density; /* local density d_G */
+    double gamma_n; /* densification ratio gamma^n */
+    double skew;    /* skewness ratio over n even ranges */
+    /* -- hierarchical sync across hosts: scheme is then the one used across hosts, and the byte
+     *    and message counts include the intra- and inter-host sub-communicators -- */
+    int hierarchical;        /* 1: the hierarchical form ran */
+    int hosts;               /* hosts seen (0: grouping not looked at) */
+    double predicted_hier_s; /* cost model's time of the hierarchical form (0: not predicted) */
 } zen_sparse_stats;
 
 /*
  * Sum the sparse tensors of all ranks into the dense buffer out_dense (rows * width f32, written
  * whole, zeros where no rank has a non-zero). out_dense must not alias the input.
  */
-zen_status zen_sparse_allreduce_dense(zen_comm *comm, const zen_sparse_tensor *in,
-                                      float *out_dense, const zen_sparse_options *opts,
-                                      zen_sparse_stats *stats);
+zen_status zen_sparse_allreduce_dense(zen_comm *comm, const zen_sparse_tensor *in, float *out_dense,
+                                      const zen_sparse_options *opts, zen_sparse_stats *stats);
 
 /* Same, into a library-allocated sorted sparse result (*out filled; free it with
  * zen_sparse_result_free). Rows whose sum cancels to exactly zero may be absent. */
-zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in,
-                                zen_sparse_result *out, const zen_sparse_options *opts,
-                                zen_sparse_stats *stats);
+zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in, zen_sparse_result *out,
+                                const zen_sparse_options *opts, zen_sparse_stats *stats);
 
 /* ---- Prediction at any scale without communication (what `zen simulate` uses). ---- */
 
 /* A sparsity profile: what the cost model needs to know about a recurring sparse tensor. */
 typedef struct zen_sparsity_profile {
-    double density;    /* d_G: mean local fraction of non-zero rows */
-    int levels;        /* gamma[0..levels) are valid */
-    double gamma[32];  /* gamma[i] = gamma^(2^i): density of a sum over 2^i ranks / d_G */
-    double gamma_n;    /* gamma^n for the rank count the profile was made for */
-    double skew;       /* n * max over n even row ranges of the non-zeros in it / all; >= 1 */
+    double density;   /* d_G: mean local fraction of non-zero rows */
+    int levels;       /* gamma[0..levels) are valid */
+    double gamma[32]; /* gamma[i] = gamma^(2^i): density of a sum over 2^i ranks / d_G */
+    double gamma_n;   /* gamma^n for the rank count the profile was made for */
+    double skew;      /* n * max over n even row ranges of the non-zeros in it / all; >= 1 */
 } zen_sparsity_profile;
 
 /* Index sets (one per rank and step) of a sparse tensor, e.g. loaded from a gradient trace. */
@@ -167,8 +190,8 @@ zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
 /* Predicted seconds of every scheme (seconds[ZEN_SPARSE_AUTO] = the cheapest) on nranks ranks
  * for a rows x width f32 tensor, at gbps Gbit/s per link and lat_us per message. */
 zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
-                                    const zen_sparsity_profile *profile, double gbps,
-                                    double lat_us, double seconds[ZEN_SPARSE_SCHEME_COUNT]);
+                                    const zen_sparsity_profile *profile, double gbps, double lat_us,
+                                    double seconds[ZEN_SPARSE_SCHEME_COUNT]);
 
 /* Run the real hierarchical-hash partitioner (BALANCED's push) on indices for nranks owners and
  * return the imbalance ratio n * max owner load / nnz (1 = perfect). Duplicates count each time. */

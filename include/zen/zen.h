@@ -22,9 +22,9 @@
 extern "C" {
 #endif
 
-#define ZEN_VERSION_MAJOR 0
-#define ZEN_VERSION_MINOR 1
-#define ZEN_VERSION_PATCH 0
+#define ZEN_VERSION_MAJOR  0
+#define ZEN_VERSION_MINOR  1
+#define ZEN_VERSION_PATCH  0
 #define ZEN_VERSION_STRING "0.1.0"
 
 /* Runtime version as MAJOR*10000 + MINOR*100 + PATCH, to compare with the header's macros. */
@@ -37,20 +37,20 @@ int zen_version(void);
  */
 typedef enum zen_status {
     ZEN_OK = 0,
-    ZEN_EINVAL = -1,     /* invalid argument; the call had no effect */
-    ZEN_ENOMEM = -2,     /* allocation failed */
-    ZEN_ESYS = -3,       /* an operating-system call failed (errno in the last error) */
-    ZEN_ETIMEDOUT = -4,  /* a blocking wait passed its deadline; the message names the peer */
-    ZEN_EPEER = -5,      /* a peer closed its connection or died */
-    ZEN_EPROTO = -6,     /* bad bytes on the wire: magic, version, length or a count mismatch */
-    ZEN_EABORTED = -7,   /* the communicator was aborted */
+    ZEN_EINVAL = -1,       /* invalid argument; the call had no effect */
+    ZEN_ENOMEM = -2,       /* allocation failed */
+    ZEN_ESYS = -3,         /* an operating-system call failed (errno in the last error) */
+    ZEN_ETIMEDOUT = -4,    /* a blocking wait passed its deadline; the message names the peer */
+    ZEN_EPEER = -5,        /* a peer closed its connection or died */
+    ZEN_EPROTO = -6,       /* bad bytes on the wire: magic, version, length or a count mismatch */
+    ZEN_EABORTED = -7,     /* the communicator was aborted */
     ZEN_EUNSUPPORTED = -8, /* the operation, dtype or transport is not available in this build */
-    ZEN_EBUSY = -9,      /* a resource (port, file) is in use */
-    ZEN_EIO = -10,       /* reading or writing a file failed */
-    ZEN_ECORRUPT = -11,  /* a file failed its checksum or format check */
-    ZEN_EMISMATCH = -12, /* ranks disagree (shapes, configuration, checkpoint config) */
-    ZEN_EINTERNAL = -13, /* a bug in zen: please report it with the last error text */
-    ZEN_EINPROGRESS = 1, /* a nonblocking operation has not finished yet (not an error) */
+    ZEN_EBUSY = -9,        /* a resource (port, file) is in use */
+    ZEN_EIO = -10,         /* reading or writing a file failed */
+    ZEN_ECORRUPT = -11,    /* a file failed its checksum or format check */
+    ZEN_EMISMATCH = -12,   /* ranks disagree (shapes, configuration, checkpoint config) */
+    ZEN_EINTERNAL = -13,   /* a bug in zen: please report it with the last error text */
+    ZEN_EINPROGRESS = 1,   /* a nonblocking operation has not finished yet (not an error) */
 } zen_status;
 
 /* Static English description of a status ("invalid argument"). Never NULL. Thread safe. */

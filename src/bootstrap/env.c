@@ -46,10 +46,10 @@ static zen_status read_int(const char *const *names, long lo, long hi, int *out,
 
 zen_status zen_env_read(zen_env_info *info, const char **bad)
 {
-    static const char *const rank_vars[] = { "ZEN_RANK", "RANK", "OMPI_COMM_WORLD_RANK",
-                                             "PMI_RANK", NULL };
-    static const char *const size_vars[] = { "ZEN_WORLD_SIZE", "WORLD_SIZE",
-                                             "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL };
+    static const char *const rank_vars[] = { "ZEN_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                             NULL };
+    static const char *const size_vars[] = { "ZEN_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE",
+                                             "PMI_SIZE", NULL };
     static const char *const lrank_vars[] = { "ZEN_LOCAL_RANK", "LOCAL_RANK",
                                               "OMPI_COMM_WORLD_LOCAL_RANK", NULL };
     static const char *const lsize_vars[] = { "ZEN_LOCAL_SIZE", "LOCAL_WORLD_SIZE",

@@ -106,8 +106,8 @@ void zen_coll_req_drop(zen_comm *comm, zen_treq *req)
         comm->transport->ops->req_free(comm->transport, req);
 }
 
-zen_status zen_coll_wait(zen_comm *comm, const zen_coll *cc, zen_treq *req, int peer,
-                         size_t expect, size_t *got)
+zen_status zen_coll_wait(zen_comm *comm, const zen_coll *cc, zen_treq *req, int peer, size_t expect,
+                         size_t *got)
 {
     if (!req)
         return ZEN_OK;

@@ -131,10 +131,9 @@ static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
                               "ZEN_WORLD_SIZE (or RANK/WORLD_SIZE), or use `zen launch`");
             return ZEN_EINVAL;
         }
-        return zen_transport_tcp_create(rank, size, o->master_addr ? o->master_addr
-                                                                   : env->master_addr,
-                                        o->master_port > 0 ? o->master_port : env->master_port,
-                                        timeout_s, t);
+        return zen_transport_tcp_create(
+            rank, size, o->master_addr ? o->master_addr : env->master_addr,
+            o->master_port > 0 ? o->master_port : env->master_port, timeout_s, t);
     case ZEN_TRANSPORT_MPI:
         return zen_transport_mpi_create(t);
     case ZEN_TRANSPORT_AUTO:
@@ -285,6 +284,8 @@ void zen_comm_destroy(zen_comm *comm)
 {
     if (!comm)
         return;
+    if (comm->sparse_hier_free) /* sub-communicators of the sparse module, before the transport */
+        comm->sparse_hier_free(comm->sparse_hier);
     if (comm->owns_transport && comm->transport)
         comm->transport->ops->destroy(comm->transport);
     zen_free(comm->world_ranks);
@@ -361,8 +362,8 @@ zen_status zen_comm_arrivals(const zen_comm *comm, zen_arrival *out, size_t max,
 {
     if (!comm || (!out && max) || !count)
         return ZEN_EINVAL;
-    uint64_t have = comm->arrival_count < ZEN_ARRIVAL_HISTORY ? comm->arrival_count
-                                                              : ZEN_ARRIVAL_HISTORY;
+    uint64_t have =
+        comm->arrival_count < ZEN_ARRIVAL_HISTORY ? comm->arrival_count : ZEN_ARRIVAL_HISTORY;
     size_t n = have < max ? (size_t)have : max;
     for (size_t i = 0; i < n; i++)
         out[i] = comm->arrivals[(comm->arrival_count - n + i) % ZEN_ARRIVAL_HISTORY];

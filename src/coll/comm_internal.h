@@ -12,31 +12,36 @@
 #define ZEN_COLL_COMM_INTERNAL_H
 
 #include <stdint.h>
+
 #include <zen/comm.h>
 
 #include "transport/transport.h"
 
 struct zen_comm {
     zen_transport *transport;
-    int owns_transport;   /* root communicator: destroys the transport */
+    int owns_transport;      /* root communicator: destroys the transport */
     zen_inproc_world *world; /* inproc world (not owned) */
     zen_transport_kind kind;
     int rank;
     int size;
-    int *world_ranks;     /* communicator rank -> transport (world) rank */
-    uint32_t ctx;         /* context id: high 32 bits of every tag */
-    uint64_t coll_seq;    /* collectives started; the same on every rank */
-    uint32_t split_seq;   /* splits done, to derive child context ids */
-    int depth;            /* nesting of collectives (sparse calls dense ones) */
+    int *world_ranks;   /* communicator rank -> transport (world) rank */
+    uint32_t ctx;       /* context id: high 32 bits of every tag */
+    uint64_t coll_seq;  /* collectives started; the same on every rank */
+    uint32_t split_seq; /* splits done, to derive child context ids */
+    int depth;          /* nesting of collectives (sparse calls dense ones) */
     double timeout_s;
-    uint64_t seeds[4];    /* agreed at creation; sparse hashing uses them */
-    zen_status poisoned;  /* ZEN_OK, or the fatal error that poisoned the communicator */
+    uint64_t seeds[4];   /* agreed at creation; sparse hashing uses them */
+    zen_status poisoned; /* ZEN_OK, or the fatal error that poisoned the communicator */
     char last_error[640];
     zen_comm_stats stats;
     zen_arrival arrivals[ZEN_ARRIVAL_HISTORY];
     uint64_t arrival_count;
     void *coll_scratch; /* dense collectives: cached scratch (coll_args.c), freed on destroy */
     size_t coll_scratch_bytes;
+    /* sparse hier_host.c: cached intra-/inter-host sub-communicators, released by
+     * zen_comm_destroy through sparse_hier_free before anything else (children first) */
+    void *sparse_hier;
+    void (*sparse_hier_free)(void *);
 };
 
 /* State of one collective call. */
@@ -73,8 +78,8 @@ zen_status zen_coll_irecv(zen_comm *comm, const zen_coll *cc, int peer, void *bu
  * a different length means the ranks disagree on counts, reported as ZEN_EPROTO naming the peer.
  * req NULL is a no-op. On error the request is freed too.
  */
-zen_status zen_coll_wait(zen_comm *comm, const zen_coll *cc, zen_treq *req, int peer,
-                         size_t expect, size_t *got);
+zen_status zen_coll_wait(zen_comm *comm, const zen_coll *cc, zen_treq *req, int peer, size_t expect,
+                         size_t *got);
 
 /* Send sbytes to dst and receive exactly rbytes from src, concurrently. Either size may be 0
  * with a NULL buffer, but the message is still exchanged (so counts are checked). dst or src

@@ -124,8 +124,8 @@ zen_status zen_request_wait(zen_request *req, double timeout_s, size_t *received
         zen_transport *t = req->comm->transport;
         double limit = timeout_s < 0 ? req->comm->timeout_s : timeout_s;
         size_t len = 0;
-        zen_status st = t->ops->wait(t, req->treq, zen_deadline_after(limit > 0 ? limit : 1e-9),
-                                     &len);
+        zen_status st =
+            t->ops->wait(t, req->treq, zen_deadline_after(limit > 0 ? limit : 1e-9), &len);
         if (st == ZEN_ETIMEDOUT) {
             p2p_error(req->comm, st, "wait");
             return st;
@@ -156,8 +156,7 @@ zen_status zen_send(zen_comm *comm, const void *buf, size_t bytes, int peer, int
     return st;
 }
 
-zen_status zen_recv(zen_comm *comm, void *buf, size_t capacity, int peer, int tag,
-                    size_t *received)
+zen_status zen_recv(zen_comm *comm, void *buf, size_t capacity, int peer, int tag, size_t *received)
 {
     zen_request *r = NULL;
     zen_status st = zen_irecv(comm, buf, capacity, peer, tag, &r);

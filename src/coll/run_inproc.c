@@ -1,5 +1,6 @@
 /* zen_run_inproc: start N rank threads over one in-process world. */
 #include <pthread.h>
+
 #include <zen/comm.h>
 
 #include "common/alloc.h"

@@ -1,5 +1,6 @@
 /* dtype and op tables, bf16 conversion. */
 #include <string.h>
+
 #include <zen/zen.h>
 
 size_t zen_dtype_size(zen_dtype dtype)

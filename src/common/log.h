@@ -12,8 +12,8 @@ int zen_log_thread_rank(void);
 int zen_log_enabled(zen_log_level level, const char *subsys);
 
 #define ZEN_ERROR(subsys, ...) zen_log(ZEN_LOG_ERROR, subsys, __VA_ARGS__)
-#define ZEN_WARN(subsys, ...) zen_log(ZEN_LOG_WARN, subsys, __VA_ARGS__)
-#define ZEN_INFO(subsys, ...) zen_log(ZEN_LOG_INFO, subsys, __VA_ARGS__)
+#define ZEN_WARN(subsys, ...)  zen_log(ZEN_LOG_WARN, subsys, __VA_ARGS__)
+#define ZEN_INFO(subsys, ...)  zen_log(ZEN_LOG_INFO, subsys, __VA_ARGS__)
 #define ZEN_DEBUG(subsys, ...) zen_log(ZEN_LOG_DEBUG, subsys, __VA_ARGS__)
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include <zen/zen.h>
 
 struct param_row {
@@ -14,32 +15,62 @@ struct param_row {
 /* Keep sorted by subsystem; add a row for every new ZEN_* variable. */
 static const struct param_row param_table[] = {
     { "ZEN_LOG_LEVEL", "warn", "log level: error, warn, info, debug, trace" },
-    { "ZEN_LOG_SUBSYS", "all", "comma list of subsystems to log: init,bootstrap,transport,coll,sparse,tp,train" },
+    { "ZEN_LOG_SUBSYS", "all",
+      "comma list of subsystems to log: init,bootstrap,transport,coll,sparse,tp,train" },
     { "ZEN_TIMEOUT_S", "300", "default deadline in seconds of every blocking wait" },
     { "ZEN_RANK", "", "rank of this process (also RANK, OMPI_COMM_WORLD_RANK, PMI_RANK)" },
     { "ZEN_WORLD_SIZE", "", "number of ranks (also WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE)" },
     { "ZEN_MASTER_ADDR", "127.0.0.1", "tcp rendezvous host of rank 0 (also MASTER_ADDR)" },
     { "ZEN_MASTER_PORT", "29500", "tcp rendezvous port of rank 0 (also MASTER_PORT)" },
     { "ZEN_LOCAL_RANK", "", "rank within this host (also LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK)" },
-    { "ZEN_LOCAL_SIZE", "", "ranks on this host (also LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE)" },
-    { "ZEN_SOCKET_IFADDR", "", "tcp: address this rank listens on and advertises (default: the one used to reach the master)" },
-    { "ZEN_SOCKET_BUF_BYTES", "4194304", "tcp: SO_SNDBUF/SO_RCVBUF of data connections (0, or above net.core.[rw]mem_max: kernel autotuning)" },
-    { "ZEN_FAULT", "", "tests: inject a fault, e.g. rank=1,after=3,action=kill (see src/transport/faulty.h)" },
+    { "ZEN_LOCAL_SIZE", "",
+      "ranks on this host (also LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE)" },
+    { "ZEN_SOCKET_IFADDR", "",
+      "tcp: address this rank listens on and advertises (default: the one used to reach the "
+      "master)" },
+    { "ZEN_SOCKET_BUF_BYTES", "4194304",
+      "tcp: SO_SNDBUF/SO_RCVBUF of data connections (0, or above net.core.[rw]mem_max: kernel "
+      "autotuning)" },
+    { "ZEN_FAULT", "",
+      "tests: inject a fault, e.g. rank=1,after=3,action=kill (see src/transport/faulty.h)" },
     { "ZEN_ALLREDUCE_ALGO", "auto", "dense allreduce algorithm: auto, ring, rhd, mpi" },
     { "ZEN_RING_CHUNK_BYTES", "1048576", "ring allreduce pipeline chunk size in bytes" },
     { "ZEN_RHD_MAX_BYTES", "262144", "auto: use recursive halving/doubling up to this many bytes" },
-    { "ZEN_COLL_LONG_BYTES", "262144", "broadcast/reduce: scatter+allgather / reduce-scatter+gather from this many bytes (binomial tree below)" },
+    { "ZEN_COLL_LONG_BYTES", "262144",
+      "broadcast/reduce: scatter+allgather / reduce-scatter+gather from this many bytes (binomial "
+      "tree below)" },
     { "ZEN_MPI_NATIVE", "0", "1: dense collectives on the mpi transport call MPI's own" },
-    { "ZEN_NET_GBPS", "0", "sparse cost model: link bandwidth in Gbit/s (0: measured or transport default)" },
-    { "ZEN_NET_LAT_US", "0", "sparse cost model: per-message latency in microseconds (0: measured or default)" },
-    { "ZEN_SPARSE_PARTITION", "hash", "sparse balanced: owner partition method, hash (ZEN Algorithm 1) or count (counting partition)" },
-    { "ZEN_SPARSE_BLOCK_SIZE", "256", "sparse BLOCK scheme: elements per block (OmniReduce-style)" },
-    { "ZEN_SPARSE_PROFILE_PERIOD", "100", "sparse AUTO: re-measure a keyed tensor's sparsity profile every this many calls" },
-    { "ZEN_SPARSE_PROFILE_SAMPLES", "4096", "sparse AUTO: indices per rank sampled (by hash) to estimate densification ratios" },
-    { "ZEN_TP_PERIOD", "", "tp balancing: steps between detection/decision rounds (empty: the options, default 10)" },
-    { "ZEN_TP_DELTA", "", "tp balancing: straggler when slower than (1 + delta) x the median (empty: the options, default 0.1)" },
-    { "ZEN_TP_RHO_MAX", "", "tp balancing: largest fraction of K a straggler may prune (empty: the options, default 0.5)" },
-    { "ZEN_TP_PRIORITY", "", "tp resizing keep set: score, random or prefix (empty: the options, default score)" },
+    { "ZEN_NET_GBPS", "0",
+      "sparse cost model: link bandwidth in Gbit/s (0: measured or transport default)" },
+    { "ZEN_NET_LAT_US", "0",
+      "sparse cost model: per-message latency in microseconds (0: measured or default)" },
+    { "ZEN_NET_INTRA_GBPS", "0",
+      "sparse cost model: bandwidth inside a host in Gbit/s (0: 10 x the inter-host one)" },
+    { "ZEN_NET_INTRA_LAT_US", "0",
+      "sparse cost model: per-message latency inside a host in microseconds (0: the inter-host one "
+      "/ 5)" },
+    { "ZEN_SPARSE_RANKS_PER_HOST", "0",
+      "sparse: emulate hosts of this many consecutive ranks for the hierarchical form (0: the "
+      "launcher's grouping)" },
+    { "ZEN_SPARSE_PARTITION", "hash",
+      "sparse balanced: owner partition method, hash (ZEN Algorithm 1) or count (counting "
+      "partition)" },
+    { "ZEN_SPARSE_BLOCK_SIZE", "256",
+      "sparse BLOCK scheme: elements per block (OmniReduce-style)" },
+    { "ZEN_SPARSE_PROFILE_PERIOD", "100",
+      "sparse AUTO: re-measure a keyed tensor's sparsity profile every this many calls" },
+    { "ZEN_SPARSE_PROFILE_SAMPLES", "4096",
+      "sparse AUTO: indices per rank sampled (by hash) to estimate densification ratios" },
+    { "ZEN_TP_PERIOD", "",
+      "tp balancing: steps between detection/decision rounds (empty: the options, default 10)" },
+    { "ZEN_TP_DELTA", "",
+      "tp balancing: straggler when slower than (1 + delta) x the median (empty: the options, "
+      "default 0.1)" },
+    { "ZEN_TP_RHO_MAX", "",
+      "tp balancing: largest fraction of K a straggler may prune (empty: the options, default "
+      "0.5)" },
+    { "ZEN_TP_PRIORITY", "",
+      "tp resizing keep set: score, random or prefix (empty: the options, default score)" },
 };
 
 #define PARAM_COUNT (sizeof param_table / sizeof param_table[0])

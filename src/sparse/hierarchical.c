@@ -4,8 +4,8 @@
  *
  * Let p be the largest power of two <= n. Ranks p..n-1 first fold their tensor into rank r-p
  * (pre-step); the p remaining ranks run log2(p) rounds; at round i a rank exchanges its whole
- * partial sum with partner rank ^ 2^i and merges the two sorted runs (merge2); finally
- * rank r-p sends the result back to rank r (post-step). Four ranks:
+ * partial sum with partner rank ^ 2^i and merges the two sorted runs (merge2); finally rank r-p
+ * sends the result back to rank r (post-step). Four ranks:
  *
  *     round 0:  0 <-> 1    2 <-> 3      each holds the sum of 2 inputs
  *     round 1:  0 <-> 2    1 <-> 3      each holds the sum of all 4
@@ -14,8 +14,12 @@
  * gamma^(2^i) * nnz * (4 + 4w), capped by the dense size rows * w * 4: a partial sum whose COO
  * would be larger than the dense vector switches to the dense representation (SparCML's
  * sparse-to-dense switch); from then on the rounds exchange dense vectors, i.e. the scheme becomes
- * a recursive-doubling allreduce. Every message carries a header (kind, length) so the partners
- * need not agree on representations in advance.
+ * a recursive-doubling allreduce.
+ *
+ * Wire, per step: a 16-byte header (kind, count), then either the indices and the values as two
+ * messages straight from the partial sum's arrays (no packing), or the dense vector. The header
+ * comes first so the receiver can size its buffers, and lets partners hold different
+ * representations. Receive and merge buffers are reused across rounds (grow-only).
  */
 #include <string.h>
 
@@ -29,30 +33,41 @@ enum {
     KIND_DENSE = 1
 };
 
-/* A partial sum in one of two representations. */
-typedef struct partial {
-    zen_coo coo;  /* when dense == NULL */
-    float *dense; /* rows * width, owned unless it is the caller's dense_out */
+typedef struct hc_state {
+    zen_sparse_ctx *ctx;
+    const zen_coll *cc;
+    size_t count;  /* rows * width */
+    zen_coo coo;   /* the partial sum while dense == NULL */
+    zen_coo rx;    /* a received run */
+    zen_coo spare; /* merge output, swapped with coo */
+    float *dense;  /* the dense partial sum: the caller's dense_out or owned */
     int dense_owned;
-} partial;
+    float *rdense; /* a received dense vector (owned) */
+    uint64_t shdr[2], rhdr[2];
+} hc_state;
 
-static zen_status make_dense(zen_sparse_ctx *ctx, partial *ps, size_t count)
+static zen_status oom(hc_state *s, const char *what, size_t n)
 {
-    if (ctx->dense_out) {
-        ps->dense = ctx->dense_out;
-        ps->dense_owned = 0;
+    return zen_fail(s->ctx->comm, ZEN_ENOMEM, "hierarchical: cannot allocate %s for %zu", what, n);
+}
+
+/* Switch the partial sum to the dense representation. */
+static zen_status make_dense(hc_state *s)
+{
+    if (s->ctx->dense_out) {
+        s->dense = s->ctx->dense_out;
+        s->dense_owned = 0;
     } else {
-        ps->dense = zen_malloc_array(count, sizeof(float));
-        if (!ps->dense)
-            return zen_fail(ctx->comm, ZEN_ENOMEM, "hierarchical: cannot allocate %zu floats",
-                            count);
-        ps->dense_owned = 1;
+        s->dense = zen_malloc_array(s->count, sizeof(float));
+        if (!s->dense)
+            return oom(s, "a dense vector", s->count);
+        s->dense_owned = 1;
     }
-    memset(ps->dense, 0, count * sizeof(float));
-    size_t w = ps->coo.width;
-    for (size_t i = 0; i < ps->coo.nnz; i++)
-        memcpy(ps->dense + (size_t)ps->coo.idx[i] * w, ps->coo.val + i * w, w * sizeof(float));
-    zen_coo_release(&ps->coo);
+    memset(s->dense, 0, s->count * sizeof(float));
+    size_t w = s->coo.width;
+    for (size_t i = 0; i < s->coo.nnz; i++)
+        memcpy(s->dense + (size_t)s->coo.idx[i] * w, s->coo.val + i * w, w * sizeof(float));
+    s->coo.nnz = 0;
     return ZEN_OK;
 }
 
@@ -101,69 +116,43 @@ static zen_status merge2(const zen_coo *a, const zen_coo *b, zen_coo *out)
     return ZEN_OK;
 }
 
-/* Add a received message (kind, buf, bytes) from peer into ps. */
-static zen_status absorb(zen_sparse_ctx *ctx, partial *ps, int peer, uint64_t kind,
-                         const uint8_t *buf, size_t bytes, size_t count)
+/* The received indices must be sorted, unique and below rows before they address memory. */
+static zen_status check_rx(hc_state *s, int peer)
 {
-    const zen_coo *local = ctx->local;
-    zen_status st = ZEN_OK;
-    if (kind == KIND_DENSE) {
-        if (bytes != count * sizeof(float))
-            return zen_fail(ctx->comm, ZEN_EPROTO,
-                            "hierarchical: rank %d sent a dense vector of %zu bytes, expected %zu",
-                            peer, bytes, count * sizeof(float));
-        if (!ps->dense && (st = make_dense(ctx, ps, count)) != ZEN_OK)
-            return st;
-        const float *v = (const float *)(const void *)buf;
-        for (size_t i = 0; i < count; i++)
-            ps->dense[i] += v[i];
-        return ZEN_OK;
-    }
-    if (kind != KIND_COO)
-        return zen_fail(ctx->comm, ZEN_EPROTO, "hierarchical: rank %d sent unknown kind %llu", peer,
-                        (unsigned long long)kind);
-    zen_coo view;
-    st =
-        zen_coo_view(ctx->comm, peer, buf, bytes, local->rows, local->width, 0, local->rows, &view);
-    if (st != ZEN_OK)
-        return st;
-    if (ps->dense) {
-        scatter_add(ps->dense, &view);
-        return ZEN_OK;
-    }
-    zen_coo merged = { 0 };
-    merged.rows = local->rows;
-    merged.width = local->width;
-    if ((st = merge2(&ps->coo, &view, &merged)) != ZEN_OK) {
-        zen_coo_release(&merged);
-        return zen_fail(ctx->comm, st, "hierarchical: merge with rank %d failed", peer);
-    }
-    zen_coo_release(&ps->coo);
-    ps->coo = merged;
-    /* Switch when the COO form is no smaller than the dense one. */
-    if (zen_coo_wire_bytes(ps->coo.nnz, ps->coo.width) >= count * sizeof(float))
-        st = make_dense(ctx, ps, count);
-    return st;
+    const zen_coo *c = &s->rx;
+    for (size_t i = 0; i < c->nnz; i++)
+        if (c->idx[i] >= c->rows || (i > 0 && c->idx[i] <= c->idx[i - 1]))
+            return zen_fail(s->ctx->comm, ZEN_EPROTO,
+                            "hierarchical: rank %d sent index %u at position %zu, not below %llu "
+                            "or not sorted",
+                            peer, c->idx[i], i, (unsigned long long)c->rows);
+    return ZEN_OK;
 }
 
-/* Send ps to peer as one message (packing a COO into a temporary wire buffer). */
-static zen_status wire_of(zen_sparse_ctx *ctx, const partial *ps, size_t count, uint64_t *kind,
-                          const void **buf, size_t *bytes, uint8_t **tmp)
+/* Add what was received (s->rhdr, s->rx or s->rdense) into the partial sum. */
+static zen_status absorb(hc_state *s)
 {
-    *tmp = NULL;
-    if (ps->dense) {
-        *kind = KIND_DENSE;
-        *buf = ps->dense;
-        *bytes = count * sizeof(float);
+    zen_status st;
+    if (s->rhdr[0] == KIND_DENSE) {
+        if (!s->dense && (st = make_dense(s)) != ZEN_OK)
+            return st;
+        for (size_t i = 0; i < s->count; i++)
+            s->dense[i] += s->rdense[i];
         return ZEN_OK;
     }
-    *kind = KIND_COO;
-    *bytes = zen_coo_wire_bytes(ps->coo.nnz, ps->coo.width);
-    *tmp = zen_malloc(*bytes ? *bytes : 1);
-    if (!*tmp)
-        return zen_fail(ctx->comm, ZEN_ENOMEM, "hierarchical: cannot allocate %zu bytes", *bytes);
-    zen_coo_pack(&ps->coo, 0, ps->coo.nnz, *tmp);
-    *buf = *tmp;
+    if (s->dense) {
+        scatter_add(s->dense, &s->rx);
+        return ZEN_OK;
+    }
+    if ((st = merge2(&s->coo, &s->rx, &s->spare)) != ZEN_OK)
+        return zen_fail(s->ctx->comm, st, "hierarchical: merge of %zu + %zu rows failed",
+                        s->coo.nnz, s->rx.nnz);
+    zen_coo t = s->coo;
+    s->coo = s->spare;
+    s->spare = t;
+    /* Switch when the COO form is no smaller than the dense one. */
+    if (zen_coo_wire_bytes(s->coo.nnz, s->coo.width) >= s->count * sizeof(float))
+        return make_dense(s);
     return ZEN_OK;
 }
 
@@ -174,62 +163,113 @@ enum {
     MODE_RECV_REPLACE
 };
 
+/* Post the payload receives announced by s->rhdr (after checking it) into rx or rdense. */
+static zen_status post_recvs(hc_state *s, int peer, zen_treq **req, size_t *expect)
+{
+    zen_comm *comm = s->ctx->comm;
+    const zen_coo *local = s->ctx->local;
+    if (s->rhdr[0] == KIND_DENSE) {
+        if (s->rhdr[1] != s->count)
+            return zen_fail(comm, ZEN_EPROTO,
+                            "hierarchical: rank %d announced a dense vector of %llu, not %zu", peer,
+                            (unsigned long long)s->rhdr[1], s->count);
+        if (!s->rdense && !(s->rdense = zen_malloc_array(s->count ? s->count : 1, 4)))
+            return oom(s, "a received dense vector", s->count);
+        expect[0] = s->count * sizeof(float);
+        return zen_coll_irecv(comm, s->cc, peer, s->rdense, expect[0], &req[0]);
+    }
+    if (s->rhdr[0] != KIND_COO || s->rhdr[1] > local->rows)
+        return zen_fail(comm, ZEN_EPROTO, "hierarchical: rank %d sent a bad header (%llu, %llu)",
+                        peer, (unsigned long long)s->rhdr[0], (unsigned long long)s->rhdr[1]);
+    size_t nnz = (size_t)s->rhdr[1];
+    if (zen_coo_reserve(&s->rx, nnz) != ZEN_OK)
+        return oom(s, "received rows", nnz);
+    s->rx.nnz = nnz;
+    expect[0] = nnz * sizeof(uint32_t);
+    expect[1] = nnz * local->width * sizeof(float);
+    zen_status st = zen_coll_irecv(comm, s->cc, peer, s->rx.idx, expect[0], &req[0]);
+    if (st == ZEN_OK)
+        st = zen_coll_irecv(comm, s->cc, peer, s->rx.val, expect[1], &req[1]);
+    return st;
+}
+
+/* Post the payload sends of the partial sum (header already sent). */
+static zen_status post_sends(hc_state *s, int peer, zen_treq **req)
+{
+    zen_comm *comm = s->ctx->comm;
+    if (s->dense)
+        return zen_coll_isend(comm, s->cc, peer, s->dense, s->count * sizeof(float), &req[0]);
+    zen_status st =
+        zen_coll_isend(comm, s->cc, peer, s->coo.idx, s->coo.nnz * sizeof(uint32_t), &req[0]);
+    if (st == ZEN_OK)
+        st = zen_coll_isend(comm, s->cc, peer, s->coo.val,
+                            s->coo.nnz * s->coo.width * sizeof(float), &req[1]);
+    return st;
+}
+
 /* One step with peer: swap partial sums (PAIR), only send (fold, unfold), or only receive and
  * add it to ours (fold) or take it as the result (unfold). */
-static zen_status exchange(zen_sparse_ctx *ctx, const zen_coll *cc, partial *ps, int peer, int mode,
-                           size_t count, size_t max_bytes)
+static zen_status exchange(hc_state *s, int peer, int mode)
 {
+    zen_sparse_ctx *ctx = s->ctx;
+    zen_comm *comm = ctx->comm;
     int send = mode == MODE_PAIR || mode == MODE_SEND;
     int recv = mode != MODE_SEND;
-    uint64_t kind = 0, rkind = 0;
-    const void *buf = NULL;
-    size_t bytes = 0, rbytes = 0;
-    uint8_t *tmp = NULL, *rbuf = NULL;
-    zen_status st = ZEN_OK;
+    zen_treq *rreq[2] = { NULL, NULL }, *sreq[2] = { NULL, NULL };
+    size_t expect[2] = { 0, 0 };
     int64_t t0 = zen_now_ns();
-    if (send && (st = wire_of(ctx, ps, count, &kind, &buf, &bytes, &tmp)) != ZEN_OK)
-        return st;
-    if (send && recv)
-        st =
-            zen_xchg_pair(ctx->comm, cc, peer, kind, buf, bytes, max_bytes, &rkind, &rbuf, &rbytes);
-    else if (send)
-        st = zen_xchg_send(ctx->comm, cc, peer, kind, buf, bytes);
-    else
-        st = zen_xchg_recv(ctx->comm, cc, peer, max_bytes, &rkind, &rbuf, &rbytes);
-    zen_free(tmp);
+    s->shdr[0] = s->dense ? KIND_DENSE : KIND_COO;
+    s->shdr[1] = s->dense ? s->count : s->coo.nnz;
+    zen_status st = zen_coll_sendrecv(comm, s->cc, send ? peer : -1, s->shdr, sizeof s->shdr,
+                                      recv ? peer : -1, s->rhdr, sizeof s->rhdr);
+    if (st == ZEN_OK && recv)
+        st = post_recvs(s, peer, rreq, expect);
+    if (st == ZEN_OK && send)
+        st = post_sends(s, peer, sreq);
+    for (int i = 0; i < 2; i++) {
+        zen_status w = st == ZEN_OK ? zen_coll_wait(comm, s->cc, sreq[i], peer, SIZE_MAX, NULL)
+                                    : (zen_coll_req_drop(comm, sreq[i]), st);
+        st = st == ZEN_OK ? w : st;
+    }
+    for (int i = 0; i < 2; i++) {
+        zen_status w = st == ZEN_OK ? zen_coll_wait(comm, s->cc, rreq[i], peer, expect[i], NULL)
+                                    : (zen_coll_req_drop(comm, rreq[i]), st);
+        st = st == ZEN_OK ? w : st;
+    }
     int64_t t1 = zen_now_ns();
     ctx->stats->phase_us[ZEN_PHASE_PUSH] += zen_us_between(t0, t1);
+    if (st == ZEN_OK && recv && s->rhdr[0] == KIND_COO)
+        st = check_rx(s, peer);
     if (st == ZEN_OK && recv) {
-        if (mode == MODE_RECV_REPLACE && ps->dense == NULL)
-            ps->coo.nnz = 0;
-        if (mode == MODE_RECV_REPLACE && ps->dense)
-            memset(ps->dense, 0, count * sizeof(float));
-        st = absorb(ctx, ps, peer, rkind, rbuf, rbytes, count);
+        if (mode == MODE_RECV_REPLACE && s->dense)
+            memset(s->dense, 0, s->count * sizeof(float));
+        if (mode == MODE_RECV_REPLACE)
+            s->coo.nnz = 0;
+        st = absorb(s);
     }
-    zen_free(rbuf);
     ctx->stats->phase_us[ZEN_PHASE_AGGREGATE] += zen_us_between(t1, zen_now_ns());
     return st;
 }
 
-static zen_status deliver(zen_sparse_ctx *ctx, partial *ps)
+static zen_status deliver(hc_state *s)
 {
+    zen_sparse_ctx *ctx = s->ctx;
     int64_t t0 = zen_now_ns();
     zen_status st = ZEN_OK;
-    if (ps->dense) {
+    if (s->dense) {
         if (ctx->dense_out) {
-            if (ps->dense != ctx->dense_out)
-                memcpy(ctx->dense_out, ps->dense,
-                       (size_t)ctx->local->rows * ctx->local->width * sizeof(float));
+            if (s->dense != ctx->dense_out)
+                memcpy(ctx->dense_out, s->dense, s->count * sizeof(float));
             zen_dense_finish(ctx);
         } else {
             zen_coo sum = { 0 };
-            st = zen_coo_from_dense(ps->dense, ctx->local->rows, ctx->local->width, &sum);
+            st = zen_coo_from_dense(s->dense, ctx->local->rows, ctx->local->width, &sum);
             if (st == ZEN_OK)
                 st = zen_sparse_emit(ctx, &sum);
             zen_coo_release(&sum);
         }
     } else {
-        st = zen_sparse_emit(ctx, &ps->coo);
+        st = zen_sparse_emit(ctx, &s->coo);
     }
     ctx->stats->phase_us[ZEN_PHASE_DECODE] += zen_us_between(t0, zen_now_ns());
     return st;
@@ -245,28 +285,28 @@ zen_status zen_sparse_run_hierarchical(zen_sparse_ctx *ctx)
         count > SIZE_MAX / sizeof(float))
         return zen_fail(comm, ZEN_EINVAL, "hierarchical: %llu x %u is too large",
                         (unsigned long long)local->rows, local->width);
-    size_t max_bytes = zen_coo_wire_max(local->rows, local->width);
-    if (max_bytes < count * sizeof(float))
-        max_bytes = count * sizeof(float);
-
     zen_coll cc;
     zen_status st = zen_coll_begin(comm, "sparse_hierarchical", &cc);
     if (st != ZEN_OK)
         return st;
-    partial ps;
-    memset(&ps, 0, sizeof ps);
-    ps.coo.rows = local->rows;
-    ps.coo.width = local->width;
+    hc_state s;
+    memset(&s, 0, sizeof s);
+    s.ctx = ctx;
+    s.cc = &cc;
+    s.count = count;
+    s.coo.rows = s.rx.rows = s.spare.rows = local->rows;
+    s.coo.width = s.rx.width = s.spare.width = local->width;
     int64_t t0 = zen_now_ns();
-    st = zen_coo_reserve(&ps.coo, local->nnz);
-    if (st == ZEN_OK) {
-        ps.coo.nnz = local->nnz;
+    if (zen_coo_reserve(&s.coo, local->nnz) != ZEN_OK) {
+        st = oom(&s, "rows", local->nnz);
+    } else {
+        s.coo.nnz = local->nnz;
         if (local->nnz) {
-            memcpy(ps.coo.idx, local->idx, local->nnz * sizeof(uint32_t));
-            memcpy(ps.coo.val, local->val, local->nnz * local->width * sizeof(float));
+            memcpy(s.coo.idx, local->idx, local->nnz * sizeof(uint32_t));
+            memcpy(s.coo.val, local->val, local->nnz * local->width * sizeof(float));
         }
-        if (zen_coo_wire_bytes(ps.coo.nnz, ps.coo.width) >= count * sizeof(float) && count > 0)
-            st = make_dense(ctx, &ps, count);
+        if (zen_coo_wire_bytes(s.coo.nnz, s.coo.width) >= count * sizeof(float) && count > 0)
+            st = make_dense(&s);
     }
     ctx->stats->phase_us[ZEN_PHASE_PARTITION] += zen_us_between(t0, zen_now_ns());
 
@@ -275,21 +315,24 @@ zen_status zen_sparse_run_hierarchical(zen_sparse_ctx *ctx)
         p *= 2;
     if (st == ZEN_OK && me >= p) {
         /* Extra rank: fold into me - p, then receive the finished sum from it. */
-        st = exchange(ctx, &cc, &ps, me - p, MODE_SEND, count, max_bytes);
+        st = exchange(&s, me - p, MODE_SEND);
         if (st == ZEN_OK)
-            st = exchange(ctx, &cc, &ps, me - p, MODE_RECV_REPLACE, count, max_bytes);
+            st = exchange(&s, me - p, MODE_RECV_REPLACE);
     } else if (st == ZEN_OK) {
         if (me + p < n)
-            st = exchange(ctx, &cc, &ps, me + p, MODE_RECV_ADD, count, max_bytes);
+            st = exchange(&s, me + p, MODE_RECV_ADD);
         for (int mask = 1; mask < p && st == ZEN_OK; mask <<= 1)
-            st = exchange(ctx, &cc, &ps, me ^ mask, MODE_PAIR, count, max_bytes);
+            st = exchange(&s, me ^ mask, MODE_PAIR);
         if (st == ZEN_OK && me + p < n)
-            st = exchange(ctx, &cc, &ps, me + p, MODE_SEND, count, max_bytes);
+            st = exchange(&s, me + p, MODE_SEND);
     }
     if (st == ZEN_OK)
-        st = deliver(ctx, &ps);
-    zen_coo_release(&ps.coo);
-    if (ps.dense_owned)
-        zen_free(ps.dense);
+        st = deliver(&s);
+    zen_coo_release(&s.coo);
+    zen_coo_release(&s.rx);
+    zen_coo_release(&s.spare);
+    if (s.dense_owned)
+        zen_free(s.dense);
+    zen_free(s.rdense);
     return zen_coll_end(comm, &cc, st);
 }

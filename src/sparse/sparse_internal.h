@@ -12,6 +12,7 @@
 #define ZEN_SPARSE_INTERNAL_H
 
 #include <stdint.h>
+
 #include <zen/sparse.h>
 
 /* Coalesced COO: nnz sorted unique indices, nnz * width f32 values, row-major. */
@@ -43,11 +44,11 @@ zen_status zen_coo_merge(const zen_coo *runs, size_t k, zen_coo *out);
 /* One call of a scheme. */
 typedef struct zen_sparse_ctx {
     zen_comm *comm;
-    const zen_coo *local;     /* this rank's coalesced input */
-    float *dense_out;         /* if non-NULL: write the whole rows*width result here */
-    zen_coo *coo_out;         /* else: the sorted unique result goes here */
+    const zen_coo *local; /* this rank's coalesced input */
+    float *dense_out;     /* if non-NULL: write the whole rows*width result here */
+    zen_coo *coo_out;     /* else: the sorted unique result goes here */
     const zen_sparse_options *opts;
-    zen_sparse_stats *stats;  /* never NULL inside schemes (api.c passes a scratch one) */
+    zen_sparse_stats *stats; /* never NULL inside schemes (api.c passes a scratch one) */
 } zen_sparse_ctx;
 
 typedef zen_status (*zen_sparse_scheme_fn)(zen_sparse_ctx *ctx);

@@ -5,6 +5,12 @@
  * wait; allocate one buffer for all incoming blocks; post n-1 payload receives, send n-1
  * payloads, wait. Rank r sends sum_p sbytes[p] (p != r) + 8(n-1) bytes. Sends complete without a
  * matching receive (transport contract), so posting everything at once cannot deadlock.
+ * Four ranks, rank 0's view (Bij = block rank i sends to rank j):
+ *
+ *     step 1 (sizes):     r0 -> r1 |B01|, r2 |B02|, r3 |B03|    r0 <- |B10|, |B20|, |B30|
+ *     step 2 (payloads):  r0 -> r1 B01,   r2 B02,   r3 B03      r0 <- B10, B20, B30
+ *
+ * allgatherv is the same with Bij = Bi for every j: each rank sends its block n-1 times.
  */
 #include "sparse/xchg.h"
 
@@ -138,73 +144,6 @@ zen_status zen_xchg_allgatherv(zen_comm *comm, const zen_coll *cc, const void *s
     }
     zen_free(bufs);
     zen_free(sizes);
-    return st;
-}
-
-zen_status zen_xchg_send(zen_comm *comm, const zen_coll *cc, int peer, uint64_t head,
-                         const void *buf, size_t bytes)
-{
-    uint64_t hdr[2] = { head, bytes };
-    zen_status st = zen_coll_sendrecv(comm, cc, peer, hdr, sizeof hdr, -1, NULL, 0);
-    if (st == ZEN_OK)
-        st = zen_coll_sendrecv(comm, cc, peer, buf, bytes, -1, NULL, 0);
-    return st;
-}
-
-zen_status zen_xchg_recv(zen_comm *comm, const zen_coll *cc, int peer, size_t max_bytes,
-                         uint64_t *head, uint8_t **buf, size_t *bytes)
-{
-    uint64_t hdr[2];
-    *buf = NULL;
-    *bytes = 0;
-    zen_status st = zen_coll_sendrecv(comm, cc, -1, NULL, 0, peer, hdr, sizeof hdr);
-    if (st != ZEN_OK)
-        return st;
-    if (hdr[1] > max_bytes)
-        return zen_fail(comm, ZEN_EPROTO, "%s: rank %d announced %llu bytes, more than %zu", cc->op,
-                        peer, (unsigned long long)hdr[1], max_bytes);
-    *head = hdr[0];
-    *bytes = (size_t)hdr[1];
-    if (*bytes) {
-        *buf = zen_malloc(*bytes);
-        if (!*buf)
-            return zen_fail(comm, ZEN_ENOMEM, "%s: cannot allocate %zu bytes from rank %d", cc->op,
-                            *bytes, peer);
-    }
-    st = zen_coll_sendrecv(comm, cc, -1, NULL, 0, peer, *buf, *bytes);
-    if (st != ZEN_OK) {
-        zen_free(*buf);
-        *buf = NULL;
-    }
-    return st;
-}
-
-zen_status zen_xchg_pair(zen_comm *comm, const zen_coll *cc, int peer, uint64_t shead,
-                         const void *sbuf, size_t sbytes, size_t max_bytes, uint64_t *rhead,
-                         uint8_t **rbuf, size_t *rbytes)
-{
-    uint64_t shdr[2] = { shead, sbytes }, rhdr[2];
-    *rbuf = NULL;
-    *rbytes = 0;
-    zen_status st = zen_coll_sendrecv(comm, cc, peer, shdr, sizeof shdr, peer, rhdr, sizeof rhdr);
-    if (st != ZEN_OK)
-        return st;
-    if (rhdr[1] > max_bytes)
-        return zen_fail(comm, ZEN_EPROTO, "%s: rank %d announced %llu bytes, more than %zu", cc->op,
-                        peer, (unsigned long long)rhdr[1], max_bytes);
-    *rhead = rhdr[0];
-    *rbytes = (size_t)rhdr[1];
-    if (*rbytes) {
-        *rbuf = zen_malloc(*rbytes);
-        if (!*rbuf)
-            return zen_fail(comm, ZEN_ENOMEM, "%s: cannot allocate %zu bytes from rank %d", cc->op,
-                            *rbytes, peer);
-    }
-    st = zen_coll_sendrecv(comm, cc, peer, sbuf, sbytes, peer, *rbuf, *rbytes);
-    if (st != ZEN_OK) {
-        zen_free(*rbuf);
-        *rbuf = NULL;
-    }
     return st;
 }
 

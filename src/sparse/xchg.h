@@ -1,8 +1,9 @@
 /*
- * Variable-size byte exchanges used by the baseline sparse schemes (hierarchical, allgather,
- * block, ps). They run inside a collective the caller opened with zen_coll_begin, talk to peers
- * with the zen_coll_* primitives, and pack each peer's payload into one message, so a COO slice
- * (indices then values) costs one message instead of two.
+ * Variable-size byte exchanges used by the baseline sparse schemes (allgather, block, ps) and
+ * the sparsity profile, plus the COO wire helpers the baselines share. The exchanges run inside
+ * a collective the caller opened with zen_coll_begin, talk to peers with the zen_coll_*
+ * primitives, and pack each peer's payload into one message, so a COO slice (indices then
+ * values) costs one message instead of two.
  *
  * Every exchange is two steps: first the 8-byte sizes (so receivers can allocate exactly), then
  * the payloads. Received sizes are checked against a caller-given bound before anything is
@@ -31,20 +32,6 @@ zen_status zen_xchg_alltoallv(zen_comm *comm, const zen_coll *cc, const void *co
  */
 zen_status zen_xchg_allgatherv(zen_comm *comm, const zen_coll *cc, const void *sbuf, size_t sbytes,
                                size_t max_bytes, uint8_t **rbuf, size_t *rbytes, size_t *roff);
-
-/*
- * Pairwise exchange with one peer: send sbytes at sbuf and a 64-bit header word, receive the
- * peer's payload into *rbuf (zen_malloc'd, NULL when empty) and its header word.
- */
-zen_status zen_xchg_pair(zen_comm *comm, const zen_coll *cc, int peer, uint64_t shead,
-                         const void *sbuf, size_t sbytes, size_t max_bytes, uint64_t *rhead,
-                         uint8_t **rbuf, size_t *rbytes);
-
-/* One-way variants of zen_xchg_pair (fold and unfold steps of non-power-of-two rank counts). */
-zen_status zen_xchg_send(zen_comm *comm, const zen_coll *cc, int peer, uint64_t head,
-                         const void *buf, size_t bytes);
-zen_status zen_xchg_recv(zen_comm *comm, const zen_coll *cc, int peer, size_t max_bytes,
-                         uint64_t *head, uint8_t **buf, size_t *bytes);
 
 /*
  * COO wire format: nnz u32 indices followed by nnz * width f32 values; bytes = nnz * (4 + 4w).

@@ -15,6 +15,7 @@
  *          The timers account the measured wall time.
  */
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/comm_internal.h"
@@ -111,5 +112,48 @@ void tp_gemm(zen_tp_group *g, int timed, int own, double full_scale, int trans_a
     if (timed && own) {
         g->step_norm_ns += (double)total * full_scale;
         g->step_timed = 1;
+        if (g->nsamples < TP_MAX_SAMPLES) {
+            struct tp_sample *sm = &g->samples[g->nsamples++];
+            sm->ns = (double)total;
+            sm->flops = 2.0 * m * n * k;
+            sm->scale = full_scale;
+        }
     }
+}
+
+static int cmp_rate(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Why not just the sum: a GEMM that is preempted by the scheduler (common when rank threads
+ * share cores) can take 10-100x its normal time, and the scaling by K / columns computed
+ * multiplies that for a rank that computes few columns, so one spike would mark a rank as a
+ * straggler and make it shed even more columns. Each GEMM's time is therefore capped at
+ * 3 x (the step's median time per flop) x its flops before the scaled sum; moderate, steady
+ * slowness (shared device, emulated factor) passes unchanged.
+ */
+double tp_step_norm_ns(zen_tp_group *g)
+{
+    int n = g->nsamples;
+    if (n == 0 || n == TP_MAX_SAMPLES)
+        return g->step_norm_ns; /* nothing kept, or too many calls to keep: the plain sum */
+    double rate[TP_MAX_SAMPLES];
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (g->samples[i].flops > 0)
+            rate[m++] = g->samples[i].ns / g->samples[i].flops;
+    if (m == 0)
+        return g->step_norm_ns;
+    qsort(rate, (size_t)m, sizeof(double), cmp_rate);
+    double cap = 3.0 * (m % 2 ? rate[m / 2] : 0.5 * (rate[m / 2 - 1] + rate[m / 2]));
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        const struct tp_sample *sm = &g->samples[i];
+        double ns = sm->ns < cap * sm->flops ? sm->ns : cap * sm->flops;
+        sum += ns * sm->scale;
+    }
+    return sum;
 }

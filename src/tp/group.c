@@ -319,7 +319,7 @@ zen_status zen_tp_group_step(zen_tp_group *g)
         return ZEN_EINVAL;
     tp_pay_sleep_debt(g);
     if (g->step_timed) {
-        double t = g->step_norm_ns / 1e6;
+        double t = tp_step_norm_ns(g) / 1e6;
         if (g->time_override_ms > 0)
             t = g->time_override_ms;
         double a = g->opts.ema_alpha;
@@ -331,6 +331,7 @@ zen_status zen_tp_group_step(zen_tp_group *g)
     g->step_compute_ns = g->step_wait_ns = 0;
     g->step_norm_ns = 0;
     g->step_timed = 0;
+    g->nsamples = 0;
     g->steps++;
     g->version++;
     g->slow_factor = tp_slow_factor(&g->opts, g->size, g->rank, g->steps);

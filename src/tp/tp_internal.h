@@ -22,6 +22,7 @@
 #define TP_MAX_COMPANIONS 4
 #define TP_TAG_BASE       0x7a700000
 #define TP_MAX_RANKS      64
+#define TP_MAX_SAMPLES    512
 
 /* The balance plan as fractions of each rank's K (the same on all ranks). */
 typedef struct tp_plan {
@@ -80,6 +81,14 @@ struct zen_tp_group {
     int64_t step_wait_ns;
     double step_norm_ns; /* own GEMM time scaled to full K */
     int step_timed;      /* some training GEMM was timed this step */
+    int nsamples;        /* own training GEMMs of this step kept for the robust estimate */
+
+    struct tp_sample {
+        double ns;    /* time incl. emulated slowness */
+        double flops; /* 2 m n k actually computed */
+        double scale; /* K / columns computed */
+    } samples[TP_MAX_SAMPLES];
+
     double t_norm_ema_ms;
     int ema_valid;
     double last_ms_wait;
@@ -154,6 +163,9 @@ void tp_gemm(zen_tp_group *g, int timed, int own, double full_scale, int trans_a
 
 /* SLEEP emulation: sleep the accumulated slowdown now (before any wait on peers). */
 void tp_pay_sleep_debt(zen_tp_group *g);
+
+/* The step's own full-K GEMM time in ns, robust to scheduler spikes (gemm.c). */
+double tp_step_norm_ns(zen_tp_group *g);
 
 /* Time a wait (collective or migration receive) into the step counters. */
 static inline void tp_add_wait(zen_tp_group *g, int64_t t0)

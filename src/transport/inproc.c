@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+
 #include <zen/comm.h>
 
 #include "common/alloc.h"
@@ -33,8 +34,7 @@ static zen_status inproc_isend(zen_transport *t, int peer, uint64_t tag, const v
     if (peer < 0 || peer >= w->nranks)
         return zen_transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, w->nranks);
     if (atomic_load(&w->closed[t->rank]))
-        return zen_transport_fail(t, ZEN_EABORTED, "send to rank %d after this rank aborted",
-                                  peer);
+        return zen_transport_fail(t, ZEN_EABORTED, "send to rank %d after this rank aborted", peer);
     if (atomic_load(&w->closed[peer]))
         return zen_transport_fail(t, ZEN_EPEER, "send to rank %d, which has left or died", peer);
     zen_mailbox_deliver(w->mailboxes[peer], t->rank, tag, buf, len);

@@ -6,7 +6,11 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 
-enum req_state { REQ_POSTED, REQ_RECEIVING, REQ_DONE };
+enum req_state {
+    REQ_POSTED,
+    REQ_RECEIVING,
+    REQ_DONE
+};
 
 typedef struct mb_msg mb_msg;
 
@@ -265,8 +269,7 @@ zen_status zen_mailbox_send_done(zen_treq **out)
 
 static void fail_peer_locked(zen_mailbox *mb, int peer, zen_status status, const char *msg);
 
-void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t len,
-                               zen_delivery *d)
+void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delivery *d)
 {
     d->dest = NULL;
     d->entry = NULL;
@@ -340,8 +343,7 @@ void zen_mailbox_deliver_end(zen_mailbox *mb, zen_delivery *d)
     pthread_mutex_unlock(&mb->lock);
 }
 
-void zen_mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status status,
-                              const char *msg)
+void zen_mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status status, const char *msg)
 {
     if (!d->entry)
         return;

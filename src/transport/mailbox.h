@@ -20,9 +20,9 @@ typedef struct zen_mailbox zen_mailbox;
 
 /* What a carrier holds between deliver_begin and deliver_end. */
 typedef struct zen_delivery {
-    void *dest;     /* where to write the bytes; NULL: read and discard them */
-    void *entry;    /* internal */
-    int is_posted;  /* internal */
+    void *dest;    /* where to write the bytes; NULL: read and discard them */
+    void *entry;   /* internal */
+    int is_posted; /* internal */
 } zen_delivery;
 
 zen_status zen_mailbox_create(zen_transport *owner, int nranks, zen_mailbox **out);
@@ -37,14 +37,12 @@ void zen_mailbox_req_free(zen_mailbox *mb, zen_treq *req);
 /* A completed send request (inproc and tcp sends finish before isend returns). */
 zen_status zen_mailbox_send_done(zen_treq **out);
 
-void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t len,
-                               zen_delivery *d);
+void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delivery *d);
 void zen_mailbox_deliver_end(zen_mailbox *mb, zen_delivery *d);
 
 /* The carrier could not finish (connection lost mid-message): complete the claimed receive, if
  * any, with status and msg instead. */
-void zen_mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status status,
-                              const char *msg);
+void zen_mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status status, const char *msg);
 
 /* begin + memcpy + end. */
 void zen_mailbox_deliver(zen_mailbox *mb, int src, uint64_t tag, const void *data, size_t len);

@@ -1,9 +1,10 @@
+#include "transport/transport.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "transport/transport.h"
 
 void zen_transport_base_init(zen_transport *t, const zen_transport_ops *ops, void *impl, int rank,
                              int size)

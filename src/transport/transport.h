@@ -22,9 +22,11 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <zen/zen.h>
 
 typedef struct zen_transport zen_transport;
+
 /* A transport request. Each transport embeds this as the first member of its own request. */
 typedef struct zen_treq {
     int is_send;
