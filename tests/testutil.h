@@ -2,11 +2,14 @@
 #ifndef ZEN_TESTUTIL_H
 #define ZEN_TESTUTIL_H
 
-#include <cmocka.h>
+/* cmocka.h needs these first; keep the order. */
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <cmocka.h>
+// clang-format on
 
 #include <zen/comm.h>
 
