@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bootstrap/env.h"
+#include "bootstrap/rendezvous.h"
 #include "coll/comm_internal.h"
 #include "common/alloc.h"
 #include "common/clock.h"
@@ -113,6 +114,29 @@ static zen_status pick_transport(const zen_comm_options *o, const zen_env_info *
     return ZEN_OK;
 }
 
+/* Rendezvous (bootstrap) builds the mesh of sockets, then the transport takes them over. */
+static zen_status tcp_transport(int rank, int size, const char *addr, int port, double timeout_s,
+                                zen_transport **t)
+{
+    if (port < 1 || port > 65535) {
+        ZEN_ERROR("init", "tcp: master port %d is not a port number", port);
+        return ZEN_EINVAL;
+    }
+    int *fds = zen_malloc_array((size_t)size, sizeof *fds);
+    if (!fds)
+        return ZEN_ENOMEM;
+    char err[512];
+    int64_t t0 = zen_now_ns();
+    zen_status st = zen_rendezvous(rank, size, addr, port, timeout_s, fds, err, sizeof err);
+    if (st == ZEN_OK) {
+        st = zen_transport_tcp_create(rank, size, fds, timeout_s, t);
+        ZEN_INFO("init", "tcp: rank %d of %d connected to its peers in %.3f s", rank, size,
+                 (double)(zen_now_ns() - t0) / 1e9);
+    }
+    zen_free(fds);
+    return st;
+}
+
 static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
                                  zen_transport_kind kind, double timeout_s, zen_transport **t)
 {
@@ -131,9 +155,8 @@ static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
                               "ZEN_WORLD_SIZE (or RANK/WORLD_SIZE), or use `zen launch`");
             return ZEN_EINVAL;
         }
-        return zen_transport_tcp_create(
-            rank, size, o->master_addr ? o->master_addr : env->master_addr,
-            o->master_port > 0 ? o->master_port : env->master_port, timeout_s, t);
+        return tcp_transport(rank, size, o->master_addr ? o->master_addr : env->master_addr,
+                             o->master_port > 0 ? o->master_port : env->master_port, timeout_s, t);
     case ZEN_TRANSPORT_MPI:
         return zen_transport_mpi_create(t);
     case ZEN_TRANSPORT_AUTO:

@@ -153,7 +153,7 @@ zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
     p.gamma_n = profile->gamma_n;
     p.skew = profile->skew;
     p.skew_n = profile->skew;
-    zen_net_model net = { gbps * 1e9 / 8.0, lat_us * 1e-6 };
+    zen_net_model net = { .bytes_per_s = gbps * 1e9 / 8.0, .latency_s = lat_us * 1e-6 };
     zen_sparse_predict(nranks, rows, width, &p, &net, 0, seconds);
     return ZEN_OK;
 }

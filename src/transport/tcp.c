@@ -1,5 +1,6 @@
 /*
- * tcp: one process per rank, a full mesh of TCP connections (built by src/bootstrap/rendezvous.c).
+ * tcp: one process per rank, a full mesh of TCP connections (built by src/bootstrap/rendezvous.c,
+ * which hands the connected sockets to zen_transport_tcp_create).
  *
  * Receive side: one reader thread per peer connection reads frames and delivers them into this
  * rank's mailbox (mailbox.h). deliver_begin returns the posted receive's own buffer when the
@@ -26,7 +27,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bootstrap/rendezvous.h"
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -499,13 +499,12 @@ static zen_status start_readers(tcp_state *s)
     return st;
 }
 
-zen_status zen_transport_tcp_create(int rank, int size, const char *master_addr, int master_port,
-                                    double timeout_s, zen_transport **out)
+zen_status zen_transport_tcp_create(int rank, int size, int *fds, double timeout_s,
+                                    zen_transport **out)
 {
     *out = NULL;
-    if (size < 1 || rank < 0 || rank >= size || master_port < 1 || master_port > 65535) {
-        ZEN_ERROR("transport", "tcp: invalid rank %d / world size %d / master port %d", rank, size,
-                  master_port);
+    if (size < 1 || rank < 0 || rank >= size || !fds) {
+        ZEN_ERROR("transport", "tcp: invalid rank %d / world size %d", rank, size);
         return ZEN_EINVAL;
     }
     tcp_state *s = zen_calloc(1, sizeof *s);
@@ -516,43 +515,32 @@ zen_status zen_transport_tcp_create(int rank, int size, const char *master_addr,
     s->timeout_s = timeout_s > 0 ? timeout_s : 300;
     s->stall_ns = (int64_t)(s->timeout_s * 1e9);
     s->peers = zen_calloc((size_t)size, sizeof *s->peers);
-    int *fds = zen_malloc_array((size_t)size, sizeof *fds);
-    zen_status st = s->peers && fds ? zen_mailbox_create(&s->base, size, &s->mb) : ZEN_ENOMEM;
+    zen_status st = s->peers ? zen_mailbox_create(&s->base, size, &s->mb) : ZEN_ENOMEM;
     if (st != ZEN_OK) {
-        zen_free(fds);
-        if (s->peers)
-            for (int p = 0; p < size; p++)
+        for (int p = 0; p < size; p++) {
+            if (fds[p] >= 0)
+                close(fds[p]);
+            fds[p] = -1;
+            if (s->peers)
                 s->peers[p].fd = -1;
+        }
         tcp_free(s);
         return st;
     }
     for (int p = 0; p < size; p++) {
         s->peers[p].s = s;
         s->peers[p].rank = p;
-        s->peers[p].fd = -1;
-        pthread_mutex_init(&s->peers[p].send_lock, NULL);
-    }
-    int64_t t0 = zen_now_ns();
-    char err[512];
-    st = zen_rendezvous(rank, size, master_addr, master_port, s->timeout_s, fds, err, sizeof err);
-    if (st != ZEN_OK) {
-        zen_free(fds);
-        tcp_free(s);
-        return st;
-    }
-    for (int p = 0; p < size; p++) {
         s->peers[p].fd = fds[p];
-        if (fds[p] >= 0)
-            zen_sock_tune(fds[p]);
+        fds[p] = -1; /* the transport owns the sockets now */
+        pthread_mutex_init(&s->peers[p].send_lock, NULL);
+        if (s->peers[p].fd >= 0)
+            zen_sock_tune(s->peers[p].fd);
     }
-    zen_free(fds);
     if ((st = start_readers(s)) != ZEN_OK) {
         tcp_abort(&s->base, st, "tcp transport setup failed");
         tcp_destroy(&s->base);
         return st;
     }
-    ZEN_INFO("transport", "tcp: rank %d of %d connected to its peers in %.3f s", rank, size,
-             (double)(zen_now_ns() - t0) / 1e9);
     *out = &s->base;
     return ZEN_OK;
 }

@@ -94,9 +94,10 @@ void zen_transport_base_release(zen_transport *t);
 typedef struct zen_inproc_world zen_inproc_world;
 zen_status zen_transport_inproc_create(zen_inproc_world *world, int rank, zen_transport **out);
 
-/* tcp: rendezvous through master_addr:master_port (rank 0 listens there). */
-zen_status zen_transport_tcp_create(int rank, int size, const char *master_addr, int master_port,
-                                    double timeout_s, zen_transport **out);
+/* tcp over a full mesh of connected sockets (fds[p] for peer p, -1 at fds[rank]; made by
+ * zen_rendezvous in src/bootstrap). Takes ownership of the sockets, also on failure. */
+zen_status zen_transport_tcp_create(int rank, int size, int *fds, double timeout_s,
+                                    zen_transport **out);
 
 /* mpi: ZEN_EUNSUPPORTED when built without MPI. */
 zen_status zen_transport_mpi_create(zen_transport **out);
