@@ -8,13 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <zen/sparse.h>
 
 #include "sparse/cost.h"
 #include "testutil.h"
 
-static const zen_net_model bw_only = { 1e9, 0.0 }; /* 1 GB/s, no latency: the paper's model */
+/* 1 GB/s, no latency: the paper's model */
+static const zen_net_model bw_only = { .bytes_per_s = 1e9, .latency_s = 0.0 };
 
 /* Full overlap (gamma = 1): BP beats HC by log2(n) / (2(n-1)/n), about log n / 2. */
 static void test_full_overlap(void **state)
@@ -115,7 +117,7 @@ static void test_scheme_volumes(void **state)
     /* latency: sequential steps pay a full latency, extra messages of a step 0.1 of it:
      * ring 2(n-1) = 6 steps; HC 2 rounds x (size, payload); ALLGATHER 2 steps of 3 messages;
      * PS/BLOCK 4 such steps; BP 3 such steps plus 2 ring allgathers of n-1 steps */
-    zen_net_model lat = { 1e30, 1e-6 };
+    zen_net_model lat = { .bytes_per_s = 1e30, .latency_s = 1e-6 };
     zen_sparse_predict(4, 1000, 1, &p, &lat, 256, pred);
     assert_float_equal(pred[ZEN_SPARSE_DENSE], 6e-6, 1e-12);
     assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 4e-6, 1e-12);
@@ -272,6 +274,36 @@ static void test_profile_period(void **state)
     unsetenv("ZEN_SPARSE_PROFILE_PERIOD");
 }
 
+/* Network models: ZEN_NET_* override the defaults; oversubscribed inproc ranks share the cores. */
+static void test_net_models(void **state)
+{
+    (void)state;
+    zen_net_model net;
+    setenv("ZEN_NET_GBPS", "8", 1);
+    setenv("ZEN_NET_LAT_US", "30", 1);
+    zen_net_model_for(ZEN_TRANSPORT_TCP, &net);
+    assert_float_equal(net.bytes_per_s, 1e9, 1e-3);
+    assert_float_equal(net.latency_s, 30e-6, 1e-15);
+    assert_float_equal(net.overhead_s, 0, 0);
+    unsetenv("ZEN_NET_GBPS");
+    unsetenv("ZEN_NET_LAT_US");
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    zen_net_model one, many;
+    zen_net_model_for_ranks(ZEN_TRANSPORT_INPROC, 1, &one);
+    zen_net_model_for_ranks(ZEN_TRANSPORT_INPROC, (int)cores * 4, &many);
+    assert_float_equal(many.bytes_per_s, one.bytes_per_s / 4, 1e-3);
+    assert_float_equal(many.latency_s, one.latency_s * 4, 1e-15);
+    assert_float_equal(many.overhead_s, many.latency_s, 0);
+    /* serial issue: ALLGATHER on 4 ranks = 2 steps x (1 + 2 extra messages) latencies */
+    zen_sparse_profile p;
+    double pred[ZEN_SPARSE_SCHEME_COUNT];
+    zen_sparse_profile_model(&p, 4, 0.1, ZEN_OVERLAP_IDENTICAL);
+    zen_net_model serial = { .bytes_per_s = 1e30, .latency_s = 1e-6, .overhead_s = 1e-6 };
+    zen_sparse_predict(4, 1000, 1, &p, &serial, 256, pred);
+    assert_float_equal(pred[ZEN_SPARSE_ALLGATHER], 6e-6, 1e-12);
+    assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 4e-6, 1e-12);
+}
+
 /* AUTO follows the network: a slow, high-bandwidth-cost link favours sparse schemes for a
  * sparse tensor, and a huge latency favours the scheme with the fewest messages. */
 static void test_auto_follows_net(void **state)
@@ -280,10 +312,10 @@ static void test_auto_follows_net(void **state)
     zen_sparse_profile p;
     double pred[ZEN_SPARSE_SCHEME_COUNT];
     zen_sparse_profile_model(&p, 16, 0.01, ZEN_OVERLAP_RANDOM);
-    zen_net_model slow = { 1e6, 0 };
+    zen_net_model slow = { .bytes_per_s = 1e6, .latency_s = 0 };
     zen_sparse_predict(16, 1 << 20, 1, &p, &slow, 256, pred);
     assert_int_not_equal(zen_sparse_cheapest(pred), ZEN_SPARSE_DENSE);
-    zen_net_model laggy = { 1e15, 1.0 };
+    zen_net_model laggy = { .bytes_per_s = 1e15, .latency_s = 1.0 };
     zen_sparse_predict(16, 1 << 20, 1, &p, &laggy, 256, pred);
     /* ALLGATHER: 2 steps of 15 messages = 2 (1 + 14 x 0.1) = 4.8 s; HC: 8 steps */
     assert_int_equal(zen_sparse_cheapest(pred), ZEN_SPARSE_ALLGATHER);
@@ -297,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_paper_table),      cmocka_unit_test(test_scheme_volumes),
         cmocka_unit_test(test_dense_crossover),  cmocka_unit_test(test_auto),
         cmocka_unit_test(test_auto_follows_net), cmocka_unit_test(test_profile_period),
+        cmocka_unit_test(test_net_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

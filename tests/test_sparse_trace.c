@@ -4,7 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sparse/trace.h"
+#include <zen/sparse.h>
+
 #include "testutil.h"
 
 static void make_step(zen_trace_step *s, zen_trace_tensor *t, uint64_t *rng)

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sparse/trace.h"
+#include <zen/sparse.h>
+
 #include "testutil.h"
 #include "train/train.h"
 

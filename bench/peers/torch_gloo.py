@@ -19,7 +19,8 @@ run in one process (`dense sparse trace`) because importing torch costs seconds 
 
 Bytes: gloo's sparse all_reduce allgathers each rank's int64 indices and f32 values and sums
 locally, so every rank receives the other ranks' (8 + 4 width) nnz bytes; `max_bytes_recv` is
-that payload for the rank that receives most (the small size-metadata exchange not counted).
+that payload for the rank that receives most (the small size-metadata exchange not counted); for a
+trace, of the call where it is largest (zen bench sparse's convention).
 """
 import argparse
 import json
@@ -176,7 +177,7 @@ def trace(args, rank, n):
             t = torch.sparse_coo_tensor(torch.from_numpy(idx).unsqueeze(0),
                                         torch.from_numpy(val.copy()), (rows, width)).coalesce()
             r, total = recv_bytes(t._nnz(), width, n)
-            recv, nnz_in = recv + r, nnz_in + total
+            recv, nnz_in = max(recv, r), nnz_in + total
             tensors.append(t)
     if not tensors:
         raise SystemExit(f"torch_gloo.py: no complete step for {n} ranks in {args.trace}")

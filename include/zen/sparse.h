@@ -78,10 +78,10 @@ typedef struct zen_sparse_options {
     const char *key; /* identifies a recurring tensor for sparsity profiling (AUTO); may be NULL */
     int threads;     /* hierarchical-hashing threads for BALANCED; <= 1: single-threaded */
     /* -- hierarchical sync across hosts (hier-host) -- */
-    int hierarchy;      /* zen_sparse_hierarchy: AUTO (cost model), OFF (flat) or ON */
-    int ranks_per_host; /* > 0: emulate hosts of this many consecutive ranks (the last host may
-                         * be smaller); 0: ZEN_SPARSE_RANKS_PER_HOST, else the launcher's grouping
-                         */
+    int hierarchy; /* zen_sparse_hierarchy: AUTO (cost model), OFF (flat) or ON */
+    /* > 0: emulate hosts of this many consecutive ranks (the last host may be smaller);
+     * 0: ZEN_SPARSE_RANKS_PER_HOST, else the launcher's grouping */
+    int ranks_per_host;
 } zen_sparse_options;
 
 /*
@@ -132,9 +132,11 @@ typedef struct zen_sparse_stats {
     double skew;    /* skewness ratio over n even ranges */
     /* -- hierarchical sync across hosts: scheme is then the one used across hosts, and the byte
      *    and message counts include the intra- and inter-host sub-communicators -- */
-    int hierarchical;        /* 1: the hierarchical form ran */
-    int hosts;               /* hosts seen (0: grouping not looked at) */
-    double predicted_hier_s; /* cost model's time of the hierarchical form (0: not predicted) */
+    int hierarchical;          /* 1: the hierarchical form ran */
+    int hosts;                 /* hosts seen (0: grouping not looked at) */
+    double predicted_hier_s;   /* cost model's time of the hierarchical form (0: not predicted) */
+    uint64_t inter_bytes_sent; /* hierarchical: the part of bytes_sent that crossed hosts */
+    uint64_t inter_bytes_recv;
 } zen_sparse_stats;
 
 /*
@@ -148,6 +150,43 @@ zen_status zen_sparse_allreduce_dense(zen_comm *comm, const zen_sparse_tensor *i
  * zen_sparse_result_free). Rows whose sum cancels to exactly zero may be absent. */
 zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in, zen_sparse_result *out,
                                 const zen_sparse_options *opts, zen_sparse_stats *stats);
+
+/* ---- Gradient traces: recorded sparse gradients, one file per rank and training step, written
+ * by `zen train --dump-grads DIR` and replayed by `zen bench sparse --trace DIR`. The byte layout
+ * is specified in docs/trace-format.md. ---- */
+
+#define ZEN_TRACE_NAME_MAX 255
+
+/* One sparse tensor of a step: sorted or not, duplicates allowed (they are summed on use). */
+typedef struct zen_trace_tensor {
+    char name[ZEN_TRACE_NAME_MAX + 1];
+    uint64_t rows;
+    uint32_t width;
+    uint64_t nnz;
+    uint32_t *indices; /* nnz */
+    float *values;     /* nnz * width */
+} zen_trace_tensor;
+
+typedef struct zen_trace_step {
+    uint32_t rank;
+    uint32_t world_size;
+    uint64_t step;
+    size_t count;
+    zen_trace_tensor *tensors;
+} zen_trace_step;
+
+/* DIR/rank<R>-step<S>.zgrad (S zero-padded to 6 digits); ZEN_EINVAL if it does not fit. */
+zen_status zen_trace_path(char *out, size_t size, const char *dir, uint32_t rank, uint64_t step);
+
+/* Write a step to path (atomically: a temporary file renamed into place). ZEN_EIO on failure,
+ * ZEN_EINVAL for a malformed step (index >= rows, name too long). */
+zen_status zen_trace_write(const char *path, const zen_trace_step *step);
+
+/* Read a step; ZEN_EIO if it cannot be read, ZEN_ECORRUPT if the magic, version, sizes, an index
+ * or the checksum is wrong. On success free it with zen_trace_free. */
+zen_status zen_trace_read(const char *path, zen_trace_step *out);
+
+void zen_trace_free(zen_trace_step *step);
 
 /* ---- Prediction at any scale without communication (what `zen simulate` uses). ---- */
 

@@ -19,6 +19,7 @@
 #include "common/checked.h"
 #include "common/clock.h"
 #include "sparse/coo.h"
+#include "sparse/hier_host.h"
 #include "sparse/sparse_internal.h"
 
 static const char *const scheme_names[ZEN_SPARSE_SCHEME_COUNT] = {
@@ -167,6 +168,8 @@ static zen_status check_local(const zen_sparse_tensor *in, int has_output, int d
     *bad_set = 0;
     if (!in || !has_output || (unsigned)opts->scheme >= ZEN_SPARSE_SCHEME_COUNT)
         return ZEN_EINVAL;
+    if ((unsigned)opts->hierarchy > ZEN_SPARSE_HIER_ON || opts->ranks_per_host < 0) /* hier-host */
+        return ZEN_EINVAL;
     /* the structural checks of zen_coo_from_tensor, so that its EINVAL can be told apart from
      * an out-of-range index (which is what its *bad_index then holds) */
     size_t vcount;
@@ -221,7 +224,8 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
                                  in ? in->rows : 0,
                                  in ? in->width : 0,
                                  (uint64_t)opts->scheme | ((uint64_t)(opts->average != 0) << 8) |
-                                     ((uint64_t)(dense_out != NULL) << 9) };
+                                     ((uint64_t)(dense_out != NULL) << 9) |
+                                     zen_sparse_hier_mode(opts) << 10 /* hier-host */ };
     int agreed = 0;
     st = agree(comm, mine, in, &agreed);
     /* Past this point every status other than the agreed argument errors is a failure of this
@@ -230,11 +234,23 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
     int local_failure = !agreed;
     zen_sparse_scheme scheme = opts->scheme;
     zen_sparse_ctx ctx = { comm, &local, dense_out, coo_out, opts, stats };
-    if (st == ZEN_OK && scheme == ZEN_SPARSE_AUTO) {
+    /* hier-host: hierarchical sync across hosts (hier_host.c); may settle an AUTO flat scheme */
+    int hier = 0;
+    if (st == ZEN_OK) {
+        st = zen_sparse_hier_decide(&ctx, &hier, &scheme); /* collective: every rank is here */
+        local_failure = st != ZEN_OK;
+    }
+    if (st == ZEN_OK && hier) {
+        stats->scheme = scheme;
+        stats->nnz_in = local.nnz;
+        st = zen_sparse_run_hier_host(&ctx);
+        local_failure = st != ZEN_OK;
+    }
+    if (st == ZEN_OK && !hier && scheme == ZEN_SPARSE_AUTO) {
         st = zen_sparse_choose(&ctx, &scheme); /* collective: every rank is here */
         local_failure = st != ZEN_OK;
     }
-    if (st == ZEN_OK) {
+    if (st == ZEN_OK && !hier) {
         stats->scheme = scheme;
         stats->nnz_in = local.nnz;
         zen_sparse_scheme_fn fn = scheme_fn(scheme);
@@ -250,10 +266,11 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
     zen_coo_release(&local);
     st = zen_coll_end(comm, &cc, st);
     zen_comm_get_stats(comm, &after);
-    stats->bytes_sent = after.bytes_sent - before.bytes_sent;
-    stats->bytes_recv = after.bytes_recv - before.bytes_recv;
-    stats->msgs_sent = after.msgs_sent - before.msgs_sent;
-    stats->msgs_recv = after.msgs_recv - before.msgs_recv;
+    /* += : the hierarchical form already counted its sub-communicators' traffic */
+    stats->bytes_sent += after.bytes_sent - before.bytes_sent;
+    stats->bytes_recv += after.bytes_recv - before.bytes_recv;
+    stats->msgs_sent += after.msgs_sent - before.msgs_sent;
+    stats->msgs_recv += after.msgs_recv - before.msgs_recv;
     stats->total_us = zen_us_between(t0, zen_now_ns());
     return st;
 }

@@ -6,6 +6,7 @@
 #include "sparse/cost.h"
 
 #include <math.h>
+#include <unistd.h>
 
 #include "common/tunables.h"
 
@@ -87,7 +88,8 @@ void zen_sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_p
     /* A step in which a rank posts k messages at once (pairwise alltoall, the exchanges of
      * xchg.c) costs one latency plus a small issue overhead per extra message; a ring step is a
      * full latency each, because step t+1 waits for step t. */
-    double conc = a + (n > 1 ? (double)(n - 2) : 0) * ZEN_COST_MSG_OVERHEAD * a;
+    double o = net->overhead_s > 0 ? net->overhead_s : ZEN_COST_MSG_OVERHEAD * a;
+    double conc = a + (n > 1 ? (double)(n - 2) : 0) * o;
     double N = n, n1 = n - 1, frac = n1 / N, R = (double)rows, w = width;
     double E = 4 + 4 * w; /* COO bytes per entry */
     double D = R * w * 4; /* dense bytes */
@@ -145,6 +147,11 @@ zen_sparse_scheme zen_sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT]
 
 void zen_net_model_for(zen_transport_kind kind, zen_net_model *net)
 {
+    zen_net_model_for_ranks(kind, 0, net);
+}
+
+void zen_net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model *net)
+{
     /* Defaults: inproc is a memcpy between threads, tcp a 10 GbE-class link, mpi a 25 Gb/s
      * fabric (the paper's testbed A). */
     double gbps = 10, lat_us = 50;
@@ -162,4 +169,14 @@ void zen_net_model_for(zen_transport_kind kind, zen_net_model *net)
         lat_us = env_lat;
     net->bytes_per_s = gbps * 1e9 / 8;
     net->latency_s = lat_us * 1e-6;
+    net->overhead_s = 0;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (kind == ZEN_TRANSPORT_INPROC && cores > 0 && nranks > cores) {
+        double share = (double)cores / nranks;
+        if (!(env_gbps > 0))
+            net->bytes_per_s *= share;
+        if (!(env_lat > 0))
+            net->latency_s /= share;
+        net->overhead_s = net->latency_s;
+    }
 }

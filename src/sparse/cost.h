@@ -24,7 +24,8 @@
 
 #define ZEN_COST_MAX_LEVELS 32
 
-/* Issue overhead of each extra message posted in the same step, as a fraction of the latency. */
+/* Default issue overhead of each extra message posted in the same step, as a fraction of the
+ * latency (when zen_net_model.overhead_s is 0). */
 #define ZEN_COST_MSG_OVERHEAD 0.1
 
 typedef struct zen_sparse_profile {
@@ -42,7 +43,8 @@ typedef struct zen_sparse_profile {
 
 typedef struct zen_net_model {
     double bytes_per_s; /* per-link bandwidth */
-    double latency_s;   /* per message */
+    double latency_s;   /* per sequential step (a message and its wait) */
+    double overhead_s;  /* per extra message posted in the same step; 0: 0.1 * latency_s */
 } zen_net_model;
 
 /* Synthetic overlap models for profiles (simulation, tests). */
@@ -80,5 +82,13 @@ zen_sparse_scheme zen_sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT]
 
 /* Network model from ZEN_NET_GBPS / ZEN_NET_LAT_US, else the defaults of the transport. */
 void zen_net_model_for(zen_transport_kind kind, zen_net_model *net);
+
+/*
+ * Same, for nranks ranks: inproc ranks are threads sharing this host's cores, so with more ranks
+ * than online cores each rank gets cores/nranks of the bandwidth, the latency grows by
+ * nranks/cores (unless ZEN_NET_* set them), and the messages of a step are issued one after
+ * another (overhead_s = latency_s). Other transports: as zen_net_model_for.
+ */
+void zen_net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model *net);
 
 #endif

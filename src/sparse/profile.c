@@ -405,7 +405,7 @@ zen_status zen_sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
     }
 
     zen_net_model net;
-    zen_net_model_for(zen_comm_transport(comm), &net);
+    zen_net_model_for_ranks(zen_comm_transport(comm), n, &net);
     double pred[ZEN_SPARSE_SCHEME_COUNT];
     zen_sparse_predict(n, c->rows, c->width, &p, &net, zen_param_long("SPARSE_BLOCK_SIZE"), pred);
     *scheme = zen_sparse_cheapest(pred);

@@ -15,11 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zen/sparse.h>
+
 #include "common/alloc.h"
 #include "sparse/cost.h"
 #include "sparse/hier_hash.h"
 #include "sparse/sparse_internal.h"
-#include "sparse/trace.h"
 
 zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *overlap,
                                         zen_sparsity_profile *out)

@@ -1,14 +1,14 @@
 /*
- * Gradient trace files (see trace.h and docs/trace-format.md). The file is built in memory and
- * checksummed (FNV-1a 64 over every byte before the trailer), then written to a temporary name
- * and renamed, so a reader never sees half a file. All integers are little-endian; the reader
- * decodes byte by byte, so it works on any host and never trusts a length before checking it
- * against the bytes that remain.
+ * Gradient trace files (API in include/zen/sparse.h, format in docs/trace-format.md). The file is
+ * built in memory and checksummed (FNV-1a 64 over every byte before the trailer), then written to a
+ * temporary name and renamed, so a reader never sees half a file. All integers are little-endian;
+ * the reader decodes byte by byte, so it works on any host and never trusts a length before
+ * checking it against the bytes that remain.
  */
-#include "sparse/trace.h"
-
 #include <stdio.h>
 #include <string.h>
+
+#include <zen/sparse.h>
 
 #include "common/alloc.h"
 #include "common/hash.h"

@@ -9,8 +9,9 @@
  */
 #include <string.h>
 
+#include <zen/sparse.h>
+
 #include "common/alloc.h"
-#include "sparse/trace.h"
 #include "train/trainer.h"
 
 zen_status zen_trainer_dump_grads(const char *dir, int dp_rank, int dp_size, long step,
