@@ -37,10 +37,10 @@ zen_status zen_sparse_run_hier_host(zen_sparse_ctx *ctx);
 /* ---- cost model of the hierarchical form (hier_host_cost.c), pure functions ---- */
 
 typedef struct zen_hier_shape {
-    int n;          /* ranks */
-    int hosts;      /* hosts (>= 1) */
-    int max_local;  /* ranks on the largest host */
-    int shards;     /* row shards = ranks on the smallest host */
+    int n;         /* ranks */
+    int hosts;     /* hosts (>= 1) */
+    int max_local; /* ranks on the largest host */
+    int shards;    /* row shards = ranks on the smallest host */
     uint64_t rows;
     uint32_t width;
     int sparse_out; /* 1: the caller wants a sparse result */

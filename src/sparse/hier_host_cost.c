@@ -21,8 +21,11 @@
 void zen_net_model_intra(const zen_net_model *inter, zen_net_model *intra)
 {
     double gbps = zen_param_double("NET_INTRA_GBPS"), lat_us = zen_param_double("NET_INTRA_LAT_US");
+    *intra = *inter;
     intra->bytes_per_s = gbps > 0 ? gbps * 1e9 / 8 : 10 * inter->bytes_per_s;
     intra->latency_s = lat_us > 0 ? lat_us * 1e-6 : inter->latency_s / 5;
+    if (inter->overhead_s > 0) /* messages issued one after another: as a step, like inter */
+        intra->overhead_s = intra->latency_s;
 }
 
 double zen_hier_gamma_at(const zen_sparse_profile *p, int p_n, double k)
@@ -33,8 +36,8 @@ double zen_hier_gamma_at(const zen_sparse_profile *p, int p_n, double k)
     int i = (int)lround(lg);
     if (fabs(lg - i) < 1e-9 && i < p->levels && p->gamma[i] > 0)
         return p->gamma[i];
-    double gn = p->gamma_n > 0 ? p->gamma_n
-                               : zen_cost_gamma_model(ZEN_OVERLAP_RANDOM, p->density, p_n);
+    double gn =
+        p->gamma_n > 0 ? p->gamma_n : zen_cost_gamma_model(ZEN_OVERLAP_RANDOM, p->density, p_n);
     if (p_n <= 1 || gn <= 1)
         return 1.0;
     return pow(gn, log(k) / log((double)p_n)); /* gamma^1 = 1, gamma^n = gn, log-linear between */

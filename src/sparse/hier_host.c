@@ -1,0 +1,491 @@
+/*
+ * Hierarchical sparse sync across hosts (ZEN section 7.1, the structure the paper implies).
+ *
+ * With H hosts of L ranks, S = the smallest host's rank count row shards (shard j = rows
+ * [lo(j), lo(j+1)) of an even split), M = rows * width:
+ *   1. every rank densifies its tensor (rows x width floats) and the host reduce-scatters it:
+ *      local rank j < S gets the host's sum of shard j; ranks j >= S (uneven hosts) get nothing;
+ *   2. the ranks holding shard j on every host (the inter-host communicator of index j, H ranks)
+ *      run the sparse scheme (opts->scheme, AUTO over those H ranks) on the shard's non-zero
+ *      rows, through the public entry point, so validation and statistics are the usual ones;
+ *   3. the host allgathers the S shard sums: first their non-zero counts, then either the COO
+ *      entries or the dense shards, whichever is fewer bytes (the same choice on every rank).
+ *
+ *   4 ranks as 2 hosts x 2 (A0 A1 | B0 B1), rows split into shards s0 s1:
+ *     1. A0 <-s1/s0-> A1 ; B0 <-s1/s0-> B1       A0 holds A's s0, A1 A's s1, ...
+ *     2. A0 <--sparse s0--> B0 ; A1 <--sparse s1--> B1
+ *     3. A0 <--s0/s1--> A1 ; B0 <--s0/s1--> B1   every rank holds s0 and s1 of the sum
+ *
+ * Bytes each rank sends: (L-1)/L * 4M (ring reduce-scatter) + the inner scheme's bytes on H ranks
+ * over M/S elements + (L-1)/L of min(4M, result COO) (allgather). Memory: rows x width floats
+ * (the caller's dense output when it has one) plus one shard.
+ *
+ * The sub-communicators are split at the first hierarchical call and cached on the parent; a
+ * different grouping (another ranks_per_host) splits again. Splits are collective over the
+ * parent: every rank derives the same grouping, so they all split in the same call.
+ */
+#include "sparse/hier_host.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "coll/comm_internal.h"
+#include "common/alloc.h"
+#include "common/checked.h"
+#include "common/clock.h"
+#include "common/hash.h"
+#include "common/log.h"
+#include "common/tunables.h"
+#include "sparse/xchg.h"
+
+/* The grouping of the parent's ranks into hosts, as every rank computes it. */
+typedef struct hier_groups {
+    int hosts;
+    int host;      /* this rank's host, numbered by lowest rank */
+    int local;     /* this rank's index in its host (rank order) */
+    int min_local; /* = the shard count */
+    int max_local;
+    uint64_t sig; /* hash of the rank -> host map */
+} hier_groups;
+
+typedef struct hier_cache {
+    int *launcher_host; /* rank -> host from the launcher (NULL until gathered) */
+    uint64_t split_sig; /* grouping the children were split for (0: none) */
+    zen_comm *intra;
+    zen_comm *inter; /* NULL on a rank whose index is >= the shard count */
+    hier_groups g;   /* grouping of the current call (set by zen_sparse_hier_decide) */
+} hier_cache;
+
+static void cache_free(void *p)
+{
+    hier_cache *hc = p;
+    if (!hc)
+        return;
+    zen_comm_destroy(hc->inter);
+    zen_comm_destroy(hc->intra);
+    zen_free(hc->launcher_host);
+    zen_free(hc);
+}
+
+static hier_cache *cache_of(zen_comm *comm)
+{
+    if (!comm->sparse_hier) {
+        comm->sparse_hier = zen_calloc(1, sizeof(hier_cache));
+        if (comm->sparse_hier)
+            comm->sparse_hier_free = cache_free;
+    }
+    return comm->sparse_hier;
+}
+
+static int ranks_per_host(const zen_sparse_options *opts)
+{
+    long rph =
+        opts->ranks_per_host > 0 ? opts->ranks_per_host : zen_param_long("SPARSE_RANKS_PER_HOST");
+    return rph > 0 ? (rph > 0xffff ? 0xffff : (int)rph) : 0;
+}
+
+uint64_t zen_sparse_hier_mode(const zen_sparse_options *opts)
+{
+    return ((uint64_t)opts->hierarchy & 3) | (uint64_t)ranks_per_host(opts) << 2;
+}
+
+/*
+ * Launcher grouping: allgather (local rank, local size, host name hash, world rank). Ranks with the
+ * same host name form a host. When two of them have the same local rank, several hosts are
+ * emulated on one machine (scripts/cluster.sh): there ranks share a host when they also share
+ * world rank - local rank (such launchers number a host's ranks contiguously). A picture that does
+ * not add up (repeated local ranks within a host, more members than the local size, or on a
+ * communicator over the whole world fewer) makes every rank its own host: AUTO then stays flat.
+ */
+enum {
+    LR_LOCAL_RANK,
+    LR_LOCAL_SIZE,
+    LR_HOST,
+    LR_WORLD,
+    LR_FIELDS
+};
+
+static int same_host(const uint64_t *a, const uint64_t *b, int refine)
+{
+    if (a[LR_HOST] != b[LR_HOST])
+        return 0;
+    return !refine || a[LR_WORLD] - a[LR_LOCAL_RANK] == b[LR_WORLD] - b[LR_LOCAL_RANK];
+}
+
+/* Number the hosts of the n records by lowest rank; 1 when local ranks repeat inside a host. */
+static int number_hosts(const uint64_t *all, int n, int refine, int *host)
+{
+    int hosts = 0, repeats = 0;
+    for (int r = 0; r < n; r++) {
+        host[r] = -1;
+        for (int q = 0; q < r && host[r] < 0; q++)
+            if (same_host(all + LR_FIELDS * q, all + LR_FIELDS * r, refine))
+                host[r] = host[q];
+        if (host[r] < 0)
+            host[r] = hosts++;
+        for (int q = 0; q < r; q++)
+            repeats |= host[q] == host[r] &&
+                       all[LR_FIELDS * q + LR_LOCAL_RANK] == all[LR_FIELDS * r + LR_LOCAL_RANK];
+    }
+    return repeats;
+}
+
+static zen_status launcher_hosts(zen_comm *comm, hier_cache *hc)
+{
+    int n = comm->size;
+    char name[256] = { 0 };
+    if (gethostname(name, sizeof name - 1) != 0)
+        name[0] = '\0';
+    uint64_t mine[LR_FIELDS] = { (uint64_t)zen_comm_local_rank(comm),
+                                 (uint64_t)zen_comm_local_size(comm),
+                                 zen_fnv1a(name, strlen(name), 0x4ae1),
+                                 (uint64_t)comm->world_ranks[comm->rank] };
+    uint64_t *all = zen_malloc_array((size_t)n * LR_FIELDS, sizeof *all);
+    int *host = zen_malloc_array((size_t)n, sizeof *host);
+    zen_status st = ZEN_OK;
+    if (!all || !host) {
+        st = zen_fail(comm, ZEN_ENOMEM, "sparse hier: out of memory for %d ranks", n);
+        goto out;
+    }
+    if ((st = zen_allgather(comm, mine, all, LR_FIELDS, ZEN_I64)) != ZEN_OK)
+        goto out;
+    int consistent = !number_hosts(all, n, 0, host) || !number_hosts(all, n, 1, host);
+    int whole_world = n == comm->transport->size;
+    for (int r = 0; r < n && consistent; r++) {
+        uint64_t members = 0;
+        for (int q = 0; q < n; q++)
+            members += host[q] == host[r];
+        uint64_t lsize = all[LR_FIELDS * r + LR_LOCAL_SIZE];
+        consistent = all[LR_FIELDS * r + LR_LOCAL_RANK] < lsize && members <= lsize &&
+                     (!whole_world || members == lsize);
+    }
+    if (!consistent) {
+        ZEN_WARN("sparse", "launcher host grouping is inconsistent; hierarchical sync stays flat");
+        for (int r = 0; r < n; r++)
+            host[r] = r;
+    }
+    hc->launcher_host = host;
+    host = NULL;
+out:
+    zen_free(all);
+    zen_free(host);
+    return st;
+}
+
+/* Fill hc->g for this call. Communicates only for launcher grouping on several hosts, once. */
+static zen_status compute_groups(zen_sparse_ctx *ctx, hier_cache *hc)
+{
+    zen_comm *comm = ctx->comm;
+    int n = comm->size, rph = ranks_per_host(ctx->opts);
+    /* every rank of the world on this host (all inproc ranks are) */
+    int one_host = rph == 0 && (comm->kind == ZEN_TRANSPORT_INPROC ||
+                                zen_comm_local_size(comm) >= comm->transport->size);
+    if (rph == 0 && !one_host && !hc->launcher_host) {
+        zen_status st = launcher_hosts(comm, hc);
+        if (st != ZEN_OK)
+            return st;
+    }
+    int *size = zen_calloc((size_t)n, sizeof *size);
+    if (!size)
+        return zen_fail(comm, ZEN_ENOMEM, "sparse hier: out of memory for %d ranks", n);
+    hier_groups g = { 0 };
+    g.sig = 0x9e3779b97f4a7c15ull;
+    for (int r = 0; r < n; r++) {
+        int h = rph > 0 ? r / rph : (one_host ? 0 : hc->launcher_host[r]);
+        if (h + 1 > g.hosts)
+            g.hosts = h + 1;
+        if (r < comm->rank &&
+            h == (rph > 0 ? comm->rank / rph : (one_host ? 0 : hc->launcher_host[comm->rank])))
+            g.local++;
+        if (r == comm->rank)
+            g.host = h;
+        size[h]++;
+        g.sig = zen_hash64(g.sig ^ (uint64_t)h, (uint64_t)r + 1);
+    }
+    g.min_local = n;
+    for (int h = 0; h < g.hosts; h++) {
+        if (size[h] < g.min_local)
+            g.min_local = size[h];
+        if (size[h] > g.max_local)
+            g.max_local = size[h];
+    }
+    zen_free(size);
+    hc->g = g;
+    return ZEN_OK;
+}
+
+zen_status zen_sparse_hier_decide(zen_sparse_ctx *ctx, int *use, zen_sparse_scheme *flat)
+{
+    zen_comm *comm = ctx->comm;
+    const zen_sparse_options *o = ctx->opts;
+    *use = 0;
+    if (o->hierarchy == ZEN_SPARSE_HIER_OFF || comm->size <= 1)
+        return ZEN_OK;
+    hier_cache *hc = cache_of(comm);
+    if (!hc)
+        return zen_fail(comm, ZEN_ENOMEM, "sparse hier: out of memory");
+    zen_status st = compute_groups(ctx, hc);
+    if (st != ZEN_OK)
+        return st;
+    const hier_groups *g = &hc->g;
+    ctx->stats->hosts = g->hosts;
+    if (o->hierarchy == ZEN_SPARSE_HIER_ON) {
+        *use = 1;
+        return ZEN_OK;
+    }
+    if (g->hosts <= 1 || g->max_local <= 1)
+        return ZEN_OK; /* AUTO stays flat without asking anything: the single-host behaviour */
+
+    zen_sparse_scheme chosen = ZEN_SPARSE_AUTO;
+    if ((st = zen_sparse_choose(ctx, &chosen)) != ZEN_OK)
+        return st;
+    zen_sparse_scheme flat_scheme = o->scheme == ZEN_SPARSE_AUTO ? chosen : o->scheme;
+    zen_sparse_profile p;
+    zen_sparse_profile_model(&p, comm->size, ctx->stats->density, ZEN_OVERLAP_RANDOM);
+    p.levels = 0; /* only gamma^n is known here: interpolate the others */
+    p.gamma_n = ctx->stats->gamma_n;
+    p.skew = p.skew_n = ctx->stats->skew;
+    zen_net_model inter, intra;
+    zen_net_model_for_ranks(zen_comm_transport(comm), comm->size, &inter);
+    zen_net_model_intra(&inter, &intra);
+    zen_hier_shape sh = { comm->size,       g->hosts,          g->max_local,          g->min_local,
+                          ctx->local->rows, ctx->local->width, ctx->dense_out == NULL };
+    double hier_s = zen_sparse_predict_hier(&sh, &p, &inter, &intra,
+                                            zen_param_long("SPARSE_BLOCK_SIZE"), o->scheme, NULL);
+    ctx->stats->predicted_hier_s = hier_s;
+    *use = zen_sparse_hier_pays(&sh, ctx->stats->predicted_s[flat_scheme], hier_s);
+    if (!*use && *flat == ZEN_SPARSE_AUTO)
+        *flat = chosen;
+    return ZEN_OK;
+}
+
+/* Split (or reuse) the intra- and inter-host communicators for hc->g. Collective over comm. */
+static zen_status ensure_children(zen_comm *comm, hier_cache *hc)
+{
+    if (hc->split_sig == hc->g.sig && hc->intra)
+        return ZEN_OK;
+    zen_comm_destroy(hc->inter);
+    zen_comm_destroy(hc->intra);
+    hc->inter = hc->intra = NULL;
+    hc->split_sig = 0;
+    zen_status st = zen_comm_split(comm, hc->g.host, comm->rank, &hc->intra);
+    if (st == ZEN_OK) {
+        int color = hc->g.local < hc->g.min_local ? hc->g.local : ZEN_SPLIT_NONE;
+        st = zen_comm_split(comm, color, hc->g.host, &hc->inter);
+    }
+    if (st != ZEN_OK)
+        return zen_fail(comm, st, "sparse hier: splitting into %d hosts failed: %s", hc->g.hosts,
+                        zen_comm_last_error(hc->intra ? hc->intra : comm));
+    hc->split_sig = hc->g.sig;
+    return ZEN_OK;
+}
+
+static void add_counters(zen_sparse_stats *s, const zen_comm_stats *a, const zen_comm_stats *b)
+{
+    s->bytes_sent += b->bytes_sent - a->bytes_sent;
+    s->bytes_recv += b->bytes_recv - a->bytes_recv;
+    s->msgs_sent += b->msgs_sent - a->msgs_sent;
+    s->msgs_recv += b->msgs_recv - a->msgs_recv;
+}
+
+/* Step 2: the sparse sync of this rank's shard sum (shard_rows x w at shard) across hosts. */
+static zen_status inter_sync(zen_sparse_ctx *ctx, zen_comm *inter, const float *shard,
+                             uint64_t shard_rows, zen_coo *res)
+{
+    zen_coo in = { 0 };
+    zen_status st = zen_coo_from_dense(shard, shard_rows, ctx->local->width, &in);
+    if (st != ZEN_OK)
+        return zen_fail(ctx->comm, st, "sparse hier: out of memory extracting the shard");
+    zen_sparse_tensor t = { shard_rows, ctx->local->width, in.nnz, ZEN_INDEX_U32,
+                            in.idx,     ZEN_F32,           in.val };
+    zen_sparse_options o = *ctx->opts;
+    o.average = 0; /* divided by the whole rank count at the end */
+    o.hierarchy = ZEN_SPARSE_HIER_OFF;
+    o.ranks_per_host = 0;
+    zen_sparse_stats is;
+    zen_sparse_result out = { 0 };
+    st = zen_sparse_allreduce(inter, &t, &out, &o, &is);
+    zen_coo_release(&in);
+    if (st != ZEN_OK)
+        return zen_fail(ctx->comm, st, "sparse hier: inter-host sync failed: %s",
+                        zen_comm_last_error(inter));
+    res->rows = shard_rows;
+    res->width = ctx->local->width;
+    res->nnz = res->capacity = out.nnz;
+    res->idx = out.indices;
+    res->val = out.values;
+    zen_sparse_stats *s = ctx->stats;
+    s->scheme = is.scheme;
+    for (int ph = 0; ph < ZEN_PHASE_COUNT; ph++)
+        s->phase_us[ph] += is.phase_us[ph];
+    s->imbalance_push = is.imbalance_push;
+    s->imbalance_pull = is.imbalance_pull;
+    return ZEN_OK;
+}
+
+/* Step 3: allgather the shard sums inside the host and deliver the result. full is a rows x w
+ * buffer (the caller's dense output when there is one). */
+static zen_status intra_gather(zen_sparse_ctx *ctx, zen_comm *intra, int shards, zen_coo *res,
+                               float *full)
+{
+    zen_comm *comm = ctx->comm;
+    uint64_t rows = ctx->local->rows;
+    uint32_t w = ctx->local->width;
+    int L = intra->size, me = intra->rank;
+    uint64_t *cnt = zen_malloc_array((size_t)L, sizeof *cnt);
+    size_t *rc = zen_malloc_array((size_t)L, sizeof *rc);
+    size_t *rd = zen_malloc_array((size_t)L, sizeof *rd);
+    zen_coo sum = { 0 };
+    zen_status st = ZEN_OK;
+    if (!cnt || !rc || !rd) {
+        st = zen_fail(comm, ZEN_ENOMEM, "sparse hier: out of memory for %d host ranks", L);
+        goto out;
+    }
+    uint64_t mine = res->nnz, total = 0;
+    if ((st = zen_allgather(intra, &mine, cnt, 1, ZEN_I64)) != ZEN_OK)
+        goto out;
+    for (int i = 0; i < L; i++) {
+        if (cnt[i] > rows) {
+            st = zen_fail(comm, ZEN_EPROTO, "sparse hier: host rank %d reports %llu rows", i,
+                          (unsigned long long)cnt[i]);
+            goto out;
+        }
+        total += cnt[i];
+    }
+    if (zen_coo_wire_bytes(total, w) < rows * w * sizeof(float)) {
+        /* COO: indices, then values; shards are in host-rank order, so the result is sorted */
+        sum.rows = rows;
+        sum.width = w;
+        if ((st = zen_coo_reserve(&sum, total ? total : 1)) != ZEN_OK) {
+            st = zen_fail(comm, st, "sparse hier: cannot allocate %llu result rows",
+                          (unsigned long long)total);
+            goto out;
+        }
+        sum.nnz = total;
+        uint64_t lo = me < shards ? zen_range_lo(rows, shards, me) : rows;
+        for (size_t i = 0; i < res->nnz; i++)
+            res->idx[i] += (uint32_t)lo;
+        size_t at = 0;
+        for (int i = 0; i < L; i++) {
+            rc[i] = cnt[i];
+            rd[i] = at;
+            at += cnt[i];
+        }
+        st = zen_allgatherv(intra, res->idx, res->nnz, sum.idx, rc, rd, ZEN_I32);
+        for (int i = 0; i < L; i++) {
+            rc[i] *= w;
+            rd[i] *= w;
+        }
+        if (st == ZEN_OK)
+            st = zen_allgatherv(intra, res->val, res->nnz * w, sum.val, rc, rd, ZEN_F32);
+        for (size_t i = 1; i < total && st == ZEN_OK; i++)
+            if (sum.idx[i] <= sum.idx[i - 1] || sum.idx[i] >= rows)
+                st = zen_fail(comm, ZEN_EPROTO, "sparse hier: host allgather gave row %u after %u",
+                              sum.idx[i], sum.idx[i - 1]);
+        if (st == ZEN_OK)
+            st = zen_sparse_emit(ctx, &sum);
+        goto out;
+    }
+    /* dense: my shard's rows of full, then an in-place allgatherv of the shards */
+    for (int i = 0; i < L; i++) {
+        uint64_t a = i < shards ? zen_range_lo(rows, shards, i) : rows;
+        uint64_t b = i < shards ? zen_range_lo(rows, shards, i + 1) : rows;
+        rd[i] = (size_t)a * w;
+        rc[i] = (size_t)(b - a) * w;
+    }
+    memset(full + rd[me], 0, rc[me] * sizeof(float));
+    for (size_t i = 0; i < res->nnz; i++)
+        memcpy(full + rd[me] + (size_t)res->idx[i] * w, res->val + i * w, w * sizeof(float));
+    if ((st = zen_allgatherv(intra, full + rd[me], rc[me], full, rc, rd, ZEN_F32)) != ZEN_OK)
+        goto out;
+    if (ctx->dense_out) {
+        zen_dense_finish(ctx);
+    } else if ((st = zen_coo_from_dense(full, rows, w, &sum)) == ZEN_OK) {
+        st = zen_sparse_emit(ctx, &sum);
+    } else {
+        st = zen_fail(comm, st, "sparse hier: out of memory extracting the result");
+    }
+out:
+    zen_coo_release(&sum);
+    zen_free(cnt);
+    zen_free(rc);
+    zen_free(rd);
+    return st;
+}
+
+zen_status zen_sparse_run_hier_host(zen_sparse_ctx *ctx)
+{
+    zen_comm *comm = ctx->comm;
+    const zen_coo *local = ctx->local;
+    hier_cache *hc = comm->sparse_hier;
+    if (!hc)
+        return zen_fail(comm, ZEN_EINTERNAL, "sparse hier: no grouping (decide not called)");
+    zen_status st = ensure_children(comm, hc);
+    if (st != ZEN_OK)
+        return st;
+    uint64_t rows = local->rows;
+    size_t w = local->width, cells;
+    if (zen_mul_overflow((size_t)rows, w, &cells) || cells > SIZE_MAX / sizeof(float))
+        return zen_fail(comm, ZEN_EINVAL, "sparse hier: %llu x %zu is too large to densify",
+                        (unsigned long long)rows, w);
+    int S = hc->g.min_local, me = hc->intra->rank, L = hc->intra->size;
+    uint64_t lo = me < S ? zen_range_lo(rows, S, me) : rows;
+    uint64_t shard_rows = (me < S ? zen_range_lo(rows, S, me + 1) : rows) - lo;
+    zen_comm_stats ia, ib, ea = { 0 }, eb = { 0 };
+    zen_comm_get_stats(hc->intra, &ia);
+    if (hc->inter)
+        zen_comm_get_stats(hc->inter, &ea);
+
+    float *full =
+        ctx->dense_out ? ctx->dense_out : zen_malloc_array(cells ? cells : 1, sizeof *full);
+    size_t shard_cells = (size_t)shard_rows * w;
+    float *shard = zen_malloc_array(shard_cells > 0 ? shard_cells : 1, sizeof *shard);
+    size_t *rc = zen_malloc_array((size_t)L, sizeof *rc);
+    zen_coo res = { 0 };
+    if (!full || !shard || !rc) {
+        st = zen_fail(comm, ZEN_ENOMEM, "sparse hier: cannot densify %llu x %zu",
+                      (unsigned long long)rows, w);
+        goto out;
+    }
+    int64_t t0 = zen_now_ns();
+    memset(full, 0, cells * sizeof *full);
+    for (size_t i = 0; i < local->nnz; i++)
+        memcpy(full + (size_t)local->idx[i] * w, local->val + i * w, w * sizeof *full);
+    for (int i = 0; i < L; i++)
+        rc[i] = i < S ? (size_t)(zen_range_lo(rows, S, i + 1) - zen_range_lo(rows, S, i)) * w : 0;
+    st = zen_reduce_scatterv(hc->intra, full, shard, rc, ZEN_F32, ZEN_SUM);
+    int64_t t1 = zen_now_ns();
+    ctx->stats->phase_us[ZEN_PHASE_PUSH] += zen_us_between(t0, t1);
+    if (st != ZEN_OK) {
+        st = zen_fail(comm, st, "sparse hier: host reduce-scatter failed: %s",
+                      zen_comm_last_error(hc->intra));
+        goto out;
+    }
+    if (hc->inter && (st = inter_sync(ctx, hc->inter, shard, shard_rows, &res)) != ZEN_OK)
+        goto out;
+    if (!hc->inter) {
+        res.rows = shard_rows;
+        res.width = (uint32_t)w;
+    }
+    int64_t t2 = zen_now_ns();
+    st = intra_gather(ctx, hc->intra, S, &res, full);
+    ctx->stats->phase_us[ZEN_PHASE_PULL] += zen_us_between(t2, zen_now_ns());
+    if (!hc->inter && ctx->opts->scheme != ZEN_SPARSE_AUTO)
+        ctx->stats->scheme = ctx->opts->scheme;
+    ctx->stats->hierarchical = 1;
+out:
+    zen_comm_get_stats(hc->intra, &ib);
+    add_counters(ctx->stats, &ia, &ib);
+    if (hc->inter) {
+        zen_comm_get_stats(hc->inter, &eb);
+        add_counters(ctx->stats, &ea, &eb);
+        ctx->stats->inter_bytes_sent = eb.bytes_sent - ea.bytes_sent;
+        ctx->stats->inter_bytes_recv = eb.bytes_recv - ea.bytes_recv;
+    }
+    if (full != ctx->dense_out)
+        zen_free(full);
+    zen_free(shard);
+    zen_free(rc);
+    zen_coo_release(&res);
+    return st;
+}
