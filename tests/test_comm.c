@@ -1,6 +1,7 @@
 /* Communicator basics: create, p2p, requests, split, stats, arrivals, failure propagation. */
 #include <string.h>
 
+#include "coll/comm_internal.h"
 #include "testutil.h"
 
 static zen_status ring_p2p(zen_comm *c, void *arg)
@@ -139,12 +140,62 @@ static void test_failure_names_peer(void **state)
     assert_true(saw[0] && saw[1] && saw[3]);
 }
 
+static void add_f32(void *buf, const void *other, const void *message, size_t bytes, void *ctx)
+{
+    (void)ctx;
+    float *out = buf;
+    const float *a = other, *b = message;
+    for (size_t i = 0; i < bytes / sizeof(float); i++)
+        out[i] = a[i] + b[i];
+}
+
+/* A combining receive stores other + message, whether the message arrives after the receive is
+ * posted (the sender combines on delivery) or before it (combined from the unexpected buffer). */
+static zen_status combine_receive(zen_comm *c, void *arg)
+{
+    (void)arg;
+    zen_coll cc;
+    ZT_CHECK(c, zen_coll_begin(c, "combine-test", &cc) == ZEN_OK);
+    float msg[3] = { 1, 2, 3 }, other[3] = { 10, 20, 30 }, out[3] = { 0 };
+    int token = 0;
+    for (int late_post = 0; late_post < 2; late_post++) {
+        if (zen_comm_rank(c) == 0) {
+            if (!late_post) /* wait until rank 1 has posted */
+                ZT_CHECK(c, zen_recv(c, &token, sizeof token, 1, 1, NULL) == ZEN_OK);
+            ZT_CHECK(c, zen_coll_sendrecv(c, &cc, 1, msg, sizeof msg, -1, NULL, 0) == ZEN_OK);
+            if (late_post)
+                ZT_CHECK(c, zen_send(c, &token, sizeof token, 1, 2) == ZEN_OK);
+            continue;
+        }
+        if (late_post) /* the message is already buffered when the receive is posted */
+            ZT_CHECK(c, zen_recv(c, &token, sizeof token, 0, 2, NULL) == ZEN_OK);
+        zen_treq *req = NULL;
+        zen_combine cb = { add_f32, other, NULL };
+        zen_status st = zen_coll_irecv_combine(c, &cc, 0, out, sizeof out, &cb, &req);
+        if (st == ZEN_EUNSUPPORTED)
+            return zen_coll_end(c, &cc, ZEN_OK); /* a transport without combining receives */
+        ZT_CHECK(c, st == ZEN_OK);
+        if (!late_post)
+            ZT_CHECK(c, zen_send(c, &token, sizeof token, 0, 1) == ZEN_OK);
+        ZT_CHECK(c, zen_coll_wait(c, &cc, req, 0, sizeof out, NULL) == ZEN_OK);
+        ZT_CHECK(c, out[0] == 11 && out[1] == 22 && out[2] == 33);
+        out[0] = out[1] = out[2] = 0;
+    }
+    return zen_coll_end(c, &cc, ZEN_OK);
+}
+
+static void test_combine_receive(void **state)
+{
+    (void)state;
+    zt_run_inproc(2, combine_receive, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_p2p_ring),           cmocka_unit_test(test_fifo_and_truncation),
         cmocka_unit_test(test_wait_timeout),       cmocka_unit_test(test_split),
-        cmocka_unit_test(test_failure_names_peer),
+        cmocka_unit_test(test_failure_names_peer), cmocka_unit_test(test_combine_receive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

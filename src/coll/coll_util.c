@@ -100,6 +100,18 @@ zen_status zen_coll_irecv(zen_comm *comm, const zen_coll *cc, int peer, void *bu
     return st == ZEN_OK ? ZEN_OK : transport_error(comm, cc, st);
 }
 
+zen_status zen_coll_irecv_combine(zen_comm *comm, const zen_coll *cc, int peer, void *buf,
+                                  size_t bytes, const zen_combine *combine, zen_treq **req)
+{
+    zen_transport *t = comm->transport;
+    *req = NULL;
+    if (!t->ops->irecv_combine)
+        return ZEN_EUNSUPPORTED;
+    zen_status st =
+        t->ops->irecv_combine(t, comm->world_ranks[peer], cc->tag, buf, bytes, combine, req);
+    return st == ZEN_OK ? ZEN_OK : transport_error(comm, cc, st);
+}
+
 void zen_coll_req_drop(zen_comm *comm, zen_treq *req)
 {
     if (req)

@@ -87,6 +87,14 @@ zen_status zen_coll_wait(zen_comm *comm, const zen_coll *cc, zen_treq *req, int 
 zen_status zen_coll_sendrecv(zen_comm *comm, const zen_coll *cc, int dst, const void *sbuf,
                              size_t sbytes, int src, void *rbuf, size_t rbytes);
 
+/*
+ * A receive that the transport combines into buf (see zen_combine in transport.h) instead of
+ * copying. ZEN_EUNSUPPORTED (nothing posted, no error recorded) when the transport cannot; the
+ * caller then receives and reduces itself.
+ */
+zen_status zen_coll_irecv_combine(zen_comm *comm, const zen_coll *cc, int peer, void *buf,
+                                  size_t bytes, const zen_combine *combine, zen_treq **req);
+
 /* Free a request without waiting (error paths). */
 void zen_coll_req_drop(zen_comm *comm, zen_treq *req);
 

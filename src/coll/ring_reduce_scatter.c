@@ -22,6 +22,11 @@
  * destination: the caller's work buffer (allreduce: its output, which it needs anyway) or, when
  * there is none, two alternating scratch chunks. The chunk buffers come from the communicator's
  * cached scratch, so a large allreduce does not fault in fresh pages on every call.
+ * Fused receives: when the transport has combining receives (inproc, mpi) and the destination is
+ * written by that position alone, the receive is posted with "own input (op) message" as its
+ * combine, so the message is reduced on delivery straight into its destination (inproc: by the
+ * sending thread, one pass over the data instead of a copy plus a reduce). ZEN_RING_FUSE=0 turns
+ * it off.
  *
  * Bytes each rank sends: every segment except its own once, i.e. (n-1)/n * S for an even layout
  * of S bytes (bandwidth optimal), in (n-1) * chunks messages; it receives as much.
@@ -33,6 +38,7 @@
 #include "coll/coll_algos.h"
 #include "coll/reduce.h"
 #include "common/alloc.h"
+#include "common/tunables.h"
 
 #define RS_SIGNATURE_KIND 1
 #define RS_WINDOW         4 /* receives posted ahead (each needs its own chunk buffer) */
@@ -41,6 +47,7 @@ typedef struct posted {
     zen_treq *req;
     char *buf;
     size_t bytes;
+    int fused; /* the transport reduces the message into its destination itself */
 } posted;
 
 typedef struct rs_state {
@@ -54,6 +61,8 @@ typedef struct rs_state {
     size_t bufseq;
     char *scratch[3]; /* partial results without work buffer; [2]: aliased final step */
     size_t steps;
+    int fuse;        /* try combining receives (cleared when the transport has none) */
+    size_t in_bytes; /* extent of the input */
 } rs_state;
 
 static int send_seg(const zen_ring *ring, size_t s)
@@ -103,14 +112,61 @@ static int overlap(const char *a, const char *b, size_t len)
     return a != b && a < b + len && b < a + len;
 }
 
+static void reduce_combine(void *buf, const void *other, const void *message, size_t bytes,
+                           void *ctx)
+{
+    const zen_ring *ring = ctx;
+    zen_reduce3(buf, other, message, bytes / ring->esize, ring->dtype, ring->op);
+}
+
+/*
+ * Fused receive: the transport stores "own input (op) message" straight into the chunk's
+ * destination (inproc: the sender's thread does it, reading its buffer once), saving the copy into
+ * a receive chunk and the separate pass over it. Only where the destination is written by this
+ * position alone: the caller's work buffer or the final output, not the alternating scratch.
+ * Returns ZEN_EUNSUPPORTED when the position cannot be fused.
+ */
+static zen_status post_fused(zen_comm *comm, const zen_coll *cc, rs_state *x, size_t q, int prev,
+                             posted *w)
+{
+    const zen_ring *ring = x->ring;
+    size_t s = q % x->steps, c = q / x->steps;
+    int rseg = recv_seg(ring, s);
+    if (!x->fuse || !(x->work || s + 1 == x->steps))
+        return ZEN_EUNSUPPORTED;
+    char *dst = dest_of(x, s, rseg, c);
+    const char *a = x->in + (ring->displs[rseg] + c * ring->chunk_elems) * ring->esize;
+    /* The peer writes dst whenever it gets there, so dst may share bytes with the input only
+     * where it is this very chunk (in place); elsewhere it could overwrite input not yet read
+     * (MPI-style in-place reduce_scatter puts the result at the start of the input). */
+    if (dst != a && dst < x->in + x->in_bytes && x->in < dst + w->bytes)
+        return ZEN_EUNSUPPORTED;
+    zen_combine cb = { reduce_combine, a, (void *)ring };
+    zen_status st = zen_coll_irecv_combine(comm, cc, prev, dst, w->bytes, &cb, &w->req);
+    if (st == ZEN_EUNSUPPORTED)
+        x->fuse = 0;
+    if (st == ZEN_OK) {
+        w->buf = dst;
+        w->fused = 1;
+    }
+    return st;
+}
+
 /* Post the receive of position q into the next free receive buffer. */
 static zen_status post(zen_comm *comm, const zen_coll *cc, rs_state *x, size_t q, int prev)
 {
     const zen_ring *ring = x->ring;
     posted *w = &x->win[(x->head + x->count) % RS_WINDOW];
+    w->fused = 0;
+    w->bytes = chunk_len(ring, recv_seg(ring, q % x->steps), q / x->steps) * ring->esize;
+    zen_status fst = post_fused(comm, cc, x, q, prev, w);
+    if (fst != ZEN_EUNSUPPORTED) {
+        if (fst == ZEN_OK)
+            x->count++;
+        return fst;
+    }
     /* buffers rotate over RS_WINDOW + 1, so the one still being reduced is never reposted */
     w->buf = x->tmp[x->bufseq++ % (RS_WINDOW + 1)];
-    w->bytes = chunk_len(ring, recv_seg(ring, q % x->steps), q / x->steps) * ring->esize;
     zen_status st = zen_coll_irecv(comm, cc, prev, w->buf, w->bytes, &w->req);
     if (st == ZEN_OK)
         x->count++;
@@ -148,6 +204,7 @@ static zen_status run(zen_comm *comm, const zen_coll *cc, rs_state *x)
             posted *w = &x->win[x->head];
             st = zen_coll_wait(comm, cc, w->req, prev, len * es, NULL);
             char *cur = w->buf;
+            int fused = w->fused;
             x->head = (x->head + 1) % RS_WINDOW;
             x->count--;
             /* refill the window before reducing, so the sender never finds it empty */
@@ -155,7 +212,7 @@ static zen_status run(zen_comm *comm, const zen_coll *cc, rs_state *x)
                 st = post(comm, cc, x, q, prev);
                 q++;
             }
-            if (st == ZEN_OK) {
+            if (st == ZEN_OK && !fused) {
                 const char *a = x->in + (ring->displs[rseg] + c * ring->chunk_elems) * es;
                 char *dst = dest_of(x, s, rseg, c);
                 if (overlap(dst, a, len * es)) {
@@ -208,7 +265,11 @@ zen_status zen_ring_reduce_scatter(zen_comm *comm, const zen_coll *cc, const zen
         .work = work,
         .own_out = own_out,
         .steps = (size_t)ring->n - 1,
+        .fuse = zen_param_long("RING_FUSE") != 0,
     };
+    for (int j = 0; j < ring->n; j++)
+        if ((ring->displs[j] + ring->counts[j]) * es > x.in_bytes)
+            x.in_bytes = (ring->displs[j] + ring->counts[j]) * es;
     for (size_t i = 0; i <= RS_WINDOW; i++)
         x.tmp[i] = mem + i * cbytes;
     for (size_t i = 0; i < 3; i++)

@@ -34,6 +34,9 @@ static const struct param_row param_table[] = {
     { "ZEN_FAULT", "",
       "tests: inject a fault, e.g. rank=1,after=3,action=kill (see src/transport/faulty.h)" },
     { "ZEN_ALLREDUCE_ALGO", "auto", "dense allreduce algorithm: auto, ring, rhd, mpi" },
+    { "ZEN_RING_FUSE", "1",
+      "1: ring reduce-scatter lets the transport reduce each chunk on delivery (inproc: one pass); "
+      "0: copy then reduce" },
     { "ZEN_RING_CHUNK_BYTES", "1048576", "ring allreduce pipeline chunk size in bytes" },
     { "ZEN_RHD_MAX_BYTES", "262144", "auto: use recursive halving/doubling up to this many bytes" },
     { "ZEN_COLL_LONG_BYTES", "262144",

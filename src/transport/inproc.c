@@ -47,6 +47,13 @@ static zen_status inproc_irecv(zen_transport *t, int peer, uint64_t tag, void *b
     return zen_mailbox_irecv(WORLD(t)->mailboxes[t->rank], peer, tag, buf, cap, req);
 }
 
+static zen_status inproc_irecv_combine(zen_transport *t, int peer, uint64_t tag, void *buf,
+                                       size_t cap, const zen_combine *combine, zen_treq **req)
+{
+    return zen_mailbox_irecv_combine(WORLD(t)->mailboxes[t->rank], peer, tag, buf, cap, combine,
+                                     req);
+}
+
 static zen_status inproc_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns, size_t *len)
 {
     return zen_mailbox_wait(WORLD(t)->mailboxes[t->rank], req, deadline_ns, len);
@@ -93,6 +100,7 @@ static const zen_transport_ops inproc_ops = {
     .name = "inproc",
     .isend = inproc_isend,
     .irecv = inproc_irecv,
+    .irecv_combine = inproc_irecv_combine,
     .wait = inproc_wait,
     .test = inproc_test,
     .req_free = inproc_req_free,

@@ -22,6 +22,9 @@ typedef struct mb_req {
     void *buf;
     size_t cap;
     size_t len;
+    zen_combine_fn combine; /* NULL: copy the message; else buf = combine(other, message) */
+    const void *other;
+    void *combine_ctx;
     enum req_state state;
     zen_status status;
     char errmsg[256];
@@ -110,22 +113,30 @@ static void finish_too_long(zen_mailbox *mb, mb_req *r, int src, size_t len)
     finish(r, ZEN_EPROTO, 0, msg);
 }
 
+/* Land a whole message in r's buffer: a copy, or the receive's combine function. */
+static void store(mb_req *r, const void *data, size_t len)
+{
+    if (r->combine)
+        r->combine(r->buf, r->other, data, len, r->combine_ctx);
+    else if (len)
+        memcpy(r->buf, data, len);
+}
+
 /* Copy a complete unexpected message into r and release it. Lock held. */
 static void consume(zen_mailbox *mb, mb_req *r, mb_msg *m)
 {
     if (m->len > r->cap) {
         finish_too_long(mb, r, m->src, m->len);
     } else {
-        if (m->len)
-            memcpy(r->buf, m->data, m->len);
+        store(r, m->data, m->len);
         finish(r, ZEN_OK, m->len, NULL);
     }
     zen_free(m->data);
     zen_free(m);
 }
 
-zen_status zen_mailbox_irecv(zen_mailbox *mb, int peer, uint64_t tag, void *buf, size_t cap,
-                             zen_treq **out)
+static zen_status post_recv(zen_mailbox *mb, int peer, uint64_t tag, void *buf, size_t cap,
+                            const zen_combine *combine, zen_treq **out)
 {
     *out = NULL;
     if (peer < 0 || peer >= mb->nranks)
@@ -137,6 +148,11 @@ zen_status zen_mailbox_irecv(zen_mailbox *mb, int peer, uint64_t tag, void *buf,
     r->tag = tag;
     r->buf = buf;
     r->cap = cap;
+    if (combine) {
+        r->combine = combine->fn;
+        r->other = combine->other;
+        r->combine_ctx = combine->ctx;
+    }
     pthread_mutex_lock(&mb->lock);
     mb_msg *prev = NULL, *m = mb->unexp_head;
     while (m && !(m->src == peer && m->tag == tag)) {
@@ -169,6 +185,18 @@ zen_status zen_mailbox_irecv(zen_mailbox *mb, int peer, uint64_t tag, void *buf,
     pthread_mutex_unlock(&mb->lock);
     *out = &r->base;
     return ZEN_OK;
+}
+
+zen_status zen_mailbox_irecv(zen_mailbox *mb, int peer, uint64_t tag, void *buf, size_t cap,
+                             zen_treq **out)
+{
+    return post_recv(mb, peer, tag, buf, cap, NULL, out);
+}
+
+zen_status zen_mailbox_irecv_combine(zen_mailbox *mb, int peer, uint64_t tag, void *buf, size_t cap,
+                                     const zen_combine *combine, zen_treq **out)
+{
+    return post_recv(mb, peer, tag, buf, cap, combine, out);
 }
 
 static zen_status completed(zen_mailbox *mb, mb_req *r, size_t *len)
@@ -269,11 +297,15 @@ zen_status zen_mailbox_send_done(zen_treq **out)
 
 static void fail_peer_locked(zen_mailbox *mb, int peer, zen_status status, const char *msg);
 
-void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delivery *d)
+/* have_data: the carrier holds the whole message (inproc), so a combining receive is fed
+ * directly by zen_mailbox_deliver instead of through a temporary buffer. */
+static void begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delivery *d,
+                  int have_data)
 {
     d->dest = NULL;
     d->entry = NULL;
     d->is_posted = 0;
+    d->tmp = NULL;
     pthread_mutex_lock(&mb->lock);
     if (mb->peer_status[src] != ZEN_OK) {
         /* An earlier message from src was lost (or src failed): a later one must not complete a
@@ -295,6 +327,18 @@ void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t le
             d->dest = r->buf;
             d->entry = r;
             d->is_posted = 1;
+            if (r->combine && !have_data) {
+                /* the bytes arrive piecewise: gather them, combine at deliver_end */
+                d->tmp = zen_malloc(len);
+                d->dest = d->tmp;
+                if (!d->tmp) {
+                    finish(r, ZEN_ENOMEM, 0, "out of memory staging a combined receive");
+                    d->entry = NULL;
+                    pthread_cond_broadcast(&mb->cond);
+                }
+            } else if (r->combine) {
+                d->dest = NULL; /* zen_mailbox_deliver combines straight from the sender */
+            }
         }
         pthread_mutex_unlock(&mb->lock);
         return;
@@ -325,10 +369,22 @@ void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t le
     pthread_mutex_unlock(&mb->lock);
 }
 
+void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delivery *d)
+{
+    begin(mb, src, tag, len, d, 0);
+}
+
 void zen_mailbox_deliver_end(zen_mailbox *mb, zen_delivery *d)
 {
     if (!d->entry)
         return;
+    if (d->tmp) {
+        /* r is RECEIVING: no one else touches it until it is finished below */
+        mb_req *r = d->entry;
+        store(r, d->tmp, r->len);
+        zen_free(d->tmp);
+        d->tmp = NULL;
+    }
     pthread_mutex_lock(&mb->lock);
     if (d->is_posted) {
         mb_req *r = d->entry;
@@ -347,6 +403,8 @@ void zen_mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status statu
 {
     if (!d->entry)
         return;
+    zen_free(d->tmp);
+    d->tmp = NULL;
     pthread_mutex_lock(&mb->lock);
     if (d->is_posted) {
         finish(d->entry, status, 0, msg);
@@ -378,9 +436,11 @@ void zen_mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status statu
 void zen_mailbox_deliver(zen_mailbox *mb, int src, uint64_t tag, const void *data, size_t len)
 {
     zen_delivery d;
-    zen_mailbox_deliver_begin(mb, src, tag, len, &d);
+    begin(mb, src, tag, len, &d, 1);
     if (d.dest && len)
         memcpy(d.dest, data, len);
+    else if (d.entry && d.is_posted)
+        store(d.entry, data, len); /* a combining receive: reduce straight from the sender */
     zen_mailbox_deliver_end(mb, &d);
 }
 

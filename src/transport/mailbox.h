@@ -23,6 +23,7 @@ typedef struct zen_delivery {
     void *dest;    /* where to write the bytes; NULL: read and discard them */
     void *entry;   /* internal */
     int is_posted; /* internal */
+    void *tmp;     /* internal: staging buffer of a combining receive */
 } zen_delivery;
 
 zen_status zen_mailbox_create(zen_transport *owner, int nranks, zen_mailbox **out);
@@ -30,6 +31,9 @@ void zen_mailbox_destroy(zen_mailbox *mb);
 
 zen_status zen_mailbox_irecv(zen_mailbox *mb, int peer, uint64_t tag, void *buf, size_t cap,
                              zen_treq **out);
+/* A receive that combines the message into buf instead of copying it (see transport.h). */
+zen_status zen_mailbox_irecv_combine(zen_mailbox *mb, int peer, uint64_t tag, void *buf, size_t cap,
+                                     const zen_combine *combine, zen_treq **out);
 zen_status zen_mailbox_wait(zen_mailbox *mb, zen_treq *req, int64_t deadline_ns, size_t *len);
 zen_status zen_mailbox_test(zen_mailbox *mb, zen_treq *req, int *done, size_t *len);
 void zen_mailbox_req_free(zen_mailbox *mb, zen_treq *req);

@@ -117,6 +117,12 @@ static zen_status mpi_irecv(zen_transport *t, int peer, uint64_t tag, void *buf,
     return zen_mailbox_irecv(STATE(t)->mailbox, peer, tag, buf, cap, req);
 }
 
+static zen_status mpi_irecv_combine(zen_transport *t, int peer, uint64_t tag, void *buf, size_t cap,
+                                    const zen_combine *combine, zen_treq **req)
+{
+    return zen_mailbox_irecv_combine(STATE(t)->mailbox, peer, tag, buf, cap, combine, req);
+}
+
 static zen_status mpi_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns, size_t *len)
 {
     return zen_mailbox_wait(STATE(t)->mailbox, req, deadline_ns, len);
@@ -348,6 +354,7 @@ static const zen_transport_ops mpi_ops = {
     .name = "mpi",
     .isend = mpi_isend,
     .irecv = mpi_irecv,
+    .irecv_combine = mpi_irecv_combine,
     .wait = mpi_wait,
     .test = mpi_test,
     .req_free = mpi_req_free,

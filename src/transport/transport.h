@@ -32,6 +32,22 @@ typedef struct zen_treq {
     int is_send;
 } zen_treq;
 
+/*
+ * A combining receive: instead of copying the message into buf, the transport stores
+ * fn(buf, other, message, bytes, ctx), which must write bytes bytes to buf computed element-wise
+ * from other (bytes bytes; may equal buf) and the message. The collectives use it to fuse the
+ * reduction of a ring step into the delivery (inproc: the sending thread reduces straight from
+ * its buffer into the receiver's output, one pass instead of a copy and a reduce).
+ */
+typedef void (*zen_combine_fn)(void *buf, const void *other, const void *message, size_t bytes,
+                               void *ctx);
+
+typedef struct zen_combine {
+    zen_combine_fn fn;
+    const void *other;
+    void *ctx;
+} zen_combine;
+
 typedef struct zen_transport_ops {
     const char *name;
     /* Start sending len bytes to world rank peer. buf must stay valid until the request
@@ -62,6 +78,9 @@ typedef struct zen_transport_ops {
     zen_status (*native_allreduce)(zen_transport *t, const int *world_ranks, int n,
                                    const void *sendbuf, void *recvbuf, size_t count,
                                    zen_dtype dtype, zen_op op);
+    /* Optional (NULL: the caller receives and combines itself): irecv with a combine. */
+    zen_status (*irecv_combine)(zen_transport *t, int peer, uint64_t tag, void *buf, size_t cap,
+                                const zen_combine *combine, zen_treq **req);
 } zen_transport_ops;
 
 struct zen_transport {
