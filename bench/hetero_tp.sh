@@ -1,77 +1,158 @@
 #!/bin/sh
-# hetero_tp.sh - straggler-tolerant tensor parallelism end to end (docs/hetero-tp.md).
+# hetero_tp.sh - the straggler experiments of docs/hetero-tp.md (section 10), end to end.
 #
 #   bench/hetero_tp.sh [BUILD_DIR]        (default: build)
 #
-# Trains the small GPT with `zen train` at tp = TP (dp 1) while tp rank 0 is emulated FACTOR
-# times slower (--slow 0:FACTOR), for every FACTOR in FACTORS and every balance mode in MODES,
-# plus one run without a straggler. Prints one line per run and a table:
-#   tokens/s, speed-up over `none` at the same factor, final train loss and validation loss
-#   (the loss of `migrate` must equal `none`: migration is exact; resize/semi may differ).
+# Trains the small GPT with `zen train --dp 1 --tp TP` under emulated stragglers and writes one
+# JSON object per run to $OUT/results.jsonl (bench/plot_hetero.py turns it into tables and PNGs).
+# Cases (CASES, all by default):
 #
-# Environment: TP (4), STEPS (60), FACTORS ("2 4 8"), MODES ("none resize migrate semi"),
-# SLOW_MODE (sleep|spin, sleep), ROTATE (0: the straggler stays on rank 0; S: moves every S
-# steps), MODEL (extra `zen train` model flags, default "--d-model 256 --d-ff 1024 --heads 4"),
-# THREADS (BLAS threads per rank, 1), OUT (directory for the raw JSON and logs; default a
-# fresh mktemp -d). Set ZEN_LOG_LEVEL=info ZEN_LOG_SUBSYS=tp to keep every balance decision
-# in the per-run logs.
+#   f2 f4 f8   one static straggler on tp rank 0, 2x / 4x / 8x   (--slow 0:F)
+#   rot4       one 4x straggler that moves to the next rank every ROTATE steps
+#   profile    the static profile PROFILE (rank r gets F[r*k/tp]: at tp 4, 8,4,1,1)
+#
+# Every case runs the homogeneous reference (no straggler) first and then each mode of MODES
+# back to back, so the runs compared with each other saw similar load on a shared machine
+# (the ratios to the case's own homogeneous run are what to read; `hom_ms` is recorded with
+# every row). Per run:
+#
+#   ms_step      median of the per-step `ms_step` of --metrics over steps WARM+1..STEPS (the
+#                first decision rounds, link calibration and the eval step are left out)
+#   ms_mean      mean over the same steps (for reference only: spikes from the shared host)
+#   val_loss     validation loss after exactly STEPS steps (--eval-interval STEPS, a fixed
+#                --eval-batches EVAL_BATCHES set, identical for every run)
+#   keep_fraction, migrated_cols, stragglers, ms_wait (median): from the --metrics lines of
+#                world rank 0 (= tp rank 0, the straggler in f*/profile)
+#   load1        the 1-minute load average when the run started
+#
+# Environment: TP (4), STEPS (60), WARM (20), ROTATE (20), FACTORS ("2 4 8"), CASES
+# ("f2 f4 f8 rot4 profile", derived from FACTORS), MODES ("none resize migrate semi"),
+# PROFILE ("8,6,4,2,1,1,1,1"), SLOW_MODE (sleep|spin, sleep), MODEL ("--d-model 256 --d-ff 1024
+# --heads 4"), TRAIN ("--warmup 10 --batch 8 --seq 32"), EVAL_BATCHES (8), THREADS (BLAS
+# threads per rank, 1), OUT (default: a fresh mktemp -d). Raw per-step metrics, summaries and
+# logs stay in $OUT/runs/. Set ZEN_LOG_LEVEL=info ZEN_LOG_SUBSYS=tp to keep every balance
+# decision in the per-run logs. On a shared machine wrap the sweep in a lock, e.g.
+#   flock /work/notes/bench.lock bench/hetero_tp.sh build-hetero
 set -eu
 
 BUILD=${1:-build}
 ZEN=$BUILD/zen
 TP=${TP:-4}
 STEPS=${STEPS:-60}
+WARM=${WARM:-20}
+ROTATE=${ROTATE:-20}
 FACTORS=${FACTORS:-"2 4 8"}
 MODES=${MODES:-"none resize migrate semi"}
+PROFILE=${PROFILE:-"8,6,4,2,1,1,1,1"}
 SLOW_MODE=${SLOW_MODE:-sleep}
-ROTATE=${ROTATE:-0}
 MODEL=${MODEL:-"--d-model 256 --d-ff 1024 --heads 4"}
+TRAIN=${TRAIN:-"--warmup 10 --batch 8 --seq 32"}
+EVAL_BATCHES=${EVAL_BATCHES:-8}
 THREADS=${THREADS:-1}
 OUT=${OUT:-$(mktemp -d /tmp/zen-hetero-tp.XXXXXX)}
-mkdir -p "$OUT"
+if [ -z "${CASES:-}" ]; then
+    CASES=""
+    for f in $FACTORS; do CASES="$CASES f$f"; done
+    CASES="$CASES rot4 profile"
+fi
 
 [ -x "$ZEN" ] || { echo "hetero_tp.sh: no zen binary at $ZEN (build first)" >&2; exit 2; }
-command -v python3 >/dev/null 2>&1 || { echo "hetero_tp.sh: python3 needed for the table" >&2; exit 2; }
+command -v python3 >/dev/null 2>&1 || { echo "hetero_tp.sh: python3 needed" >&2; exit 2; }
+[ "$WARM" -lt "$STEPS" ] || { echo "hetero_tp.sh: WARM ($WARM) must be < STEPS ($STEPS)" >&2; exit 2; }
+mkdir -p "$OUT/runs"
+RESULTS=$OUT/results.jsonl
+: >"$RESULTS"
 
-run() { # factor mode
-    f=$1
-    m=$2
-    name="f${f}_${m}"
-    slow="none"
-    [ "$f" != 1 ] && slow="0:$f"
-    # shellcheck disable=SC2086
-    if ! "$ZEN" train --dp 1 --tp "$TP" --steps "$STEPS" --eval-interval 0 --sample-tokens 0 \
-        --threads "$THREADS" $MODEL --slow "$slow" --slow-mode "$SLOW_MODE" \
-        --slow-rotate "$ROTATE" --balance "$m" --quiet --json \
-        >"$OUT/$name.json" 2>"$OUT/$name.log"; then
-        echo "hetero_tp.sh: run $name failed, see $OUT/$name.log" >&2
-        return 1
-    fi
-    echo "$f $m $(tail -n 1 "$OUT/$name.json")" >>"$OUT/results.txt"
-    echo "factor $f balance $m: $(tail -n 1 "$OUT/$name.json")"
+# Summarise one run into a JSON line: run <case> <mode> <slow> <rotate> <load1> <wall_s> <hom_ms>
+summarise() {
+    python3 - "$@" <<'EOF'
+import json, statistics, sys
+(out, case, mode, slow, rotate, load1, wall, hom_ms, steps, warm, tp, slow_mode) = sys.argv[1:]
+steps, warm = int(steps), int(warm)
+name = "%s/runs/%s_%s" % (out, case, mode)
+rows = [json.loads(l) for l in open(name + ".metrics.jsonl") if l.strip()]
+final = json.loads(open(name + ".json").read().strip().splitlines()[-1])
+tail = [r for r in rows if r["step"] > warm]
+if len(rows) != steps or not tail:
+    sys.exit("hetero_tp.sh: %s: %d metrics lines, expected %d" % (name, len(rows), steps))
+ms = [r["ms_step"] for r in tail]
+res = {
+    "tp": int(tp), "case": case, "mode": mode, "slow": slow, "rotate": int(rotate),
+    "slow_mode": slow_mode, "steps": steps, "warm": warm,
+    "ms_step": statistics.median(ms), "ms_mean": statistics.fmean(ms),
+    "ms_wait": statistics.median(r["ms_wait"] for r in tail),
+    "ms_compute": statistics.median(r["ms_compute"] for r in tail),
+    "val_loss": final["val_loss"], "final_loss": final["final_loss"],
+    "tokens_per_s": final["tokens_per_s"],
+    "keep_fraction": rows[-1]["keep_fraction"],
+    "min_keep_fraction_seen": min(r["keep_fraction"] for r in rows),
+    "migrated_cols": rows[-1]["migrated_cols"],
+    "max_migrated_cols": max(r["migrated_cols"] for r in rows),
+    "stragglers": rows[-1]["stragglers"], "balance": rows[-1]["balance"],
+    "load1": float(load1), "wall_s": float(wall), "params": final["params"],
+}
+if hom_ms != "-":
+    res["hom_ms"] = float(hom_ms)
+    res["ratio"] = res["ms_step"] / res["hom_ms"]
+print(json.dumps(res, sort_keys=True))
+EOF
 }
 
-: >"$OUT/results.txt"
-run 1 none
-for f in $FACTORS; do
+# run <case> <mode> <slow spec> <rotate steps>; prints the median ms/step
+run() {
+    case_=$1
+    mode=$2
+    slow=$3
+    rot=$4
+    name="$OUT/runs/${case_}_${mode}"
+    bal=$mode
+    [ "$mode" = homogeneous ] && bal=none
+    load1=$(cut -d' ' -f1 /proc/loadavg)
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    if ! "$ZEN" train --dp 1 --tp "$TP" --steps "$STEPS" --eval-interval "$STEPS" \
+        --eval-batches "$EVAL_BATCHES" --sample-tokens 0 --threads "$THREADS" $MODEL $TRAIN \
+        --slow "$slow" --slow-mode "$SLOW_MODE" --slow-rotate "$rot" --balance "$bal" \
+        --metrics "$name.metrics.jsonl" --quiet --json >"$name.json" 2>"$name.log"; then
+        echo "hetero_tp.sh: run ${case_}_$mode failed, see $name.log" >&2
+        return 1
+    fi
+    wall=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" \
+        "$t0" "$(date +%s.%N)")
+    line=$(summarise "$OUT" "$case_" "$mode" "$slow" "$rot" "$load1" "$wall" "$HOM_MS" \
+        "$STEPS" "$WARM" "$TP" "$SLOW_MODE")
+    echo "$line" >>"$RESULTS"
+    echo "$line" | python3 -c "
+import json, sys
+r = json.loads(sys.stdin.read())
+print('%-8s %-12s %7.1f ms/step %6s  val %.4f  keep %.2f  migrated %4d  load %.1f  %5.1f s' % (
+    r['case'], r['mode'], r['ms_step'], ('x%.2f' % r['ratio']) if 'ratio' in r else '',
+    r['val_loss'], r['keep_fraction'], r['migrated_cols'], r['load1'], r['wall_s']),
+    file=sys.stderr)
+print('%.4f' % r['ms_step'])"
+}
+
+echo "hetero_tp.sh: tp $TP, $STEPS steps (median after $WARM), cases:$CASES, modes: $MODES," \
+    "out $OUT" >&2
+"$ZEN" info 2>/dev/null | head -2 >"$OUT/machine.txt" || true
+for c in $CASES; do
+    rot=0
+    case $c in
+    f*) slow="0:${c#f}" ;;
+    rot*)
+        slow="0:${c#rot}"
+        rot=$ROTATE
+        ;;
+    profile) slow="profile:$PROFILE" ;;
+    *)
+        echo "hetero_tp.sh: unknown case $c" >&2
+        exit 2
+        ;;
+    esac
+    HOM_MS=-
+    HOM_MS=$(run "$c" homogeneous none 0)
     for m in $MODES; do
-        run "$f" "$m"
+        run "$c" "$m" "$slow" "$rot" >/dev/null
     done
 done
-
-python3 - "$OUT/results.txt" <<'EOF'
-import json, sys
-rows = []
-for line in open(sys.argv[1]):
-    f, m, js = line.split(" ", 2)
-    rows.append((float(f), m, json.loads(js)))
-base = {f: r["tokens_per_s"] for f, m, r in rows if m == "none"}
-loss = {f: r["val_loss"] for f, m, r in rows if m == "none"}
-print("\n%-7s %-8s %10s %8s %10s %9s %9s" % ("factor", "balance", "tokens/s", "speedup",
-                                              "train", "val", "dval"))
-for f, m, r in rows:
-    print("%-7g %-8s %10.0f %8.2f %10.4f %9.4f %+9.4f" % (
-        f, m, r["tokens_per_s"], r["tokens_per_s"] / base[f], r["final_loss"], r["val_loss"],
-        r["val_loss"] - loss[f]))
-EOF
-echo "raw results in $OUT"
+echo "hetero_tp.sh: results in $RESULTS (plots: /usr/bin/python3 bench/plot_hetero.py $OUT)" >&2

@@ -115,11 +115,12 @@ cmd_mpirun() {
     for ((i = 0; i < n; i++)); do echo "$(host_addr "$i") slots=1" >>"$hostfile"; done
     # mpirun runs on host 0; its daemons start on the other hosts through cluster-rsh.sh, which
     # maps an address to its namespace instead of using ssh.
+    # (set -e would exit on a failing mpirun before the hostfile is removed: keep its status)
+    local rc=0
     ip netns exec "$(host_ns 0)" mpirun --allow-run-as-root -n "$n" --hostfile "$hostfile" \
         --mca plm_rsh_agent "$HERE/cluster-rsh.sh" --mca btl tcp,self \
         --mca btl_tcp_if_include "${SUBNET}.0/24" --mca oob_tcp_if_include "${SUBNET}.0/24" \
-        "$@"
-    local rc=$?
+        "$@" || rc=$?
     rm -f "$hostfile"
     return $rc
 }

@@ -105,6 +105,41 @@ static void test_round_trip_and_corruption(void **state)
     free_step(&s);
 }
 
+/* Many smallest tensors (empty name, no entries: 26 bytes each) still read back: the reader's
+ * bound on the tensor count must not be tighter than the format. */
+static void test_many_empty_tensors(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/zen-trace-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+
+    enum {
+        N = 40
+    };
+
+    zen_trace_tensor t[N];
+    memset(t, 0, sizeof t);
+    for (int k = 0; k < N; k++) {
+        t[k].rows = (uint64_t)k + 1;
+        t[k].width = 1;
+    }
+    zen_trace_step s = { 1, 2, 3, N, t };
+    char path[512];
+    assert_int_equal(zen_trace_path(path, sizeof path, dir, 1, 3), ZEN_OK);
+    assert_int_equal(zen_trace_write(path, &s), ZEN_OK);
+    zen_trace_step got;
+    assert_int_equal(zen_trace_read(path, &got), ZEN_OK);
+    assert_int_equal(got.count, N);
+    for (int k = 0; k < N; k++) {
+        assert_string_equal(got.tensors[k].name, "");
+        assert_int_equal(got.tensors[k].rows, (uint64_t)k + 1);
+        assert_int_equal(got.tensors[k].nnz, 0);
+    }
+    zen_trace_free(&got);
+    remove(path);
+    rmdir(dir);
+}
+
 /* Run `zen bench sparse ARGS --json` and check every scheme line says verified; returns lines. */
 static int bench_lines_verified(const char *args)
 {
@@ -174,6 +209,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_and_corruption),
+        cmocka_unit_test(test_many_empty_tensors),
         cmocka_unit_test(test_bench_replays_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,8 +8,13 @@
  * Ordering contract: every rank of a communicator issues the same collectives in the same order.
  * Thread safety: one thread uses a communicator at a time (different communicators may be used
  * by different threads concurrently); zen_comm_abort may be called from any thread at any time.
+ * A request (zen_request) belongs to its communicator: use it from the communicator's thread and
+ * free it before the communicator is destroyed. Pure queries of a communicator (zen_comm_rank and
+ * the other getters below) may run concurrently with each other, not with a call that changes it.
  * Failure model: every blocking wait has a deadline (opts.timeout_s); on a timeout or a dead peer
  * the call returns an error and zen_comm_last_error names the rank and the peer.
+ * Ownership: the library never keeps a caller's buffer beyond the call that received it, except
+ * the buffer of a nonblocking request (until the request completes or is freed).
  */
 #ifndef ZEN_COMM_H
 #define ZEN_COMM_H
@@ -32,7 +37,7 @@ typedef enum zen_transport_kind {
     ZEN_TRANSPORT_MPI = 3
 } zen_transport_kind;
 
-/* Name of a transport kind ("inproc"). */
+/* Static name of a transport kind ("inproc"); never NULL. Thread safe. */
 const char *zen_transport_name(zen_transport_kind kind);
 
 /*
@@ -71,15 +76,19 @@ zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out);
 /*
  * Split (MPI_Comm_split): ranks with the same color form a new communicator, ordered by key and
  * then by parent rank. color < 0 (ZEN_SPLIT_NONE) joins nothing and gets *out = NULL. Collective
- * over the parent. The child shares the parent's transport; destroy children before the parent.
+ * over the parent. On success the caller owns *out (zen_comm_destroy); on failure *out is NULL.
+ * The child shares the parent's transport, so parent and child are used by the same one thread
+ * at a time; destroy children before the parent.
  */
 #define ZEN_SPLIT_NONE (-1)
 zen_status zen_comm_split(zen_comm *comm, int color, int key, zen_comm **out);
 
-/* Collective flush: returns once every rank has reached it (a barrier with a timeout). */
+/* Collective flush: returns once every rank has reached it (a barrier with a timeout). The
+ * communicator stays valid and must still be destroyed. ZEN_EINVAL for NULL. */
 zen_status zen_comm_finalize(zen_comm *comm);
 
-/* Local release of a communicator and, for a root communicator, its transport. NULL is ok. */
+/* Local release of a communicator and, for a root communicator, its transport. NULL is ok.
+ * Free the communicator's requests and destroy its split children first. Not collective. */
 void zen_comm_destroy(zen_comm *comm);
 
 /*
@@ -88,6 +97,8 @@ void zen_comm_destroy(zen_comm *comm);
  */
 void zen_comm_abort(zen_comm *comm);
 
+/* Local getters: rank (-1 for NULL), size (0 for NULL), transport kind, and the timeout in seconds
+ * of every blocking wait (0 for NULL). */
 int zen_comm_rank(const zen_comm *comm);
 int zen_comm_size(const zen_comm *comm);
 zen_transport_kind zen_comm_transport(const zen_comm *comm);
@@ -96,6 +107,7 @@ double zen_comm_timeout(const zen_comm *comm);
 /*
  * Host grouping of this rank, from the launcher (ZEN_LOCAL_RANK/ZEN_LOCAL_SIZE,
  * LOCAL_RANK/LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK/SIZE); inproc: all ranks on one host.
+ * Local; -1 for a NULL comm.
  */
 int zen_comm_local_rank(const zen_comm *comm);
 int zen_comm_local_size(const zen_comm *comm);
@@ -119,6 +131,8 @@ typedef struct zen_comm_stats {
     uint64_t collectives; /* collectives completed on this communicator */
 } zen_comm_stats;
 
+/* Copy this rank's counters into *out (ZEN_EINVAL when either is NULL); reset zeroes them.
+ * Local. */
 zen_status zen_comm_get_stats(const zen_comm *comm, zen_comm_stats *out);
 void zen_comm_reset_stats(zen_comm *comm);
 
@@ -136,13 +150,15 @@ typedef struct zen_arrival {
     int64_t leave_ns;  /* when it returned */
 } zen_arrival;
 
-/* Copy up to max of this rank's most recent arrivals, newest last; *count gets how many. Local. */
+/* Copy up to max of this rank's most recent arrivals, newest last; *count gets how many. Local.
+ * ZEN_EINVAL when comm or count is NULL, or out is NULL with max > 0. */
 zen_status zen_comm_arrivals(const zen_comm *comm, zen_arrival *out, size_t max, size_t *count);
 
 /*
  * Collective: gather every rank's arrival time at the most recent collective that all ranks have
  * completed before this call (the same seq everywhere). arrive_ns must hold size entries; *seq gets
- * the collective's sequence number and *op_name its name. Used to report who waits for whom.
+ * the collective's sequence number and *op_name its name (static; seq and op_name may be NULL).
+ * Used to report who waits for whom. ZEN_EINVAL before the first collective.
  */
 zen_status zen_comm_gather_arrivals(zen_comm *comm, int64_t *arrive_ns, uint64_t *seq,
                                     const char **op_name);
@@ -150,6 +166,11 @@ zen_status zen_comm_gather_arrivals(zen_comm *comm, int64_t *arrive_ns, uint64_t
 /* ---- Point-to-point. Tags are user values in [0, ZEN_TAG_MAX]. Messages between one pair of
  * ranks with one tag arrive in the order they were sent. ---- */
 #define ZEN_TAG_MAX 0x7fffffff
+
+/*
+ * Errors of every p2p call: ZEN_EINVAL for a peer outside [0, size), a tag outside
+ * [0, ZEN_TAG_MAX], or a NULL buffer with a nonzero length; transport errors as for collectives.
+ */
 
 /* Blocking send of bytes to peer; returns when buf may be reused. */
 zen_status zen_send(zen_comm *comm, const void *buf, size_t bytes, int peer, int tag);
@@ -161,7 +182,8 @@ zen_status zen_send(zen_comm *comm, const void *buf, size_t bytes, int peer, int
 zen_status zen_recv(zen_comm *comm, void *buf, size_t capacity, int peer, int tag,
                     size_t *received);
 
-/* Nonblocking variants. The buffer must stay valid until the request completes. */
+/* Nonblocking variants. The buffer must stay valid until the request completes or is freed. On
+ * success the caller owns *req and releases it with zen_request_free (also after it completed). */
 zen_status zen_isend(zen_comm *comm, const void *buf, size_t bytes, int peer, int tag,
                      zen_request **req);
 zen_status zen_irecv(zen_comm *comm, void *buf, size_t capacity, int peer, int tag,
@@ -176,10 +198,18 @@ zen_status zen_request_test(zen_request *req, int *done);
  */
 zen_status zen_request_wait(zen_request *req, double timeout_s, size_t *received);
 
-/* Release a request. An unfinished receive is cancelled; an unfinished send is completed first. */
+/* Release a request. An unfinished receive is cancelled; an unfinished send is completed first.
+ * NULL is ok. */
 void zen_request_free(zen_request *req);
 
-/* ---- Dense collectives. sendbuf == recvbuf means in place. count 0 is valid. ---- */
+/*
+ * ---- Dense collectives. sendbuf == recvbuf means in place. count 0 is valid. ----
+ * Every rank calls the same collective with the same count, dtype, op and root (ranks that
+ * disagree on the count fail with ZEN_EPROTO instead of hanging). Buffers stay owned by the caller
+ * and are only used during the call. ZEN_EINVAL (no effect, nothing sent) for a bad argument:
+ * NULL communicator, invalid dtype or op (or an op the dtype does not support), root out of range,
+ * a NULL buffer with a nonzero count, or a size that overflows size_t.
+ */
 
 /* Allreduce algorithms; AUTO picks by size and rank count (override: ZEN_ALLREDUCE_ALGO). */
 typedef enum zen_allreduce_algo {
@@ -189,8 +219,10 @@ typedef enum zen_allreduce_algo {
     ZEN_ALLREDUCE_MPI = 3  /* the MPI library's own (mpi transport with ZEN_MPI_NATIVE=1) */
 } zen_allreduce_algo;
 
+/* Static name of an algorithm ("ring"); never NULL. Thread safe. */
 const char *zen_allreduce_algo_name(zen_allreduce_algo algo);
 
+/* Every rank gets the element-wise reduction of all ranks' sendbuf (count elements) in recvbuf. */
 zen_status zen_allreduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                          zen_dtype dtype, zen_op op);
 
@@ -226,9 +258,11 @@ zen_status zen_alltoallv(zen_comm *comm, const void *sendbuf, const size_t *send
                          const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
                          const size_t *rdispls, zen_dtype dtype);
 
+/* root's buf (count elements) is copied into buf on every other rank. */
 zen_status zen_broadcast(zen_comm *comm, void *buf, size_t count, zen_dtype dtype, int root);
 
-/* recvbuf is used on root only (may be NULL elsewhere). */
+/* root gets the element-wise reduction of all ranks' sendbuf in recvbuf, which is used on root
+ * only (may be NULL elsewhere). */
 zen_status zen_reduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                       zen_dtype dtype, zen_op op, int root);
 
@@ -236,11 +270,16 @@ zen_status zen_reduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t
 zen_status zen_gather(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                       zen_dtype dtype, int root);
 
+/* Returns on a rank only once every rank has entered the barrier. */
 zen_status zen_barrier(zen_comm *comm);
 
 /* ---- In-process ranks. ---- */
 
-/* A world of n in-process ranks; pass it in zen_comm_options.inproc_world from each rank thread. */
+/*
+ * A world of n in-process ranks; pass it in zen_comm_options.inproc_world from each rank thread.
+ * The caller owns *out; zen_inproc_world_destroy (NULL is ok) releases it once every
+ * communicator made from it has been destroyed. ZEN_EINVAL for nranks outside 1..4096.
+ */
 zen_status zen_inproc_world_create(int nranks, zen_inproc_world **out);
 void zen_inproc_world_destroy(zen_inproc_world *world);
 
@@ -249,7 +288,7 @@ void zen_inproc_world_destroy(zen_inproc_world *world);
  * rank, world fields are filled in; base may be NULL) and destroys it when fn returns. A rank
  * whose fn returns an error aborts the world so that no other rank waits forever. rank_status
  * (nranks entries, may be NULL) gets each rank's result. Returns ZEN_OK when every rank succeeded,
- * else the first failing rank's status.
+ * else the first failing rank's status. Blocks until every rank thread has returned.
  */
 typedef zen_status (*zen_rank_fn)(zen_comm *comm, void *arg);
 zen_status zen_run_inproc(int nranks, const zen_comm_options *base, zen_rank_fn fn, void *arg,

@@ -17,6 +17,12 @@
  * than f32/bf16 gives ZEN_EINVAL; ranks that disagree on rows, width or options get
  * ZEN_EMISMATCH. After such an argument error the communicator stays usable. A failure while
  * data is moving (a peer lost, out of memory) aborts the communicator.
+ *
+ * Thread safety: the allreduce calls follow comm.h (one thread uses a communicator at a time;
+ * opts.threads only adds helper threads inside the call). Every other function of this header
+ * touches no communicator and may run on any thread, concurrently on distinct arguments.
+ * Ownership: inputs are only read during the call; results the library allocates are released
+ * with the matching *_free function, which accepts NULL and leaves the struct zeroed.
  */
 #ifndef ZEN_SPARSE_H
 #define ZEN_SPARSE_H
@@ -53,6 +59,7 @@ typedef struct zen_sparse_result {
     float *values; /* nnz * width */
 } zen_sparse_result;
 
+/* Free the arrays of result and zero it; NULL is ok. */
 void zen_sparse_result_free(zen_sparse_result *result);
 
 typedef enum zen_sparse_scheme {
@@ -66,12 +73,13 @@ typedef enum zen_sparse_scheme {
     ZEN_SPARSE_SCHEME_COUNT = 7
 } zen_sparse_scheme;
 
+/* Static name of a scheme ("balanced"), "?" for an invalid one. Never NULL. */
 const char *zen_sparse_scheme_name(zen_sparse_scheme scheme);
 
 /* Parse a scheme name ("balanced", "auto", ...); ZEN_EINVAL for an unknown name. */
 zen_status zen_sparse_scheme_parse(const char *name, zen_sparse_scheme *out);
 
-/* Options; initialise with ZEN_SPARSE_OPTIONS_INIT. */
+/* Options; initialise with ZEN_SPARSE_OPTIONS_INIT. A NULL options pointer means the defaults. */
 typedef struct zen_sparse_options {
     zen_sparse_scheme scheme;
     int average;     /* 1: divide the sum by the rank count (f32 division of the sum) */
@@ -112,7 +120,7 @@ typedef enum zen_sparse_phase {
     ZEN_PHASE_COUNT = 6
 } zen_sparse_phase;
 
-/* Per-call statistics, filled on every rank (may be NULL). */
+/* Per-call statistics, zeroed then filled on every rank; the stats argument may be NULL. */
 typedef struct zen_sparse_stats {
     zen_sparse_scheme scheme; /* scheme actually used */
     double phase_us[ZEN_PHASE_COUNT];
@@ -141,13 +149,14 @@ typedef struct zen_sparse_stats {
 
 /*
  * Sum the sparse tensors of all ranks into the dense buffer out_dense (rows * width f32, written
- * whole, zeros where no rank has a non-zero). out_dense must not alias the input.
+ * whole, zeros where no rank has a non-zero). out_dense must not alias the input. Collective.
  */
 zen_status zen_sparse_allreduce_dense(zen_comm *comm, const zen_sparse_tensor *in, float *out_dense,
                                       const zen_sparse_options *opts, zen_sparse_stats *stats);
 
 /* Same, into a library-allocated sorted sparse result (*out filled; free it with
- * zen_sparse_result_free). Rows whose sum cancels to exactly zero may be absent. */
+ * zen_sparse_result_free). Rows whose sum cancels to exactly zero may be absent. On failure *out
+ * is zeroed and owns nothing. */
 zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in, zen_sparse_result *out,
                                 const zen_sparse_options *opts, zen_sparse_stats *stats);
 
@@ -178,14 +187,17 @@ typedef struct zen_trace_step {
 /* DIR/rank<R>-step<S>.zgrad (S zero-padded to 6 digits); ZEN_EINVAL if it does not fit. */
 zen_status zen_trace_path(char *out, size_t size, const char *dir, uint32_t rank, uint64_t step);
 
-/* Write a step to path (atomically: a temporary file renamed into place). ZEN_EIO on failure,
- * ZEN_EINVAL for a malformed step (index >= rows, name too long). */
+/* Write a step to path (atomically: a temporary file path.tmp renamed into place, so two writers
+ * of one path race). ZEN_EIO on failure, ZEN_EINVAL for a malformed step (index >= rows, width
+ * 0, rows >= 2^32, name too long), ZEN_ENOMEM. step is only read. */
 zen_status zen_trace_write(const char *path, const zen_trace_step *step);
 
 /* Read a step; ZEN_EIO if it cannot be read, ZEN_ECORRUPT if the magic, version, sizes, an index
- * or the checksum is wrong. On success free it with zen_trace_free. */
+ * or the checksum is wrong, ZEN_ENOMEM. On success the caller owns *out's arrays: free them with
+ * zen_trace_free. On failure *out owns nothing. */
 zen_status zen_trace_read(const char *path, zen_trace_step *out);
 
+/* Free the tensors read by zen_trace_read (not step itself) and zero the count; NULL is ok. */
 void zen_trace_free(zen_trace_step *step);
 
 /* ---- Prediction at any scale without communication (what `zen simulate` uses). ---- */
@@ -208,13 +220,17 @@ typedef struct zen_index_sets {
     size_t *nnz;        /* nsets counts */
 } zen_index_sets;
 
-/* Load every rank's and step's indices of the tensor named tensor (NULL: the first one) from a
- * trace directory (docs/trace-format.md). Free with zen_index_sets_free. */
+/* Load every rank's and step's indices of the tensor named tensor (NULL: the first one of each
+ * file) from a trace directory (docs/trace-format.md), files in name order. The caller owns *out:
+ * free it with zen_index_sets_free (NULL is ok). Errors: ZEN_EIO (directory or a file unreadable),
+ * ZEN_ECORRUPT (a bad file), ZEN_EMISMATCH (the tensor's shape changes between files),
+ * ZEN_EINVAL (no file holds the tensor); on failure *out owns nothing. */
 zen_status zen_index_sets_from_trace(const char *dir, const char *tensor, zen_index_sets *out);
 void zen_index_sets_free(zen_index_sets *sets);
 
 /* Profile for nranks ranks from a synthetic overlap model: "random" (rows non-zero
- * independently), "identical" (all ranks the same rows) or "disjoint". */
+ * independently), "identical" (all ranks the same rows) or "disjoint". ZEN_EINVAL for nranks < 1,
+ * density outside (0, 1] or an unknown model. */
 zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *overlap,
                                         zen_sparsity_profile *out);
 
@@ -222,18 +238,21 @@ zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *
  * Profile for nranks ranks measured on index sets: gamma^k from unions of k sets (sets are pooled
  * across ranks and steps, so a trace of R ranks x S steps measures k up to R*S; beyond that the
  * union is extrapolated as if further sets were independent), skew over nranks even ranges.
+ * ZEN_EINVAL for nranks < 1, no sets, rows 0 or >= 2^32, or sets without any index.
  */
 zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
                                         zen_sparsity_profile *out);
 
 /* Predicted seconds of every scheme (seconds[ZEN_SPARSE_AUTO] = the cheapest) on nranks ranks
- * for a rows x width f32 tensor, at gbps Gbit/s per link and lat_us per message. */
+ * for a rows x width f32 tensor, at gbps Gbit/s per link and lat_us per message. ZEN_EINVAL for
+ * nranks < 1, rows or width 0, gbps <= 0, lat_us < 0 or profile->levels outside 0..32. */
 zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
                                     const zen_sparsity_profile *profile, double gbps, double lat_us,
                                     double seconds[ZEN_SPARSE_SCHEME_COUNT]);
 
 /* Run the real hierarchical-hash partitioner (BALANCED's push) on indices for nranks owners and
- * return the imbalance ratio n * max owner load / nnz (1 = perfect). Duplicates count each time. */
+ * return the imbalance ratio n * max owner load / nnz (1 = perfect; 1 for nnz 0). Duplicates
+ * count each time. ZEN_EINVAL for nranks < 1, nnz >= 2^32 or NULL indices with nnz > 0. */
 zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, int nranks,
                                           uint64_t seed, double *imbalance);
 

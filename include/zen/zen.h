@@ -11,6 +11,8 @@
  *    function accepts NULL and does nothing.
  *  - Counts are size_t element counts; byte counts say "bytes".
  *  - Unless a function says otherwise, a communicator is used by one thread at a time.
+ *  - The functions of this header touch no communicator: every one of them may be called from
+ *    any thread at any time. Strings they return are static (never freed by the caller).
  */
 #ifndef ZEN_ZEN_H
 #define ZEN_ZEN_H
@@ -27,7 +29,8 @@ extern "C" {
 #define ZEN_VERSION_PATCH  0
 #define ZEN_VERSION_STRING "0.1.0"
 
-/* Runtime version as MAJOR*10000 + MINOR*100 + PATCH, to compare with the header's macros. */
+/* Runtime version as MAJOR*10000 + MINOR*100 + PATCH, to compare with the header's macros.
+ * Thread safe. */
 int zen_version(void);
 
 /*
@@ -69,10 +72,10 @@ typedef enum zen_dtype {
     ZEN_DTYPE_COUNT = 5
 } zen_dtype;
 
-/* Bytes per element of a dtype, 0 for an invalid dtype. */
+/* Bytes per element of a dtype, 0 for an invalid dtype. Thread safe. */
 size_t zen_dtype_size(zen_dtype dtype);
 
-/* Name of a dtype ("f32"), "?" for an invalid one. */
+/* Static name of a dtype ("f32"), "?" for an invalid one. Never NULL. Thread safe. */
 const char *zen_dtype_name(zen_dtype dtype);
 
 /* Reduction operators. AVG is SUM followed by division by the rank count (integer: truncating). */
@@ -85,10 +88,10 @@ typedef enum zen_op {
     ZEN_OP_COUNT = 5
 } zen_op;
 
-/* Name of an op ("sum"), "?" for an invalid one. */
+/* Static name of an op ("sum"), "?" for an invalid one. Never NULL. Thread safe. */
 const char *zen_op_name(zen_op op);
 
-/* bf16 conversions (round to nearest even; NaN stays NaN). */
+/* bf16 conversions (round to nearest even; NaN stays NaN). Pure functions, thread safe. */
 uint16_t zen_f32_to_bf16(float value);
 float zen_bf16_to_f32(uint16_t value);
 
@@ -104,14 +107,23 @@ typedef enum zen_log_level {
 /*
  * A log sink receives every message that passes the level and subsystem filters
  * (ZEN_LOG_SUBSYS=init,bootstrap,transport,coll,sparse,tp,train; default all). The line has no
- * trailing newline and already carries the host:pid:rank prefix. May be called from any thread.
+ * trailing newline and already carries the host:pid:rank prefix; it is only valid during the call
+ * (copy it to keep it). May be called from any thread, but one message at a time: the library
+ * holds its log lock around the call, so a sink must not call zen_log or zen_log_set_sink.
  */
 typedef void (*zen_log_sink)(zen_log_level level, const char *subsys, const char *line, void *user);
 
-/* Install a sink (NULL restores the default, stderr). Call before starting ranks. */
+/*
+ * Install a sink (NULL restores the default, stderr). user is passed to every call of sink; the
+ * library neither copies nor frees it, so it must stay valid until another sink is installed.
+ * Thread safe; install it before starting ranks so that no early message goes to stderr.
+ */
 void zen_log_set_sink(zen_log_sink sink, void *user);
 
-/* Log a message from an application thread (the rank prefix is that of the calling thread). */
+/*
+ * Log a message from an application thread (the rank prefix is that of the calling thread).
+ * The line is cut at 1 KiB; a level outside ZEN_LOG_ERROR..ZEN_LOG_TRACE is ignored. Thread safe.
+ */
 void zen_log(zen_log_level level, const char *subsys, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -120,8 +132,11 @@ void zen_log(zen_log_level level, const char *subsys, const char *fmt, ...)
 
 /*
  * Tunables: every ZEN_* environment variable the library reads, with its default and a one-line
- * description. zen_param_get fills info for entry i < zen_param_count(); the strings are static
- * or owned by the library and stay valid for the life of the process. Thread safe.
+ * description. zen_param_get fills info for entry index < zen_param_count() (ZEN_EINVAL for a
+ * larger index or a NULL info) with the value in effect at the time of the call. name, source,
+ * description and default_value are static; value is either default_value or points into the
+ * process environment (getenv), valid until that variable is next changed. Thread safe as long as
+ * no thread changes the environment meanwhile.
  */
 typedef struct zen_param_info {
     const char *name;          /* environment variable, e.g. "ZEN_TIMEOUT_S" */

@@ -144,7 +144,7 @@ static zen_status serve_registrations(rdv *r, int master_port)
     int *reg = zen_malloc_array((size_t)r->size, sizeof *reg);
     if (!reg) {
         close(mfd);
-        return ZEN_ENOMEM;
+        return rdv_fail(r, ZEN_ENOMEM, "no memory for %d registrations", r->size);
     }
     for (int p = 0; p < r->size; p++)
         reg[p] = -1;
@@ -200,7 +200,7 @@ static zen_status serve_registrations(rdv *r, int master_port)
     size_t tbytes = TABLE_HEAD_BYTES + (size_t)r->size * TABLE_ENTRY_BYTES;
     unsigned char *tb = st == ZEN_OK ? zen_calloc(1, tbytes) : NULL;
     if (st == ZEN_OK && !tb)
-        st = ZEN_ENOMEM;
+        st = rdv_fail(r, ZEN_ENOMEM, "no memory for a rank table of %zu bytes", tbytes);
     if (st == ZEN_OK) {
         put_head(tb, KIND_TABLE);
         zen_put_u32(tb + 8, (uint32_t)r->size);
@@ -413,7 +413,7 @@ zen_status zen_rendezvous(int rank, int size, const char *master_addr, int maste
         return ZEN_OK;
     r.table = zen_calloc((size_t)size, sizeof *r.table);
     if (!r.table)
-        return ZEN_ENOMEM;
+        return rdv_fail(&r, ZEN_ENOMEM, "no memory for a rank table of %d", size);
     zen_status st = ZEN_OK;
     uint32_t master = 0;
     const char *ifaddr = zen_param_str("SOCKET_IFADDR");

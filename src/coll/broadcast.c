@@ -47,15 +47,8 @@ static zen_status scatter_allgather(zen_comm *comm, const zen_coll *cc, char *bu
         return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for a layout of %d", cc->op, n);
     size_t *counts = layout, *displs = layout + n, es = zen_dtype_size(dtype);
     zen_ring_even_layout(count, n, counts, displs);
-    zen_status st = ZEN_OK;
-    if (r == root) {
-        for (int j = 0; j < n && st == ZEN_OK; j++)
-            if (j != root)
-                st = zen_coll_sendrecv(comm, cc, j, buf + displs[j] * es, counts[j] * es, -1, NULL,
-                                       0);
-    } else {
-        st = zen_coll_sendrecv(comm, cc, -1, NULL, 0, root, buf + displs[r] * es, counts[r] * es);
-    }
+    zen_status st =
+        zen_ring_root_segments(comm, cc, buf, buf + displs[r] * es, counts, displs, es, root, 0);
     if (st == ZEN_OK) {
         zen_ring ring;
         zen_ring_init(&ring, comm, counts, displs, dtype, ZEN_SUM);

@@ -93,6 +93,17 @@ void zen_ring_init(zen_ring *ring, const zen_comm *comm, const size_t *counts, c
 void zen_ring_even_layout(size_t count, int n, size_t *counts, size_t *displs);
 
 /*
+ * One message per segment between the root and the segment's owner, in rank order at the root:
+ * to_root == 0 (scatter, broadcast): the root sends segment j of root_buf to rank j, which
+ * receives it into own; to_root == 1 (gather, reduce): rank j sends own (its segment j) and the
+ * root receives it at segment j of root_buf. The root's own segment does not move; root_buf is
+ * only used on the root, own only on the others.
+ */
+zen_status zen_ring_root_segments(zen_comm *comm, const zen_coll *cc, char *root_buf, char *own,
+                                  const size_t *counts, const size_t *displs, size_t esize,
+                                  int root, int to_root);
+
+/*
  * Ring reduce-scatter (ring_reduce_scatter.c). in holds every segment; on return own_out holds
  * the reduction of segment ring->rank over all ranks (not yet divided for AVG). work, when not
  * NULL, is a full-layout buffer that receives the partial results of the segments passing

@@ -87,8 +87,15 @@ static zen_status agree_seeds(zen_comm *c)
     if (st != ZEN_OK)
         return st;
     if (c->rank == 0) {
-        const char *fixed = getenv("ZEN_SEED");
-        uint64_t base = fixed && *fixed ? strtoull(fixed, NULL, 10) : fresh_seed();
+        const char *fixed = zen_param_str("SEED");
+        char *end = NULL;
+        uint64_t base = *fixed ? strtoull(fixed, &end, 10) : 0;
+        if (!*fixed || *end != '\0') {
+            if (*fixed)
+                ZEN_WARN("init", "ZEN_SEED='%s' is not a decimal number; using a random seed",
+                         fixed);
+            base = fresh_seed();
+        }
         for (int i = 0; i < 4; i++)
             c->seeds[i] = zen_hash64((uint64_t)i, base);
         for (int p = 1; p < c->size && st == ZEN_OK; p++)

@@ -86,14 +86,8 @@ static zen_status rs_gather(zen_comm *comm, const zen_coll *cc, const char *send
     zen_ring_init(&ring, comm, counts, displs, dtype, op);
     if (st == ZEN_OK)
         st = zen_ring_reduce_scatter(comm, cc, &ring, sendbuf, NULL, own);
-    if (st == ZEN_OK && r != root) {
-        st = zen_coll_sendrecv(comm, cc, root, own, counts[r] * es, -1, NULL, 0);
-    } else if (st == ZEN_OK) {
-        for (int j = 0; j < n && st == ZEN_OK; j++)
-            if (j != root)
-                st = zen_coll_sendrecv(comm, cc, -1, NULL, 0, j, recvbuf + displs[j] * es,
-                                       counts[j] * es);
-    }
+    if (st == ZEN_OK)
+        st = zen_ring_root_segments(comm, cc, recvbuf, own, counts, displs, es, root, 1);
     if (r != root)
         zen_free(own);
     zen_free(layout);

@@ -1,5 +1,6 @@
 /*
- * Ring set-up shared by the ring engines: chunk size, even segment layouts and the neighbour
+ * Ring set-up shared by the ring engines: chunk size, even segment layouts, moving segments
+ * between the root and their owners (broadcast's scatter, reduce's gather) and the neighbour
  * signature check that makes a count disagreement fail fast when a segment spans several chunks
  * (then the number of messages depends on the count, and a per-message length check alone could
  * leave one rank waiting for a message that its neighbour never sends).
@@ -33,6 +34,26 @@ void zen_ring_even_layout(size_t count, int n, size_t *counts, size_t *displs)
         displs[j] = off;
         off += counts[j];
     }
+}
+
+zen_status zen_ring_root_segments(zen_comm *comm, const zen_coll *cc, char *root_buf, char *own,
+                                  const size_t *counts, const size_t *displs, size_t esize,
+                                  int root, int to_root)
+{
+    int r = comm->rank;
+    if (r != root)
+        return to_root ? zen_coll_sendrecv(comm, cc, root, own, counts[r] * esize, -1, NULL, 0)
+                       : zen_coll_sendrecv(comm, cc, -1, NULL, 0, root, own, counts[r] * esize);
+    zen_status st = ZEN_OK;
+    for (int j = 0; j < comm->size && st == ZEN_OK; j++) {
+        if (j == root)
+            continue;
+        char *seg = root_buf + displs[j] * esize;
+        size_t bytes = counts[j] * esize;
+        st = to_root ? zen_coll_sendrecv(comm, cc, -1, NULL, 0, j, seg, bytes)
+                     : zen_coll_sendrecv(comm, cc, j, seg, bytes, -1, NULL, 0);
+    }
+    return st;
 }
 
 size_t zen_ring_max_chunks(const zen_ring *ring)

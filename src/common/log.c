@@ -71,7 +71,7 @@ int zen_log_enabled(zen_log_level level, const char *subsys)
 
 void zen_log(zen_log_level level, const char *subsys, const char *fmt, ...)
 {
-    if (!zen_log_enabled(level, subsys))
+    if ((unsigned)level > ZEN_LOG_TRACE || !zen_log_enabled(level, subsys))
         return;
     static const char *const tags[] = { "ERROR", "WARN", "INFO", "DEBUG", "TRACE" };
     char line[1024];

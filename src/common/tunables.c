@@ -17,6 +17,8 @@ static const struct param_row param_table[] = {
     { "ZEN_LOG_LEVEL", "warn", "log level: error, warn, info, debug, trace" },
     { "ZEN_LOG_SUBSYS", "all",
       "comma list of subsystems to log: init,bootstrap,transport,coll,sparse,tp,train" },
+    { "ZEN_SEED", "",
+      "fixed seed for the sparse hash functions (decimal; default: random, drawn by rank 0)" },
     { "ZEN_TIMEOUT_S", "300", "default deadline in seconds of every blocking wait" },
     { "ZEN_RANK", "", "rank of this process (also RANK, OMPI_COMM_WORLD_RANK, PMI_RANK)" },
     { "ZEN_WORLD_SIZE", "", "number of ranks (also WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE)" },

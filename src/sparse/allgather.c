@@ -33,19 +33,17 @@ zen_status zen_sparse_run_allgather(zen_sparse_ctx *ctx)
     zen_coo *runs = zen_calloc((size_t)n, sizeof *runs);
     zen_coo sum = { 0 };
     size_t sbytes = zen_coo_wire_bytes(local->nnz, local->width);
-    int64_t t0 = zen_now_ns();
+    int64_t lap = zen_now_ns();
     sbuf = zen_malloc(sbytes ? sbytes : 1);
     if (!rbytes || !roff || !runs || !sbuf) {
         st = zen_fail(comm, ZEN_ENOMEM, "allgather: out of memory");
         goto out;
     }
     zen_coo_pack(local, 0, local->nnz, sbuf);
-    int64_t t1 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_ENCODE] += zen_us_between(t0, t1);
+    zen_sparse_lap(ctx, ZEN_PHASE_ENCODE, &lap);
     st = zen_xchg_allgatherv(comm, &cc, sbuf, sbytes, zen_coo_wire_max(local->rows, local->width),
                              &rbuf, rbytes, roff);
-    int64_t t2 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_PULL] += zen_us_between(t1, t2);
+    zen_sparse_lap(ctx, ZEN_PHASE_PULL, &lap);
     for (int p = 0; p < n && st == ZEN_OK; p++)
         st = zen_coo_view(comm, p, rbuf + roff[p], rbytes[p], local->rows, local->width, 0,
                           local->rows, &runs[p]);
@@ -69,7 +67,7 @@ zen_status zen_sparse_run_allgather(zen_sparse_ctx *ctx)
         if (st == ZEN_OK)
             st = zen_sparse_emit(ctx, &sum);
     }
-    ctx->stats->phase_us[ZEN_PHASE_DECODE] += zen_us_between(t2, zen_now_ns());
+    zen_sparse_lap(ctx, ZEN_PHASE_DECODE, &lap);
 out:
     zen_coo_release(&sum);
     zen_free(sbuf);

@@ -178,7 +178,7 @@ zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
     uint8_t *sbuf = NULL, *rbuf = NULL, *pbuf = NULL, *gbuf = NULL;
     float *acc = NULL;
     uint8_t *touched = NULL;
-    int64_t t0 = zen_now_ns();
+    int64_t lap = zen_now_ns();
     if (!cut || !sbytes || !load || !sptr || !rbytes || !roff) {
         st = zen_fail(comm, ZEN_ENOMEM, "block: out of memory");
         goto out;
@@ -205,13 +205,11 @@ zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
         pack_blocks(&g, local, cut[j], cut[j + 1], load[j], sbuf + off);
         off += sbytes[j];
     }
-    int64_t t1 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_PARTITION] += zen_us_between(t0, t1);
+    zen_sparse_lap(ctx, ZEN_PHASE_PARTITION, &lap);
 
     /* (2) push */
     st = zen_xchg_alltoallv(comm, &cc, sptr, sbytes, wire_max, &rbuf, rbytes, roff);
-    int64_t t2 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_PUSH] += zen_us_between(t1, t2);
+    zen_sparse_lap(ctx, ZEN_PHASE_PUSH, &lap);
     if (st != ZEN_OK)
         goto out;
 
@@ -257,13 +255,11 @@ zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
             memcpy(pval + k * g.belems, acc + b * g.belems, g.belems * sizeof(float));
             k++;
         }
-    int64_t t3 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_AGGREGATE] += zen_us_between(t2, t3);
+    zen_sparse_lap(ctx, ZEN_PHASE_AGGREGATE, &lap);
 
     /* (4) pull */
     st = zen_xchg_allgatherv(comm, &cc, pbuf, pbytes, wire_max, &gbuf, rbytes, roff);
-    int64_t t4 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_PULL] += zen_us_between(t3, t4);
+    zen_sparse_lap(ctx, ZEN_PHASE_PULL, &lap);
     for (int p = 0; p < n && st == ZEN_OK; p++)
         st = check_blocks(comm, p, &g, gbuf + roff[p], rbytes[p], range_block_lo(&g, n, p),
                           range_block_lo(&g, n, p + 1), &load[p]);
@@ -271,7 +267,7 @@ zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
         goto out;
     ctx->stats->imbalance_pull = zen_imbalance(load, n);
     st = emit_blocks(ctx, &g, gbuf, rbytes, roff, n);
-    ctx->stats->phase_us[ZEN_PHASE_DECODE] += zen_us_between(t4, zen_now_ns());
+    zen_sparse_lap(ctx, ZEN_PHASE_DECODE, &lap);
 out:
     zen_free(cut);
     zen_free(sbytes);

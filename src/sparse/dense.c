@@ -20,18 +20,16 @@ zen_status zen_sparse_run_dense(zen_sparse_ctx *ctx)
         count > SIZE_MAX / sizeof(float))
         return zen_fail(comm, ZEN_EINVAL, "dense: %llu x %zu is too large",
                         (unsigned long long)local->rows, w);
-    int64_t t0 = zen_now_ns();
+    int64_t lap = zen_now_ns();
     float *buf = ctx->dense_out;
     if (!buf && !(buf = zen_malloc_array(count ? count : 1, sizeof(float))))
         return zen_fail(comm, ZEN_ENOMEM, "dense: cannot allocate %zu floats", count);
     memset(buf, 0, count * sizeof(float));
     for (size_t i = 0; i < local->nnz; i++)
         memcpy(buf + (size_t)local->idx[i] * w, local->val + i * w, w * sizeof(float));
-    int64_t t1 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_PARTITION] += zen_us_between(t0, t1);
+    zen_sparse_lap(ctx, ZEN_PHASE_PARTITION, &lap);
     zen_status st = zen_allreduce_with(comm, buf, buf, count, ZEN_F32, ZEN_SUM, ZEN_ALLREDUCE_RING);
-    int64_t t2 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_PUSH] += zen_us_between(t1, t2);
+    zen_sparse_lap(ctx, ZEN_PHASE_PUSH, &lap);
     if (st == ZEN_OK && ctx->dense_out)
         zen_dense_finish(ctx);
     if (st == ZEN_OK && !ctx->dense_out) {
@@ -41,7 +39,7 @@ zen_status zen_sparse_run_dense(zen_sparse_ctx *ctx)
             st = zen_sparse_emit(ctx, &sum);
         zen_coo_release(&sum);
     }
-    ctx->stats->phase_us[ZEN_PHASE_DECODE] += zen_us_between(t2, zen_now_ns());
+    zen_sparse_lap(ctx, ZEN_PHASE_DECODE, &lap);
     if (buf != ctx->dense_out)
         zen_free(buf);
     return st;

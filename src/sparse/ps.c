@@ -41,7 +41,7 @@ zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx)
     agg.width = sum.width = local->width;
     size_t wire_max = zen_coo_wire_max(local->rows, local->width);
     size_t total = zen_coo_wire_bytes(local->nnz, local->width);
-    int64_t t0 = zen_now_ns();
+    int64_t lap = zen_now_ns();
     sbuf = zen_malloc(total ? total : 1);
     if (!cut || !sbytes || !sptr || !rbytes || !roff || !runs || !sbuf) {
         st = zen_fail(comm, ZEN_ENOMEM, "ps: out of memory");
@@ -62,13 +62,11 @@ zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx)
     for (int j = 0; j < n; j++)
         rbytes[j] = cut[j + 1] - cut[j]; /* entries per owner, reused below as receive sizes */
     ctx->stats->imbalance_push = zen_imbalance(rbytes, n);
-    int64_t t1 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_PARTITION] += zen_us_between(t0, t1);
+    zen_sparse_lap(ctx, ZEN_PHASE_PARTITION, &lap);
 
     /* (2) push */
     st = zen_xchg_alltoallv(comm, &cc, sptr, sbytes, wire_max, &rbuf, rbytes, roff);
-    int64_t t2 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_PUSH] += zen_us_between(t1, t2);
+    zen_sparse_lap(ctx, ZEN_PHASE_PUSH, &lap);
     if (st != ZEN_OK)
         goto out;
 
@@ -85,13 +83,11 @@ zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx)
     if (st != ZEN_OK)
         goto out;
     zen_coo_pack(&agg, 0, agg.nnz, pbuf);
-    int64_t t3 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_AGGREGATE] += zen_us_between(t2, t3);
+    zen_sparse_lap(ctx, ZEN_PHASE_AGGREGATE, &lap);
 
     /* (4) pull */
     st = zen_xchg_allgatherv(comm, &cc, pbuf, pbytes, wire_max, &gbuf, rbytes, roff);
-    int64_t t4 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_PULL] += zen_us_between(t3, t4);
+    zen_sparse_lap(ctx, ZEN_PHASE_PULL, &lap);
     if (st != ZEN_OK)
         goto out;
     size_t nnz_all = 0;
@@ -125,7 +121,7 @@ zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx)
         if (st == ZEN_OK)
             st = zen_sparse_emit(ctx, &sum);
     }
-    ctx->stats->phase_us[ZEN_PHASE_DECODE] += zen_us_between(t4, zen_now_ns());
+    zen_sparse_lap(ctx, ZEN_PHASE_DECODE, &lap);
 out:
     zen_coo_release(&agg);
     zen_coo_release(&sum);

@@ -15,6 +15,8 @@
 
 #include <zen/sparse.h>
 
+#include "common/clock.h"
+
 /* Coalesced COO: nnz sorted unique indices, nnz * width f32 values, row-major. */
 typedef struct zen_coo {
     uint64_t rows;
@@ -73,6 +75,14 @@ const uint64_t *zen_sparse_seeds(const zen_comm *comm);
 static inline double zen_us_between(int64_t start_ns, int64_t end_ns)
 {
     return (double)(end_ns - start_ns) / 1e3;
+}
+
+/* Close a phase of a scheme: add the time since *lap to stats->phase_us[phase], restart *lap. */
+static inline void zen_sparse_lap(zen_sparse_ctx *ctx, zen_sparse_phase phase, int64_t *lap)
+{
+    int64_t now = zen_now_ns();
+    ctx->stats->phase_us[phase] += zen_us_between(*lap, now);
+    *lap = now;
 }
 
 /*

@@ -5,12 +5,14 @@
  * the reader decodes byte by byte, so it works on any host and never trusts a length before
  * checking it against the bytes that remain.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <zen/sparse.h>
 
 #include "common/alloc.h"
+#include "common/checked.h"
 #include "common/hash.h"
 
 #define TRACE_MAGIC      "ZGRD"
@@ -67,10 +69,15 @@ zen_status zen_trace_write(const char *path, const zen_trace_step *s)
     put_le(&b, s->step, 8);
     put_le(&b, s->count, 4);
     put_le(&b, 0, 4);
+    if (s->count > UINT32_MAX) {
+        zen_free(b.p);
+        return ZEN_EINVAL;
+    }
     for (size_t t = 0; t < s->count; t++) {
         const zen_trace_tensor *x = &s->tensors[t];
-        size_t nlen = strnlen(x->name, sizeof x->name);
-        if (nlen > ZEN_TRACE_NAME_MAX || x->width == 0 || x->rows > UINT32_MAX) {
+        size_t nlen = strnlen(x->name, sizeof x->name), nvals;
+        if (nlen > ZEN_TRACE_NAME_MAX || x->width == 0 || x->rows > UINT32_MAX ||
+            zen_mul_overflow((size_t)x->nnz, x->width, &nvals)) {
             zen_free(b.p);
             return ZEN_EINVAL;
         }
@@ -87,7 +94,7 @@ zen_status zen_trace_write(const char *path, const zen_trace_step *s)
         put_le(&b, x->nnz, 8);
         for (uint64_t i = 0; i < x->nnz; i++)
             put_le(&b, x->indices[i], 4);
-        for (uint64_t i = 0; i < x->nnz * x->width; i++) {
+        for (size_t i = 0; i < nvals; i++) {
             uint32_t bits;
             memcpy(&bits, &x->values[i], 4);
             put_le(&b, bits, 4);
@@ -171,8 +178,9 @@ static zen_status parse(rbuf *r, zen_trace_step *s)
     s->world_size = (uint32_t)v;
     if (get_le(r, 8, &s->step) || get_le(r, 4, &count) || get_le(r, 4, &v))
         return ZEN_ECORRUPT;
-    /* every tensor takes at least 30 bytes: bound count by what remains */
-    if (count > (r->len - r->pos) / 30 + 1)
+    /* a tensor takes at least 26 bytes (name length, rows, width, reserved, nnz; an empty name
+     * and no entries): bound count by what remains */
+    if (count > (r->len - r->pos) / 26)
         return ZEN_ECORRUPT;
     s->tensors = zen_calloc(count ? count : 1, sizeof *s->tensors);
     if (!s->tensors)

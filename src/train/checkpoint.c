@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +11,7 @@
 
 #include "common/alloc.h"
 #include "common/hash.h"
+#include "train/errbuf.h"
 
 #define CKPT_MAGIC   "ZENCKPT1"
 #define CKPT_VERSION 1u
@@ -33,16 +33,6 @@ typedef struct section_head {
     uint64_t count;
 } section_head;
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static uint64_t header_sum(const ckpt_header *h)
 {
     return zen_fnv1a(h, offsetof(ckpt_header, header_sum), 0x636b7074ull);
@@ -57,17 +47,15 @@ void zen_ckpt_resolve(const char *arg, char *out, size_t outlen)
         snprintf(out, outlen, "%s", arg);
 }
 
-/* Streaming FNV-1a (64-bit): the payload checksum is accumulated while it is written. */
+/*
+ * Streaming FNV-1a (64-bit): the payload checksum is accumulated while it is written.
+ * zen_fnv1a starts from FNV_BASIS ^ seed, so seeding it with h ^ FNV_BASIS continues from state h.
+ */
 #define FNV_BASIS 0xcbf29ce484222325ull
 
 static uint64_t fnv_update(uint64_t h, const void *data, size_t n)
 {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
+    return zen_fnv1a(data, n, h ^ FNV_BASIS);
 }
 
 static int write_all(int fd, const void *buf, size_t n, uint64_t *sum)
@@ -104,7 +92,7 @@ zen_status zen_ckpt_save(const char *path, const char *config, uint64_t step,
 {
     char tmp[1100];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        set_err(err, errlen, "checkpoint path too long");
+        zen_train_set_err(err, errlen, "checkpoint path too long");
         return ZEN_EINVAL;
     }
     ckpt_header h;
@@ -117,7 +105,8 @@ zen_status zen_ckpt_save(const char *path, const char *config, uint64_t step,
     h.payload_bytes = h.config_bytes;
     for (size_t i = 0; i < nsections; i++) {
         if (strlen(sections[i].name) >= ZEN_CKPT_NAME_MAX) {
-            set_err(err, errlen, "checkpoint section name too long: %s", sections[i].name);
+            zen_train_set_err(err, errlen, "checkpoint section name too long: %s",
+                              sections[i].name);
             return ZEN_EINVAL;
         }
         h.payload_bytes += sizeof(section_head) + sections[i].count * sizeof(float);
@@ -125,7 +114,7 @@ zen_status zen_ckpt_save(const char *path, const char *config, uint64_t step,
     /* the payload checksum is computed while writing, so the header goes in last (pwrite) */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
-        set_err(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+        zen_train_set_err(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
         return ZEN_EIO;
     }
     int bad = write_all(fd, &h, sizeof h, NULL);
@@ -149,7 +138,8 @@ zen_status zen_ckpt_save(const char *path, const char *config, uint64_t step,
         if (!bad)
             saved_errno = errno;
         unlink(tmp);
-        set_err(err, errlen, "writing checkpoint %s failed: %s", path, strerror(saved_errno));
+        zen_train_set_err(err, errlen, "writing checkpoint %s failed: %s", path,
+                          strerror(saved_errno));
         return ZEN_EIO;
     }
     fsync_dir_of(path);
@@ -165,16 +155,17 @@ static void config_diff(const char *have, const char *want, char *err, size_t er
         const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
         size_t la = ea ? (size_t)(ea - a) : strlen(a), lb = eb ? (size_t)(eb - b) : strlen(b);
         if (la != lb || memcmp(a, b, la) != 0) {
-            set_err(err, errlen,
-                    "checkpoint %s was made with a different configuration: it has '%.*s', this "
-                    "run has '%.*s'",
-                    path, (int)la, a, (int)lb, b);
+            zen_train_set_err(
+                err, errlen,
+                "checkpoint %s was made with a different configuration: it has '%.*s', this "
+                "run has '%.*s'",
+                path, (int)la, a, (int)lb, b);
             return;
         }
         a += la + (ea ? 1 : 0);
         b += lb + (eb ? 1 : 0);
     }
-    set_err(err, errlen, "checkpoint %s: configuration differs", path);
+    zen_train_set_err(err, errlen, "checkpoint %s: configuration differs", path);
 }
 
 zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *step,
@@ -182,7 +173,7 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, errlen, "cannot open checkpoint %s: %s", path, strerror(errno));
+        zen_train_set_err(err, errlen, "cannot open checkpoint %s: %s", path, strerror(errno));
         return ZEN_EIO;
     }
     zen_status st = ZEN_ECORRUPT;
@@ -190,31 +181,33 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
     ckpt_header h;
     struct stat sb;
     if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, CKPT_MAGIC, 8) != 0) {
-        set_err(err, errlen, "%s is not a zen checkpoint (bad magic or too short)", path);
+        zen_train_set_err(err, errlen, "%s is not a zen checkpoint (bad magic or too short)", path);
         goto out;
     }
     if (h.header_sum != header_sum(&h) || h.version != CKPT_VERSION) {
-        set_err(err, errlen, "checkpoint %s: header checksum or version mismatch (corrupt)", path);
+        zen_train_set_err(err, errlen,
+                          "checkpoint %s: header checksum or version mismatch (corrupt)", path);
         goto out;
     }
     if (fstat(fileno(f), &sb) != 0 || (uint64_t)sb.st_size != sizeof h + h.payload_bytes) {
-        set_err(err, errlen, "checkpoint %s: size %lld, header says %llu (truncated or corrupt)",
-                path, (long long)sb.st_size, (unsigned long long)(sizeof h + h.payload_bytes));
+        zen_train_set_err(err, errlen,
+                          "checkpoint %s: size %lld, header says %llu (truncated or corrupt)", path,
+                          (long long)sb.st_size, (unsigned long long)(sizeof h + h.payload_bytes));
         goto out;
     }
     payload = zen_malloc(h.payload_bytes + 1);
     if (!payload) {
         st = ZEN_ENOMEM;
-        set_err(err, errlen, "out of memory reading checkpoint %s", path);
+        zen_train_set_err(err, errlen, "out of memory reading checkpoint %s", path);
         goto out;
     }
     if (fread(payload, 1, h.payload_bytes, f) != h.payload_bytes ||
         fnv_update(FNV_BASIS, payload, h.payload_bytes) != h.payload_sum) {
-        set_err(err, errlen, "checkpoint %s failed its checksum (corrupt)", path);
+        zen_train_set_err(err, errlen, "checkpoint %s failed its checksum (corrupt)", path);
         goto out;
     }
     if (h.config_bytes > h.payload_bytes) {
-        set_err(err, errlen, "checkpoint %s: bad config length (corrupt)", path);
+        zen_train_set_err(err, errlen, "checkpoint %s: bad config length (corrupt)", path);
         goto out;
     }
     char save = payload[h.config_bytes];
@@ -229,13 +222,15 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
     const char **found = zen_calloc(nsections ? nsections : 1, sizeof *found);
     if (!found) {
         st = ZEN_ENOMEM;
+        zen_train_set_err(err, errlen, "out of memory reading checkpoint %s", path);
         goto out;
     }
     size_t off = h.config_bytes;
     for (uint64_t s = 0; s < h.nsections; s++) {
         section_head sh;
         if (h.payload_bytes - off < sizeof sh) {
-            set_err(err, errlen, "checkpoint %s: truncated section table (corrupt)", path);
+            zen_train_set_err(err, errlen, "checkpoint %s: truncated section table (corrupt)",
+                              path);
             zen_free(found);
             goto out;
         }
@@ -243,8 +238,8 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
         off += sizeof sh;
         sh.name[ZEN_CKPT_NAME_MAX - 1] = 0;
         if (sh.count > (h.payload_bytes - off) / sizeof(float)) {
-            set_err(err, errlen, "checkpoint %s: section %s overruns the file (corrupt)", path,
-                    sh.name);
+            zen_train_set_err(err, errlen, "checkpoint %s: section %s overruns the file (corrupt)",
+                              path, sh.name);
             zen_free(found);
             goto out;
         }
@@ -252,9 +247,9 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
             if (strcmp(sections[i].name, sh.name) != 0)
                 continue;
             if (sh.count != sections[i].count) {
-                set_err(err, errlen,
-                        "checkpoint %s: section %s has %llu values, this model needs %zu", path,
-                        sh.name, (unsigned long long)sh.count, sections[i].count);
+                zen_train_set_err(err, errlen,
+                                  "checkpoint %s: section %s has %llu values, this model needs %zu",
+                                  path, sh.name, (unsigned long long)sh.count, sections[i].count);
                 st = ZEN_EMISMATCH;
                 zen_free(found);
                 goto out;
@@ -265,7 +260,8 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
     }
     for (size_t i = 0; i < nsections; i++) {
         if (!found[i]) {
-            set_err(err, errlen, "checkpoint %s has no section %s", path, sections[i].name);
+            zen_train_set_err(err, errlen, "checkpoint %s has no section %s", path,
+                              sections[i].name);
             st = ZEN_EMISMATCH;
             zen_free(found);
             goto out;

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,6 +14,7 @@
 
 #include "common/alloc.h"
 #include "common/hash.h"
+#include "train/errbuf.h"
 
 #define TOKEN_MAGIC "ZENTOK01"
 
@@ -26,16 +26,6 @@ typedef struct token_header {
     uint64_t checksum;   /* of the token array */
     uint64_t header_sum; /* of the fields above */
 } token_header;
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 size_t zen_data_strip_reference(const char *line, size_t len)
 {
@@ -302,28 +292,28 @@ static zen_status read_source(const zen_data_options *opts, text_buf *t, char *e
     if (opts->text_path) {
         f = fopen(opts->text_path, "rb");
         if (!f) {
-            set_err(err, errlen, "cannot open %s: %s", opts->text_path, strerror(errno));
+            zen_train_set_err(err, errlen, "cannot open %s: %s", opts->text_path, strerror(errno));
             return ZEN_EIO;
         }
         st = read_stream(f, t);
         fclose(f);
         if (st != ZEN_OK)
-            set_err(err, errlen, "reading %s failed", opts->text_path);
+            zen_train_set_err(err, errlen, "reading %s failed", opts->text_path);
         return st;
     }
     f = popen("bible -f 'Gen1:1-Rev22:21' 2>/dev/null", "r");
     if (!f) {
-        set_err(err, errlen, "cannot run `bible`: %s", strerror(errno));
+        zen_train_set_err(err, errlen, "cannot run `bible`: %s", strerror(errno));
         return ZEN_ESYS;
     }
     st = read_stream(f, t);
     int ws = pclose(f);
     int rc = ws == -1 ? -1 : (WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws));
     if (st == ZEN_OK && (rc != 0 || t->len < 1000)) {
-        set_err(err, errlen,
-                "`bible -f Gen1:1-Rev22:21` failed (exit %d): install bible-kjv "
-                "(scripts/deps.sh) or pass --data FILE",
-                rc);
+        zen_train_set_err(err, errlen,
+                          "`bible -f Gen1:1-Rev22:21` failed (exit %d): install bible-kjv "
+                          "(scripts/deps.sh) or pass --data FILE",
+                          rc);
         st = ZEN_EUNSUPPORTED;
     }
     return st;
@@ -353,7 +343,7 @@ zen_status zen_dataset_load(const zen_data_options *opts, zen_dataset **out, cha
                       (int)llround(opts->val_fraction * 1000.0));
     int n2 = snprintf(vocab_path, sizeof vocab_path, "%.*s.vocab", n1 - 7, tok_path);
     if (n1 >= (int)sizeof tok_path || n2 >= (int)sizeof vocab_path) {
-        set_err(err, errlen, "cache path too long: %s", dir);
+        zen_train_set_err(err, errlen, "cache path too long: %s", dir);
         st = ZEN_EINVAL;
         goto done;
     }
@@ -375,9 +365,10 @@ zen_status zen_dataset_load(const zen_data_options *opts, zen_dataset **out, cha
     if (st == ZEN_OK) {
         st = zen_dataset_from_lines((const char *const *)lines, nlines, opts, out);
         if (st == ZEN_EINVAL)
-            set_err(err, errlen, "the text has %zu non-empty lines; need at least 2", nlines);
+            zen_train_set_err(err, errlen, "the text has %zu non-empty lines; need at least 2",
+                              nlines);
         else if (st != ZEN_OK)
-            set_err(err, errlen, "tokenizing failed: %s", zen_strerror(st));
+            zen_train_set_err(err, errlen, "tokenizing failed: %s", zen_strerror(st));
     }
     zen_free(lines);
     if (st != ZEN_OK)

@@ -774,8 +774,9 @@ done:
     if (c.metrics)
         fclose(c.metrics);
     if (world) {
-        if (st == ZEN_OK)
-            zen_comm_finalize(world);
+        /* a rank lost at the very end still fails the run: its last steps may not be saved */
+        if (st == ZEN_OK && (st = zen_comm_finalize(world)) != ZEN_OK)
+            snprintf(err, sizeof err, "finalize: %s", zen_comm_last_error(world));
         zen_comm_destroy(world);
     }
     zen_dataset_destroy(owned);

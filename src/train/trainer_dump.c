@@ -1,17 +1,17 @@
 /*
  * --dump-grads DIR: record each data-parallel rank's sparse gradients of every step, before the
- * dp average, in the trace format of docs/trace-format.md (src/sparse/trace.h), so that
+ * dp average, in the trace format of docs/trace-format.md (zen/sparse.h), so that
  * `zen bench sparse --trace DIR` can replay the real embedding (and top-k) gradients through
  * every sparse-allreduce scheme and scripts/sparsity_report.py can measure them.
  *
  * Only tp rank 0 of each replica writes (the embedding gradient is replicated over tp); the
  * trace's rank and world size are the dp rank and dp size, the communicator the sync runs on.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include <zen/sparse.h>
 
-#include "common/alloc.h"
 #include "train/trainer.h"
 
 zen_status zen_trainer_dump_grads(const char *dir, int dp_rank, int dp_size, long step,
@@ -23,7 +23,7 @@ zen_status zen_trainer_dump_grads(const char *dir, int dp_rank, int dp_size, lon
     size_t n = 0;
     memset(t, 0, sizeof t);
     if (loc.emb_rows > 0) {
-        strcpy(t[n].name, "wte");
+        snprintf(t[n].name, sizeof t[n].name, "wte");
         t[n].rows = loc.emb_rows;
         t[n].width = loc.emb_width;
         t[n].nnz = loc.emb_nnz;
@@ -32,7 +32,7 @@ zen_status zen_trainer_dump_grads(const char *dir, int dp_rank, int dp_size, lon
         n++;
     }
     if (loc.topk_rows > 0 && loc.topk_idx) {
-        strcpy(t[n].name, "topk");
+        snprintf(t[n].name, sizeof t[n].name, "topk");
         t[n].rows = loc.topk_rows;
         t[n].width = 1;
         t[n].nnz = loc.topk_nnz;

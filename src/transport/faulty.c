@@ -1,6 +1,7 @@
 /* The fault-injecting transport wrapper (see faulty.h). */
 #include "transport/faulty.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,8 +242,9 @@ zen_status zen_transport_faulty_wrap(zen_transport *inner, const zen_fault_confi
 static int parse_long(const char *v, long lo, long *out)
 {
     char *end = NULL;
+    errno = 0;
     long x = strtol(v, &end, 10);
-    if (!*v || *end || x < lo)
+    if (!*v || *end || errno == ERANGE || x < lo)
         return -1;
     *out = x;
     return 0;
