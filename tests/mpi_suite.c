@@ -4,11 +4,13 @@
  * each checking its own results against a reference computed locally from the deterministic
  * inputs of every rank.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <zen/sparse.h>
 
+#include "coll_matrix.h"
 #include "testutil.h"
 
 static zen_comm *world;
@@ -16,6 +18,7 @@ static zen_comm *world;
 static int setup(void **state)
 {
     (void)state;
+    zt_coll_matrix_env(); /* before the communicator exists: small ring chunks */
     zen_comm_options o = ZEN_COMM_OPTIONS_INIT; /* AUTO: picks mpi under mpirun */
     if (zen_comm_create(&o, &world) != ZEN_OK)
         return -1;
@@ -123,6 +126,23 @@ static void test_alltoallv_allgatherv(void **state)
     free(sc), free(sd), free(rc), free(rd), free(sb), free(rb), free(mine), free(all);
 }
 
+/* The matrix's runner: this process is one rank of the mpirun job, so "run fn on n ranks" means
+ * run it here on the world communicator (the matrix asks for exactly the world size). */
+static void mpi_runner(int nranks, zen_rank_fn fn, void *arg)
+{
+    assert_int_equal(nranks, zen_comm_size(world));
+    zen_status st = fn(world, arg);
+    if (st != ZEN_OK)
+        fprintf(stderr, "rank %d: %s\n", zen_comm_rank(world), zen_comm_last_error(world));
+    assert_int_equal(st, ZEN_OK);
+}
+
+static void test_coll_matrix(void **state)
+{
+    (void)state;
+    zt_coll_matrix(mpi_runner, zen_comm_size(world), ZT_COLL_ALL | ZT_COLL_LARGE);
+}
+
 static void test_sparse_every_scheme(void **state)
 {
     (void)state;
@@ -165,6 +185,7 @@ int main(void)
         cmocka_unit_test(test_p2p_ring),
         cmocka_unit_test(test_allreduce),
         cmocka_unit_test(test_alltoallv_allgatherv),
+        cmocka_unit_test(test_coll_matrix),
         cmocka_unit_test(test_sparse_every_scheme),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

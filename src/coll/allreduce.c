@@ -44,10 +44,11 @@ zen_allreduce_algo zen_allreduce_choice(const zen_comm *comm, size_t count, zen_
         return ZEN_ALLREDUCE_RING;
     if (strcmp(forced, "rhd") == 0)
         return ZEN_ALLREDUCE_RHD;
-    if (strcmp(forced, "mpi") == 0 && native_available(comm))
+    /* native hooks cover the dtypes MPI has (not bf16: zen reduces it in f32 itself) */
+    int native = native_available(comm) && dtype != ZEN_BF16;
+    if (strcmp(forced, "mpi") == 0 && native)
         return ZEN_ALLREDUCE_MPI;
-    if (comm->kind == ZEN_TRANSPORT_MPI && native_available(comm) &&
-        zen_param_long("MPI_NATIVE") == 1)
+    if (comm->kind == ZEN_TRANSPORT_MPI && native && zen_param_long("MPI_NATIVE") == 1)
         return ZEN_ALLREDUCE_MPI;
     size_t es = zen_dtype_size(dtype);
     size_t bytes = es && count > SIZE_MAX / es ? SIZE_MAX : count * es;

@@ -74,7 +74,9 @@ typedef struct zen_transport_ops {
     /* Optional (NULL: none): the transport's own dense allreduce among the n world ranks
      * world_ranks[0..n) (this rank is one of them, listed in communicator order), for
      * ZEN_ALLREDUCE_MPI. sendbuf == recvbuf means in place. op is never ZEN_AVG (the caller
-     * reduces with ZEN_SUM and divides). Errors are recorded in t->err like any other call. */
+     * reduces with ZEN_SUM and divides). Automatic choice only sends f32, f64, i32 and i64 here;
+     * bf16 may be refused with ZEN_EUNSUPPORTED. Errors are recorded in t->err like any other call.
+     */
     zen_status (*native_allreduce)(zen_transport *t, const int *world_ranks, int n,
                                    const void *sendbuf, void *recvbuf, size_t count,
                                    zen_dtype dtype, zen_op op);
