@@ -600,6 +600,41 @@ static void test_emulation(void **state)
     zt_run_inproc(2, emulation_rank, &m);
 }
 
+/* ---- the arrival stamps name the rank the others wait for, and how long ---- */
+
+static zen_status waits_for_rank(zen_comm *c, void *arg)
+{
+    (void)arg;
+    ref_model ref;
+    ref_init(&ref);
+    zen_tp_options o = ZEN_TP_OPTIONS_INIT;
+    o.period = 1; /* a decision round, and so an arrival report, after every step */
+    tp_mlp t;
+    ZT_CHECK(c, mlp_create(c, &o, &ref, &t) == ZEN_OK);
+    for (int step = 0; step < 3; step++) {
+        step_data s;
+        make_step(step, &s);
+        if (t.r == 1) { /* rank 1 comes late to the step's first collective */
+            struct timespec late = { 0, 60 * 1000 * 1000 };
+            nanosleep(&late, NULL);
+        }
+        ZT_CHECK(c, mlp_step(c, &t, &s, 0) == ZEN_OK);
+        ZT_CHECK(c, zen_tp_group_step(t.g) == ZEN_OK);
+        zen_tp_stats st;
+        ZT_CHECK(c, zen_tp_group_stats(t.g, &st) == ZEN_OK);
+        ZT_CHECK(c, st.last_arrival_rank == 1);
+        ZT_CHECK(c, st.arrival_spread_ms >= 40 && st.arrival_spread_ms < 10000);
+    }
+    mlp_destroy(&t);
+    return ZEN_OK;
+}
+
+static void test_waits_for_late_rank(void **state)
+{
+    (void)state;
+    zt_run_inproc(4, waits_for_rank, NULL);
+}
+
 /* ---- ranks that disagree on the plan fail with an error naming a peer, they do not hang ---- */
 
 static zen_status mismatch_rank(zen_comm *c, void *arg)
@@ -670,11 +705,11 @@ static void test_spike_filter(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_migrate_exact),   cmocka_unit_test(test_resize_column),
-        cmocka_unit_test(test_resize_row),      cmocka_unit_test(test_priority),
-        cmocka_unit_test(test_dynamic_migrate), cmocka_unit_test(test_dynamic_resize_semi),
-        cmocka_unit_test(test_emulation),       cmocka_unit_test(test_plan_mismatch_fails),
-        cmocka_unit_test(test_spike_filter),
+        cmocka_unit_test(test_migrate_exact),       cmocka_unit_test(test_resize_column),
+        cmocka_unit_test(test_resize_row),          cmocka_unit_test(test_priority),
+        cmocka_unit_test(test_dynamic_migrate),     cmocka_unit_test(test_dynamic_resize_semi),
+        cmocka_unit_test(test_emulation),           cmocka_unit_test(test_waits_for_late_rank),
+        cmocka_unit_test(test_plan_mismatch_fails), cmocka_unit_test(test_spike_filter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

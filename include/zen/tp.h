@@ -213,8 +213,9 @@ typedef struct zen_tp_stats {
     double ms_compute;        /* last step: tp GEMM time including the emulated slowness */
     double slow_factor;       /* emulated slowness of this rank now */
     double t_norm_ms;         /* this rank's EMA of full-K GEMM time per step */
-    int last_arrival_rank;    /* last rank to arrive at a tp collective at the last round, -1 */
-    double arrival_spread_ms; /* its lateness vs the first arrival */
+    int last_arrival_rank;    /* from the arrival stamps of the last step's tp collectives: the
+                                 rank the others waited for most (-1 before the first period) */
+    double arrival_spread_ms; /* how long, summed over that step's collectives, they waited */
 } zen_tp_stats;
 
 zen_status zen_tp_group_stats(const zen_tp_group *g, zen_tp_stats *out);

@@ -188,8 +188,8 @@ static void log_plan(const zen_tp_group *g, const tp_ctl_input *in)
     const tp_plan *p = &g->plan;
     ZEN_INFO("tp",
              "%s round %llu: %s, stragglers 0x%llx, t* %.3f ms, migration target %.3f ms + cost "
-             "%.3f ms vs resized-to-cap %.3f ms (link %.3g B/s, %.3g s/msg); last collective: "
-             "rank %d arrived last, %.3f ms after the first",
+             "%.3f ms vs resized-to-cap %.3f ms (link %.3g B/s, %.3g s/msg); last step: the "
+             "others waited for rank %d, %.3f ms in all",
              zen_tp_balance_name(g->opts.balance), (unsigned long long)g->decisions,
              p->kept ? "previous plan kept" : "new plan", (unsigned long long)p->straggler_mask,
              p->tstar_ms, p->target_ms, p->cost_ms, p->capped_ms, in->bandwidth_Bps, in->latency_s,
@@ -222,27 +222,50 @@ static void update_plan_stats(zen_tp_group *g)
     }
 }
 
+/*
+ * Who waits for whom, from the communicator's arrival stamps: every rank takes its stamps of the
+ * tp collectives of the last step (the count is the same on every rank: they run the same
+ * collectives), all-gathers them, and for each collective charges the time between the first and
+ * the last arrival to the last one. The rank charged most is the one the group waited for, and
+ * its charge is how long the others waited for it in that step.
+ */
 static zen_status gather_arrivals(zen_tp_group *g)
 {
-    zen_arrival last;
+    zen_arrival mine[ZEN_ARRIVAL_HISTORY];
     size_t have = 0;
-    zen_comm_arrivals(g->comm, &last, 1, &have);
-    if (have == 0)
-        return ZEN_OK; /* the same on every rank: no collective yet */
-    int64_t arr[TP_MAX_RANKS];
-    zen_status st = zen_comm_gather_arrivals(g->comm, arr, NULL, NULL);
-    if (st != ZEN_OK)
+    zen_status st = zen_comm_arrivals(g->comm, mine, ZEN_ARRIVAL_HISTORY, &have);
+    size_t k = g->colls_last_step + 1 < have ? (size_t)g->colls_last_step + 1 : have;
+    if (st != ZEN_OK || k == 0)
         return st;
-    int last_r = 0;
-    int64_t first = arr[0];
-    for (int r = 1; r < g->size; r++) {
-        if (arr[r] > arr[last_r])
-            last_r = r;
-        if (arr[r] < first)
-            first = arr[r];
+    int64_t stamps[ZEN_ARRIVAL_HISTORY];
+    int64_t *all = zen_malloc_array(k * (size_t)g->size, sizeof *all);
+    if (!all)
+        return ZEN_ENOMEM;
+    for (size_t i = 0; i < k; i++)
+        stamps[i] = mine[have - k + i].arrive_ns;
+    if ((st = zen_allgather(g->comm, stamps, all, k, ZEN_I64)) != ZEN_OK) {
+        zen_free(all);
+        return st;
     }
-    g->last_arrival_rank = last_r;
-    g->arrival_spread_ms = (double)(arr[last_r] - first) / 1e6;
+    double blame[TP_MAX_RANKS] = { 0 };
+    for (size_t j = 0; j < k; j++) {
+        int last = 0;
+        int64_t first = all[j];
+        for (int r = 1; r < g->size; r++) {
+            if (all[(size_t)r * k + j] > all[(size_t)last * k + j])
+                last = r;
+            if (all[(size_t)r * k + j] < first)
+                first = all[(size_t)r * k + j];
+        }
+        blame[last] += (double)(all[(size_t)last * k + j] - first) / 1e6;
+    }
+    zen_free(all);
+    int worst = 0;
+    for (int r = 1; r < g->size; r++)
+        if (blame[r] > blame[worst])
+            worst = r;
+    g->last_arrival_rank = worst;
+    g->arrival_spread_ms = blame[worst];
     return ZEN_OK;
 }
 
@@ -250,8 +273,6 @@ static zen_status decision_round(zen_tp_group *g)
 {
     int n = g->size;
     zen_status st;
-    if ((st = gather_arrivals(g)) != ZEN_OK)
-        return st;
     if (n == 1) {
         g->decisions++;
         return ZEN_OK;
@@ -263,6 +284,10 @@ static zen_status decision_round(zen_tp_group *g)
     double mine[3] = { g->ema_valid ? g->t_norm_ema_ms : 0.0, g->bandwidth_Bps, g->latency_s };
     double all[3 * TP_MAX_RANKS];
     if ((st = zen_allgather(g->comm, mine, all, 3, ZEN_F64)) != ZEN_OK)
+        return st;
+    /* Arrival stamps of that allgather: every rank enters it right after its step's work
+     * (including emulated slowness), so the last to arrive is the one the others waited for. */
+    if ((st = gather_arrivals(g)) != ZEN_OK)
         return st;
     double t[TP_MAX_RANKS];
     tp_ctl_input in = { 0 };
@@ -325,6 +350,11 @@ zen_status zen_tp_group_step(zen_tp_group *g)
         double a = g->opts.ema_alpha;
         g->t_norm_ema_ms = g->ema_valid ? a * t + (1 - a) * g->t_norm_ema_ms : t;
         g->ema_valid = 1;
+    }
+    zen_comm_stats cs;
+    if (zen_comm_get_stats(g->comm, &cs) == ZEN_OK) {
+        g->colls_last_step = cs.collectives - g->colls_before_step;
+        g->colls_before_step = cs.collectives;
     }
     g->last_ms_compute = (double)g->step_compute_ns / 1e6;
     g->last_ms_wait = (double)g->step_wait_ns / 1e6;

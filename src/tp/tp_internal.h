@@ -97,6 +97,8 @@ struct zen_tp_group {
     int64_t sleep_debt_ns; /* SLEEP emulation not slept yet (negative: oversleep credit) */
     double bandwidth_Bps;
     double latency_s;
+    uint64_t colls_before_step; /* tp collectives completed before this step */
+    uint64_t colls_last_step;   /* tp collectives of the last step */
     int last_arrival_rank;
     double arrival_spread_ms;
     long migrated_cols;

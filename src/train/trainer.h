@@ -86,6 +86,8 @@ typedef struct zen_step_report {
     int stragglers;
     double tp_keep_fraction;
     long migrated_cols;
+    int late_rank;  /* tp rank that arrived last at a tp collective (arrival stamps), -1 */
+    double late_ms; /* how long the first tp rank waited for it */
 } zen_step_report;
 
 void zen_report_progress(FILE *f, const zen_step_report *r);

@@ -33,7 +33,7 @@ static void fmt_eta(char *out, size_t n, double s)
 
 void zen_report_progress(FILE *f, const zen_step_report *r)
 {
-    char val[32] = "", sync[64] = "", tp[96] = "", eta[32], b1[24], b2[24];
+    char val[32] = "", sync[64] = "", tp[160] = "", eta[32], b1[24], b2[24];
     int w = (int)snprintf(NULL, 0, "%ld", r->steps);
     if (!isnan(r->val_loss))
         snprintf(val, sizeof val, " val %.3f |", r->val_loss);
@@ -42,10 +42,16 @@ void zen_report_progress(FILE *f, const zen_step_report *r)
         fmt_bytes(b2, sizeof b2, (double)r->bytes_dense);
         snprintf(sync, sizeof sync, " | sync %s/%s dense", b1, b2);
     }
+    /* who the tp group waits for: from the communicator's arrival stamps */
+    char late[48] = "";
+    if (r->late_rank >= 0)
+        snprintf(late, sizeof late, ", waits %.1f ms for tp rank %d", r->late_ms, r->late_rank);
     if (r->balance && strcmp(r->balance, "none") != 0)
-        snprintf(tp, sizeof tp, " | tp %s: %d straggler(s), keep %.2f, migrated %ld",
+        snprintf(tp, sizeof tp, " | tp %s: %d straggler(s), keep %.2f, migrated %ld%s",
                  r->balance ? r->balance : "none", r->stragglers, r->tp_keep_fraction,
-                 r->migrated_cols);
+                 r->migrated_cols, late);
+    else if (late[0])
+        snprintf(tp, sizeof tp, " | tp%s", late);
     fmt_eta(eta, sizeof eta, r->eta_s);
     fprintf(f,
             "step %*ld/%ld | loss %.3f |%s %6.0f tok/s | %6.1f ms/step (compute %.1f, comm %.1f, "
@@ -77,11 +83,12 @@ void zen_report_metrics(FILE *f, const zen_step_report *r)
             ",\"ms_step\":%.4f,\"ms_compute\":%.4f,\"ms_comm\":%.4f,\"ms_wait\":%.4f,"
             "\"bytes_synced\":%llu,\"bytes_dense\":%llu,\"topk_keep\":%.6g,\"emb_rows\":%zu,"
             "\"emb_scheme\":\"%s\",\"balance\":\"%s\",\"stragglers\":%d,"
-            "\"keep_fraction\":%.6g,\"migrated_cols\":%ld}\n",
+            "\"keep_fraction\":%.6g,\"migrated_cols\":%ld,\"last_arrival_rank\":%d,"
+            "\"arrival_spread_ms\":%.4f}\n",
             r->ms_step, r->ms_compute, r->ms_comm, r->ms_wait, (unsigned long long)r->bytes_synced,
             (unsigned long long)r->bytes_dense, r->keep_fraction, r->emb_rows,
             r->emb_scheme ? r->emb_scheme : "none", r->balance ? r->balance : "none", r->stragglers,
-            r->tp_keep_fraction, r->migrated_cols);
+            r->tp_keep_fraction, r->migrated_cols, r->late_rank, r->late_ms);
     fflush(f);
 }
 
