@@ -7,8 +7,11 @@
  *              the same indices, as if each owner had aggregated exactly them)
  *   decode     dense decode of all owners' blobs
  *
- * Usage: sparse_partition [nnz] [density] [owners] [threads] [reps]
+ * Usage: sparse_partition [nnz] [density] [owners] [threads] [reps] [only]
  *   defaults 1000000 0.01 16 2 5; rows = nnz / density. Reports the best of reps runs.
+ *   only = "hash" runs just the one-thread hash partition and the encode (what BALANCED's local
+ *   work costs), so that instruction counts can be taken with
+ *   valgrind --tool=callgrind --toggle-collect=zen_hh_partition --toggle-collect=zen_hb_encode
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +57,7 @@ int main(int argc, char **argv)
     uint32_t n = argc > 3 ? (uint32_t)atoi(argv[3]) : 16;
     int threads = argc > 4 ? atoi(argv[4]) : 2;
     int reps = argc > 5 ? atoi(argv[5]) : 5;
+    int only_hash = argc > 6 && strcmp(argv[6], "hash") == 0;
     uint64_t rows = (uint64_t)((double)nnz / density);
     if (nnz == 0 || n == 0 || rows >= ((uint64_t)1 << 32) || rows < nnz || reps < 1) {
         fprintf(stderr, "bad arguments\n");
@@ -75,13 +79,16 @@ int main(int argc, char **argv)
     double t_hash = best_partition(&cfg, idx, nnz, reps, &serial);
     printf("partition hash   1 thread : %8.1f M idx/s  (%.2f%% serial)\n", nnz / t_hash / 1e6,
            100.0 * (double)serial / (double)nnz);
-    cfg.threads = threads;
-    double t_mt = best_partition(&cfg, idx, nnz, reps, &serial);
-    printf("partition hash %2d threads: %8.1f M idx/s\n", threads, nnz / t_mt / 1e6);
-    cfg.threads = 1;
-    cfg.method = ZEN_HH_COUNT;
-    double t_count = best_partition(&cfg, idx, nnz, reps, &serial);
-    printf("partition count  1 thread : %8.1f M idx/s\n", nnz / t_count / 1e6);
+    double t_count = 0;
+    if (!only_hash) {
+        cfg.threads = threads;
+        double t_mt = best_partition(&cfg, idx, nnz, reps, &serial);
+        printf("partition hash %2d threads: %8.1f M idx/s\n", threads, nnz / t_mt / 1e6);
+        cfg.threads = 1;
+        cfg.method = ZEN_HH_COUNT;
+        t_count = best_partition(&cfg, idx, nnz, reps, &serial);
+        printf("partition count  1 thread : %8.1f M idx/s\n", nnz / t_count / 1e6);
+    }
 
     /* encode: every owner's share, as one aggregated sorted run each */
     zen_universe *u;
@@ -119,6 +126,8 @@ int main(int argc, char **argv)
         }
         double t = (double)(zen_now_ns() - t0) / 1e9;
         t_enc = t < t_enc ? t : t_enc;
+        if (only_hash)
+            continue;
         t0 = zen_now_ns();
         for (uint32_t j = 0; j < n; j++) {
             if (zen_hb_decode_dense(blob[j], bytes[j], u, j, 1, 1.0f, dense) != ZEN_OK)
@@ -133,9 +142,12 @@ int main(int argc, char **argv)
     printf("encode (all owners)       : %8.1f M idx/s  (%s, %zu bytes = %.2f x COO)\n",
            nnz / t_enc / 1e6, format[0] == ZEN_HB_BITMAP ? "bitmap" : "coo", total_bytes,
            (double)total_bytes / (8.0 * (double)nnz));
-    printf("decode dense (all owners) : %8.1f M idx/s\n", nnz / t_dec / 1e6);
+    if (!only_hash)
+        printf("decode dense (all owners) : %8.1f M idx/s\n", nnz / t_dec / 1e6);
     printf("partition(hash, 1 thread) + encode: %8.1f M idx/s\n", nnz / (t_hash + t_enc) / 1e6);
-    printf("partition(count) + encode         : %8.1f M idx/s\n", nnz / (t_count + t_enc) / 1e6);
+    if (!only_hash)
+        printf("partition(count) + encode         : %8.1f M idx/s\n",
+               nnz / (t_count + t_enc) / 1e6);
     for (uint32_t j = 0; j < n; j++) {
         zen_coo_release(&own[j]);
         free(blob[j]);

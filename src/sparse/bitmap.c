@@ -3,10 +3,11 @@
  *
  * Bitmap encoding maps every aggregated index x to its position t in the sorted universe U_j.
  * Both the sum and U_j are ascending and the bitmap is only chosen when at least ~1/32 of U_j is
- * non-zero, so the position is found by stepping forward from the previous one (a few
- * sequential reads), with a galloping search for the rare long gap. COO blobs carry the indices
- * themselves: encoding them needs no universe lookup at all (which matters for huge, very sparse
- * tensors whose universes do not fit any cache), only the cheap ownership check h0(x) = j.
+ * non-zero, so the position is found by searching forward from the previous one within a short
+ * window (branch-free, see seek), with a galloping search for the rare long gap. COO blobs carry
+ * the indices themselves: encoding them needs no universe lookup at all (which matters for huge,
+ * very sparse tensors whose universes do not fit any cache), only the cheap ownership check
+ * h0(x) = j.
  * Decoding walks the set bits word by word (count-trailing-zeros) and maps t back to U_j[t].
  */
 #include "sparse/bitmap.h"
@@ -17,7 +18,8 @@
 #include "sparse/coo.h"
 #include "sparse/hier_hash.h"
 
-#define LINEAR_STEPS 16
+#define MAX_WINDOW_BLOCKS 8
+#define LINEAR_STEPS      8
 
 size_t zen_hb_bitmap_bytes(size_t ulen, size_t c, uint32_t w)
 {
@@ -43,10 +45,26 @@ static uint64_t load_u64(const unsigned char *p)
     return v;
 }
 
-/* Smallest t >= from with U[t] >= x (ulen when none): a few linear steps, then galloping. */
-static size_t seek(const uint32_t *U, size_t ulen, size_t from, uint32_t x)
+/* Smallest t >= from with U[t] >= x (ulen when none). U is sorted, and the caller sizes a window
+ * of `blocks` blocks of 8 members to a few times the mean gap between the sum's indices, so the
+ * common case has no data-dependent branch: the last members of the window's blocks say how
+ * many whole blocks lie below x, and three halving steps find x in its block. A longer gap (or
+ * the end of U) takes a few linear steps and then a galloping search. */
+static size_t seek(const uint32_t *U, size_t ulen, size_t from, uint32_t x, size_t blocks)
 {
     size_t t = from;
+    if (t + 8 * blocks <= ulen) {
+        size_t skip = 0;
+        for (size_t b = 0; b < blocks; b++)
+            skip += U[t + 8 * b + 7] < x;
+        if (skip < blocks) {
+            t += 8 * skip;
+            t += (size_t)(U[t + 3] < x) << 2;
+            t += (size_t)(U[t + 1] < x) << 1;
+            return t + (U[t] < x);
+        }
+        t += 8 * blocks;
+    }
     for (int k = 0; k < LINEAR_STEPS && t < ulen && U[t] < x; k++)
         t++;
     if (t == ulen || U[t] >= x)
@@ -102,20 +120,26 @@ zen_status zen_hb_encode(const zen_coo *sum, const zen_universe *u, uint32_t j, 
     memcpy(p, hdr, sizeof hdr);
     p += sizeof hdr;
     if (format == ZEN_HB_COO) {
-        for (size_t i = 0; i < c; i++) {
-            uint32_t x = sum->idx[i];
-            if (x >= u->rows || zen_hh_owner(x, u->seed0, u->n) != j)
-                return ZEN_EPROTO;
-        }
+        /* one hash per index; the verdicts are or-ed so the loop has no data-dependent exit */
+        const uint32_t *xs = sum->idx, n = u->n;
+        const uint64_t rows = u->rows, seed0 = u->seed0;
+        uint32_t bad = 0;
+        for (size_t i = 0; i < c; i++)
+            bad |= (uint32_t)(xs[i] >= rows) | (zen_hh_owner(xs[i], seed0, n) ^ j);
+        if (bad)
+            return ZEN_EPROTO;
         if (c > 0)
             memcpy(p, sum->idx, 4 * c);
         p += 4 * c;
     } else {
         const uint32_t *U = u->members + u->offsets[j];
         size_t words = (ulen + 63) / 64, t = 0;
+        /* a window of about four mean gaps: few seeks fall outside it, few compares are spent */
+        size_t blocks = c ? (4 * ulen / c + 7) / 8 : 1;
+        blocks = blocks < 1 ? 1 : blocks > MAX_WINDOW_BLOCKS ? MAX_WINDOW_BLOCKS : blocks;
         memset(p, 0, 8 * words);
         for (size_t i = 0; i < c; i++) {
-            t = seek(U, ulen, t, sum->idx[i]);
+            t = seek(U, ulen, t, sum->idx[i], blocks);
             if (t == ulen || U[t] != sum->idx[i])
                 return ZEN_EPROTO;
             p[t / 8] |= (unsigned char)(1u << (t % 8)); /* LSB-first bytes = LSB-first words */

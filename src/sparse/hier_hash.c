@@ -25,8 +25,10 @@
  * number of passes. With k = 3 and load 0.5 about 3% of the items go serial, so r2 = r1/10 leaves
  * a wide margin and re-passes are rare.
  *
- * Extraction scans each owner's r1 + r2 slots and writes the stored positions into the owner's
- * segment of the output; segment sizes come from per-thread owner counts taken during insertion.
+ * Insertion runs as a software pipeline over blocks of items so that no probe waits for memory
+ * (see insert_range). Extraction scans each owner's r1 slots and its c[j] serial items and writes
+ * the stored positions into the owner's segment of the output; segment sizes come from per-thread
+ * owner counts taken during insertion.
  * With threads > 1, insertion splits the input into equal ranges (one per thread) and extraction
  * splits the owners; the set of items per owner is the same as single-threaded, only the order
  * inside an owner differs.
@@ -40,10 +42,9 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 
-#define EMPTY_SLOT     UINT32_MAX
-#define MAX_THREADS    64
-#define SERIAL_FLOOR   16
-#define PREFETCH_AHEAD 16 /* items: covers a cache miss at ~10 ns per insert */
+#define EMPTY_SLOT   UINT32_MAX
+#define MAX_THREADS  64
+#define SERIAL_FLOOR 16
 
 zen_hh_config zen_hh_config_default(uint32_t nowners, const uint64_t *seeds)
 {
@@ -105,71 +106,142 @@ static int claim(_Atomic uint32_t *slot, uint32_t p, int concurrent)
     return 1;
 }
 
+/* Claim the first empty one of the item's second and third probes, else its owner's serial
+ * memory. g is the item's level-2 hash: h2 = its high half, h3 = its low half. */
+static void insert_late(hh_table *t, _Atomic uint32_t *base, uint32_t j, uint64_t g, uint32_t p,
+                        int concurrent)
+{
+    if (claim(base + range32((uint32_t)(g >> 32), t->r1), p, concurrent) ||
+        claim(base + range32((uint32_t)g, t->r1), p, concurrent))
+        return;
+    size_t q = atomic_fetch_add_explicit(&t->serial_count[j], 1, memory_order_relaxed);
+    if (q < t->r2)
+        atomic_store_explicit(&t->serial[(size_t)j * t->r2 + q], p, memory_order_relaxed);
+    else
+        atomic_store_explicit(&t->overflow, 1, memory_order_relaxed);
+}
+
+/*
+ * Insertion is a software pipeline over blocks of BLOCK items, because the tables outgrow the
+ * caches from ~1M items on and every probe is a random access. For block b:
+ *
+ *   stage 1 (one block ahead): h0 hash, owner, first-probe slot address, prefetch it
+ *   stage 2: claim the first probe (prefetched a block earlier); the ~25% that collide are listed
+ *   stage 3: for the listed items, the level-2 hash and a prefetch of both later probes
+ *   stage 1 of block b + 1 runs here, while those prefetches are in flight
+ *   stage 4: the listed items claim their second or third probe, else serial memory
+ *
+ * Each item's hashes are computed once, and no probe waits for memory. The outcome per item is
+ * that of Algorithm 1 (first empty of h1, h2, h3, else serial); only the order in which items of
+ * one block meet each other's claims differs from a one-by-one loop, as it does between threads.
+ */
+#define BLOCK 64
+
+typedef struct hh_stage {
+    _Atomic uint32_t *first[BLOCK]; /* first-probe slot of each item */
+    uint32_t owner[BLOCK];
+} hh_stage;
+
+static void stage_hash(hh_worker *w, hh_stage *st, size_t from, size_t count)
+{
+    hh_table *t = w->t;
+    const uint64_t seed0 = w->cfg->seed0;
+    const uint32_t n = t->n;
+    const size_t r1 = t->r1;
+    size_t *counts = w->counts;
+    for (size_t k = 0; k < count; k++) {
+        uint64_t h = zen_hash64(w->idx[from + k], seed0);
+        uint32_t j = zen_hash_range(h, n);
+        _Atomic uint32_t *a = t->slots + (size_t)j * r1 + range32((uint32_t)h, r1);
+        __builtin_prefetch(a, 1);
+        st->first[k] = a;
+        st->owner[k] = j;
+        counts[j]++;
+    }
+}
+
 static void insert_range(hh_worker *w)
 {
     hh_table *t = w->t;
-    const uint64_t seed0 = w->cfg->seed0, seed1 = w->cfg->seed1;
-    const size_t r1 = t->r1, r2 = t->r2;
-    for (size_t p = w->begin; p < w->end; p++) {
-        /* the tables outgrow the caches from ~1M items on: prefetch a later item's first probe
-         * (recomputing its hash later is cheaper than the miss it hides) */
-        if (p + PREFETCH_AHEAD < w->end) {
-            uint64_t ha = zen_hash64(w->idx[p + PREFETCH_AHEAD], seed0);
-            __builtin_prefetch(
-                t->slots + (size_t)zen_hash_range(ha, t->n) * r1 + range32((uint32_t)ha, r1), 1);
+    const uint64_t seed1 = w->cfg->seed1;
+    const size_t r1 = t->r1;
+    const int concurrent = w->concurrent;
+    hh_stage stage[2];
+    uint32_t late[BLOCK];
+    uint64_t late_g[BLOCK];
+    size_t p = w->begin, cur = 0;
+    size_t count = w->end - p < BLOCK ? w->end - p : BLOCK;
+    stage_hash(w, &stage[cur], p, count);
+    while (count > 0) {
+        hh_stage *st = &stage[cur];
+        size_t nl = 0;
+        if (concurrent) {
+            for (size_t k = 0; k < count; k++) {
+                late[nl] = (uint32_t)k;
+                nl += !claim(st->first[k], (uint32_t)(p + k), 1);
+            }
+        } else {
+            /* branch-free: a collision (unpredictable, ~25%) stores into a dummy instead */
+            _Atomic uint32_t sink;
+            for (size_t k = 0; k < count; k++) {
+                int taken = atomic_load_explicit(st->first[k], memory_order_relaxed) != EMPTY_SLOT;
+                atomic_store_explicit(taken ? &sink : st->first[k], (uint32_t)(p + k),
+                                      memory_order_relaxed);
+                late[nl] = (uint32_t)k;
+                nl += (size_t)taken;
+            }
         }
-        uint32_t x = w->idx[p];
-        uint64_t h = zen_hash64(x, seed0);
-        uint32_t j = zen_hash_range(h, t->n);
-        _Atomic uint32_t *base = t->slots + (size_t)j * r1;
-        w->counts[j]++;
-        if (claim(base + range32((uint32_t)h, r1), (uint32_t)p, w->concurrent))
-            continue;
-        uint64_t g = zen_hash64(x, seed1);
-        if (claim(base + range32((uint32_t)(g >> 32), r1), (uint32_t)p, w->concurrent) ||
-            claim(base + range32((uint32_t)g, r1), (uint32_t)p, w->concurrent))
-            continue;
-        size_t q = atomic_fetch_add_explicit(&t->serial_count[j], 1, memory_order_relaxed);
-        if (q < r2)
-            atomic_store_explicit(&t->serial[(size_t)j * r2 + q], (uint32_t)p,
-                                  memory_order_relaxed);
-        else
-            atomic_store_explicit(&t->overflow, 1, memory_order_relaxed);
+        for (size_t m = 0; m < nl; m++) {
+            uint64_t g = zen_hash64(w->idx[p + late[m]], seed1);
+            _Atomic uint32_t *base = t->slots + (size_t)st->owner[late[m]] * r1;
+            __builtin_prefetch(base + range32((uint32_t)(g >> 32), r1), 1);
+            __builtin_prefetch(base + range32((uint32_t)g, r1), 1);
+            late_g[m] = g;
+        }
+        size_t next = p + count;
+        size_t next_count = w->end - next < BLOCK ? w->end - next : BLOCK;
+        if (next_count > 0)
+            stage_hash(w, &stage[cur ^ 1], next, next_count);
+        for (size_t m = 0; m < nl; m++) {
+            uint32_t j = st->owner[late[m]];
+            insert_late(t, t->slots + (size_t)j * r1, j, late_g[m], (uint32_t)(p + late[m]),
+                        concurrent);
+        }
+        p = next;
+        count = next_count;
+        cur ^= 1;
     }
 }
 
 static void extract_owners(hh_worker *w)
 {
     hh_table *t = w->t;
-    /* Branch-free scan: at load 0.5 an "is it empty" branch mispredicts half the time. Every
-     * slot is copied to the next place of a scratch row (an empty one is overwritten by the
-     * next item), then the owner's items are copied out; a count other than the one taken at
-     * insertion is reported as a bug. */
-    uint32_t *scratch = zen_malloc_array(t->r1 + 1, sizeof *scratch);
-    if (!scratch) {
-        w->bad = SIZE_MAX;
-        return;
-    }
+    /* Branch-free scan straight into the owner's output segment: at load 0.5 an "is it empty"
+     * branch mispredicts half the time, so every slot is stored at the next output place (an
+     * empty one is overwritten by the next item) until the count taken at insertion is reached;
+     * the rest of the row must then be empty. Any other count is reported as a bug. */
+    const size_t r1 = t->r1, r2 = t->r2;
     for (size_t j = w->begin; j < w->end; j++) {
         uint32_t *dst = w->out->pos + w->out->offsets[j];
-        size_t found = 0, want = w->out->offsets[j + 1] - w->out->offsets[j];
-        const _Atomic uint32_t *s = t->slots + j * t->r1;
-        for (size_t q = 0; q < t->r1; q++) {
+        size_t want = w->out->offsets[j + 1] - w->out->offsets[j];
+        size_t ns = atomic_load_explicit(&t->serial_count[j], memory_order_relaxed);
+        size_t room = want >= ns ? want - ns : 0, found = 0, q = 0, extra = 0;
+        const _Atomic uint32_t *s = t->slots + j * r1;
+        for (; q < r1 && found < room; q++) {
             uint32_t v = atomic_load_explicit(&s[q], memory_order_relaxed);
-            scratch[found] = v;
+            dst[found] = v;
             found += v != EMPTY_SLOT;
         }
-        size_t ns = atomic_load_explicit(&t->serial_count[j], memory_order_relaxed);
-        if (found + ns != want) {
+        for (; q < r1; q++)
+            extra += atomic_load_explicit(&s[q], memory_order_relaxed) != EMPTY_SLOT;
+        if (found + ns != want || extra != 0 || ns > r2) {
             w->bad++;
             continue;
         }
-        memcpy(dst, scratch, found * sizeof *dst);
-        const _Atomic uint32_t *sr = t->serial + j * t->r2;
-        for (size_t q = 0; q < ns; q++)
-            dst[found + q] = atomic_load_explicit(&sr[q], memory_order_relaxed);
+        const _Atomic uint32_t *sr = t->serial + j * r2;
+        for (size_t k = 0; k < ns; k++)
+            dst[found + k] = atomic_load_explicit(&sr[k], memory_order_relaxed);
     }
-    zen_free(scratch);
 }
 
 static void *insert_main(void *arg)
@@ -335,8 +407,8 @@ static zen_status partition_hash(const zen_hh_config *cfg, const uint32_t *idx, 
         }
         run_workers(extract_main, workers, ne);
         for (int i = 0; i < ne; i++)
-            if (workers[i].bad) /* out of memory, or a lost or duplicated item (a bug) */
-                st = workers[i].bad == SIZE_MAX ? ZEN_ENOMEM : ZEN_EINTERNAL;
+            if (workers[i].bad) /* a lost or duplicated item (a bug) */
+                st = ZEN_EINTERNAL;
         table_free(&t);
     }
     zen_free(counts);

@@ -73,8 +73,12 @@ static zen_status build_members(zen_universe *u)
         return ZEN_ENOMEM;
     }
     memcpy(next, u->offsets, u->n * sizeof *next);
-    for (uint64_t i = 0; i < u->rows; i++)
-        members[next[zen_hh_owner((uint32_t)i, u->seed0, u->n)]++] = (uint32_t)i;
+    /* locals: the stores through next could alias u's fields, which would force a reload and a
+     * re-mix of the seed on every row */
+    const uint64_t rows = u->rows, seed0 = u->seed0;
+    const uint32_t n = u->n;
+    for (uint64_t i = 0; i < rows; i++)
+        members[next[zen_hh_owner((uint32_t)i, seed0, n)]++] = (uint32_t)i;
     zen_free(next);
     u->members = members;
     return ZEN_OK;
