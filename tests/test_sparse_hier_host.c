@@ -10,13 +10,9 @@
  * hierarchical form on synthetic numbers.
  */
 #include <math.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -403,29 +399,6 @@ static void test_bad_options(void **state)
 
 /* ---- launcher grouping over tcp: forked processes with ZEN_LOCAL_RANK / ZEN_LOCAL_SIZE ---- */
 
-/* A port for the rendezvous below the usual ephemeral range (so no outgoing connection takes it
- * meanwhile), free to bind right now. */
-static int free_port(void)
-{
-    uint64_t rng = (uint64_t)getpid() * 2654435761u ^ (uint64_t)time(NULL);
-    for (int tries = 0; tries < 200; tries++) {
-        int port = 20000 + (int)(zt_rand(&rng) % 10000);
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (fd < 0)
-            continue;
-        struct sockaddr_in sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sin_family = AF_INET;
-        sa.sin_addr.s_addr = htonl(INADDR_ANY);
-        sa.sin_port = htons((uint16_t)port);
-        int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-        close(fd);
-        if (ok)
-            return port;
-    }
-    return 29500;
-}
-
 typedef struct launcher_arg {
     int hosts; /* expected */
     int lie;   /* added to every ZEN_LOCAL_SIZE: an inconsistent launcher */
@@ -456,58 +429,29 @@ static zen_status launcher_rank(zen_comm *comm, void *argp)
     return ZEN_OK;
 }
 
-/* n processes; rank r gets ZEN_LOCAL_RANK/ZEN_LOCAL_SIZE of host hosts_of[r] (contiguous). */
+/* Hosts of consecutive ranks: rank r gets ZEN_LOCAL_RANK/ZEN_LOCAL_SIZE of its host. */
+typedef struct host_layout {
+    const int *host_size;
+    int lie;
+} host_layout;
+
+static void set_local_env(int rank, void *ctx)
+{
+    const host_layout *h = ctx;
+    int first = 0, host = 0;
+    while (rank >= first + h->host_size[host])
+        first += h->host_size[host++];
+    char v[32];
+    snprintf(v, sizeof v, "%d", rank - first);
+    setenv("ZEN_LOCAL_RANK", v, 1);
+    snprintf(v, sizeof v, "%d", h->host_size[host] + h->lie);
+    setenv("ZEN_LOCAL_SIZE", v, 1);
+}
+
 static void run_tcp(int n, const int *host_size, launcher_arg *arg)
 {
-    int port = free_port();
-    pid_t pids[16];
-    fflush(NULL);
-    int r = 0;
-    for (int h = 0; r < n; h++) {
-        for (int l = 0; l < host_size[h]; l++, r++) {
-            pids[r] = fork();
-            assert_true(pids[r] >= 0);
-            if (pids[r] != 0)
-                continue;
-            char v[32];
-            snprintf(v, sizeof v, "%d", l);
-            setenv("ZEN_LOCAL_RANK", v, 1);
-            snprintf(v, sizeof v, "%d", host_size[h] + arg->lie);
-            setenv("ZEN_LOCAL_SIZE", v, 1);
-            zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
-            o.transport = ZEN_TRANSPORT_TCP;
-            o.rank = r;
-            o.world_size = n;
-            o.master_addr = "127.0.0.1";
-            o.master_port = port;
-            o.timeout_s = 30;
-            zen_comm *c = NULL;
-            zen_status st = zen_comm_create(&o, &c);
-            if (st == ZEN_OK) {
-                st = launcher_rank(c, arg);
-                if (st != ZEN_OK) {
-                    fprintf(stderr, "rank %d of %d: %s: %s\n", r, n, zen_status_name(st),
-                            zen_comm_last_error(c));
-                    zen_comm_abort(c);
-                }
-                zen_comm_destroy(c);
-            }
-            fflush(NULL);
-            _exit(st == ZEN_OK ? 0 : 1);
-        }
-    }
-    time_t give_up = time(NULL) + 120;
-    int ok = 1;
-    for (r = 0; r < n; r++) {
-        int status = 0;
-        while (waitpid(pids[r], &status, WNOHANG) != pids[r]) {
-            if (time(NULL) > give_up)
-                kill(pids[r], SIGKILL);
-            zen_sleep_ns(2 * 1000000);
-        }
-        ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
-    assert_true(ok);
+    host_layout h = { host_size, arg->lie };
+    zt_run_tcp_forked(n, set_local_env, &h, launcher_rank, arg, 120);
 }
 
 static void test_launcher_grouping_tcp(void **state)

@@ -544,48 +544,7 @@ static void test_collectives(void **state)
  */
 static void tcp_fork_runner(int n, zen_rank_fn fn, void *arg)
 {
-    int port = pick_port();
-    pid_t pids[16];
-    assert_true(n <= 16);
-    fflush(NULL);
-    for (int r = 0; r < n; r++) {
-        pids[r] = fork();
-        assert_true(pids[r] >= 0);
-        if (pids[r] != 0)
-            continue;
-        zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
-        o.transport = ZEN_TRANSPORT_TCP;
-        o.rank = r;
-        o.world_size = n;
-        o.master_addr = "127.0.0.1";
-        o.master_port = port;
-        o.timeout_s = 30;
-        zen_comm *c = NULL;
-        zen_status st = zen_comm_create(&o, &c);
-        if (st == ZEN_OK) {
-            st = fn(c, arg);
-            if (st != ZEN_OK) {
-                fprintf(stderr, "rank %d of %d: %s: %s\n", r, n, zen_status_name(st),
-                        zen_comm_last_error(c));
-                zen_comm_abort(c);
-            }
-            zen_comm_destroy(c);
-        }
-        fflush(NULL);
-        _exit(st == ZEN_OK ? 0 : 1);
-    }
-    time_t give_up = time(NULL) + 240;
-    int ok = 1;
-    for (int r = 0; r < n; r++) {
-        int status = 0;
-        while (waitpid(pids[r], &status, WNOHANG) != pids[r]) {
-            if (time(NULL) > give_up)
-                kill(pids[r], SIGKILL);
-            zen_sleep_ns(2 * 1000000);
-        }
-        ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
-    assert_true(ok);
+    zt_run_tcp_forked(n, NULL, NULL, fn, arg, 240);
 }
 
 static void test_coll_matrix_tcp(void **state)

@@ -1,6 +1,12 @@
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../tools/free_port.h"
 
 void zt_report(zen_comm *comm, const char *file, int line, const char *what)
 {
@@ -26,4 +32,56 @@ uint64_t zt_rand(uint64_t *state)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+void zt_run_tcp_forked(int nranks, void (*before)(int rank, void *ctx), void *ctx, zen_rank_fn fn,
+                       void *arg, int timeout_s)
+{
+    int port = zen_free_port();
+    if (port < 0)
+        fail_msg("no free port found");
+    pid_t pids[64];
+    assert_true(nranks >= 1 && nranks <= 64);
+    fflush(NULL);
+    for (int r = 0; r < nranks; r++) {
+        pids[r] = fork();
+        assert_true(pids[r] >= 0);
+        if (pids[r] != 0)
+            continue;
+        if (before)
+            before(r, ctx);
+        zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
+        o.transport = ZEN_TRANSPORT_TCP;
+        o.rank = r;
+        o.world_size = nranks;
+        o.master_addr = "127.0.0.1";
+        o.master_port = port;
+        o.timeout_s = 30;
+        zen_comm *c = NULL;
+        zen_status st = zen_comm_create(&o, &c);
+        if (st == ZEN_OK) {
+            st = fn(c, arg);
+            if (st != ZEN_OK) {
+                fprintf(stderr, "rank %d of %d: %s: %s\n", r, nranks, zen_status_name(st),
+                        zen_comm_last_error(c));
+                zen_comm_abort(c);
+            }
+            zen_comm_destroy(c);
+        }
+        fflush(NULL);
+        _exit(st == ZEN_OK ? 0 : 1);
+    }
+    time_t give_up = time(NULL) + timeout_s;
+    int ok = 1;
+    for (int r = 0; r < nranks; r++) {
+        int status = 0;
+        while (waitpid(pids[r], &status, WNOHANG) != pids[r]) {
+            if (time(NULL) > give_up)
+                kill(pids[r], SIGKILL);
+            struct timespec ms2 = { 0, 2 * 1000 * 1000 };
+            nanosleep(&ms2, NULL);
+        }
+        ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    assert_true(ok);
 }

@@ -16,6 +16,15 @@
 /* Run fn on nranks inproc ranks and fail the test unless every rank returns ZEN_OK. */
 void zt_run_inproc(int nranks, zen_rank_fn fn, void *arg);
 
+/*
+ * Run fn on nranks tcp ranks, each a forked child of this process (no exec, so fn and arg stay
+ * valid), rendezvous on a free loopback port, and fail the test unless every child exits 0 (a
+ * child still running after timeout_s is killed). before(rank, ctx), when not NULL, runs in the
+ * child before its communicator is created (e.g. to set launcher environment variables).
+ */
+void zt_run_tcp_forked(int nranks, void (*before)(int rank, void *ctx), void *ctx, zen_rank_fn fn,
+                       void *arg, int timeout_s);
+
 /* Deterministic pseudo-random numbers (splitmix64) for test data. */
 uint64_t zt_rand(uint64_t *state);
 
