@@ -8,7 +8,7 @@
 # Cases (CASES, all by default):
 #
 #   f2 f4 f8   one static straggler on tp rank 0, 2x / 4x / 8x   (--slow 0:F)
-#   rot4       one 4x straggler that moves to the next rank every ROTATE steps
+#   rot4       one 4x straggler that moves to the next rank every ROTATE steps (rotF: F x)
 #   profile    the static profile PROFILE (rank r gets F[r*k/tp]: at tp 4, 8,4,1,1)
 #
 # Every case runs the homogeneous reference (no straggler) first and then each mode of MODES
@@ -21,31 +21,39 @@
 #   ms_mean      mean over the same steps (for reference only: spikes from the shared host)
 #   val_loss     validation loss after exactly STEPS steps (--eval-interval STEPS, a fixed
 #                --eval-batches EVAL_BATCHES set, identical for every run)
-#   keep_fraction, migrated_cols, stragglers, ms_wait (median): from the --metrics lines of
-#                world rank 0 (= tp rank 0, the straggler in f*/profile)
+#   keep_fraction, migrated_cols, stragglers, ms_wait, tp_ms_wait (medians for the times):
+#                from the --metrics lines, written by world rank 0 (= tp rank 0, the straggler
+#                in f*/profile); keep_fraction is the group's 1 - largest prune, migrated_cols
+#                counts all layers and ranks, ms_wait is the dp barrier (0 at dp 1), tp_ms_wait
+#                rank 0's time in tp collectives and migration waits
 #   load1        the 1-minute load average when the run started
 #
-# Environment: TP (4), STEPS (60), WARM (20), ROTATE (20), FACTORS ("2 4 8"), CASES
+# Environment: TP (4), STEPS (150), WARM (30), ROTATE (40), FACTORS ("2 4 8"), CASES
 # ("f2 f4 f8 rot4 profile", derived from FACTORS), MODES ("none resize migrate semi"),
-# PROFILE ("8,6,4,2,1,1,1,1"), SLOW_MODE (sleep|spin, sleep), MODEL ("--d-model 256 --d-ff 1024
-# --heads 4"), TRAIN ("--warmup 10 --batch 8 --seq 32"), EVAL_BATCHES (8), THREADS (BLAS
-# threads per rank, 1), OUT (default: a fresh mktemp -d). Raw per-step metrics, summaries and
-# logs stay in $OUT/runs/. Set ZEN_LOG_LEVEL=info ZEN_LOG_SUBSYS=tp to keep every balance
-# decision in the per-run logs. On a shared machine wrap the sweep in a lock, e.g.
+# PROFILE ("8,6,4,2,1,1,1,1"), SLOW_MODE (sleep|spin, sleep), MODEL ("--d-model 256 --d-ff 2048
+# --heads max(4,TP) --vocab-max 1024": the tp linears dominate the step; the output head is
+# replicated on every tp rank and never balanced, so a large vocabulary hides the straggler),
+# TRAIN ("--warmup 10 --batch 8 --seq 32"), EVAL_BATCHES (8), THREADS (BLAS threads per rank,
+# 1), OUT (default: a fresh mktemp -d). Raw per-step metrics, summaries and logs stay in
+# $OUT/runs/. Set ZEN_LOG_LEVEL=info ZEN_LOG_SUBSYS=tp to keep every balance decision in the
+# per-run logs. The default sweep (25 runs) takes about 4 minutes at tp 4 and at tp 8 on a
+# 2-core machine. On a shared machine wrap it in a lock, e.g.
 #   flock /work/notes/bench.lock bench/hetero_tp.sh build-hetero
 set -eu
 
 BUILD=${1:-build}
 ZEN=$BUILD/zen
 TP=${TP:-4}
-STEPS=${STEPS:-60}
-WARM=${WARM:-20}
-ROTATE=${ROTATE:-20}
+STEPS=${STEPS:-150}
+WARM=${WARM:-30}
+ROTATE=${ROTATE:-40}
 FACTORS=${FACTORS:-"2 4 8"}
 MODES=${MODES:-"none resize migrate semi"}
 PROFILE=${PROFILE:-"8,6,4,2,1,1,1,1"}
 SLOW_MODE=${SLOW_MODE:-sleep}
-MODEL=${MODEL:-"--d-model 256 --d-ff 1024 --heads 4"}
+HEADS=4
+[ "$TP" -gt 4 ] && HEADS=$TP
+MODEL=${MODEL:-"--d-model 256 --d-ff 2048 --heads $HEADS --vocab-max 1024"}
 TRAIN=${TRAIN:-"--warmup 10 --batch 8 --seq 32"}
 EVAL_BATCHES=${EVAL_BATCHES:-8}
 THREADS=${THREADS:-1}
@@ -58,7 +66,10 @@ fi
 
 [ -x "$ZEN" ] || { echo "hetero_tp.sh: no zen binary at $ZEN (build first)" >&2; exit 2; }
 command -v python3 >/dev/null 2>&1 || { echo "hetero_tp.sh: python3 needed" >&2; exit 2; }
-[ "$WARM" -lt "$STEPS" ] || { echo "hetero_tp.sh: WARM ($WARM) must be < STEPS ($STEPS)" >&2; exit 2; }
+if [ "$WARM" -ge "$STEPS" ]; then
+    echo "hetero_tp.sh: WARM ($WARM) must be < STEPS ($STEPS)" >&2
+    exit 2
+fi
 mkdir -p "$OUT/runs"
 RESULTS=$OUT/results.jsonl
 : >"$RESULTS"
@@ -81,6 +92,7 @@ res = {
     "slow_mode": slow_mode, "steps": steps, "warm": warm,
     "ms_step": statistics.median(ms), "ms_mean": statistics.fmean(ms),
     "ms_wait": statistics.median(r["ms_wait"] for r in tail),
+    "tp_ms_wait": statistics.median(r.get("tp_ms_wait", 0) for r in tail),
     "ms_compute": statistics.median(r["ms_compute"] for r in tail),
     "val_loss": final["val_loss"], "final_loss": final["final_loss"],
     "tokens_per_s": final["tokens_per_s"],
@@ -100,26 +112,27 @@ EOF
 
 # run <case> <mode> <slow spec> <rotate steps>; prints the median ms/step
 run() {
-    case_=$1
-    mode=$2
-    slow=$3
-    rot=$4
-    name="$OUT/runs/${case_}_${mode}"
-    bal=$mode
-    [ "$mode" = homogeneous ] && bal=none
+    # POSIX sh has no locals: the r_ prefix keeps the caller's slow/rot untouched
+    r_case=$1
+    r_mode=$2
+    r_slow=$3
+    r_rot=$4
+    name="$OUT/runs/${r_case}_${r_mode}"
+    bal=$r_mode
+    [ "$r_mode" = homogeneous ] && bal=none
     load1=$(cut -d' ' -f1 /proc/loadavg)
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
     if ! "$ZEN" train --dp 1 --tp "$TP" --steps "$STEPS" --eval-interval "$STEPS" \
         --eval-batches "$EVAL_BATCHES" --sample-tokens 0 --threads "$THREADS" $MODEL $TRAIN \
-        --slow "$slow" --slow-mode "$SLOW_MODE" --slow-rotate "$rot" --balance "$bal" \
+        --slow "$r_slow" --slow-mode "$SLOW_MODE" --slow-rotate "$r_rot" --balance "$bal" \
         --metrics "$name.metrics.jsonl" --quiet --json >"$name.json" 2>"$name.log"; then
-        echo "hetero_tp.sh: run ${case_}_$mode failed, see $name.log" >&2
+        echo "hetero_tp.sh: run ${r_case}_$r_mode failed, see $name.log" >&2
         return 1
     fi
     wall=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" \
         "$t0" "$(date +%s.%N)")
-    line=$(summarise "$OUT" "$case_" "$mode" "$slow" "$rot" "$load1" "$wall" "$HOM_MS" \
+    line=$(summarise "$OUT" "$r_case" "$r_mode" "$r_slow" "$r_rot" "$load1" "$wall" "$HOM_MS" \
         "$STEPS" "$WARM" "$TP" "$SLOW_MODE")
     echo "$line" >>"$RESULTS"
     echo "$line" | python3 -c "

@@ -223,7 +223,7 @@ zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
         goto out;
     }
     for (int p = 0; p < n && st == ZEN_OK; p++) {
-        size_t m;
+        size_t m = 0;
         st = check_blocks(comm, p, &g, rbuf + roff[p], rbytes[p], blo, bhi, &m);
         if (st != ZEN_OK)
             break;

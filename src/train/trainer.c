@@ -395,6 +395,7 @@ static zen_status train_loop(rank_state *r)
             rep.stragglers = tps.nstragglers;
             rep.tp_keep_fraction = tps.min_keep_fraction > 0 ? tps.min_keep_fraction : 1.0;
             rep.migrated_cols = tps.migrated_cols;
+            rep.tp_ms_wait = tp_ms;
             rep.late_rank = o->tp > 1 ? tps.last_arrival_rank : -1;
             rep.late_ms = tps.arrival_spread_ms;
             double avg = timed_steps ? total_ms / (double)timed_steps : ms_step;

@@ -86,6 +86,8 @@ typedef struct zen_step_report {
     int stragglers;
     double tp_keep_fraction;
     long migrated_cols;
+    /* this rank's time in tp collectives and migration waits (zen_tp_stats.ms_wait) */
+    double tp_ms_wait;
     int late_rank;  /* tp rank that arrived last at a tp collective (arrival stamps), -1 */
     double late_ms; /* how long the first tp rank waited for it */
 } zen_step_report;

@@ -84,11 +84,11 @@ void zen_report_metrics(FILE *f, const zen_step_report *r)
             "\"bytes_synced\":%llu,\"bytes_dense\":%llu,\"topk_keep\":%.6g,\"emb_rows\":%zu,"
             "\"emb_scheme\":\"%s\",\"balance\":\"%s\",\"stragglers\":%d,"
             "\"keep_fraction\":%.6g,\"migrated_cols\":%ld,\"last_arrival_rank\":%d,"
-            "\"arrival_spread_ms\":%.4f}\n",
+            "\"arrival_spread_ms\":%.4f,\"tp_ms_wait\":%.4f}\n",
             r->ms_step, r->ms_compute, r->ms_comm, r->ms_wait, (unsigned long long)r->bytes_synced,
             (unsigned long long)r->bytes_dense, r->keep_fraction, r->emb_rows,
             r->emb_scheme ? r->emb_scheme : "none", r->balance ? r->balance : "none", r->stragglers,
-            r->tp_keep_fraction, r->migrated_cols, r->late_rank, r->late_ms);
+            r->tp_keep_fraction, r->migrated_cols, r->late_rank, r->late_ms, r->tp_ms_wait);
     fflush(f);
 }
 
