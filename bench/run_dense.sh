@@ -19,6 +19,9 @@
 #
 # Environment: SIZE (64M), RANKS ("2 4 8"), WARMUP (5), ITERS (20), ALGO (auto),
 # OUT (directory for the raw JSON; default a fresh mktemp -d), MPIRUN (mpirun).
+#
+# $SWEEP is expanded unquoted on purpose: it is a list of options.
+# shellcheck disable=SC2086
 set -eu
 
 BUILD=${1:-build}

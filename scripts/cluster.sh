@@ -69,6 +69,7 @@ cmd_up() {
 cmd_down() {
     for ns in $(hosts); do ip netns del "$ns"; done
     if ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$SW"; then ip netns del "$SW"; fi
+    rm -rf /tmp/zen-ompi-h[0-9]* # the per-host Open MPI session directories of mpirun
     echo "cluster down"
 }
 
@@ -117,7 +118,10 @@ cmd_mpirun() {
     # maps an address to its namespace instead of using ssh.
     # (set -e would exit on a failing mpirun before the hostfile is removed: keep its status)
     local rc=0
-    ip netns exec "$(host_ns 0)" mpirun --allow-run-as-root -n "$n" --hostfile "$hostfile" \
+    # host 0's own TMPDIR, like the other hosts' in cluster-rsh.sh
+    mkdir -p /tmp/zen-ompi-h0
+    TMPDIR=/tmp/zen-ompi-h0 ip netns exec "$(host_ns 0)" mpirun --allow-run-as-root -n "$n" \
+        --hostfile "$hostfile" \
         --mca plm_rsh_agent "$HERE/cluster-rsh.sh" --mca btl tcp,self \
         --mca btl_tcp_if_include "${SUBNET}.0/24" --mca oob_tcp_if_include "${SUBNET}.0/24" \
         "$@" || rc=$?

@@ -324,6 +324,8 @@ int zen_cmd_simulate(int argc, char **argv)
             return ZEN_EXIT_FAIL;
         }
         have_sets = 1;
+        a.rows = sets.rows; /* what the predictions use, so the output says it */
+        a.width = sets.width;
     }
     char json_path[] = "/tmp/zen-simulate-XXXXXX";
     FILE *plot_out = NULL;
