@@ -278,6 +278,45 @@ static uint64_t slot_key(const zen_sparse_ctx *ctx)
     return h | 1; /* 0 marks a free slot */
 }
 
+/*
+ * Every rank's fixed-size record to every rank in one round of direct messages: the records are
+ * a few hundred bytes, so one latency beats a ring's n-1 (this runs on every AUTO call).
+ * zen_coll_wait checks each record's exact length, so a disagreeing peer is ZEN_EPROTO.
+ */
+static zen_status exchange_records(zen_comm *comm, const zen_coll *cc, const uint64_t *rec,
+                                   uint64_t *recs, size_t rb)
+{
+    int n = comm->size, me = comm->rank;
+    zen_treq **reqs = zen_calloc(2 * (size_t)n, sizeof *reqs);
+    if (!reqs)
+        return zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory for %d peers", n);
+    memcpy((char *)recs + (size_t)me * rb, rec, rb);
+    zen_status st = ZEN_OK;
+    for (int p = 0; p < n && st == ZEN_OK; p++)
+        if (p != me)
+            st = zen_coll_irecv(comm, cc, p, (char *)recs + (size_t)p * rb, rb, &reqs[p]);
+    for (int d = 1; d < n && st == ZEN_OK; d++) {
+        int p = (me + d) % n;
+        st = zen_coll_isend(comm, cc, p, rec, rb, &reqs[n + p]);
+    }
+    for (int p = 0; p < n; p++) {
+        if (p == me)
+            continue;
+        zen_status s1 = ZEN_OK, s2 = ZEN_OK;
+        if (st == ZEN_OK) {
+            s1 = zen_coll_wait(comm, cc, reqs[n + p], p, SIZE_MAX, NULL);
+            s2 = zen_coll_wait(comm, cc, reqs[p], p, rb, NULL);
+        } else {
+            zen_coll_req_drop(comm, reqs[n + p]);
+            zen_coll_req_drop(comm, reqs[p]);
+        }
+        if (st == ZEN_OK)
+            st = s1 != ZEN_OK ? s1 : s2;
+    }
+    zen_free(reqs);
+    return st;
+}
+
 zen_status zen_sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
 {
     zen_comm *comm = ctx->comm;
@@ -316,24 +355,7 @@ zen_status zen_sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
         zen_coll cc;
         if ((st = zen_coll_begin(comm, "sparse_profile", &cc)) != ZEN_OK)
             goto out;
-        uint8_t *all = NULL;
-        size_t *bytes = zen_malloc_array((size_t)n, sizeof *bytes);
-        size_t *off = zen_malloc_array((size_t)n, sizeof *off);
-        size_t rb = (size_t)stride * sizeof *rec;
-        if (!bytes || !off)
-            st = zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory");
-        if (st == ZEN_OK)
-            st = zen_xchg_allgatherv(comm, &cc, rec, rb, rb, &all, bytes, off);
-        for (int r = 0; r < n && st == ZEN_OK; r++) {
-            if (bytes[r] != rb)
-                st = zen_fail(comm, ZEN_EPROTO, "sparse profile: rank %d sent %zu bytes, not %zu",
-                              r, bytes[r], rb);
-            else
-                memcpy(recs + (size_t)r * stride, all + off[r], rb);
-        }
-        zen_free(all);
-        zen_free(bytes);
-        zen_free(off);
+        st = exchange_records(comm, &cc, rec, recs, (size_t)stride * sizeof *rec);
         /* Re-measure when any rank asks or the ranks' versions differ, and only if every rank
          * passed a key (a key on some ranks only must not make some of them measure alone). */
         int deep = 0, all_keyed = 1;
