@@ -604,11 +604,12 @@ static void test_emulation(void **state)
 
 static zen_status waits_for_rank(zen_comm *c, void *arg)
 {
-    (void)arg;
+    const int *weighted = arg; /* ZEN_TP_ARRIVAL_WEIGHT=1: the wait makes rank 1 a straggler */
     ref_model ref;
     ref_init(&ref);
     zen_tp_options o = ZEN_TP_OPTIONS_INIT;
     o.period = 1; /* a decision round, and so an arrival report, after every step */
+    o.balance = *weighted ? ZEN_BALANCE_RESIZE : ZEN_BALANCE_NONE;
     tp_mlp t;
     ZT_CHECK(c, mlp_create(c, &o, &ref, &t) == ZEN_OK);
     for (int step = 0; step < 3; step++) {
@@ -624,6 +625,9 @@ static zen_status waits_for_rank(zen_comm *c, void *arg)
         ZT_CHECK(c, zen_tp_group_stats(t.g, &st) == ZEN_OK);
         ZT_CHECK(c, st.last_arrival_rank == 1);
         ZT_CHECK(c, st.arrival_spread_ms >= 40 && st.arrival_spread_ms < 10000);
+        /* the late rank's GEMMs are not slower: only the arrival stamps can flag it */
+        ZT_CHECK(c, !*weighted || ((st.straggler_mask & 2u) && st.min_keep_fraction < 1));
+        ZT_CHECK(c, *weighted || st.min_keep_fraction == 1);
     }
     mlp_destroy(&t);
     return ZEN_OK;
@@ -632,7 +636,12 @@ static zen_status waits_for_rank(zen_comm *c, void *arg)
 static void test_waits_for_late_rank(void **state)
 {
     (void)state;
-    zt_run_inproc(4, waits_for_rank, NULL);
+    int weighted = 0;
+    zt_run_inproc(4, waits_for_rank, &weighted);
+    setenv("ZEN_TP_ARRIVAL_WEIGHT", "1", 1); /* read when a group is created */
+    weighted = 1;
+    zt_run_inproc(4, waits_for_rank, &weighted);
+    unsetenv("ZEN_TP_ARRIVAL_WEIGHT");
 }
 
 /* ---- ranks that disagree on the plan fail with an error naming a peer, they do not hang ---- */

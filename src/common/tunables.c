@@ -66,6 +66,9 @@ static const struct param_row param_table[] = {
       "sparse AUTO: re-measure a keyed tensor's sparsity profile every this many calls" },
     { "ZEN_SPARSE_PROFILE_SAMPLES", "4096",
       "sparse AUTO: indices per rank sampled (by hash) to estimate densification ratios" },
+    { "ZEN_TP_ARRIVAL_WEIGHT", "0",
+      "tp detection: add this times the time the others waited for a rank (arrival stamps) to its "
+      "measured time; 1 catches slowness from outside the GEMMs" },
     { "ZEN_TP_PERIOD", "",
       "tp balancing: steps between detection/decision rounds (empty: the options, default 10)" },
     { "ZEN_TP_DELTA", "",

@@ -75,6 +75,18 @@ static void env_overrides(zen_tp_options *o)
         ZEN_WARN("tp", "ignoring ZEN_TP_PRIORITY=%s", v);
 }
 
+static double arrival_weight(void)
+{
+    const char *v = zen_param_str("TP_ARRIVAL_WEIGHT");
+    char *end;
+    double w = strtod(v, &end);
+    if (*v && (*end != '\0' || !(w >= 0 && w <= 10))) {
+        ZEN_WARN("tp", "ignoring ZEN_TP_ARRIVAL_WEIGHT=%s", v);
+        return 0;
+    }
+    return w;
+}
+
 zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, zen_tp_group **out)
 {
     if (!out)
@@ -104,6 +116,7 @@ zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, ze
     g->bandwidth_Bps = o->bandwidth_Bps;
     g->latency_s = o->latency_s;
     g->last_arrival_rank = -1;
+    g->arrival_weight = arrival_weight();
     g->min_keep = 1.0;
     g->slow_factor = tp_slow_factor(o, n, g->rank, 0);
     st = tp_plan_init(&g->plan, n);
@@ -261,9 +274,12 @@ static zen_status gather_arrivals(zen_tp_group *g)
     }
     zen_free(all);
     int worst = 0;
-    for (int r = 1; r < g->size; r++)
+    double a = g->opts.ema_alpha;
+    for (int r = 0; r < g->size; r++) {
+        g->blame_ema_ms[r] = g->decisions ? a * blame[r] + (1 - a) * g->blame_ema_ms[r] : blame[r];
         if (blame[r] > blame[worst])
             worst = r;
+    }
     g->last_arrival_rank = worst;
     g->arrival_spread_ms = blame[worst];
     return ZEN_OK;
@@ -300,7 +316,10 @@ static zen_status decision_round(zen_tp_group *g)
     in.bandwidth_Bps = INFINITY;
     in.latency_s = 0;
     for (int r = 0; r < n; r++) {
-        t[r] = all[3 * r];
+        /* Slowness from outside (a throttled process) mostly lands outside the timed GEMMs;
+         * the time the others waited for this rank, from the arrival stamps, shows it. Opt-in:
+         * on a noisy host it also carries scheduling jitter. */
+        t[r] = all[3 * r] + g->arrival_weight * g->blame_ema_ms[r];
         in.bandwidth_Bps = fmin(in.bandwidth_Bps, all[3 * r + 1]);
         in.latency_s = fmax(in.latency_s, all[3 * r + 2]);
     }

@@ -101,6 +101,8 @@ struct zen_tp_group {
     uint64_t colls_last_step;   /* tp collectives of the last step */
     int last_arrival_rank;
     double arrival_spread_ms;
+    double arrival_weight;             /* ZEN_TP_ARRIVAL_WEIGHT: blame added to detected times */
+    double blame_ema_ms[TP_MAX_RANKS]; /* EMA of how long the others waited for each rank */
     long migrated_cols;
     double min_keep;
     int last_rows;           /* rows of the latest training forward (cost model) */
