@@ -230,26 +230,39 @@ typedef struct dense_sink {
     float *dense;
 } dense_sink;
 
+/* One decoded row: its values, divided for AVG. */
+static void store_row(float *dst, const unsigned char *vals, uint32_t w, float divisor)
+{
+    memcpy(dst, vals, 4 * (size_t)w);
+    if (divisor != 1.0f)
+        for (uint32_t c = 0; c < w; c++)
+            dst[c] /= divisor;
+}
+
+/* What both decoders require: a well-formed blob, and the owner's members for a bitmap. */
+static zen_status check_decodable(const void *blob, size_t len, const zen_universe *u, uint32_t j,
+                                  uint32_t w, size_t *count)
+{
+    zen_status st = zen_hb_check(blob, len, u, j, w, count);
+    if (st == ZEN_OK && load_u32(blob) == ZEN_HB_BITMAP && !u->members)
+        return ZEN_EINVAL; /* the caller must call zen_universe_members first */
+    return st;
+}
+
 static void visit_dense(void *ctx, size_t k, uint32_t x, const unsigned char *vals)
 {
     (void)k;
     dense_sink *s = ctx;
-    float *dst = s->dense + (size_t)x * s->w;
-    memcpy(dst, vals, 4 * (size_t)s->w);
-    if (s->divisor != 1.0f)
-        for (uint32_t c = 0; c < s->w; c++)
-            dst[c] /= s->divisor;
+    store_row(s->dense + (size_t)x * s->w, vals, s->w, s->divisor);
 }
 
 zen_status zen_hb_decode_dense(const void *blob, size_t len, const zen_universe *u, uint32_t j,
                                uint32_t w, float divisor, float *dense)
 {
     size_t c;
-    zen_status st = zen_hb_check(blob, len, u, j, w, &c);
+    zen_status st = check_decodable(blob, len, u, j, w, &c);
     if (st != ZEN_OK)
         return st;
-    if (load_u32(blob) == ZEN_HB_BITMAP && !u->members)
-        return ZEN_EINVAL; /* the caller must call zen_universe_members first */
     dense_sink s = { w, divisor, dense };
     walk(blob, u, j, w, visit_dense, &s);
     return ZEN_OK;
@@ -263,24 +276,17 @@ typedef struct coo_sink {
 static void visit_coo(void *ctx, size_t k, uint32_t x, const unsigned char *vals)
 {
     coo_sink *s = ctx;
-    uint32_t w = s->out->width;
     s->out->idx[k] = x;
-    float *dst = s->out->val + k * w;
-    memcpy(dst, vals, 4 * (size_t)w);
-    if (s->divisor != 1.0f)
-        for (uint32_t c = 0; c < w; c++)
-            dst[c] /= s->divisor;
+    store_row(s->out->val + k * s->out->width, vals, s->out->width, s->divisor);
 }
 
 zen_status zen_hb_decode_coo(const void *blob, size_t len, const zen_universe *u, uint32_t j,
                              uint32_t w, float divisor, zen_coo *out)
 {
     size_t c;
-    zen_status st = zen_hb_check(blob, len, u, j, w, &c);
+    zen_status st = check_decodable(blob, len, u, j, w, &c);
     if (st != ZEN_OK)
         return st;
-    if (load_u32(blob) == ZEN_HB_BITMAP && !u->members)
-        return ZEN_EINVAL; /* the caller must call zen_universe_members first */
     zen_coo_reset(out, out->rows, w);
     if ((st = zen_coo_reserve(out, c)) != ZEN_OK)
         return st;
