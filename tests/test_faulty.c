@@ -206,11 +206,16 @@ static void test_truncate_and_corrupt(void **state)
 }
 
 /* A truncated contribution to a collective: the receiving rank reports a count mismatch naming
- * the sender, and the others fail too (nobody hangs). */
+ * the sender and nobody hangs. A rank whose own data never passed through the truncated message
+ * may finish first (the log2 n allgather needs no message from rank 0 at rank 2 after round one);
+ * it must then hold the right result. */
 static zen_status allgather_once(zen_comm *c, void *arg)
 {
     int64_t mine[2] = { 1, 2 }, all[2 * MAX_RANKS];
     zen_status st = zen_allgather(c, mine, all, 2, ZEN_I64);
+    for (int j = 0; j < zen_comm_size(c) && st == ZEN_OK; j++)
+        if (all[2 * j] != 1 || all[2 * j + 1] != 2)
+            st = ZEN_EINTERNAL; /* finished, but with a wrong block: not allowed */
     record(c, arg, st);
     return ZEN_OK;
 }
@@ -224,7 +229,7 @@ static void test_truncate_in_collective(void **state)
     for (int r = 0; r < 3; r++) {
         if (r == 1)
             continue;
-        assert_int_not_equal(out.st[r], ZEN_OK);
+        assert_int_not_equal(out.st[r], ZEN_EINTERNAL);
         named += out.st[r] == ZEN_EPROTO && strstr(out.err[r], "rank 1") != NULL;
     }
     assert_true(named >= 1);

@@ -1,7 +1,9 @@
 /*
  * allgather and allgatherv: this rank's block is placed in recvbuf (no copy when in place) and
  * the ring allgather engine (ring_allgather.c) circulates the others, chunked and pipelined,
- * receiving straight into recvbuf.
+ * receiving straight into recvbuf. An allgather of at most ZEN_ALLGATHER_BRUCK_MAX_BYTES in all on
+ * more than 2 ranks takes log2 n rounds instead (allgather_bruck.c): there latency, not bandwidth,
+ * is the cost.
  *
  *   4 ranks, rank k contributes Bk; see ring_allgather.c for the step diagram.
  *
@@ -16,7 +18,8 @@
 #include "common/alloc.h"
 
 static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, size_t sendcount,
-                      void *recvbuf, const size_t *counts, const size_t *displs, zen_dtype dtype)
+                      void *recvbuf, const size_t *counts, const size_t *displs, zen_dtype dtype,
+                      int equal_blocks)
 {
     int r = comm->rank;
     size_t es = zen_dtype_size(dtype), extent = 0;
@@ -42,6 +45,10 @@ static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, siz
     if (st != ZEN_OK)
         return st;
     char *out = zen_coll_nonnull(recvbuf);
+    if (equal_blocks && comm->size > 2 && bytes <= zen_coll_allgather_bruck_max_bytes()) {
+        st = zen_allgather_bruck(comm, &cc, zen_coll_nonnull(sendbuf), sendcount * es, out);
+        return zen_coll_end(comm, &cc, st);
+    }
     char *own = out + displs[r] * es;
     if (sendcount && (const char *)sendbuf != own)
         memmove(own, sendbuf, sendcount * es);
@@ -66,7 +73,7 @@ zen_status zen_allgatherv(zen_comm *comm, const void *sendbuf, size_t sendcount,
         return st;
     if (!recvcounts || !displs)
         return zen_fail(comm, ZEN_EINVAL, "%s: recvcounts or displs is NULL", name);
-    return run(comm, name, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype);
+    return run(comm, name, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, 0);
 }
 
 zen_status zen_allgather(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t sendcount,
@@ -86,7 +93,7 @@ zen_status zen_allgather(zen_comm *comm, const void *sendbuf, void *recvbuf, siz
         layout[j] = sendcount;
         layout[comm->size + j] = (size_t)j * sendcount;
     }
-    st = run(comm, name, sendbuf, sendcount, recvbuf, layout, layout + comm->size, dtype);
+    st = run(comm, name, sendbuf, sendcount, recvbuf, layout, layout + comm->size, dtype, 1);
     zen_free(layout);
     return st;
 }

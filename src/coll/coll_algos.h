@@ -47,6 +47,12 @@ void zen_coll_scratch_put(zen_comm *comm, void *p);
 size_t zen_coll_ring_chunk_bytes(void); /* ZEN_RING_CHUNK_BYTES, at least 1 */
 size_t zen_coll_rhd_max_bytes(void);    /* ZEN_RHD_MAX_BYTES */
 size_t zen_coll_long_bytes(void);       /* ZEN_COLL_LONG_BYTES: bcast/reduce long-message cut */
+size_t zen_coll_allgather_bruck_max_bytes(void); /* ZEN_ALLGATHER_BRUCK_MAX_BYTES */
+
+/* Allgather of equal blocks of block bytes in ceil(log2 n) rounds (allgather_bruck.c): own is this
+ * rank's block (may lie inside recvbuf), recvbuf gets n blocks in rank order. */
+zen_status zen_allgather_bruck(zen_comm *comm, const zen_coll *cc, const void *own, size_t block,
+                               void *recvbuf);
 
 /* Ring position modulo n (k may be negative). */
 static inline int zen_ring_mod(int k, int n)

@@ -95,6 +95,12 @@ size_t zen_coll_rhd_max_bytes(void)
     return v > 0 ? (size_t)v : 0;
 }
 
+size_t zen_coll_allgather_bruck_max_bytes(void)
+{
+    long v = zen_param_long("ALLGATHER_BRUCK_MAX_BYTES");
+    return v > 0 ? (size_t)v : 0;
+}
+
 size_t zen_coll_long_bytes(void)
 {
     long v = zen_param_long("COLL_LONG_BYTES");

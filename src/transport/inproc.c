@@ -21,7 +21,13 @@ struct zen_inproc_world {
     zen_transport *endpoints; /* nranks endpoints */
     zen_mailbox **mailboxes;
     atomic_int *claimed; /* endpoint handed to a rank */
-    atomic_int *closed;  /* endpoint left or aborted */
+    atomic_int *closed;  /* OPEN, LEAVING (announcing its departure) or GONE */
+};
+
+enum {
+    OPEN,
+    LEAVING,
+    GONE
 };
 
 #define WORLD(t) ((zen_inproc_world *)(t)->impl)
@@ -35,8 +41,14 @@ static zen_status inproc_isend(zen_transport *t, int peer, uint64_t tag, const v
         return zen_transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, w->nranks);
     if (atomic_load(&w->closed[t->rank]))
         return zen_transport_fail(t, ZEN_EABORTED, "send to rank %d after this rank aborted", peer);
-    if (atomic_load(&w->closed[peer]))
+    if (atomic_load(&w->closed[peer]) == GONE) {
+        /* name the root cause the peer announced when it left (it may have aborted because of
+         * a third rank), not only the peer */
+        char why[256];
+        if (zen_mailbox_peer_failure(w->mailboxes[t->rank], peer, why, sizeof why) != ZEN_OK)
+            return zen_transport_fail(t, ZEN_EPEER, "send to rank %d failed: %s", peer, why);
         return zen_transport_fail(t, ZEN_EPEER, "send to rank %d, which has left or died", peer);
+    }
     zen_mailbox_deliver(w->mailboxes[peer], t->rank, tag, buf, len);
     return zen_mailbox_send_done(req);
 }
@@ -73,11 +85,14 @@ static void inproc_req_free(zen_transport *t, zen_treq *req)
 static void announce_departure(zen_transport *t, zen_status status, const char *reason)
 {
     zen_inproc_world *w = WORLD(t);
-    if (atomic_exchange(&w->closed[t->rank], 1))
+    int open = OPEN;
+    if (!atomic_compare_exchange_strong(&w->closed[t->rank], &open, LEAVING))
         return;
     for (int p = 0; p < w->nranks; p++)
         if (p != t->rank)
             zen_mailbox_fail_peer(w->mailboxes[p], t->rank, status, reason);
+    /* GONE only now: a sender that sees it finds the reason in its own mailbox already */
+    atomic_store(&w->closed[t->rank], GONE);
 }
 
 static void inproc_abort(zen_transport *t, zen_status status, const char *reason)

@@ -462,6 +462,16 @@ static void fail_peer_locked(zen_mailbox *mb, int peer, zen_status status, const
     }
 }
 
+zen_status zen_mailbox_peer_failure(zen_mailbox *mb, int peer, char *msg, size_t cap)
+{
+    pthread_mutex_lock(&mb->lock);
+    zen_status st = mb->peer_status[peer];
+    if (st != ZEN_OK && cap)
+        snprintf(msg, cap, "%s", mb->peer_msg[peer]);
+    pthread_mutex_unlock(&mb->lock);
+    return st;
+}
+
 void zen_mailbox_fail_peer(zen_mailbox *mb, int peer, zen_status status, const char *msg)
 {
     if (peer < 0 || peer >= mb->nranks)

@@ -54,6 +54,9 @@ void zen_mailbox_deliver(zen_mailbox *mb, int src, uint64_t tag, const void *dat
 /* Complete every pending and future receive from peer with status and the message msg. */
 void zen_mailbox_fail_peer(zen_mailbox *mb, int peer, zen_status status, const char *msg);
 
+/* The status recorded by zen_mailbox_fail_peer for peer (ZEN_OK: none), its message in msg. */
+zen_status zen_mailbox_peer_failure(zen_mailbox *mb, int peer, char *msg, size_t cap);
+
 /* The same for every peer (abort). */
 void zen_mailbox_fail_all(zen_mailbox *mb, zen_status status, const char *msg);
 
