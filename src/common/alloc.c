@@ -1,8 +1,12 @@
 #include "common/alloc.h"
 
+#include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/tunables.h"
 
 static atomic_long fail_countdown;
 
@@ -19,11 +23,110 @@ static int injected_failure(void)
     return atomic_fetch_sub(&fail_countdown, 1) == 1;
 }
 
+/*
+ * A cache of large freed blocks. Collectives allocate megabytes per call (receive buffers, merge
+ * outputs, results handed to the caller) and free them soon after; glibc serves such sizes with
+ * mmap or trims them off the heap top on free, so every call faulted in fresh zeroed pages. On the
+ * 8-host sparse benchmark (docs/benchmarks.md) page faults, brk and munmap were over half of a
+ * rank's CPU time. Freed blocks of at least BIG_MIN bytes are kept here (ZEN_ALLOC_CACHE_MB in
+ * all, 0 disables it) and handed back to the next large request they fit at most four times over,
+ * most recently freed first (its pages are the likeliest to be resident). They are ordinary
+ * malloc blocks, so whoever gets one may free or realloc it as usual.
+ */
+#define BIG_MIN     ((size_t)256 << 10)
+#define BIG_ENTRIES 16
+
+static struct {
+    pthread_mutex_t lock;
+    void *block[BIG_ENTRIES];
+    size_t size[BIG_ENTRIES];
+    int count;
+    size_t bytes;
+} big = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static pthread_once_t big_once = PTHREAD_ONCE_INIT;
+static size_t big_cap;
+
+static void big_init(void)
+{
+    long mb = zen_param_long("ALLOC_CACHE_MB");
+    big_cap = mb > 0 ? (size_t)mb << 20 : 0;
+#if defined(__SANITIZE_ADDRESS__)
+    big_cap = 0; /* a kept block would hide a use after free from AddressSanitizer */
+#endif
+}
+
+static void *big_take(size_t bytes)
+{
+    if (bytes < BIG_MIN)
+        return NULL;
+    pthread_once(&big_once, big_init);
+    if (!big_cap)
+        return NULL;
+    void *p = NULL;
+    pthread_mutex_lock(&big.lock);
+    for (int i = big.count - 1; i >= 0; i--) {
+        if (big.size[i] >= bytes && big.size[i] / 4 <= bytes) {
+            p = big.block[i];
+            big.bytes -= big.size[i];
+            big.block[i] = big.block[big.count - 1];
+            big.size[i] = big.size[big.count - 1];
+            big.count--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&big.lock);
+    return p;
+}
+
+/* 1 when the cache kept ptr; evicts the oldest entries to make room. */
+static int big_keep(void *ptr)
+{
+    size_t size = malloc_usable_size(ptr);
+    if (size < BIG_MIN)
+        return 0;
+    pthread_once(&big_once, big_init);
+    if (size > big_cap)
+        return 0;
+    void *evicted[BIG_ENTRIES];
+    int nevicted = 0;
+    pthread_mutex_lock(&big.lock);
+    while (big.count > 0 && (big.count == BIG_ENTRIES || big.bytes + size > big_cap)) {
+        evicted[nevicted++] = big.block[0];
+        big.bytes -= big.size[0];
+        memmove(big.block, big.block + 1, (size_t)(big.count - 1) * sizeof big.block[0]);
+        memmove(big.size, big.size + 1, (size_t)(big.count - 1) * sizeof big.size[0]);
+        big.count--;
+    }
+    big.block[big.count] = ptr;
+    big.size[big.count] = size;
+    big.count++;
+    big.bytes += size;
+    pthread_mutex_unlock(&big.lock);
+    for (int i = 0; i < nevicted; i++)
+        free(evicted[i]);
+    return 1;
+}
+
+void zen_alloc_cache_trim(void)
+{
+    pthread_mutex_lock(&big.lock);
+    int n = big.count;
+    void *blocks[BIG_ENTRIES];
+    memcpy(blocks, big.block, (size_t)n * sizeof blocks[0]);
+    big.count = 0;
+    big.bytes = 0;
+    pthread_mutex_unlock(&big.lock);
+    for (int i = 0; i < n; i++)
+        free(blocks[i]);
+}
+
 void *zen_malloc(size_t bytes)
 {
     if (injected_failure())
         return NULL;
-    return malloc(bytes ? bytes : 1);
+    void *p = big_take(bytes);
+    return p ? p : malloc(bytes ? bytes : 1);
 }
 
 void *zen_calloc(size_t count, size_t size)
@@ -32,6 +135,10 @@ void *zen_calloc(size_t count, size_t size)
         return NULL;
     if (count == 0 || size == 0)
         return calloc(1, 1);
+    size_t bytes;
+    void *p = __builtin_mul_overflow(count, size, &bytes) ? NULL : big_take(bytes);
+    if (p)
+        return memset(p, 0, bytes);
     return calloc(count, size);
 }
 
@@ -39,11 +146,28 @@ void *zen_realloc(void *ptr, size_t bytes)
 {
     if (injected_failure())
         return NULL;
+    if (!ptr) {
+        void *p = big_take(bytes);
+        if (p)
+            return p;
+    } else if (bytes >= BIG_MIN) {
+        /* Growing: a kept block has resident pages, which glibc's mremap growth would fault in
+         * afresh; copying the old contents over is cheaper than those faults. */
+        size_t have = malloc_usable_size(ptr);
+        void *p = bytes > have ? big_take(bytes) : NULL;
+        if (p) {
+            memcpy(p, ptr, have);
+            zen_free(ptr);
+            return p;
+        }
+    }
     return realloc(ptr, bytes ? bytes : 1);
 }
 
 void zen_free(void *ptr)
 {
+    if (ptr && big_keep(ptr))
+        return;
     free(ptr);
 }
 

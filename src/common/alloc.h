@@ -18,6 +18,9 @@ void *zen_malloc_array(size_t count, size_t size);
 /* Duplicate a string (NULL for NULL or on failure). */
 char *zen_strdup(const char *s);
 
+/* Free the large blocks that zen_free keeps for reuse (see alloc.c; ZEN_ALLOC_CACHE_MB). */
+void zen_alloc_cache_trim(void);
+
 /* Tests: make the k-th allocation from now fail (k >= 1); 0 disables. Process-wide. */
 void zen_alloc_fail_after(long k);
 
