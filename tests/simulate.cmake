@@ -6,3 +6,15 @@ set_tests_properties(cli_simulate_json PROPERTIES TIMEOUT 60 LABELS cli
 add_test(NAME cli_simulate_usage
          COMMAND sh -c "$<TARGET_FILE:zen> simulate --density 2 2>/dev/null; test $? -eq 2")
 set_tests_properties(cli_simulate_usage PROPERTIES TIMEOUT 60 LABELS cli)
+# --calibrate prints constants that --cpu reads back; the JSON then carries the compute parts.
+add_test(NAME cli_simulate_calibrate
+         COMMAND sh -c "$<TARGET_FILE:zen> simulate --calibrate > simulate_cpu.env && \
+grep -q '^ZEN_SPARSE_NS_PER_SORT=' simulate_cpu.env && \
+$<TARGET_FILE:zen> simulate --cpu simulate_cpu.env --cpu-share 0.25 --ranks 8 --gbps 10 \
+--rows 100000 --json")
+set_tests_properties(cli_simulate_calibrate PROPERTIES TIMEOUT 120 LABELS cli
+                     PASS_REGULAR_EXPRESSION
+                     "\"balanced_cpu_ms\":[0-9.]+.*\"cpu_share\":0.25,.*\"best_cpu_frac\":0\\.[0-9]+")
+add_test(NAME cli_simulate_bad_cpu_file
+         COMMAND sh -c "$<TARGET_FILE:zen> simulate --cpu /nonexistent 2>/dev/null; test $? -eq 2")
+set_tests_properties(cli_simulate_bad_cpu_file PROPERTIES TIMEOUT 60 LABELS cli)

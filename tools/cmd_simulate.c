@@ -3,6 +3,10 @@
  * the cost model and a sparsity profile (synthetic, or measured on a gradient trace), and run the
  * real hash partitioner on real index sets at each scale to report BALANCED's imbalance. No
  * communication happens; everything runs in this process.
+ *
+ * The prediction counts each scheme's local compute (cost.h, zen_cpu_model) with constants from
+ * --cpu FILE, else the ZEN_SPARSE_NS_PER_* tunables; --calibrate measures them on this machine
+ * and prints them in the format --cpu reads.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +17,7 @@
 #include <zen/sparse.h>
 
 #include "cli.h"
+#include "sparse/cost.h"
 
 typedef struct sim_args {
     int ranks[64];
@@ -30,6 +35,9 @@ typedef struct sim_args {
     const char *plot;
     uint64_t seed;
     int json;
+    int calibrate;
+    int dense_output;
+    zen_cpu_model cpu;
 } sim_args;
 
 static void help(void)
@@ -49,7 +57,18 @@ static void help(void)
            "  --tensor NAME      which tensor of the trace (default the first)\n"
            "  --seed S           hash seed for the partitioner (default 1)\n"
            "  --plot FILE.png    also draw predicted time vs ranks (python3 + matplotlib)\n"
-           "  --json             one JSON object per (ranks, gbps)\n");
+           "  --json             one JSON object per (ranks, gbps)\n\n"
+           "Compute (the CPU work of each scheme, added to the wire time; docs/algorithms.md):\n"
+           "  --calibrate        time the real kernels here and print the constants\n"
+           "                     (ZEN_SPARSE_NS_PER_*=... lines: save them, pass with --cpu)\n"
+           "  --cpu FILE         constants from FILE (default: the ZEN_SPARSE_NS_PER_* values)\n"
+           "  --no-cpu           network only (the model without compute)\n"
+           "  --cpu-share F      fraction of a core per rank, e.g. 0.25 for 8 ranks on 2 cores\n"
+           "                     (default 1, or ZEN_SPARSE_CPU_SHARE)\n"
+           "  --dense-output     the caller wants the dense result (zen_sparse_allreduce_dense)\n\n"
+           "Columns: ms per scheme; best; cpu%%: compute share of the best scheme's time; push,\n"
+           "pull: BALANCED's partition imbalance. JSON adds SCHEME_cpu_ms (compute part of\n"
+           "SCHEME_ms), cpu_share, dense_output and best_cpu_frac.\n");
 }
 
 static int parse_list(const char *s, double *out, int max)
@@ -78,6 +97,17 @@ static int parse_args(int argc, char **argv, sim_args *a)
         int takes = 1;
         if (strcmp(o, "--json") == 0) {
             a->json = 1;
+            takes = 0;
+        } else if (strcmp(o, "--calibrate") == 0) {
+            a->calibrate = 1;
+            takes = 0;
+        } else if (strcmp(o, "--no-cpu") == 0) {
+            double share = a->cpu.share;
+            memset(&a->cpu, 0, sizeof a->cpu);
+            a->cpu.share = share;
+            takes = 0;
+        } else if (strcmp(o, "--dense-output") == 0) {
+            a->dense_output = 1;
             takes = 0;
         } else if (!v) {
             return zen_usage_error("simulate", "option '%s' needs a value or is unknown", o);
@@ -110,6 +140,19 @@ static int parse_args(int argc, char **argv, sim_args *a)
             a->seed = strtoull(v, NULL, 10);
         } else if (strcmp(o, "--plot") == 0) {
             a->plot = v;
+        } else if (strcmp(o, "--cpu") == 0) {
+            double share = a->cpu.share;
+            zen_status st = zen_cpu_model_read(v, &a->cpu);
+            if (st != ZEN_OK)
+                return zen_usage_error("simulate", "cannot read --cpu '%s': %s", v,
+                                       zen_strerror(st));
+            if (!(a->cpu.share > 0))
+                a->cpu.share = share;
+        } else if (strcmp(o, "--cpu-share") == 0) {
+            char *end = NULL;
+            a->cpu.share = strtod(v, &end);
+            if (*end != '\0' || !(a->cpu.share > 0) || a->cpu.share > 1)
+                return zen_usage_error("simulate", "bad --cpu-share '%s' (0 < F <= 1)", v);
         } else {
             return zen_usage_error("simulate", "unknown option '%s'", o);
         }
@@ -201,7 +244,7 @@ static int measure_imbalance(const sim_args *a, const zen_index_sets *sets, int 
 }
 
 static void print_row(FILE *f, const sim_args *a, int n, double gbps, const double *t,
-                      const imbalance *im, const zen_sparsity_profile *p)
+                      const double *cpu, const imbalance *im, const zen_sparsity_profile *p)
 {
     zen_sparse_scheme best = ZEN_SPARSE_BALANCED;
     for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
@@ -215,14 +258,21 @@ static void print_row(FILE *f, const sim_args *a, int n, double gbps, const doub
                 p->skew);
         for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
             fprintf(f, ",\"%s_ms\":%.4f", zen_sparse_scheme_name((zen_sparse_scheme)s), t[s] * 1e3);
-        fprintf(f, ",\"best\":\"%s\",\"imbalance_push\":%.4f,\"imbalance_pull\":%.4f}\n",
-                zen_sparse_scheme_name(best), im->push, im->pull);
+        for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+            fprintf(f, ",\"%s_cpu_ms\":%.4f", zen_sparse_scheme_name((zen_sparse_scheme)s),
+                    cpu[s] * 1e3);
+        fprintf(f,
+                ",\"cpu_share\":%g,\"dense_output\":%s,\"best\":\"%s\",\"best_cpu_frac\":%.4f,"
+                "\"imbalance_push\":%.4f,\"imbalance_pull\":%.4f}\n",
+                a->cpu.share, a->dense_output ? "true" : "false", zen_sparse_scheme_name(best),
+                t[best] > 0 ? cpu[best] / t[best] : 0, im->push, im->pull);
         return;
     }
     fprintf(f, "%6d %6g %8.4f", n, gbps, p->gamma_n);
     for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
         fprintf(f, " %12.3f", t[s] * 1e3);
-    fprintf(f, "  %-12s %6.3f %6.3f\n", zen_sparse_scheme_name(best), im->push, im->pull);
+    fprintf(f, "  %-12s %5.0f%% %6.3f %6.3f\n", zen_sparse_scheme_name(best),
+            t[best] > 0 ? 100 * cpu[best] / t[best] : 0, im->push, im->pull);
 }
 
 static int run(const sim_args *a, const zen_index_sets *sets, FILE *plot_out)
@@ -233,10 +283,15 @@ static int run(const sim_args *a, const zen_index_sets *sets, FILE *plot_out)
         printf("# zen simulate: predicted ms per sparse allreduce (cost model), %s\n", machine);
         printf("# tensor %llu x %u f32, %s, latency %g us\n", (unsigned long long)a->rows, a->width,
                sets ? "profile from trace" : "synthetic profile", a->lat_us);
+        printf("# compute ns: sort %g hash %g merge %g merge2 %g bitmap %g per index/row; copy %g "
+               "reduce %g wire %g per byte; core share %g%s\n",
+               a->cpu.sort, a->cpu.hash, a->cpu.merge, a->cpu.merge2, a->cpu.bitmap,
+               a->cpu.copy_byte, a->cpu.reduce_byte, a->cpu.wire_byte, a->cpu.share,
+               a->dense_output ? ", dense output" : "");
         printf("%6s %6s %8s", "ranks", "gbps", "gamma_n");
         for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
             printf(" %12s", zen_sparse_scheme_name((zen_sparse_scheme)s));
-        printf("  %-12s %6s %6s\n", "best", "push", "pull");
+        printf("  %-12s %6s %6s %6s\n", "best", "cpu%", "push", "pull");
     }
     for (int r = 0; r < a->nranks; r++) {
         int n = a->ranks[r];
@@ -256,16 +311,17 @@ static int run(const sim_args *a, const zen_index_sets *sets, FILE *plot_out)
             return ZEN_EXIT_FAIL;
         }
         for (int g = 0; g < a->ngbps; g++) {
-            double t[ZEN_SPARSE_SCHEME_COUNT];
+            double t[ZEN_SPARSE_SCHEME_COUNT], cpu[ZEN_SPARSE_SCHEME_COUNT];
             uint64_t rows = sets ? sets->rows : a->rows;
             uint32_t width = sets ? sets->width : a->width;
-            if (zen_sparse_predict_times(n, rows, width, &p, a->gbps[g], a->lat_us, t) != ZEN_OK)
+            if (zen_sparse_predict_times_cpu(n, rows, width, &p, a->gbps[g], a->lat_us, &a->cpu,
+                                             a->dense_output, t, cpu) != ZEN_OK)
                 return ZEN_EXIT_FAIL;
-            print_row(stdout, a, n, a->gbps[g], t, &im, &p);
+            print_row(stdout, a, n, a->gbps[g], t, cpu, &im, &p);
             if (plot_out) {
                 sim_args as_json = *a;
                 as_json.json = 1;
-                print_row(plot_out, &as_json, n, a->gbps[g], t, &im, &p);
+                print_row(plot_out, &as_json, n, a->gbps[g], t, cpu, &im, &p);
             }
         }
         fflush(stdout);
@@ -273,13 +329,34 @@ static int run(const sim_args *a, const zen_index_sets *sets, FILE *plot_out)
     return ZEN_EXIT_OK;
 }
 
+/* --calibrate: the constants of this machine, in the format --cpu reads. */
+static int calibrate(void)
+{
+    zen_cpu_model cpu;
+    zen_status st = zen_cpu_calibrate(&cpu);
+    if (st != ZEN_OK) {
+        fprintf(stderr, "zen simulate: calibration failed: %s\n", zen_strerror(st));
+        return ZEN_EXIT_FAIL;
+    }
+    char machine[256];
+    zen_machine_line(machine, sizeof machine);
+    printf("# zen simulate --calibrate: compute model constants (ns per index/row or per byte, "
+           "thread CPU time, median of 5), %s\n",
+           machine);
+    printf("# use: zen simulate --cpu FILE, or `set -a; . FILE` for AUTO (ZEN_SPARSE_CPU_SHARE is "
+           "the core share per rank, 1 here)\n");
+    return zen_cpu_model_write(&cpu, stdout) == ZEN_OK ? ZEN_EXIT_OK : ZEN_EXIT_FAIL;
+}
+
 static int draw(const char *json_path, const char *png)
 {
     char cmd[4096];
+    /* the system python first: a python3 earlier in PATH (a venv) may lack matplotlib */
+    const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
     snprintf(cmd, sizeof cmd,
-             "python3 \"$(dirname \"$(readlink -f /proc/%d/exe)\")/../scripts/"
+             "%s \"$(dirname \"$(readlink -f /proc/%d/exe)\")/../scripts/"
              "plot_simulate.py\" '%s' '%s'",
-             (int)getpid(), json_path, png);
+             py, (int)getpid(), json_path, png);
     if (system(cmd) != 0) {
         fprintf(stderr, "zen simulate: plotting failed (needs python3-matplotlib and "
                         "scripts/plot_simulate.py beside the build directory)\n");
@@ -309,9 +386,12 @@ int zen_cmd_simulate(int argc, char **argv)
     memcpy(a.ranks, def_ranks, sizeof def_ranks);
     a.gbps[0] = 1;
     a.gbps[1] = 10;
+    zen_cpu_model_default(&a.cpu);
     int rc = parse_args(argc, argv, &a);
     if (rc != 0)
         return rc;
+    if (a.calibrate)
+        return calibrate();
     zen_index_sets sets;
     int have_sets = 0;
     if (a.trace) {

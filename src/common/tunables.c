@@ -20,6 +20,8 @@ static const struct param_row param_table[] = {
     { "ZEN_SEED", "",
       "fixed seed for the sparse hash functions (decimal; default: random, drawn by rank 0)" },
     { "ZEN_TIMEOUT_S", "300", "default deadline in seconds of every blocking wait" },
+    { "ZEN_ALLOC_CACHE_MB", "256",
+      "freed blocks of 256 KiB and more kept for reuse, at most this many MiB (0: none)" },
     { "ZEN_RANK", "", "rank of this process (also RANK, OMPI_COMM_WORLD_RANK, PMI_RANK)" },
     { "ZEN_WORLD_SIZE", "", "number of ranks (also WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE)" },
     { "ZEN_MASTER_ADDR", "127.0.0.1", "tcp rendezvous host of rank 0 (also MASTER_ADDR)" },
@@ -41,6 +43,8 @@ static const struct param_row param_table[] = {
       "0: copy then reduce" },
     { "ZEN_RING_CHUNK_BYTES", "1048576", "ring allreduce pipeline chunk size in bytes" },
     { "ZEN_RHD_MAX_BYTES", "262144", "auto: use recursive halving/doubling up to this many bytes" },
+    { "ZEN_ALLGATHER_BRUCK_MAX_BYTES", "65536",
+      "allgather: log2(n)-round algorithm up to this many bytes in all (0: always the ring)" },
     { "ZEN_COLL_LONG_BYTES", "262144",
       "broadcast/reduce: scatter+allgather / reduce-scatter+gather from this many bytes (binomial "
       "tree below)" },
@@ -62,6 +66,27 @@ static const struct param_row param_table[] = {
       "partition)" },
     { "ZEN_SPARSE_BLOCK_SIZE", "256",
       "sparse BLOCK scheme: elements per block (OmniReduce-style)" },
+    { "ZEN_SPARSE_NS_PER_SORT", "16.9",
+      "sparse cost model: ns per index to coalesce (radix sort); `zen simulate --calibrate` "
+      "measures it, 0: not counted" },
+    { "ZEN_SPARSE_NS_PER_HASH", "5.5",
+      "sparse cost model: ns per index of BALANCED's hash partition (0: not counted)" },
+    { "ZEN_SPARSE_NS_PER_MERGE", "9.0",
+      "sparse cost model: ns per entry and heap level of a k-way merge (0: not counted)" },
+    { "ZEN_SPARSE_NS_PER_MERGE2", "2.1",
+      "sparse cost model: ns per entry of HIERARCHICAL's two-way merge (0: not counted)" },
+    { "ZEN_SPARSE_NS_PER_BITMAP", "2.85",
+      "sparse cost model: ns per universe row to encode or decode a hash bitmap (0: not counted)" },
+    { "ZEN_SPARSE_NS_PER_COPY_BYTE", "0.068",
+      "sparse cost model: ns per byte packed, gathered, scattered or zeroed (0: not counted)" },
+    { "ZEN_SPARSE_NS_PER_REDUCE_BYTE", "0.12",
+      "sparse cost model: ns per byte of an f32 add into a buffer (0: not counted)" },
+    { "ZEN_SPARSE_NS_PER_WIRE_BYTE", "0.24",
+      "sparse cost model: transport CPU in ns per byte sent or received (tcp/mpi; 0: not "
+      "counted)" },
+    { "ZEN_SPARSE_CPU_SHARE", "0",
+      "sparse cost model: fraction of a core each rank gets, e.g. 0.25 for 8 ranks on 2 cores "
+      "(0: 1, inproc: cores / ranks)" },
     { "ZEN_SPARSE_PROFILE_PERIOD", "100",
       "sparse AUTO: re-measure a keyed tensor's sparsity profile every this many calls" },
     { "ZEN_SPARSE_PROFILE_SAMPLES", "4096",
@@ -69,6 +94,13 @@ static const struct param_row param_table[] = {
     { "ZEN_TP_ARRIVAL_WEIGHT", "0",
       "tp detection: add this times the time the others waited for a rank (arrival stamps) to its "
       "measured time; 1 catches slowness from outside the GEMMs" },
+    { "ZEN_TP_DETECT_MARGIN", "0.4",
+      "tp detection of whole-step slowness (a rank throttled from outside): a rank is blamed in a "
+      "round when the others wait for it (arrival stamps) longer than for the median rank by this "
+      "fraction of the median rank's busy time per step; 0 turns it off" },
+    { "ZEN_TP_DETECT_WINDOW", "5",
+      "tp detection of whole-step slowness: a rank is flagged when blamed in a majority of this "
+      "many recent rounds (1-16)" },
     { "ZEN_TP_PERIOD", "",
       "tp balancing: steps between detection/decision rounds (empty: the options, default 10)" },
     { "ZEN_TP_DELTA", "",

@@ -6,6 +6,9 @@
 #include "sparse/cost.h"
 
 #include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/tunables.h"
@@ -40,6 +43,7 @@ void zen_sparse_profile_model(zen_sparse_profile *p, int n, double density, zen_
     p->block_density_n = -1.0;
     p->block_skew = 0.0;
     p->block_skew_n = 0.0;
+    p->dense_output = 0;
 }
 
 double zen_cost_eq1_factor(int n, double gamma_n)
@@ -76,12 +80,30 @@ static double min2(double a, double b)
     return a < b ? a : b;
 }
 
-void zen_sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
-                        const zen_net_model *net, long block_elems,
-                        double out[ZEN_SPARSE_SCHEME_COUNT])
+/* log2 max(k, 2): heap levels of a k-way merge. */
+static double heap_levels(double k)
 {
-    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+    return k > 2 ? log2(k) : 1.0;
+}
+
+/* One scheme's prediction in parts: latency terms, wire bytes of the busiest rank, and compute
+ * nanoseconds at a full core. */
+typedef struct cost_parts {
+    double lat_s;
+    double bytes;
+    double cpu_ns;
+} cost_parts;
+
+void zen_sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
+                              const zen_net_model *net, long block_elems,
+                              double out[ZEN_SPARSE_SCHEME_COUNT],
+                              double cpu_s[ZEN_SPARSE_SCHEME_COUNT])
+{
+    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
         out[s] = 0;
+        if (cpu_s)
+            cpu_s[s] = 0;
+    }
     if (n <= 1 || rows == 0 || width == 0)
         return; /* one rank: nothing moves */
     double a = net->latency_s, beta = net->bytes_per_s > 0 ? 1.0 / net->bytes_per_s : 0;
@@ -92,6 +114,7 @@ void zen_sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_p
     double conc = a + (n > 1 ? (double)(n - 2) : 0) * o;
     double N = n, n1 = n - 1, frac = n1 / N, R = (double)rows, w = width;
     double E = 4 + 4 * w; /* COO bytes per entry */
+    double V = 4 * w;     /* value bytes per row */
     double D = R * w * 4; /* dense bytes */
     double d = p->density > 1 ? 1 : (p->density < 0 ? 0 : p->density);
     double nnz = d * R;
@@ -100,26 +123,66 @@ void zen_sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_p
     double s = p->skew >= 1 ? p->skew : 1, sn = p->skew_n >= 1 ? p->skew_n : s;
     /* Rows in the busiest even range (at most the range itself). */
     double hot = min2(s * nnz / N, R / N), hot_n = min2(sn * nnz_n / N, R / N);
+    const zen_cpu_model *c = &net->cpu;
+    double cp = c->copy_byte, rd = c->reduce_byte, lgn = heap_levels(N);
+    double coalesce = nnz * (c->sort + V * cp); /* api.c coalesces the input for every scheme */
+    /* A dense result: zero it and scatter the sum's rows (DENSE reduces in place instead). */
+    double dense_out = p->dense_output ? D * cp + nnz_n * V * cp : 0;
+    cost_parts part[ZEN_SPARSE_SCHEME_COUNT] = { { 0, 0, 0 } };
 
-    out[ZEN_SPARSE_DENSE] = 2 * n1 * a + 2 * frac * D * beta;   /* 2(n-1) ring steps */
-    out[ZEN_SPARSE_ALLGATHER] = 2 * conc + n1 * nnz * E * beta; /* sizes, then payloads */
-    out[ZEN_SPARSE_PS] = 4 * conc + n1 * (hot + hot_n) * E * beta;
+    /* 2(n-1) ring steps; densify, reduce (n-1)/n of the vector, and for a sparse result scan it
+     * back into COO. */
+    part[ZEN_SPARSE_DENSE] = (cost_parts){ 2 * n1 * a, 2 * frac * D,
+                                           coalesce + D * cp + nnz * V * cp + frac * D * rd +
+                                               (p->dense_output ? 0 : D * cp + nnz_n * V * cp) };
+    /* sizes, then payloads; every rank merges all n runs */
+    part[ZEN_SPARSE_ALLGATHER] = (cost_parts){
+        2 * conc, n1 * nnz * E,
+        coalesce + nnz * E * cp +
+            (p->dense_output ? D * cp + N * nnz * V * rd : N * nnz * (c->merge * lgn + V * cp))
+    };
+    part[ZEN_SPARSE_PS] =
+        (cost_parts){ 4 * conc, n1 * (hot + hot_n) * E,
+                      coalesce + nnz * E * cp + N * hot * (c->merge * lgn + V * cp) +
+                          hot_n * E * cp + (p->dense_output ? dense_out : nnz_n * E * cp) };
     /* BALANCED: pairwise alltoall of counts, alltoallv of indices and of values, then ring
      * allgather of blob sizes and ring allgatherv of blobs; the pull blob of an owner is the
      * smaller of its hash bitmap (+ values) and its COO. */
-    double pull_bytes = min2(nnz_n * E, R / 8 + nnz_n * 4 * w);
-    out[ZEN_SPARSE_BALANCED] =
-        (n > 1 ? 3 * conc + 2 * n1 * a : 0) + frac * (nnz * E + pull_bytes) * beta;
+    double coo_blob = nnz_n * E, bitmap_blob = R / 8 + nnz_n * 4 * w;
+    double pull_bytes = min2(coo_blob, bitmap_blob);
+    double blob_work = bitmap_blob < coo_blob ? (R / N + R) * c->bitmap : 0;
+    part[ZEN_SPARSE_BALANCED] =
+        (cost_parts){ 3 * conc + 2 * n1 * a, frac * (nnz * E + pull_bytes),
+                      coalesce + nnz * (c->hash + (4 + V) * cp) + nnz * (c->sort + V * cp) +
+                          blob_work + (nnz_n / N + nnz_n) * E * cp +
+                          (p->dense_output ? dense_out : nnz_n * (c->merge * lgn + V * cp)) };
 
     int levels = 0;
     while ((2L << levels) <= n && levels < 62)
         levels++;
-    double hc = 0;
-    for (int i = 0; i < levels; i++)
-        hc += 2 * a + min2(min2(level_gamma(p, i), N) * nnz * E, D) * beta;
-    if ((1L << levels) != n) /* fold and unfold of the ranks beyond the power of two */
-        hc += 4 * a + (min2(nnz * E, D) + min2(nnz_n * E, D)) * beta;
-    out[ZEN_SPARSE_HIERARCHICAL] = hc;
+    double hbytes = 0, hlat = 0, hcpu = coalesce;
+    int went_dense = 0;
+    for (int i = 0; i < levels; i++) {
+        double run = min2(level_gamma(p, i), N) * nnz; /* entries of the partial sum */
+        hlat += 2 * a;
+        hbytes += min2(run * E, D);
+        if (run * E >= D) { /* SparCML's switch: from here on a dense reduce */
+            hcpu += (went_dense ? 0 : D * cp) + D * rd;
+            went_dense = 1;
+        } else {
+            hcpu += 2 * run * (c->merge2 + V * cp);
+        }
+    }
+    if ((1L << levels) != n) { /* fold and unfold of the ranks beyond the power of two */
+        hlat += 4 * a;
+        hbytes += min2(nnz * E, D) + min2(nnz_n * E, D);
+        hcpu += 2 * nnz * (c->merge2 + V * cp);
+    }
+    if (p->dense_output)
+        hcpu += went_dense ? 0 : dense_out;
+    else if (went_dense)
+        hcpu += D * cp + nnz_n * V * cp; /* back to COO */
+    part[ZEN_SPARSE_HIERARCHICAL] = (cost_parts){ hlat, hbytes, hcpu };
 
     double brows = min2((double)zen_cost_block_rows(width, block_elems), R);
     double nblocks = ceil(R / brows), entry = 4 + 4 * brows * w;
@@ -128,9 +191,35 @@ void zen_sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_p
     double bs = p->block_skew >= 1 ? p->block_skew : s;
     double bsn = p->block_skew_n >= 1 ? p->block_skew_n : sn;
     double bhot = min2(bs * b1, 1) * nblocks / N, bhot_n = min2(bsn * bn, 1) * nblocks / N;
-    out[ZEN_SPARSE_BLOCK] = 4 * conc + n1 * (bhot + bhot_n) * entry * beta;
+    /* densify the local non-zero blocks, owner: zero its range, add n ranks' hot blocks, pack
+     * its non-zero ones; everyone: unpack every owner's blocks */
+    part[ZEN_SPARSE_BLOCK] =
+        (cost_parts){ 4 * conc, n1 * (bhot + bhot_n) * entry,
+                      coalesce + b1 * nblocks * entry * cp + D / N * cp + N * bhot * entry * rd +
+                          bhot_n * entry * cp + bn * nblocks * entry * cp + dense_out };
 
-    out[ZEN_SPARSE_AUTO] = out[zen_sparse_cheapest(out)];
+    double share = c->share > 0 ? c->share : 1;
+    for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++) {
+        if (k == ZEN_SPARSE_AUTO)
+            continue;
+        double wire = part[k].bytes * beta;
+        double xfer = part[k].bytes * c->wire_byte * 1e-9 / share; /* transport CPU */
+        double kernels = part[k].cpu_ns * 1e-9 / share;
+        out[k] = part[k].lat_s + (xfer > wire ? xfer : wire) + kernels;
+        if (cpu_s)
+            cpu_s[k] = kernels + (xfer > wire ? xfer - wire : 0);
+    }
+    zen_sparse_scheme best = zen_sparse_cheapest(out);
+    out[ZEN_SPARSE_AUTO] = out[best];
+    if (cpu_s)
+        cpu_s[ZEN_SPARSE_AUTO] = cpu_s[best];
+}
+
+void zen_sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
+                        const zen_net_model *net, long block_elems,
+                        double out[ZEN_SPARSE_SCHEME_COUNT])
+{
+    zen_sparse_predict_split(n, rows, width, p, net, block_elems, out, NULL);
 }
 
 zen_sparse_scheme zen_sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT])
@@ -170,6 +259,9 @@ void zen_net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model 
     net->bytes_per_s = gbps * 1e9 / 8;
     net->latency_s = lat_us * 1e-6;
     net->overhead_s = 0;
+    zen_cpu_model_default(&net->cpu);
+    if (kind == ZEN_TRANSPORT_INPROC)
+        net->cpu.wire_byte = 0; /* a memcpy between threads: that is the bandwidth above */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (kind == ZEN_TRANSPORT_INPROC && cores > 0 && nranks > cores) {
         double share = (double)cores / nranks;
@@ -178,5 +270,83 @@ void zen_net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model 
         if (!(env_lat > 0))
             net->latency_s /= share;
         net->overhead_s = net->latency_s;
+        if (!(zen_param_double("SPARSE_CPU_SHARE") > 0))
+            net->cpu.share = share;
     }
+}
+
+/* The constants by name: tunable (without ZEN_), field. */
+static const struct cpu_key {
+    const char *name;
+    size_t offset;
+} cpu_keys[] = {
+    { "SPARSE_NS_PER_SORT", offsetof(zen_cpu_model, sort) },
+    { "SPARSE_NS_PER_HASH", offsetof(zen_cpu_model, hash) },
+    { "SPARSE_NS_PER_MERGE", offsetof(zen_cpu_model, merge) },
+    { "SPARSE_NS_PER_MERGE2", offsetof(zen_cpu_model, merge2) },
+    { "SPARSE_NS_PER_BITMAP", offsetof(zen_cpu_model, bitmap) },
+    { "SPARSE_NS_PER_COPY_BYTE", offsetof(zen_cpu_model, copy_byte) },
+    { "SPARSE_NS_PER_REDUCE_BYTE", offsetof(zen_cpu_model, reduce_byte) },
+    { "SPARSE_NS_PER_WIRE_BYTE", offsetof(zen_cpu_model, wire_byte) },
+    { "SPARSE_CPU_SHARE", offsetof(zen_cpu_model, share) },
+};
+
+static double *cpu_field(zen_cpu_model *cpu, size_t i)
+{
+    return (double *)((char *)cpu + cpu_keys[i].offset);
+}
+
+void zen_cpu_model_default(zen_cpu_model *cpu)
+{
+    for (size_t i = 0; i < sizeof cpu_keys / sizeof cpu_keys[0]; i++) {
+        double v = zen_param_double(cpu_keys[i].name);
+        *cpu_field(cpu, i) = v > 0 ? v : 0;
+    }
+    if (!(cpu->share > 0))
+        cpu->share = 1;
+}
+
+zen_status zen_cpu_model_write(const zen_cpu_model *cpu, FILE *f)
+{
+    if (!cpu || !f)
+        return ZEN_EINVAL;
+    zen_cpu_model c = *cpu;
+    for (size_t i = 0; i < sizeof cpu_keys / sizeof cpu_keys[0]; i++)
+        if (fprintf(f, "ZEN_%s=%.6g\n", cpu_keys[i].name, *cpu_field(&c, i)) < 0)
+            return ZEN_EIO;
+    return fflush(f) == 0 ? ZEN_OK : ZEN_EIO;
+}
+
+zen_status zen_cpu_model_read(const char *path, zen_cpu_model *cpu)
+{
+    if (!path || !cpu)
+        return ZEN_EINVAL;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return ZEN_EIO;
+    char line[256];
+    zen_status st = ZEN_OK;
+    while (st == ZEN_OK && fgets(line, sizeof line, f)) {
+        const char *key = line;
+        if (strncmp(key, "export ", 7) == 0)
+            key += 7;
+        if (strncmp(key, "ZEN_", 4) != 0)
+            continue; /* comments, blank lines, other settings */
+        key += 4;
+        for (size_t i = 0; i < sizeof cpu_keys / sizeof cpu_keys[0]; i++) {
+            size_t len = strlen(cpu_keys[i].name);
+            if (strncmp(key, cpu_keys[i].name, len) != 0 || key[len] != '=')
+                continue;
+            char *end = NULL;
+            double v = strtod(key + len + 1, &end);
+            while (end && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
+                end++;
+            if (!end || end == key + len + 1 || *end != '\0' || !(v >= 0) || isinf(v))
+                st = ZEN_ECORRUPT;
+            else
+                *cpu_field(cpu, i) = v;
+        }
+    }
+    fclose(f);
+    return st;
 }

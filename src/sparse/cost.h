@@ -4,8 +4,9 @@
  * latency). Pure functions with no communicator, so `zen simulate` can evaluate them at any scale.
  *
  * Model (paper section 4.2 and Appendix B.1, extended with latency and the real wire formats):
- * time = latency * (sequential steps) + issue overhead * (extra messages posted in the same step)
- * + (bytes the busiest rank sends or receives) / bandwidth. Local computation is not modelled. A
+ * wire = latency * (sequential steps) + issue overhead * (extra messages posted in the same step)
+ * + (bytes the busiest rank sends or receives) / bandwidth. The local computation of each scheme is
+ * a separate term (zen_cpu_model below, after the wire formulas). A
  * COO entry is 4 + 4w bytes (u32 row index, w f32 values); M = rows * width. DENSE        ring:
  * 2(n-1) steps, 2(n-1)/n * 4M bytes ALLGATHER    (n-1) * nnz * (4 + 4w) (paper: 2(n-1) d M) PS push
  * (n-1)/n * s * nnz * E, pull (n-1)/n * s_n * gamma_n * nnz * E BALANCED     push (n-1)/n * nnz *
@@ -19,6 +20,7 @@
 #define ZEN_SPARSE_COST_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <zen/sparse.h>
 
@@ -39,13 +41,70 @@ typedef struct zen_sparse_profile {
     double block_density_n; /* same for the sum (< 0: from gamma_n * d) */
     double block_skew;      /* skew of the non-zero blocks over the n ranges (0: use skew) */
     double block_skew_n;    /* same for the sum (0: use skew_n) */
+    int dense_output;       /* 1: the caller wants the dense rows x width result (compute) */
 } zen_sparse_profile;
+
+/*
+ * Compute model: the CPU work of the busiest rank, as nanoseconds per unit of each kernel the
+ * schemes run, measured by zen_cpu_calibrate (`zen simulate --calibrate`); defaults are the
+ * ZEN_SPARSE_NS_PER_* tunables. All zero: the network-only model. The work of a scheme (B = bytes
+ * of f32 values, V = 4w per row, nnz/nnz_n/hot as in the wire formulas, lg k = log2 max(k, 2)):
+ *   every scheme  coalesce the input: nnz (sort + V copy)
+ *   ALLGATHER     pack nnz E; merge n runs: n nnz (merge lg n + V copy)
+ *   PS            pack nnz E; owner merges n runs: n hot (merge lg n + V copy), packs hot_n E;
+ *                 concatenate the pulled ranges: nnz_n E copy
+ *   BALANCED      hash nnz + gather nnz (4 + V) copy; owner coalesces what it got: nnz (sort + V
+ *                 copy); bitmap: encode rows/n + decode rows bitmap rows, nnz_n/n + nnz_n V copy
+ *                 (COO blobs: copies instead); merge the n decoded runs: nnz_n (merge lg n + V)
+ *   HIERARCHICAL  round i merges two runs of g_i nnz: 2 g_i nnz (merge2 + V copy), or reduces D
+ *                 bytes once the partial sum went dense (plus one densify, D copy)
+ *   DENSE         densify: D + nnz V copy; reduce-scatter: (n-1)/n D reduce; extract: D copy
+ *   BLOCK         densify local blocks (copy), owner sums n hot blocks (reduce) and packs them
+ *   dense output  (profile.dense_output) memset D + scatter nnz_n V copy, except DENSE (in place)
+ * Transport CPU (kernel copies of TCP): wire_byte per byte the busiest rank sends or receives.
+ *
+ * Overlap: time = latency terms + max(bytes / bandwidth, bytes * wire_byte / share) + compute /
+ * share. The transport's copies stream with the transfer (the kernel copies one segment while
+ * the next is on the link), so they overlap the wire; the scheme kernels need the data of the
+ * previous phase (partition before push, merge after it, encode before pull, decode after), so
+ * they add. share is the fraction of a core each rank gets (8 ranks on 2 cores: 0.25): every
+ * rank computes at the same time in these symmetric schemes, so CPU work stretches by 1 / share.
+ */
+typedef struct zen_cpu_model {
+    double sort;        /* ns per index: coalesce (radix sort + duplicate sum), without values */
+    double hash;        /* ns per index: hierarchical hash partition (BALANCED) */
+    double merge;       /* ns per entry and heap level: k-way merge of sorted runs */
+    double merge2;      /* ns per input entry: two-way linear merge (HIERARCHICAL) */
+    double bitmap;      /* ns per universe row: hash bitmap encode or decode */
+    double copy_byte;   /* ns per byte: pack, gather, scatter, memset */
+    double reduce_byte; /* ns per byte: f32 add of a buffer into another */
+    double wire_byte;   /* ns per byte sent or received: transport CPU (TCP: kernel copies) */
+    double share;       /* fraction of a core per rank (<= 0: 1) */
+} zen_cpu_model;
 
 typedef struct zen_net_model {
     double bytes_per_s; /* per-link bandwidth */
     double latency_s;   /* per sequential step (a message and its wait) */
     double overhead_s;  /* per extra message posted in the same step; 0: 0.1 * latency_s */
+    zen_cpu_model cpu;  /* all zero: network only */
 } zen_net_model;
+
+/* The compute constants from the ZEN_SPARSE_NS_PER_* tunables (share from ZEN_SPARSE_CPU_SHARE). */
+void zen_cpu_model_default(zen_cpu_model *cpu);
+
+/*
+ * Time the real kernels on this machine (about a second): coalesce, hash partition, k-way and
+ * two-way merge, bitmap encode/decode, copy, reduce, and TCP over loopback (CPU time of both
+ * ends per byte). share is left at 1.
+ */
+zen_status zen_cpu_calibrate(zen_cpu_model *cpu);
+
+/* Write the constants as ZEN_SPARSE_NS_PER_*=value lines (an env file; `set -a; . FILE` hands
+ * them to AUTO) and read them back: unknown lines and '#' comments are skipped, missing keys keep
+ * the value *cpu had. ZEN_EIO if the file cannot be opened or written, ZEN_ECORRUPT for a bad
+ * number. */
+zen_status zen_cpu_model_write(const zen_cpu_model *cpu, FILE *f);
+zen_status zen_cpu_model_read(const char *path, zen_cpu_model *cpu);
 
 /* Synthetic overlap models for profiles (simulation, tests). */
 typedef enum zen_overlap_model {
@@ -76,18 +135,36 @@ void zen_sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_p
                         const zen_net_model *net, long block_elems,
                         double out[ZEN_SPARSE_SCHEME_COUNT]);
 
+/* Same, and cpu_s[s] = the compute part of out[s] (kernels / share plus the transport CPU beyond
+ * the wire time), so out[s] - cpu_s[s] is the network-only prediction. cpu_s may be NULL. */
+void zen_sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
+                              const zen_net_model *net, long block_elems,
+                              double out[ZEN_SPARSE_SCHEME_COUNT],
+                              double cpu_s[ZEN_SPARSE_SCHEME_COUNT]);
+
+/* zen_sparse_predict_times (zen/sparse.h) with a compute model (NULL: network only) and the
+ * output kind; cpu_s (may be NULL) gets each scheme's compute part (simulate.c). */
+zen_status zen_sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t width,
+                                        const zen_sparsity_profile *profile, double gbps,
+                                        double lat_us, const zen_cpu_model *cpu, int dense_output,
+                                        double seconds[ZEN_SPARSE_SCHEME_COUNT],
+                                        double cpu_s[ZEN_SPARSE_SCHEME_COUNT]);
+
 /* The scheme with the smallest prediction (ties: the order BALANCED, HIERARCHICAL, DENSE,
  * ALLGATHER, PS, BLOCK). */
 zen_sparse_scheme zen_sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT]);
 
-/* Network model from ZEN_NET_GBPS / ZEN_NET_LAT_US, else the defaults of the transport. */
+/* Network model from ZEN_NET_GBPS / ZEN_NET_LAT_US, else the defaults of the transport; the
+ * compute constants from zen_cpu_model_default (inproc: no transport CPU, its copies are the
+ * bandwidth). */
 void zen_net_model_for(zen_transport_kind kind, zen_net_model *net);
 
 /*
  * Same, for nranks ranks: inproc ranks are threads sharing this host's cores, so with more ranks
  * than online cores each rank gets cores/nranks of the bandwidth, the latency grows by
  * nranks/cores (unless ZEN_NET_* set them), and the messages of a step are issued one after
- * another (overhead_s = latency_s). Other transports: as zen_net_model_for.
+ * another (overhead_s = latency_s), and each rank gets cores/nranks of a core for its compute
+ * (unless ZEN_SPARSE_CPU_SHARE sets it). Other transports: as zen_net_model_for.
  */
 void zen_net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model *net);
 

@@ -8,6 +8,9 @@
  * |union| / mean |set|. Beyond that, the union fraction u_K of the largest measured group is
  * extended as if further sets were independent of it: u_k = 1 - (1 - u_K)^(k / K). That is the
  * pessimistic (low-overlap) direction, so predictions for BALANCED are not flattered.
+ *
+ * Compute: zen_sparse_predict_times_cpu adds the CPU work of each scheme (cost.h, zen_cpu_model)
+ * for the constants given (`zen simulate --cpu FILE`, else the ZEN_SPARSE_NS_PER_* defaults).
  */
 #include <dirent.h>
 #include <math.h>
@@ -139,9 +142,11 @@ zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
     return ZEN_OK;
 }
 
-zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
-                                    const zen_sparsity_profile *profile, double gbps, double lat_us,
-                                    double seconds[ZEN_SPARSE_SCHEME_COUNT])
+zen_status zen_sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t width,
+                                        const zen_sparsity_profile *profile, double gbps,
+                                        double lat_us, const zen_cpu_model *cpu, int dense_output,
+                                        double seconds[ZEN_SPARSE_SCHEME_COUNT],
+                                        double cpu_s[ZEN_SPARSE_SCHEME_COUNT])
 {
     if (nranks < 1 || rows == 0 || width == 0 || !profile || !(gbps > 0) || lat_us < 0 ||
         !seconds || profile->levels < 0 || profile->levels > 32)
@@ -154,9 +159,22 @@ zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
     p.gamma_n = profile->gamma_n;
     p.skew = profile->skew;
     p.skew_n = profile->skew;
+    p.dense_output = dense_output != 0;
     zen_net_model net = { .bytes_per_s = gbps * 1e9 / 8.0, .latency_s = lat_us * 1e-6 };
-    zen_sparse_predict(nranks, rows, width, &p, &net, 0, seconds);
+    if (cpu)
+        net.cpu = *cpu;
+    zen_sparse_predict_split(nranks, rows, width, &p, &net, 0, seconds, cpu_s);
     return ZEN_OK;
+}
+
+/* The public entry stays the network-only model (its documented contract); `zen simulate`
+ * calls zen_sparse_predict_times_cpu. */
+zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
+                                    const zen_sparsity_profile *profile, double gbps, double lat_us,
+                                    double seconds[ZEN_SPARSE_SCHEME_COUNT])
+{
+    return zen_sparse_predict_times_cpu(nranks, rows, width, profile, gbps, lat_us, NULL, 0,
+                                        seconds, NULL);
 }
 
 zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, int nranks,
