@@ -245,7 +245,6 @@ zen_status zen_sparse_hier_decide(zen_sparse_ctx *ctx, int *use, zen_sparse_sche
     p.levels = 0; /* only gamma^n is known here: interpolate the others */
     p.gamma_n = ctx->stats->gamma_n;
     p.skew = p.skew_n = ctx->stats->skew;
-    p.dense_output = ctx->dense_out != NULL;
     zen_net_model inter, intra;
     zen_net_model_for_ranks(zen_comm_transport(comm), comm->size, &inter);
     zen_net_model_intra(&inter, &intra);

@@ -429,7 +429,9 @@ zen_status zen_sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
     zen_net_model net;
     zen_net_model_for_ranks(zen_comm_transport(comm), n, &net);
     double pred[ZEN_SPARSE_SCHEME_COUNT];
-    p.dense_output = ctx->dense_out != NULL; /* the scatter into a dense result is work too */
+    /* p.dense_output stays 0: with the dense-result work counted, the model prefers ALLGATHER's
+     * direct scatter on inproc, measured 2.5-3x slower than HIERARCHICAL there (docs/benchmarks.md,
+     * "AUTO and the output kind"); until the model explains that, AUTO predicts a sparse result. */
     zen_sparse_predict(n, c->rows, c->width, &p, &net, zen_param_long("SPARSE_BLOCK_SIZE"), pred);
     *scheme = zen_sparse_cheapest(pred);
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
