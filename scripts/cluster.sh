@@ -1,22 +1,40 @@
 #!/usr/bin/env bash
-# An emulated cluster on one machine: N network namespaces as hosts, each with a veth into one
-# bridge, egress rate and delay set with tc netem, addresses from 198.18.0.0/15 (the benchmarking
-# range, RFC 2544). Everything it makes lives in namespaces named zen-h<I> and zen-sw (the
-# switch), so nothing outside them is touched; `down` removes them all.
+# An emulated cluster on one machine: N network namespaces as hosts with addresses from
+# 198.18.0.0/15 (the benchmarking range, RFC 2544), each host's egress rate set with tc tbf and a
+# one-way delay added between any two hosts. Two ways to join them:
+#   bridge  each host has a veth into one Linux bridge (namespace <name>-sw); the delay is tc netem
+#           under the tbf (when the kernel has sch_netem; some sandboxed kernels do not)
+#   user    each host has a TUN device eth0 (MTU 65000) held by bench/zen_netswitch, a user-space
+#           switch that forwards every packet after the delay (netswitch.c); for kernels without
+#           sch_netem. The rate stays tbf on each host's eth0 unless --rate-at switch, where the
+#           switch paces each host's line itself.
+# Default (--switch auto): user when --lat-us L > 0 is given and the kernel lacks sch_netem,
+# bridge otherwise (without --lat-us on such a kernel: bridge and no delay, as before).
+# Everything it makes lives in namespaces named <name>-h<I> and <name>-sw (<name> =
+# $ZEN_CLUSTER_NAME, default zen) plus /tmp/<name>-netswitch.{pid,log}; `down` removes them all.
 #
-#   scripts/cluster.sh up N [--gbps G] [--lat-us L]   make N hosts (default 1 Gbit/s, 50 us)
+#   scripts/cluster.sh up N [--gbps G] [--lat-us L]   make N hosts (default 1 Gbit/s, 50 us;
+#        [--switch auto|bridge|user]                  see above for when 50 us is really added)
+#        [--rate-at host|switch]
 #   scripts/cluster.sh down                            remove everything it made
 #   scripts/cluster.sh exec I CMD [ARGS...]            run a command on host I (0-based)
 #   scripts/cluster.sh addr I                          print host I's address
 #   scripts/cluster.sh run N [--port P] -- CMD ARGS    run CMD on hosts 0..N-1 as tcp ranks
 #                                                      (ZEN_RANK etc. set; master = host 0)
 #   scripts/cluster.sh mpirun N -- CMD ARGS            run CMD with Open MPI across hosts 0..N-1
-#   scripts/cluster.sh status                          list hosts and their qdiscs
-# Needs root (ip netns, tc). Traffic stays on 198.18.0.0/24 inside the namespaces.
+#   scripts/cluster.sh ping I J [COUNT]                ICMP echo from host I to host J (python3)
+#   scripts/cluster.sh status                          list hosts, their qdiscs and the switch
+#   scripts/cluster.sh switch-stats                    the user switch's counters so far
+# Needs root (ip netns, tc). Traffic stays on 198.18.0.0/24 inside the namespaces. The user
+# switch is $ZEN_NETSWITCH, else $ZEN_BUILD/bench/zen_netswitch, else build/bench/zen_netswitch;
+# it runs at SCHED_FIFO priority $ZEN_NETSWITCH_RT_PRIO (default 10; 0 = a normal process).
 set -euo pipefail
 
-SW=zen-sw
-PREFIX=zen-h
+NAME=${ZEN_CLUSTER_NAME:-zen}
+[[ "$NAME" =~ ^[a-z][a-z0-9]{0,11}$ ]] || { echo "cluster.sh: bad ZEN_CLUSTER_NAME" >&2; exit 1; }
+SW=${NAME}-sw
+PREFIX=${NAME}-h
+STATE=/tmp/${NAME}-netswitch # .pid and .log of the user switch
 SUBNET=198.18.0
 HERE=$(cd "$(dirname "$0")" && pwd)
 
@@ -25,19 +43,46 @@ host_ns() { echo "${PREFIX}$1"; }
 host_addr() { echo "${SUBNET}.$(($1 + 1))"; }
 
 hosts() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${PREFIX}[0-9]+$" | sort -V || true; }
+ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$1"; }
 
-cmd_up() {
-    local n=${1:-}; shift || true
-    [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] || die "up: N must be 1..200"
-    local gbps=1 lat_us=50 delay_note=""
-    while [ $# -gt 0 ]; do
-        case "$1" in
-        --gbps) gbps=$2; shift 2 ;;
-        --lat-us) lat_us=$2; shift 2 ;;
-        *) die "up: unknown option $1" ;;
-        esac
-    done
-    [ -z "$(hosts)" ] || die "a cluster exists already: run 'cluster.sh down' first"
+# tbf bucket: 4 ms at the rate, and never below min (it must hold the largest packet)
+tbf_burst() { awk -v g="$1" -v m="$2" 'BEGIN { b = int(g * 1e9 / 8 / 250); print (b < m ? m : b) }'; }
+
+# Whether tc can make a netem qdisc here: tried on the loopback of a scratch namespace.
+have_netem() {
+    local ns=${NAME}-probe ok=1
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    ip netns exec "$ns" tc qdisc add dev lo root netem delay 1us 2>/dev/null || ok=0
+    ip netns del "$ns"
+    [ "$ok" = 1 ]
+}
+
+netswitch_bin() {
+    local bin
+    if [ -n "${ZEN_NETSWITCH:-}" ]; then
+        bin=$ZEN_NETSWITCH
+    elif [ -n "${ZEN_BUILD:-}" ]; then
+        bin=$ZEN_BUILD/bench/zen_netswitch
+    else
+        bin=$HERE/../build/bench/zen_netswitch
+    fi
+    [ -x "$bin" ] || die "user switch needed but '$bin' is not an executable: build the" \
+        "zen_netswitch target (ninja -C build zen_netswitch) or set ZEN_NETSWITCH=/path/to/it" \
+        "or ZEN_BUILD=/path/to/build"
+    echo "$bin"
+}
+
+switch_pid() {
+    local pid
+    [ -f "$STATE.pid" ] || return 1
+    pid=$(cat "$STATE.pid")
+    [[ "$pid" =~ ^[0-9]+$ ]] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = zen_netswitch ] || return 1
+    echo "$pid"
+}
+
+up_bridge() {
+    local n=$1 gbps=$2 lat_us=$3
     ip netns add "$SW"
     ip -n "$SW" link add br0 type bridge
     ip -n "$SW" link set br0 up
@@ -53,30 +98,111 @@ cmd_up() {
         ip -n "$SW" link set "zp${i}" master br0
         ip -n "$SW" link set "zp${i}" up
         # egress shaping on the host side: a token bucket for the rate, netem under it for the
-        # one-way delay (when the kernel has sch_netem; some sandboxed kernels do not)
-        local burst
-        burst=$(awk -v g="$gbps" 'BEGIN { b = int(g * 1e9 / 8 / 250); print (b < 65536 ? 65536 : b) }')
+        # one-way delay (when the kernel has sch_netem)
         ip netns exec "$ns" tc qdisc add dev eth0 root handle 1: tbf rate "${gbps}gbit" \
-            burst "$burst" latency 50ms
+            burst "$(tbf_burst "$gbps" 65536)" latency 50ms
         if [ "$lat_us" != 0 ] && ! ip netns exec "$ns" tc qdisc add dev eth0 parent 1:1 \
             handle 10: netem delay "${lat_us}us" limit 100000 2>/dev/null; then
-            delay_note=" (no added delay: this kernel lacks sch_netem)"
+            delay_note=" (no added delay: this kernel lacks sch_netem; --switch user adds it)"
         fi
     done
+}
+
+up_user() {
+    local n=$1 gbps=$2 lat_us=$3 rate_at=$4 bin=$5
+    for ((i = 0; i < n; i++)); do
+        local ns; ns=$(host_ns "$i")
+        ip netns add "$ns"
+        # a persistent TUN device, so that addresses and qdiscs are set before the switch attaches
+        ip -n "$ns" tuntap add dev eth0 mode tun
+        ip -n "$ns" link set eth0 mtu 65000
+        ip -n "$ns" addr add "$(host_addr "$i")/24" dev eth0
+        ip -n "$ns" link set eth0 up
+        ip -n "$ns" link set lo up
+        if [ "$rate_at" = host ]; then
+            ip netns exec "$ns" tc qdisc add dev eth0 root handle 1: tbf rate "${gbps}gbit" \
+                burst "$(tbf_burst "$gbps" 131072)" latency 50ms
+        fi
+    done
+    local pace=0
+    [ "$rate_at" = switch ] && pace=$gbps
+    rm -f "$STATE.pid" "$STATE.log"
+    # real-time priority (SCHED_FIFO): a normal-priority switch is woken milliseconds late while
+    # the hosts' ranks keep both cores busy; it sleeps when nothing is due, so this costs little
+    setsid "$bin" --hosts "$n" --lat-us "$lat_us" --gbps "$pace" --netns-prefix "$PREFIX" \
+        --rt-prio "${ZEN_NETSWITCH_RT_PRIO:-10}" </dev/null >"$STATE.log" 2>&1 &
+    echo $! >"$STATE.pid"
+    local t
+    for ((t = 0; t < 200; t++)); do
+        grep -qx ready "$STATE.log" 2>/dev/null && return 0
+        kill -0 "$(cat "$STATE.pid")" 2>/dev/null || break
+        sleep 0.05
+    done
+    cat "$STATE.log" >&2 || true
+    cmd_down >&2
+    die "up: the user switch did not start ($bin)"
+}
+
+cmd_up() {
+    local n=${1:-}; shift || true
+    [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] || die "up: N must be 1..200"
+    local gbps=1 lat_us=50 lat_given=0 mode=auto rate_at=host bin=""
+    delay_note=""
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --gbps) gbps=$2; shift 2 ;;
+        --lat-us) lat_us=$2; lat_given=1; shift 2 ;;
+        --switch) mode=$2; shift 2 ;;
+        --rate-at) rate_at=$2; shift 2 ;;
+        *) die "up: unknown option $1" ;;
+        esac
+    done
+    [[ "$gbps" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "up: --gbps must be a number"
+    [[ "$lat_us" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "up: --lat-us must be a number"
+    case "$mode" in auto | bridge | user) ;; *) die "up: --switch auto|bridge|user" ;; esac
+    case "$rate_at" in host | switch) ;; *) die "up: --rate-at host|switch" ;; esac
+    [ -z "$(hosts)" ] || die "a cluster exists already: run 'cluster.sh down' first"
+    if [ "$mode" = auto ]; then
+        mode=bridge
+        if [ "$lat_given" = 1 ] && [ "$lat_us" != 0 ] && ! have_netem; then mode=user; fi
+    fi
+    [ "$rate_at" = switch ] && [ "$mode" != user ] && die "up: --rate-at switch needs the user switch"
+    if [ "$mode" = user ]; then
+        bin=$(netswitch_bin)
+        up_user "$n" "$gbps" "$lat_us" "$rate_at" "$bin"
+        delay_note=" (user switch zen_netswitch, pid $(cat "$STATE.pid"); rate at $rate_at)"
+    else
+        up_bridge "$n" "$gbps" "$lat_us"
+    fi
     echo "cluster up: $n hosts ${SUBNET}.1-${SUBNET}.$n, ${gbps} Gbit/s, ${lat_us} us one way${delay_note}"
 }
 
 cmd_down() {
+    local pid t
+    if pid=$(switch_pid); then
+        kill -TERM "$pid" 2>/dev/null || true
+        for ((t = 0; t < 100; t++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.05
+        done
+        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+        # the counters it printed on SIGTERM (the last block of its log)
+        awk '/^zen_netswitch counters/ { b = "" } { b = b $0 "\n" } END { printf "%s", b }' \
+            "$STATE.log" 2>/dev/null || true
+    fi
+    rm -f "$STATE.pid" "$STATE.log"
     for ns in $(hosts); do ip netns del "$ns"; done
-    if ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$SW"; then ip netns del "$SW"; fi
-    rm -rf /tmp/zen-ompi-h[0-9]* # the per-host Open MPI session directories of mpirun
+    if ns_exists "$SW"; then ip netns del "$SW"; fi
+    if [ "$NAME" = zen ]; then
+        rm -rf /tmp/zen-ompi-h[0-9]* # the per-host Open MPI session directories of mpirun
+    fi
     echo "cluster down"
 }
 
 cmd_exec() {
     local i=${1:-}; shift || true
     [[ "$i" =~ ^[0-9]+$ ]] || die "exec: host index required"
-    ip netns list | awk '{print $1}' | grep -qx "$(host_ns "$i")" || die "no host $i (cluster up?)"
+    ns_exists "$(host_ns "$i")" || die "no host $i (cluster up?)"
     exec ip netns exec "$(host_ns "$i")" "$@"
 }
 
@@ -111,6 +237,7 @@ cmd_run() {
 cmd_mpirun() {
     local n=${1:-}; shift || true
     [[ "$n" =~ ^[0-9]+$ ]] || die "mpirun: N required"
+    [ "$NAME" = zen ] || die "mpirun: only with the default ZEN_CLUSTER_NAME (cluster-rsh.sh)"
     [ "${1:-}" = "--" ] && shift
     local hostfile; hostfile=$(mktemp)
     for ((i = 0; i < n; i++)); do echo "$(host_addr "$i") slots=1" >>"$hostfile"; done
@@ -129,11 +256,75 @@ cmd_mpirun() {
     return $rc
 }
 
+# ICMP echo with a raw socket (no ping binary needed); prints each round trip and a summary line
+# "rtt min/median/max = A/B/C ms, R/COUNT replies"; fails when no reply came back.
+cmd_ping() {
+    local i=${1:-} j=${2:-} count=${3:-5}
+    [[ "$i" =~ ^[0-9]+$ && "$j" =~ ^[0-9]+$ && "$count" =~ ^[0-9]+$ ]] || die "ping I J [COUNT]"
+    ns_exists "$(host_ns "$i")" || die "no host $i (cluster up?)"
+    ip netns exec "$(host_ns "$i")" /usr/bin/python3 - "$(host_addr "$j")" "$count" <<'PY'
+import os, socket, struct, sys, time
+dst, count = sys.argv[1], int(sys.argv[2])
+sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+ident = os.getpid() & 0xFFFF
+
+def checksum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    s = (s >> 16) + (s & 0xFFFF)
+    s += s >> 16
+    return ~s & 0xFFFF
+
+rtts = []
+for seq in range(count):
+    payload = bytes(range(56))
+    head = struct.pack("!BBHHH", 8, 0, 0, ident, seq)
+    pkt = struct.pack("!BBHHH", 8, 0, checksum(head + payload), ident, seq) + payload
+    t0 = time.monotonic()
+    sock.sendto(pkt, (dst, 0))
+    deadline = t0 + 2.0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            print("seq %d: no reply" % seq)
+            break
+        sock.settimeout(left)
+        try:
+            data = sock.recv(4096)
+        except socket.timeout:
+            continue
+        t1 = time.monotonic()
+        ihl = (data[0] & 15) * 4
+        typ, _, _, rid, rseq = struct.unpack("!BBHHH", data[ihl:ihl + 8])
+        if typ == 0 and rid == ident and rseq == seq:
+            rtts.append((t1 - t0) * 1e3)
+            print("seq %d: rtt %.3f ms" % (seq, rtts[-1]))
+            break
+    time.sleep(0.02)
+if not rtts:
+    sys.exit("no replies from %s" % dst)
+r = sorted(rtts)
+print("rtt min/median/max = %.3f/%.3f/%.3f ms, %d/%d replies" % (r[0], r[len(r) // 2], r[-1], len(r), count))
+PY
+}
+
 cmd_status() {
     for ns in $(hosts); do
         echo "$ns: $(ip -n "$ns" -4 -o addr show dev eth0 | awk '{print $4}')" \
             "$(ip netns exec "$ns" tc qdisc show dev eth0 | head -1)"
     done
+    local pid
+    if pid=$(switch_pid); then echo "user switch: zen_netswitch pid $pid"; fi
+}
+
+cmd_switch_stats() {
+    local pid lines
+    pid=$(switch_pid) || die "no user switch running"
+    lines=$(wc -l <"$STATE.log")
+    kill -USR1 "$pid"
+    sleep 0.2
+    tail -n +"$((lines + 1))" "$STATE.log"
 }
 
 sub=${1:-}; shift || true
@@ -144,7 +335,9 @@ exec) cmd_exec "$@" ;;
 addr) host_addr "${1:?host index}" ;;
 run) cmd_run "$@" ;;
 mpirun) cmd_mpirun "$@" ;;
+ping) cmd_ping "$@" ;;
 status) cmd_status ;;
--h | --help | "") sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' ;;
+switch-stats) cmd_switch_stats ;;
+-h | --help | "") sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' ;;
 *) die "unknown command '$sub' (see --help)" ;;
 esac
