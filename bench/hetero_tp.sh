@@ -36,7 +36,8 @@
 # TRAIN ("--warmup 10 --batch 8 --seq 32"), EVAL_BATCHES (8), THREADS (BLAS threads per rank,
 # 1), OUT (default: a fresh mktemp -d). Raw per-step metrics, summaries and logs stay in
 # $OUT/runs/. Set ZEN_LOG_LEVEL=info ZEN_LOG_SUBSYS=tp to keep every balance decision in the
-# per-run logs. The default sweep (25 runs) takes about 4 minutes at tp 4 and at tp 8 on a
+# per-run logs (and the results then carry each run's chosen plans per round, `plans`, and the
+# last learned migration overhead: `mig_model_ms`, `mig_obs_ms`, `mig_scale`). The default sweep (25 runs) takes about 4 minutes at tp 4 and at tp 8 on a
 # 2-core machine. On a shared machine wrap it in a lock, e.g.
 #   flock /work/notes/bench.lock bench/hetero_tp.sh build-hetero
 set -eu
@@ -103,6 +104,26 @@ res = {
     "stragglers": rows[-1]["stragglers"], "balance": rows[-1]["balance"],
     "load1": float(load1), "wall_s": float(wall), "params": final["params"],
 }
+# With ZEN_LOG_LEVEL=info ZEN_LOG_SUBSYS=tp the log holds every decision: keep the plans chosen
+# (label counts over the rounds) and the last learned migration cost (model, observed, scale).
+import re
+plans, learn = {}, None
+try:
+    for l in open(name + ".log"):
+        m = re.search(r"round \d+: .*predicted saving [-\d.]+ ms, ([A-Za-z ]+) \(link", l)
+        if m:
+            plans[m.group(1)] = plans.get(m.group(1), 0) + 1
+        m = re.search(r"learning: last period ([\d.]+) ms/step.*observed ([-\d.]+) ms vs "
+                      r"modelled ([\d.]+) ms, scale ([\d.]+) after (\d+)", l)
+        if m and int(m.group(5)) > 0:
+            learn = [float(x) for x in m.groups()]
+except OSError:
+    pass
+if plans:
+    res["plans"] = plans
+if learn:
+    res["mig_obs_ms"], res["mig_model_ms"], res["mig_scale"] = learn[1], learn[2], learn[3]
+    res["mig_periods"] = int(learn[4])
 if hom_ms != "-":
     res["hom_ms"] = float(hom_ms)
     res["ratio"] = res["ms_step"] / res["hom_ms"]

@@ -4,7 +4,9 @@
 # cgroup v2 cpu.max quota. zen does not know; its straggler detection sees the rank get slower.
 #
 #   scripts/throttle.sh PID DUTY [PERIOD_MS]         e.g. 0.25 = runs a quarter of the time
-#   scripts/throttle.sh --cgroup PID DUTY [PERIOD_MS] (needs a writable cgroup v2 hierarchy)
+#   scripts/throttle.sh --cgroup PID DUTY [PERIOD_MS] (a writable cgroup cpu controller, v2
+#                                                      cpu.max or v1 cpu.cfs_quota_us; DUTY is
+#                                                      then a fraction of one CPU)
 #   scripts/throttle.sh --rank R DUTY [PERIOD_MS]    the process started with ZEN_RANK=R
 #
 # Runs until the process exits or the script is interrupted (it always leaves the process
@@ -39,15 +41,33 @@ awk -v d="$duty" 'BEGIN { exit !(d > 0 && d <= 1) }' || { echo "throttle.sh: DUT
 kill -0 "$pid" 2>/dev/null || { echo "throttle.sh: no process $pid" >&2; exit 1; }
 
 if [ "$mode" = cgroup ]; then
-    cg=/sys/fs/cgroup/zen-throttle-$pid
-    mkdir "$cg"
     period_us=$((period_ms * 1000))
     quota_us=$(awk -v d="$duty" -v p="$period_us" 'BEGIN { printf "%d", d * p }')
-    echo "$quota_us $period_us" >"$cg/cpu.max"
-    for t in /proc/"$pid"/task/*; do echo "${t##*/}" >"$cg/cgroup.threads" 2>/dev/null || true; done
+    if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+        # cgroup v2: cpu.max "QUOTA PERIOD"
+        root=/sys/fs/cgroup
+        cg=$root/zen-throttle-$pid
+        mkdir "$cg"
+        echo "$quota_us $period_us" >"$cg/cpu.max"
+    elif [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
+        # cgroup v1 cpu controller: the same CFS bandwidth limit in two files
+        root=/sys/fs/cgroup/cpu
+        cg=$root/zen-throttle-$pid
+        mkdir "$cg"
+        echo "$period_us" >"$cg/cpu.cfs_period_us"
+        echo "$quota_us" >"$cg/cpu.cfs_quota_us"
+    else
+        echo "throttle.sh: no writable cgroup cpu controller (v2 cpu.max or v1 cpu)" >&2
+        exit 1
+    fi
+    # every thread of the process (v1 moves threads one by one through tasks)
+    for t in /proc/"$pid"/task/*; do
+        echo "${t##*/}" >"$cg/tasks" 2>/dev/null || echo "${t##*/}" >"$cg/cgroup.threads" 2>/dev/null || true
+    done
     echo "$pid" >"$cg/cgroup.procs"
     echo "throttle.sh: pid $pid limited to $quota_us us per $period_us us (cgroup $cg)" >&2
-    trap 'echo "$pid" > /sys/fs/cgroup/cgroup.procs 2>/dev/null; rmdir "$cg" 2>/dev/null' EXIT
+    trap 'for t in $(cat "$cg/tasks" 2>/dev/null); do echo "$t" >"$root/tasks" 2>/dev/null; done;
+          echo "$pid" >"$root/cgroup.procs" 2>/dev/null; rmdir "$cg" 2>/dev/null' EXIT
     while kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
     exit 0
 fi

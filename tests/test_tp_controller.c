@@ -18,9 +18,11 @@ static tp_ctl_input input(int n, const double *t, zen_tp_balance mode)
     in.hysteresis = 0.05;
     in.bandwidth_Bps = INFINITY;
     in.latency_s = 0;
-    in.mig_bytes_per_frac = 1e6;
-    in.mig_bytes_per_pair = 1e3;
-    in.mig_msgs_per_pair = 10;
+    in.mig_out_per_frac = 6e5;
+    in.mig_in_per_frac = 4e5;
+    in.mig_out_per_pair = 1e3;
+    in.mig_in_per_pair = 5e2;
+    in.mig_rounds = 10;
     return in;
 }
 
@@ -191,18 +193,40 @@ static void test_semi(void **state)
     /* cost model: migrating pays iff max(T, t*) + cost < t_s (1 - rho) = 4 */
     double cost_ok = tp_migration_cost_ms(&in, &p);
     assert_true(cost_ok == 0.0);
-    in.bandwidth_Bps = 1e6; /* bytes 0.375e6 + 3e3 -> ~378 ms: far too slow */
+    in.bandwidth_Bps = 1e6; /* source sends 0.36 x 6e5 + 3e3 bytes: ~219 ms, far too slow */
     tp_decide(&in, NULL, &p);
     assert_float_equal(p.prune[0], 0.5, 1e-12);
     assert_float_equal(migrated(&p, 0), 0.0, 0.0);
-    /* a cost just below the saving still migrates: saving 4 - T; choose latency accordingly */
+    /* a cost just below the saving still migrates: saving 4 - T; latency is paid per round */
     in.bandwidth_Bps = INFINITY;
-    in.latency_s = (4.0 - T) * 0.9 / 1e3 / (3 * in.mig_msgs_per_pair);
+    in.latency_s = (4.0 - T) * 0.9 / 1e3 / in.mig_rounds;
     tp_decide(&in, NULL, &p);
     assert_true(migrated(&p, 0) > 0);
-    in.latency_s = (4.0 - T) * 1.1 / 1e3 / (3 * in.mig_msgs_per_pair);
+    in.latency_s = (4.0 - T) * 1.1 / 1e3 / in.mig_rounds;
     tp_decide(&in, NULL, &p);
     assert_float_equal(migrated(&p, 0), 0.0, 0.0);
+    tp_plan_free(&p);
+}
+
+/* A straggler slow from outside (its time raised by the whole-step detector, its own GEMM times
+ * under 2 t*, so that they alone would be balanced by resizing) is resized to the cap by SEMI and
+ * never migrates; the same raised time with GEMM times that slow migrates. */
+static void test_semi_outside_resizes_only(void **state)
+{
+    (void)state;
+    double raised[4] = { 8, 1, 1, 0.98 };
+    double gemm_outside[4] = { 1.8, 1, 1, 0.98 }, gemm_slow[4] = { 8, 1, 1, 0.98 };
+    tp_plan p;
+    assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
+    tp_ctl_input in = input(4, raised, ZEN_BALANCE_SEMI);
+    in.gemm_ms = gemm_slow;
+    tp_decide(&in, NULL, &p);
+    assert_true(migrated(&p, 0) > 0); /* free network: a GEMM straggler migrates */
+    in.gemm_ms = gemm_outside;
+    tp_decide(&in, NULL, &p);
+    assert_float_equal(migrated(&p, 0), 0.0, 0.0);
+    assert_float_equal(p.prune[0], 0.5, 1e-12); /* at the cap: the raised time needs more */
+    assert_int_equal(p.straggler_mask, 1);
     tp_plan_free(&p);
 }
 
@@ -309,14 +333,341 @@ static void test_rotation(void **state)
     assert_float_equal(tp_slow_factor(&o, 4, 1, 1000), 4.0, 0);
 }
 
+/* ---- migration cost model: concurrency, SEMI's choice, learning the cost ---- */
+
+/* cmocka's assert_float_equal compares in single precision (and casts only the first term of
+ * an expression): these tests compare doubles. */
+#define assert_near(a, b, tol) assert_true(fabs((double)(a) - (double)(b)) <= (tol))
+
+/* Link model of the tests below (bytes, B/s, s). */
+#define OF  6e5 /* out per fraction */
+#define IF  4e5 /* in per fraction */
+#define OP  1e3 /* out per pair */
+#define IP  5e2 /* in per pair */
+#define RND 10  /* latency rounds */
+
+/* Transfers to different helpers run at once: the cost is one latency per round plus the
+ * busiest rank's bytes (a source's link carries all its pairs), not a sum over pairs. */
+static void test_cost_concurrency(void **state)
+{
+    (void)state;
+    double t[4] = { 4, 1, 1, 1 };
+    tp_ctl_input in = input(4, t, ZEN_BALANCE_MIGRATE);
+    in.bandwidth_Bps = 1e8;
+    in.latency_s = 1e-4;
+    tp_plan one, three, disjoint, shared;
+    assert_int_equal(tp_plan_init(&one, 4), ZEN_OK);
+    assert_int_equal(tp_plan_init(&three, 4), ZEN_OK);
+    assert_int_equal(tp_plan_init(&disjoint, 4), ZEN_OK);
+    assert_int_equal(tp_plan_init(&shared, 4), ZEN_OK);
+    one.mig[0 * 4 + 1] = 0.6; /* 0.6 of rank 0's K to one helper */
+    for (int a = 1; a < 4; a++)
+        three.mig[0 * 4 + a] = 0.2;                          /* the same 0.6 over three helpers */
+    disjoint.mig[0 * 4 + 2] = disjoint.mig[1 * 4 + 3] = 0.3; /* two sources, own helpers */
+    shared.mig[0 * 4 + 2] = shared.mig[1 * 4 + 2] = 0.3;     /* two sources, one helper */
+    double lat_ms = 1e3 * RND * 1e-4;
+    /* one helper: the source sends 0.6 OF + OP, receives 0.6 IF + IP; it sends more */
+    double c1 = 1e3 * (0.6 * OF + OP) / 1e8 + lat_ms;
+    assert_near(tp_migration_cost_ms(&in, &one), c1, 1e-9);
+    /* three helpers: the source's link carries 3 pairs; only the per-pair bytes grow */
+    double c3 = 1e3 * (0.6 * OF + 3 * OP) / 1e8 + lat_ms;
+    assert_near(tp_migration_cost_ms(&in, &three), c3, 1e-9);
+    assert_near(c3 - c1, 1e3 * 2 * OP / 1e8, 1e-9);
+    /* disjoint pairs run in parallel: as one pair with 0.3 */
+    double cd = 1e3 * (0.3 * OF + OP) / 1e8 + lat_ms;
+    assert_near(tp_migration_cost_ms(&in, &disjoint), cd, 1e-9);
+    /* a shared helper receives from both: its link is the busiest */
+    double cs = 1e3 * 2 * (0.3 * OF + OP) / 1e8 + lat_ms;
+    assert_near(tp_migration_cost_ms(&in, &shared), cs, 1e-9);
+    /* when replies dominate, the source's incoming bytes set the time */
+    in.mig_in_per_pair = 4e5;
+    assert_near(tp_migration_cost_ms(&in, &three), 1e3 * (0.6 * IF + 3 * 4e5) / 1e8 + lat_ms, 1e-9);
+    in.mig_in_per_pair = IP;
+    /* latency alone does not depend on the number of helpers */
+    in.bandwidth_Bps = INFINITY;
+    assert_near(tp_migration_cost_ms(&in, &one), lat_ms, 1e-12);
+    assert_near(tp_migration_cost_ms(&in, &three), lat_ms, 1e-12);
+    /* no migration, no cost */
+    tp_plan_reset(&one);
+    assert_near(tp_migration_cost_ms(&in, &one), 0.0, 0.0);
+    tp_plan_free(&one);
+    tp_plan_free(&three);
+    tp_plan_free(&disjoint);
+    tp_plan_free(&shared);
+}
+
+/* SEMI's migration trial for one heavy straggler s = 0 over helpers 1..3 that all have spare
+ * time, computed here from the documented formulas: T, the shares and the model cost. */
+typedef struct semi_expect {
+    double T, m, mig[4], model;
+} semi_expect;
+
+static semi_expect semi_expected(const double *t, double bw, double lat)
+{
+    semi_expect e;
+    memset(&e, 0, sizeof e);
+    e.T = (0.5 + 3.0) / (1 / t[0] + 1 / t[1] + 1 / t[2] + 1 / t[3]);
+    e.m = 0.5 - e.T / t[0];
+    double xsum = 0;
+    for (int a = 1; a < 4; a++)
+        xsum += e.T / t[a] - 1;
+    for (int a = 1; a < 4; a++)
+        e.mig[a] = e.m * (e.T / t[a] - 1) / xsum;
+    double out = e.m * OF + 3 * OP, inb = e.m * IF + 3 * IP; /* the source's link */
+    e.model = 1e3 * ((out > inb ? out : inb) / bw + RND * lat);
+    return e;
+}
+
+static void test_semi_choice(void **state)
+{
+    (void)state;
+    /* a 4x straggler with helpers near 1 (tp-4 bench shape, ms) */
+    double t[4] = { 38.6, 9.65, 9.7, 9.6 };
+    double capped = 38.6 * 0.5;
+    tp_plan p;
+    assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
+    tp_ctl_input in = input(4, t, ZEN_BALANCE_SEMI);
+    /* fast link: migration must win */
+    in.bandwidth_Bps = 4e7;
+    in.latency_s = 5e-5;
+    semi_expect e = semi_expected(t, 4e7, 5e-5);
+    assert_true(e.T + e.model < capped); /* the premise of this case */
+    tp_decide(&in, NULL, &p);
+    assert_near(p.target_ms, e.T, 1e-9);
+    assert_near(p.model_ms, e.model, 1e-9);
+    assert_near(p.cost_ms, e.model, 1e-9);
+    assert_near(p.capped_ms, capped, 1e-12);
+    assert_near(p.prune[0], 0.5, 1e-12);
+    for (int a = 1; a < 4; a++)
+        assert_near(p.mig[a], e.mig[a], 1e-12);
+    assert_false(p.probe);
+    /* slow link: resize must win (prune the cap, migrate nothing), and the trial is reported */
+    in.bandwidth_Bps = 2e6;
+    in.latency_s = 3e-4;
+    e = semi_expected(t, 2e6, 3e-4);
+    assert_true(e.T + e.model > capped);
+    tp_decide(&in, NULL, &p);
+    assert_near(p.model_ms, e.model, 1e-9);
+    assert_near(p.prune[0], 0.5, 1e-12);
+    assert_near(p.local[0], 0.5, 1e-12);
+    assert_near(migrated(&p, 0), 0.0, 0.0);
+    /* the learned scale multiplies the model: migrate exactly when T + scale x model < capped */
+    double pays_at = (capped - e.T) / e.model; /* the scale at which both plans tie */
+    in.cost_scale = pays_at * 0.95;
+    tp_decide(&in, NULL, &p);
+    assert_true(migrated(&p, 0) > 0);
+    assert_near(p.cost_ms, pays_at * 0.95 * e.model, 1e-9);
+    in.cost_scale = pays_at * 1.05;
+    tp_decide(&in, NULL, &p);
+    assert_near(migrated(&p, 0), 0.0, 0.0);
+    /* probe: with nothing learned SEMI tries migration once if it pays at a quarter of the model */
+    in.cost_scale = 0;
+    in.probe = 1;
+    tp_decide(&in, NULL, &p);
+    int want_probe = e.T + 0.25 * e.model < capped;
+    assert_int_equal(p.probe, want_probe);
+    assert_int_equal(migrated(&p, 0) > 0, want_probe);
+    in.latency_s = 1e-2; /* hopeless even at a quarter: no probe */
+    e = semi_expected(t, 2e6, 1e-2);
+    assert_true(e.T + 0.25 * e.model > capped);
+    tp_decide(&in, NULL, &p);
+    assert_false(p.probe);
+    assert_near(migrated(&p, 0), 0.0, 0.0);
+    /* just above the cap (2.08x): migration could save under 5% of the capped time, not worth
+     * a probe period; it is still chosen when it pays by the model */
+    double tb[4] = { 20.2, 9.65, 9.7, 9.6 };
+    in = input(4, tb, ZEN_BALANCE_SEMI);
+    in.bandwidth_Bps = 2e7;
+    in.latency_s = 3e-5;
+    in.probe = 1;
+    e = semi_expected(tb, 2e7, 3e-5);
+    double capb = 20.2 * 0.5, gain = capb - (e.T > 9.7 ? e.T : 9.7);
+    assert_true(gain > 0 && gain < 0.05 * capb && e.model > gain && 0.25 * e.model < gain);
+    tp_decide(&in, NULL, &p);
+    assert_false(p.probe);
+    assert_near(migrated(&p, 0), 0.0, 0.0);
+    in.bandwidth_Bps = INFINITY;
+    in.latency_s = 0;
+    tp_decide(&in, NULL, &p);
+    assert_true(migrated(&p, 0) > 0 && !p.probe);
+    /* 2x: resizing alone balances, whatever the link */
+    double t2[4] = { 19.3, 9.65, 9.7, 9.6 };
+    in = input(4, t2, ZEN_BALANCE_SEMI);
+    in.probe = 1;
+    tp_decide(&in, NULL, &p);
+    assert_near(p.prune[0], 1 - 9.7 / 19.3, 1e-12);
+    assert_near(migrated(&p, 0), 0.0, 0.0);
+    tp_plan_free(&p);
+}
+
+/* Step time of a period under plan p on a host whose non-tp work takes base ms and whose
+ * migration really costs ratio x model (+ noise). */
+static double period_ms(const tp_plan *p, const double *t, double base, double extra)
+{
+    double crit = 0;
+    for (int r = 0; r < p->n; r++)
+        crit = fmax(crit, rank_time(p, t, r));
+    return base + crit + extra;
+}
+
+static void test_learn_scale(void **state)
+{
+    (void)state;
+    double t[4] = { 38.6, 9.65, 9.7, 9.6 };
+    const double base = 24.0, alpha = 0.5, true_ratio = 0.3;
+    tp_ctl_input in = input(4, t, ZEN_BALANCE_SEMI);
+    in.bandwidth_Bps = 1e7;
+    in.latency_s = 3e-4;
+    semi_expect e = semi_expected(t, 1e7, 3e-4);
+    /* premise: the model alone resizes, the true cost would have paid */
+    assert_true(e.T + e.model > 38.6 * 0.5 && e.T + true_ratio * e.model < 38.6 * 0.5);
+    tp_learn L;
+    memset(&L, 0, sizeof L);
+    tp_learn_apply(&L, &in); /* nothing learned: model as is, no probe without a base */
+    assert_true(in.cost_scale == 1.0 && !in.probe && !in.probe_resize);
+    tp_plan none, mig, res;
+    assert_int_equal(tp_plan_init(&none, 4), ZEN_OK);
+    assert_int_equal(tp_plan_init(&mig, 4), ZEN_OK);
+    assert_int_equal(tp_plan_init(&res, 4), ZEN_OK);
+    /* first period, no plan yet: base = step - max t */
+    tp_learn_observe(&L, &in, &none, base + 38.6);
+    assert_true(L.used && L.base_valid && L.scale_n == 0);
+    assert_near(L.base_ms, base, 1e-9);
+    assert_near(L.crit_ms, 38.6, 1e-12);
+    /* the model says resize; with a base and no scale SEMI probes migration once */
+    tp_decide(&in, NULL, &res);
+    tp_learn_apply(&L, &in);
+    assert_true(in.probe && !in.probe_resize && in.cost_scale == 1.0);
+    tp_decide(&in, NULL, &mig);
+    in.probe = 0;
+    assert_true(mig.probe && !res.probe);
+    assert_true(migrated(&mig, 0) > 0 && migrated(&res, 0) == 0);
+    double model = tp_migration_cost_ms(&in, &mig);
+    assert_near(model, e.model, 1e-9);
+    /* migration periods whose real overhead is 0.3 x model, with +-10% noise: the scale is the
+     * EMA of observed / model, first value taken as is */
+    double want = 0;
+    for (int k = 0; k < 12; k++) {
+        double noise = (k % 2 ? -0.1 : 0.1) * true_ratio * model;
+        double step = period_ms(&mig, t, base, true_ratio * model + noise);
+        tp_learn_observe(&L, &in, &mig, step);
+        double ratio = (step - base - period_ms(&mig, t, 0, 0)) / model;
+        want = k == 0 ? ratio : alpha * ratio + (1 - alpha) * want;
+        assert_true(L.used);
+        assert_int_equal(L.scale_n, k + 1);
+        assert_near(L.scale, want, 1e-9);
+        assert_near(L.obs_ms, step - base - period_ms(&mig, t, 0, 0), 1e-9);
+        assert_near(L.pred_ms, model, 1e-12);
+    }
+    assert_true(fabs(L.scale - true_ratio) < 0.05 * true_ratio); /* converged to the truth */
+    assert_int_equal(L.scale_age, 0);
+    assert_int_equal(L.base_age, 12);
+    /* with the learned scale, SEMI now migrates where the raw model resized... */
+    L.base_age = 9;
+    tp_learn_apply(&L, &in);
+    assert_true(in.cost_scale == L.scale && !in.probe && !in.probe_resize);
+    tp_plan p;
+    assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
+    tp_decide(&in, NULL, &p);
+    assert_true(38.6 * 0.5 > p.target_ms + L.scale * model);
+    assert_true(migrated(&p, 0) > 0 && !p.probe);
+    /* ...except for one resized period once the base is TP_REFRESH_ROUNDS (10) rounds old */
+    L.base_age = 10;
+    tp_learn_apply(&L, &in);
+    assert_true(!in.probe && in.probe_resize);
+    tp_decide(&in, NULL, &p);
+    assert_true(p.probe && migrated(&p, 0) == 0.0 && p.prune[0] == 0.5);
+    in.probe_resize = 0;
+    /* the straggler moved: the timings no longer describe the period, nothing is learned */
+    double moved[4] = { 9.65, 38.6, 9.7, 9.6 };
+    tp_ctl_input in2 = in;
+    in2.t_ms = moved;
+    double before = L.scale;
+    tp_learn_observe(&L, &in2, &mig, 50.0);
+    assert_false(L.used);
+    assert_true(L.scale == before && L.scale_n == 12);
+    /* a period that only resized updates the base (EMA); a migration that cost less than
+     * nothing is clamped to the smallest ratio instead of making migration free */
+    tp_learn_observe(&L, &in, &res, 26.0 + 38.6 * 0.5);
+    assert_true(L.used && L.base_age == 0);
+    assert_near(L.base_ms, alpha * 26.0 + (1 - alpha) * base, 1e-9);
+    /* resizing for 10 rounds makes the scale stale: migration is probed again */
+    L.scale_age = 9;
+    tp_learn_apply(&L, &in);
+    assert_false(in.probe);
+    L.scale_age = 10;
+    tp_learn_apply(&L, &in);
+    assert_true(in.probe && !in.probe_resize);
+    tp_learn_observe(&L, &in, &mig, 1.0);
+    assert_near(L.scale, alpha * 0.05 + (1 - alpha) * before, 1e-9);
+    /* no step time: nothing happens */
+    tp_learn_observe(&L, &in, &mig, -1);
+    assert_false(L.used);
+    tp_plan_free(&p);
+    tp_plan_free(&none);
+    tp_plan_free(&mig);
+    tp_plan_free(&res);
+}
+
+/* ---- link calibration: every rank of every size ends with a measured link, the same within
+ * a pair (with an odd size the last rank gets rank 0's); given values are left alone ---- */
+
+static zen_status calibration_rank(zen_comm *c, void *argp)
+{
+    const int *given = argp;
+    zen_tp_options o = ZEN_TP_OPTIONS_INIT;
+    o.balance = ZEN_BALANCE_SEMI;
+    o.period = 1;
+    if (*given) {
+        o.bandwidth_Bps = 123e6;
+        o.latency_s = 7e-5;
+    }
+    zen_tp_group *g = NULL;
+    ZT_CHECK(c, zen_tp_group_create(c, &o, &g) == ZEN_OK);
+    ZT_CHECK(c, zen_tp_group_step(g) == ZEN_OK); /* first round: calibration */
+    double mine[2] = { g->bandwidth_Bps, g->latency_s }, all[2 * 8];
+    int n = zen_comm_size(c), r = zen_comm_rank(c);
+    ZT_CHECK(c, zen_allgather(c, mine, all, 2, ZEN_F64) == ZEN_OK);
+    if (*given) {
+        ZT_CHECK(c, mine[0] == 123e6 && mine[1] == 7e-5);
+    } else {
+        ZT_CHECK(c, mine[0] > 0 && isfinite(mine[0]) && mine[1] >= 0 && mine[1] < 1.0);
+        int leader = n % 2 && r == n - 1 ? 0 : r - r % 2;
+        ZT_CHECK(c, all[2 * leader] == mine[0] && all[2 * leader + 1] == mine[1]);
+    }
+    ZT_CHECK(c, zen_tp_group_step(g) == ZEN_OK); /* later rounds do not calibrate again */
+    ZT_CHECK(c, g->bandwidth_Bps == mine[0] && g->latency_s == mine[1]);
+    zen_tp_group_destroy(g);
+    return ZEN_OK;
+}
+
+static void test_link_calibration(void **state)
+{
+    (void)state;
+    int given = 0;
+    for (int n = 2; n <= 5; n++)
+        zt_run_inproc(n, calibration_rank, &given);
+    given = 1;
+    zt_run_inproc(3, calibration_rank, &given);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_no_straggler), cmocka_unit_test(test_detection_and_none),
-        cmocka_unit_test(test_resize),       cmocka_unit_test(test_migrate),
-        cmocka_unit_test(test_semi),         cmocka_unit_test(test_hysteresis),
-        cmocka_unit_test(test_counts_split), cmocka_unit_test(test_parse_slow),
+        cmocka_unit_test(test_no_straggler),
+        cmocka_unit_test(test_detection_and_none),
+        cmocka_unit_test(test_resize),
+        cmocka_unit_test(test_migrate),
+        cmocka_unit_test(test_semi),
+        cmocka_unit_test(test_semi_outside_resizes_only),
+        cmocka_unit_test(test_hysteresis),
+        cmocka_unit_test(test_counts_split),
+        cmocka_unit_test(test_parse_slow),
         cmocka_unit_test(test_rotation),
+        cmocka_unit_test(test_cost_concurrency),
+        cmocka_unit_test(test_semi_choice),
+        cmocka_unit_test(test_learn_scale),
+        cmocka_unit_test(test_link_calibration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

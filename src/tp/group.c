@@ -10,6 +10,7 @@
  * Each layer then refreshes its priority scores and re-partitions its columns (priority.c).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +118,7 @@ zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, ze
     g->latency_s = o->latency_s;
     g->last_arrival_rank = -1;
     g->arrival_weight = arrival_weight();
+    tp_detect_init(&g->det);
     g->min_keep = 1.0;
     g->slow_factor = tp_slow_factor(o, n, g->rank, 0);
     st = tp_plan_init(&g->plan, n);
@@ -141,55 +143,164 @@ void zen_tp_group_destroy(zen_tp_group *g)
     zen_free(g);
 }
 
-/* Rough link model from two timed allreduces (all ranks take part). */
-static zen_status calibrate_link(zen_tp_group *g)
+/* Prefix the transport's own message (which names the cause) with the calibration context. */
+static zen_status cal_fail(zen_tp_group *g, zen_status st, int peer)
 {
-    enum {
-        COUNT = 65536
-    };
+    char detail[sizeof g->comm->last_error];
+    snprintf(detail, sizeof detail, "%s", zen_comm_last_error(g->comm));
+    return zen_fail(g->comm, st, "tp link calibration: rank %d with peer %d: %s (%s)", g->rank,
+                    peer, zen_strerror(st), detail);
+}
 
-    float *buf = zen_calloc(COUNT, sizeof(float));
-    if (!buf)
-        return ZEN_ENOMEM;
-    zen_status st = zen_barrier(g->comm);
-    int64_t t0 = zen_now_ns();
-    if (st == ZEN_OK)
-        st = zen_allreduce(g->comm, buf, buf, 1, ZEN_F32, ZEN_SUM);
-    int64_t t1 = zen_now_ns();
-    if (st == ZEN_OK)
-        st = zen_allreduce(g->comm, buf, buf, COUNT, ZEN_F32, ZEN_SUM);
-    int64_t t2 = zen_now_ns();
-    zen_free(buf);
+static int cmp_ms(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_ms);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+enum {
+    CAL_REPS = 5,
+    CAL_BYTES = 1 << 20
+};
+
+/* One pair: the leader times CAL_REPS 4-byte round trips and CAL_REPS CAL_BYTES transfers into
+ * a receive the follower posted beforehand (ready -> data -> 4-byte ack). */
+static zen_status cal_pair(zen_tp_group *g, int peer, int leader, char *big, double *lat,
+                           double *bw)
+{
+    zen_comm *c = g->comm;
+    int32_t word = 0;
+    double rtt[CAL_REPS], xfer[CAL_REPS];
+    zen_status st = ZEN_OK;
+    for (int i = 0; i < CAL_REPS && st == ZEN_OK; i++) {
+        int64_t t0 = zen_now_ns();
+        if (leader) {
+            st = zen_send(c, &word, sizeof word, peer, TP_TAG_CALIB);
+            if (st == ZEN_OK)
+                st = zen_recv(c, &word, sizeof word, peer, TP_TAG_CALIB + 1, NULL);
+        } else {
+            st = zen_recv(c, &word, sizeof word, peer, TP_TAG_CALIB, NULL);
+            if (st == ZEN_OK)
+                st = zen_send(c, &word, sizeof word, peer, TP_TAG_CALIB + 1);
+        }
+        rtt[i] = (double)(zen_now_ns() - t0) * 1e-9;
+    }
+    for (int i = 0; i < CAL_REPS && st == ZEN_OK; i++) {
+        if (leader) {
+            st = zen_recv(c, &word, sizeof word, peer, TP_TAG_CALIB + 2, NULL);
+            int64_t t0 = zen_now_ns();
+            if (st == ZEN_OK)
+                st = zen_send(c, big, CAL_BYTES, peer, TP_TAG_CALIB + 3);
+            if (st == ZEN_OK)
+                st = zen_recv(c, &word, sizeof word, peer, TP_TAG_CALIB + 1, NULL);
+            xfer[i] = (double)(zen_now_ns() - t0) * 1e-9;
+        } else {
+            zen_request *r = NULL;
+            st = zen_irecv(c, big, CAL_BYTES, peer, TP_TAG_CALIB + 3, &r);
+            if (st == ZEN_OK)
+                st = zen_send(c, &word, sizeof word, peer, TP_TAG_CALIB + 2);
+            if (r) {
+                zen_status w = zen_request_wait(r, -1, NULL);
+                st = st == ZEN_OK ? w : st;
+                zen_request_free(r);
+            }
+            if (st == ZEN_OK)
+                st = zen_send(c, &word, sizeof word, peer, TP_TAG_CALIB + 1);
+        }
+    }
     if (st != ZEN_OK)
-        return st;
-    double small = (double)(t1 - t0) * 1e-9;
-    double large = (double)(t2 - t1) * 1e-9;
-    double wire = 2.0 * (g->size - 1) / g->size * COUNT * sizeof(float);
-    if (g->bandwidth_Bps <= 0)
-        g->bandwidth_Bps = wire / fmax(large - small, 1e-7);
-    if (g->latency_s < 0)
-        g->latency_s = small / 2.0;
+        return cal_fail(g, st, peer);
+    if (leader) {
+        *lat = median_of(rtt, CAL_REPS) / 2;
+        *bw = CAL_BYTES / fmax(median_of(xfer, CAL_REPS) - *lat, 1e-7);
+    }
     return ZEN_OK;
 }
 
-/* Bytes moved per step when a whole K (fraction 1) of every layer of a source migrates, and per
- * (source, helper) pair independently of the fraction; see docs/hetero-tp.md. */
-static void mig_cost_terms(const zen_tp_group *g, double *per_frac, double *per_pair,
-                           double *msgs_pair)
+/*
+ * Link model of the migration cost, measured the way migrate.c uses the link: point to point,
+ * with the pairs (0,1), (2,3), ... at the same time (transfers to several helpers share the
+ * host). The even rank of a pair measures (cal_pair) and sends {latency, bandwidth} to the odd
+ * one; with an odd size rank 0 also sends its values to the last rank. Every rank thus holds a
+ * value, and the all-gathered min bandwidth / max latency are meaningful. (The earlier model, a
+ * 1-float and a 256 KiB allreduce, timed the ring's latency steps and reduction as transfer.)
+ */
+static zen_status calibrate_link(zen_tp_group *g)
+{
+    int r = g->rank, n = g->size;
+    int peer = r % 2 ? r - 1 : r + 1 < n ? r + 1 : -1;
+    double res[2] = { 0, 0 }; /* latency s, bandwidth B/s */
+    zen_status st = ZEN_OK;
+    if (peer >= 0) {
+        char *big = zen_malloc(CAL_BYTES);
+        if (!big)
+            return ZEN_ENOMEM;
+        memset(big, 0, CAL_BYTES);
+        st = cal_pair(g, peer, r % 2 == 0, big, &res[0], &res[1]);
+        zen_free(big);
+        if (st != ZEN_OK)
+            return st;
+        st = r % 2 == 0 ? zen_send(g->comm, res, sizeof res, peer, TP_TAG_CALIB + 4)
+                        : zen_recv(g->comm, res, sizeof res, peer, TP_TAG_CALIB + 4, NULL);
+    }
+    int odd_peer = r == 0 ? n - 1 : 0;
+    if (st == ZEN_OK && n % 2 && r == 0)
+        st = zen_send(g->comm, res, sizeof res, odd_peer, TP_TAG_CALIB + 4);
+    else if (st == ZEN_OK && n % 2 && r == n - 1)
+        st = zen_recv(g->comm, res, sizeof res, odd_peer, TP_TAG_CALIB + 4, NULL);
+    if (st != ZEN_OK)
+        return cal_fail(g, st, peer >= 0 ? peer : odd_peer);
+    if (g->bandwidth_Bps <= 0)
+        g->bandwidth_Bps = res[1];
+    if (g->latency_s < 0)
+        g->latency_s = res[0];
+    return ZEN_OK;
+}
+
+/*
+ * Migration traffic per step of the registered layers, split the way the cost model
+ * (controller.c) needs it. Per layer (rows batch rows, wrows local weight rows, K columns):
+ *   COLUMN  out per fraction: W replica + indices     in per fraction: dW slice
+ *           out per pair: dY to every helper          in per pair: partial Y from every helper
+ *   ROW     out per fraction: W replica + indices + X columns twice (forward and backward)
+ *           in per fraction: dW slice + dX columns
+ * COLUMN dX and ROW Y contributions ride on the allreduces that run anyway and are not counted.
+ * 4 latency rounds per layer: replica sync, forward, backward request, backward reply.
+ */
+static void mig_cost_terms(const zen_tp_group *g, tp_ctl_input *in)
 {
     double rows = g->last_rows > 0 ? g->last_rows : 1;
-    *per_frac = *per_pair = *msgs_pair = 0;
+    double f = sizeof(float);
+    in->mig_out_per_frac = in->mig_in_per_frac = 0;
+    in->mig_out_per_pair = in->mig_in_per_pair = in->mig_rounds = 0;
     for (int i = 0; i < g->nlayers; i++) {
         const zen_tp_linear *l = g->layers[i];
-        double wk = (double)l->wrows * l->K * sizeof(float);
+        double wk = (double)l->wrows * l->K * f;
+        in->mig_out_per_frac += wk + (double)l->K * sizeof(int);
+        in->mig_in_per_frac += wk;
         if (l->kind == ZEN_TP_COLUMN) {
-            *per_frac += 2 * wk;                              /* W replica + dW back */
-            *per_pair += 2 * rows * l->wrows * sizeof(float); /* Y partial + dY */
+            in->mig_out_per_pair += rows * l->wrows * f;
+            in->mig_in_per_pair += rows * l->wrows * f;
         } else {
-            *per_frac += 2 * wk + 3 * rows * l->K * sizeof(float); /* + X twice, dX back */
+            in->mig_out_per_frac += 2 * rows * l->K * f;
+            in->mig_in_per_frac += rows * l->K * f;
         }
-        *msgs_pair += 5;
+        in->mig_rounds += 4;
     }
+}
+
+static const char *plan_label(const tp_plan *p)
+{
+    for (int i = 0; i < p->n * p->n; i++)
+        if (p->mig[i] > 0)
+            return "migrate";
+    return tp_plan_is_active(p) ? "resize" : "no change";
 }
 
 /* The plan is the same on every rank: tp rank 0 logs it, with the numbers it came from. */
@@ -201,12 +312,27 @@ static void log_plan(const zen_tp_group *g, const tp_ctl_input *in)
     const tp_plan *p = &g->plan;
     ZEN_INFO("tp",
              "%s round %llu: %s, stragglers 0x%llx, t* %.3f ms, migration target %.3f ms + cost "
-             "%.3f ms vs resized-to-cap %.3f ms (link %.3g B/s, %.3g s/msg); last step: the "
-             "others waited for rank %d, %.3f ms in all",
+             "%.3f ms (model %.3f x learned %.3f) vs resized-to-cap %.3f ms (0: no heavy "
+             "straggler): predicted saving %.3f ms, %s (link %.3g B/s, %.3g s/round, %.0f "
+             "rounds); last step: the others "
+             "waited for rank %d, %.3f ms in all",
              zen_tp_balance_name(g->opts.balance), (unsigned long long)g->decisions,
              p->kept ? "previous plan kept" : "new plan", (unsigned long long)p->straggler_mask,
-             p->tstar_ms, p->target_ms, p->cost_ms, p->capped_ms, in->bandwidth_Bps, in->latency_s,
-             g->last_arrival_rank, g->arrival_spread_ms);
+             p->tstar_ms, p->target_ms, p->cost_ms, p->model_ms, in->cost_scale, p->capped_ms,
+             p->capped_ms > 0 ? p->capped_ms - fmax(p->target_ms, p->tstar_ms) - p->cost_ms : 0.0,
+             p->probe ? (strcmp(plan_label(p), "migrate") ? "PROBE resize" : "PROBE migrate")
+                      : plan_label(p),
+             in->bandwidth_Bps, in->latency_s, in->mig_rounds, g->last_arrival_rank,
+             g->arrival_spread_ms);
+    const tp_learn *L = &g->learn;
+    if (g->opts.balance >= ZEN_BALANCE_MIGRATE)
+        ZEN_INFO("tp",
+                 "%s round %llu learning: last period %.3f ms/step, critical GEMM %.3f ms, base "
+                 "%.3f ms%s; migration overhead observed %.3f ms vs modelled %.3f ms, scale %.3f "
+                 "after %d migrating periods",
+                 zen_tp_balance_name(g->opts.balance), (unsigned long long)g->decisions, L->step_ms,
+                 L->crit_ms, L->base_ms, L->used ? "" : " (period skipped)", L->obs_ms, L->pred_ms,
+                 L->scale, L->scale_n);
     for (int r = 0; r < g->size; r++) {
         double migrated = 0;
         for (int a = 0; a < g->size; a++)
@@ -247,7 +373,16 @@ static zen_status gather_arrivals(zen_tp_group *g)
     zen_arrival mine[ZEN_ARRIVAL_HISTORY];
     size_t have = 0;
     zen_status st = zen_comm_arrivals(g->comm, mine, ZEN_ARRIVAL_HISTORY, &have);
-    size_t k = g->colls_last_step + 1 < have ? (size_t)g->colls_last_step + 1 : have;
+    /* the detector averages over up to `period` steps (what the history holds) for a steadier
+     * per-step blame; the report keeps the last step */
+    size_t per = (size_t)g->colls_last_step;
+    size_t nsteps = per > 0 && have > 1 ? (have - 1) / per : 1;
+    if (nsteps > (size_t)g->opts.period)
+        nsteps = (size_t)g->opts.period;
+    if (nsteps < 1)
+        nsteps = 1;
+    size_t k = nsteps * per + 1 < have ? nsteps * per + 1 : have;
+    size_t k_last = per + 1 < k ? per + 1 : k;
     if (st != ZEN_OK || k == 0)
         return st;
     int64_t stamps[ZEN_ARRIVAL_HISTORY];
@@ -260,7 +395,7 @@ static zen_status gather_arrivals(zen_tp_group *g)
         zen_free(all);
         return st;
     }
-    double blame[TP_MAX_RANKS] = { 0 };
+    double blame[TP_MAX_RANKS] = { 0 }, blame_all[TP_MAX_RANKS] = { 0 };
     for (size_t j = 0; j < k; j++) {
         int last = 0;
         int64_t first = all[j];
@@ -270,9 +405,14 @@ static zen_status gather_arrivals(zen_tp_group *g)
             if (all[(size_t)r * k + j] < first)
                 first = all[(size_t)r * k + j];
         }
-        blame[last] += (double)(all[(size_t)last * k + j] - first) / 1e6;
+        double spread = (double)(all[(size_t)last * k + j] - first) / 1e6;
+        blame_all[last] += spread;
+        if (j >= k - k_last)
+            blame[last] += spread;
     }
     zen_free(all);
+    for (int r = 0; r < g->size; r++)
+        g->det.blame_ms[r] = blame_all[r] / (double)nsteps;
     int worst = 0;
     double a = g->opts.ema_alpha;
     for (int r = 0; r < g->size; r++) {
@@ -282,6 +422,47 @@ static zen_status gather_arrivals(zen_tp_group *g)
     }
     g->last_arrival_rank = worst;
     g->arrival_spread_ms = blame[worst];
+    return ZEN_OK;
+}
+
+/* Wall time since the previous zen_tp_group_step: one sample of this period's step time. */
+static void note_step_time(zen_tp_group *g)
+{
+    int64_t now = zen_now_ns();
+    if (g->last_step_ns > 0 && g->nstep_ms < TP_STEP_SAMPLES)
+        g->step_ms[g->nstep_ms++] = (double)(now - g->last_step_ns) / 1e6;
+    g->last_step_ns = now;
+}
+
+/*
+ * Learning the migration cost from what the last period cost. The period's step time is the
+ * median of its samples without the first (which holds the previous decision round and the
+ * re-layout), the max over ranks. It is all-gathered with each rank's own GEMM time EMA: the
+ * critical GEMM time of the plan is computed from those, not from the detection's times, which
+ * may carry whole-step slowness that is part of the step time already. Every rank then folds
+ * the same numbers, sets the learned scale and SEMI's probes.
+ */
+static zen_status learn_round(zen_tp_group *g, tp_ctl_input *in)
+{
+    double v[TP_STEP_SAMPLES];
+    int k = 0;
+    for (int i = 1; i < g->nstep_ms; i++)
+        v[k++] = g->step_ms[i];
+    double mine[2] = { k ? median_of(v, k) : 0, g->ema_valid ? g->t_norm_ema_ms : 0 };
+    double all[2 * TP_MAX_RANKS], gemm[TP_MAX_RANKS];
+    g->nstep_ms = 0;
+    zen_status st = zen_allgather(g->comm, mine, all, 2, ZEN_F64);
+    if (st != ZEN_OK)
+        return st;
+    double step = 0;
+    for (int r = 0; r < g->size; r++) {
+        step = all[2 * r] > 0 && step >= 0 ? fmax(step, all[2 * r]) : -1;
+        gemm[r] = all[2 * r + 1];
+    }
+    tp_ctl_input raw = *in;
+    raw.t_ms = gemm;
+    tp_learn_observe(&g->learn, &raw, &g->plan, step);
+    tp_learn_apply(&g->learn, in);
     return ZEN_OK;
 }
 
@@ -297,9 +478,15 @@ static zen_status decision_round(zen_tp_group *g)
         g->opts.balance >= ZEN_BALANCE_MIGRATE && (g->bandwidth_Bps <= 0 || g->latency_s < 0);
     if (need_link && (st = calibrate_link(g)) != ZEN_OK)
         return st;
-    double mine[3] = { g->ema_valid ? g->t_norm_ema_ms : 0.0, g->bandwidth_Bps, g->latency_s };
-    double all[3 * TP_MAX_RANKS];
-    if ((st = zen_allgather(g->comm, mine, all, 3, ZEN_F64)) != ZEN_OK)
+
+    enum {
+        NG = 3 + TP_DET_FIELDS /* t, bandwidth, latency, then the whole-step medians */
+    };
+
+    double mine[NG] = { g->ema_valid ? g->t_norm_ema_ms : 0.0, g->bandwidth_Bps, g->latency_s };
+    tp_detect_fill(g, mine + 3);
+    double all[NG * TP_MAX_RANKS];
+    if ((st = zen_allgather(g->comm, mine, all, NG, ZEN_F64)) != ZEN_OK)
         return st;
     /* Arrival stamps of that allgather: every rank enters it right after its step's work
      * (including emulated slowness), so the last to arrive is the one the others waited for. */
@@ -319,11 +506,18 @@ static zen_status decision_round(zen_tp_group *g)
         /* Slowness from outside (a throttled process) mostly lands outside the timed GEMMs;
          * the time the others waited for this rank, from the arrival stamps, shows it. Opt-in:
          * on a noisy host it also carries scheduling jitter. */
-        t[r] = all[3 * r] + g->arrival_weight * g->blame_ema_ms[r];
-        in.bandwidth_Bps = fmin(in.bandwidth_Bps, all[3 * r + 1]);
-        in.latency_s = fmax(in.latency_s, all[3 * r + 2]);
+        t[r] = all[NG * r] + g->arrival_weight * g->blame_ema_ms[r];
+        in.bandwidth_Bps = fmin(in.bandwidth_Bps, all[NG * r + 1]);
+        in.latency_s = fmax(in.latency_s, all[NG * r + 2]);
     }
-    mig_cost_terms(g, &in.mig_bytes_per_frac, &in.mig_bytes_per_pair, &in.mig_msgs_per_pair);
+    /* whole-step slowness (a rank throttled from outside) raises the flagged ranks' times */
+    double gemm_t[TP_MAX_RANKS];
+    memcpy(gemm_t, t, (size_t)n * sizeof *t);
+    tp_detect_round(g, all, NG, 3, t);
+    in.gemm_ms = gemm_t;
+    mig_cost_terms(g, &in);
+    if (g->opts.balance >= ZEN_BALANCE_MIGRATE && (st = learn_round(g, &in)) != ZEN_OK)
+        return st;
     tp_plan next;
     if ((st = tp_plan_init(&next, n)) != ZEN_OK)
         return st;
@@ -361,6 +555,7 @@ zen_status zen_tp_group_step(zen_tp_group *g)
 {
     if (!g)
         return ZEN_EINVAL;
+    note_step_time(g);
     tp_pay_sleep_debt(g);
     if (g->step_timed) {
         double t = tp_step_norm_ns(g) / 1e6;
@@ -369,6 +564,7 @@ zen_status zen_tp_group_step(zen_tp_group *g)
         double a = g->opts.ema_alpha;
         g->t_norm_ema_ms = g->ema_valid ? a * t + (1 - a) * g->t_norm_ema_ms : t;
         g->ema_valid = 1;
+        tp_detect_sample(g, t);
     }
     zen_comm_stats cs;
     if (zen_comm_get_stats(g->comm, &cs) == ZEN_OK) {
@@ -384,9 +580,11 @@ zen_status zen_tp_group_step(zen_tp_group *g)
     g->steps++;
     g->version++;
     g->slow_factor = tp_slow_factor(&g->opts, g->size, g->rank, g->steps);
-    if (g->steps % (uint64_t)g->opts.period != 0)
-        return ZEN_OK;
-    return decision_round(g);
+    zen_status st = ZEN_OK;
+    if (g->steps % (uint64_t)g->opts.period == 0)
+        st = decision_round(g);
+    tp_detect_mark(g); /* the round's own collectives are not part of the next step */
+    return st;
 }
 
 zen_status zen_tp_group_canonical_grads(zen_tp_group *g, int canonical)

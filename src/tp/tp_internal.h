@@ -18,11 +18,14 @@
 #include <zen/tp.h>
 
 #include "common/clock.h"
+#include "tp/detect.h"
 
 #define TP_MAX_COMPANIONS 4
 #define TP_TAG_BASE       0x7a700000
 #define TP_MAX_RANKS      64
 #define TP_MAX_SAMPLES    512
+#define TP_STEP_SAMPLES   64         /* step times kept per balance period */
+#define TP_TAG_CALIB      0x7ff00000 /* link calibration (above every migration tag) */
 
 /* The balance plan as fractions of each rank's K (the same on all ranks). */
 typedef struct tp_plan {
@@ -37,6 +40,8 @@ typedef struct tp_plan {
     double cost_ms;   /* predicted migration cost per step */
     double capped_ms; /* slowest straggler resized to the cap (SEMI) */
     int kept;         /* the previous plan was kept (hysteresis or missing timings) */
+    double model_ms;  /* migration cost of the link model before the learned scale */
+    int probe;        /* SEMI migrates this period only to measure what migration costs */
 } tp_plan;
 
 /* Inputs of one decision round (all ranks see the same numbers). */
@@ -47,12 +52,44 @@ typedef struct tp_ctl_input {
     double delta;
     double rho_max;
     double hysteresis;
-    double mig_bytes_per_frac; /* bytes per step when a source migrates all of its K (all layers) */
-    double mig_bytes_per_pair; /* bytes per step per (source, helper) pair, whatever the fraction */
-    double mig_msgs_per_pair;  /* messages per step per (source, helper) pair */
+    /* Migration traffic per step over all registered layers (group.c mig_cost_terms): bytes a
+     * source sends to (out) and gets back from (in) its helpers per unit fraction of its K, the
+     * same per (source, helper) pair whatever the fraction, and the latency rounds (waits that
+     * follow each other on the critical path; messages to different helpers share a round). */
+    double mig_out_per_frac;
+    double mig_in_per_frac;
+    double mig_out_per_pair;
+    double mig_in_per_pair;
+    double mig_rounds;
     double bandwidth_Bps;
     double latency_s;
+    double cost_scale; /* learned observed / modelled migration overhead (<= 0: use 1) */
+    int probe;         /* SEMI may migrate once to measure the overhead (nothing learned yet) */
+    int probe_resize;  /* SEMI resizes once, even if migration pays, to refresh the base */
+    /* [n] the GEMM times before the whole-step detector (detect.c) raised those of ranks slow
+     * from outside; NULL: t_ms. SEMI migrates from a straggler only when these alone make it
+     * heavy: what only the detector sees (a throttled process) is resized, because migration
+     * would make the throttled rank send its columns and wait for results, slowly too. */
+    const double *gemm_ms;
 } tp_ctl_input;
+
+/*
+ * What the controller learned from observed step times (controller.c tp_learn_observe; updated
+ * on every rank from the same all-gathered numbers, so it stays identical everywhere).
+ */
+typedef struct tp_learn {
+    double base_ms; /* step time outside the critical tp GEMM time (EMA, non-migrating periods) */
+    int base_valid;
+    double scale;   /* EMA of observed / modelled migration overhead */
+    int scale_n;    /* migration periods folded into scale */
+    double obs_ms;  /* last observed migration overhead (logged) */
+    double pred_ms; /* the model's cost of the plan that ran then */
+    double step_ms; /* last observed step time */
+    double crit_ms; /* critical tp GEMM time of the plan that ran, from the timings */
+    int used;       /* the last observation was folded in (else: skipped, see why) */
+    int base_age;   /* rounds since base / scale were last updated */
+    int scale_age;
+} tp_learn;
 
 /* Per-layer column counts of one source rank derived from a plan. */
 typedef struct tp_counts {
@@ -107,8 +144,14 @@ struct zen_tp_group {
     double min_keep;
     int last_rows;           /* rows of the latest training forward (cost model) */
     double time_override_ms; /* tests: report this full-K time instead of the measured one */
+    tp_detect det;           /* whole-step slowness detection (detect.c) */
     float *spin_scratch;
     size_t spin_cap;
+    /* wall time between zen_tp_group_step calls this period (learning the migration cost) */
+    int64_t last_step_ns;
+    double step_ms[TP_STEP_SAMPLES];
+    int nstep_ms;
+    tp_learn learn;
 };
 
 struct zen_tp_linear {
@@ -189,8 +232,16 @@ void tp_plan_free(tp_plan *p);
 void tp_plan_reset(tp_plan *p);
 void tp_plan_copy(tp_plan *dst, const tp_plan *src);
 void tp_decide(const tp_ctl_input *in, const tp_plan *prev, tp_plan *out);
-/* The predicted migration cost (ms per step) of plan p under the input's link model. */
+/* The modelled migration cost (ms per step) of plan p under the input's link model, before the
+ * learned scale. */
 double tp_migration_cost_ms(const tp_ctl_input *in, const tp_plan *p);
+/* Critical tp GEMM time of plan p under the timings: max over ranks of t_r (local_r + received_r).
+ */
+double tp_plan_critical_ms(const tp_ctl_input *in, const tp_plan *p);
+/* Fold the median step time of the period that ran plan `ran` into L (see controller.c). */
+void tp_learn_observe(tp_learn *L, const tp_ctl_input *in, const tp_plan *ran, double step_ms);
+/* Set in's cost_scale and SEMI's probes from what L holds. */
+void tp_learn_apply(const tp_learn *L, tp_ctl_input *in);
 int tp_plan_is_active(const tp_plan *p);
 /* Column counts of source s for a layer of inner size K (deterministic on all ranks). */
 void tp_plan_counts(const tp_plan *p, int s, int K, tp_counts *c);
