@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/stats.h"
 #include "sparse/bitmap.h"
 #include "sparse/cost.h"
 #include "sparse/hier_hash.h"
@@ -40,18 +41,6 @@ static double cpu_ns(clockid_t clock)
     struct timespec ts;
     clock_gettime(clock, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
 }
 
 static uint64_t splitmix(uint64_t *s)
@@ -172,7 +161,7 @@ static zen_status time_kernel(cal_kernel k, cal_data *d, double units, double *n
         t[r] = cpu_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
     }
     if (st == ZEN_OK)
-        *ns_per_unit = median(t, CAL_REPS) / units;
+        *ns_per_unit = zen_median_inplace(t, CAL_REPS) / units;
     return st;
 }
 
@@ -265,7 +254,7 @@ static zen_status time_tcp(double *ns_per_byte)
     }
     zen_free(buf);
     if (st == ZEN_OK)
-        *ns_per_byte = median(t, CAL_REPS) / CAL_TCP_BYTES;
+        *ns_per_byte = zen_median_inplace(t, CAL_REPS) / CAL_TCP_BYTES;
     return st;
 }
 

@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/stats.h"
 #include "tp/tp_internal.h"
 
 #define TP_PROBE_SCALE    0.25 /* a probe is run when migration pays at this fraction of the model */
@@ -119,18 +120,11 @@ int tp_plan_is_active(const tp_plan *p)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(const double *t, int n)
 {
     double s[TP_MAX_RANKS];
     memcpy(s, t, (size_t)n * sizeof(double));
-    qsort(s, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    return zen_median_inplace(s, (size_t)n);
 }
 
 static uint64_t detect(const tp_ctl_input *in, const tp_plan *prev)

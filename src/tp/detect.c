@@ -28,6 +28,7 @@
 
 #include "coll/comm_internal.h"
 #include "common/log.h"
+#include "common/stats.h"
 #include "common/tunables.h"
 #include "tp/tp_internal.h"
 
@@ -122,19 +123,12 @@ void tp_detect_sample(zen_tp_group *g, double gemm_full_ms)
     d->nsamples++;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Lower median: for two ranks the faster one, so a slow one is measured against the other. */
 static double lower_median(const double *v, int n)
 {
     double s[64];
     memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    return s[(n - 1) / 2];
+    return zen_lower_median_inplace(s, (size_t)n);
 }
 
 void tp_detect_fill(zen_tp_group *g, double *out)
@@ -146,8 +140,7 @@ void tp_detect_fill(zen_tp_group *g, double *out)
         if (n > 0) {
             double s[TP_DETECT_STEPS];
             memcpy(s, d->sample[f], (size_t)n * sizeof *s);
-            qsort(s, (size_t)n, sizeof *s, cmp_double);
-            out[f] = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+            out[f] = zen_median_inplace(s, (size_t)n);
         }
     }
     d->nsamples = 0;

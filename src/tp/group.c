@@ -17,6 +17,7 @@
 #include "coll/comm_internal.h"
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/stats.h"
 #include "common/tunables.h"
 #include "tp/tp_internal.h"
 
@@ -152,18 +153,6 @@ static zen_status cal_fail(zen_tp_group *g, zen_status st, int peer)
                     peer, zen_strerror(st), detail);
 }
 
-static int cmp_ms(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_ms);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 enum {
     CAL_REPS = 5,
     CAL_BYTES = 1 << 20
@@ -217,8 +206,8 @@ static zen_status cal_pair(zen_tp_group *g, int peer, int leader, char *big, dou
     if (st != ZEN_OK)
         return cal_fail(g, st, peer);
     if (leader) {
-        *lat = median_of(rtt, CAL_REPS) / 2;
-        *bw = CAL_BYTES / fmax(median_of(xfer, CAL_REPS) - *lat, 1e-7);
+        *lat = zen_median_inplace(rtt, CAL_REPS) / 2;
+        *bw = CAL_BYTES / fmax(zen_median_inplace(xfer, CAL_REPS) - *lat, 1e-7);
     }
     return ZEN_OK;
 }
@@ -448,7 +437,8 @@ static zen_status learn_round(zen_tp_group *g, tp_ctl_input *in)
     int k = 0;
     for (int i = 1; i < g->nstep_ms; i++)
         v[k++] = g->step_ms[i];
-    double mine[2] = { k ? median_of(v, k) : 0, g->ema_valid ? g->t_norm_ema_ms : 0 };
+    double mine[2] = { k ? zen_median_inplace(v, (size_t)k) : 0,
+                       g->ema_valid ? g->t_norm_ema_ms : 0 };
     double all[2 * TP_MAX_RANKS], gemm[TP_MAX_RANKS];
     g->nstep_ms = 0;
     zen_status st = zen_allgather(g->comm, mine, all, 2, ZEN_F64);
