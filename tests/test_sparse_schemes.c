@@ -224,6 +224,36 @@ static void test_ranks_16(void **state)
     zt_run_inproc(16, matrix_rank, NULL);
 }
 
+/* BALANCED (and AUTO) over every pull and partition path: the ring pull (Bruck off), Bruck for
+ * every size, the counting partition and Algorithm 1, at even and odd rank counts. */
+static zen_status balanced_rank(zen_comm *comm, void *arg)
+{
+    (void)arg;
+    zen_status st = ZEN_OK;
+    uint64_t seed = 900;
+    for (int nm = 0; nm < NNZ_MODES && st == ZEN_OK; nm++)
+        for (int im = 0; im < IDX_MODES && st == ZEN_OK; im++)
+            for (uint32_t w = 1; w <= 8 && st == ZEN_OK; w += 7)
+                st = one_case(comm, ZEN_SPARSE_BALANCED, nm, im, w, nm == NNZ_MANY, seed++);
+    return st;
+}
+
+static void test_balanced_paths(void **state)
+{
+    (void)state;
+    const char *pulls[] = { "0", "4294967296" }, *parts[] = { "hash", "count" };
+    const int ranks[] = { 4, 6, 7 };
+    for (size_t p = 0; p < 2; p++)
+        for (size_t q = 0; q < 2; q++) {
+            setenv("ZEN_SPARSE_PULL_BRUCK_MAX_BYTES", pulls[p], 1);
+            setenv("ZEN_SPARSE_PARTITION", parts[q], 1);
+            for (size_t r = 0; r < 3; r++)
+                zt_run_inproc(ranks[r], balanced_rank, NULL);
+        }
+    unsetenv("ZEN_SPARSE_PULL_BRUCK_MAX_BYTES");
+    unsetenv("ZEN_SPARSE_PARTITION");
+}
+
 /* Block boundaries: a block size that does not divide rows, ranges that split mid-block, and a
  * single-row block (ZEN_SPARSE_BLOCK_SIZE below the width). */
 static zen_status block_sizes_rank(zen_comm *comm, void *arg)
@@ -340,7 +370,7 @@ int main(void)
         cmocka_unit_test(test_ranks_3),       cmocka_unit_test(test_ranks_5),
         cmocka_unit_test(test_ranks_8),       cmocka_unit_test(test_ranks_16),
         cmocka_unit_test(test_block_sizes),   cmocka_unit_test(test_wire_checks),
-        cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_out_of_memory), cmocka_unit_test(test_balanced_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

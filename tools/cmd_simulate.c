@@ -123,7 +123,8 @@ static int parse_args(int argc, char **argv, sim_args *a)
         } else if (strcmp(o, "--lat-us") == 0) {
             a->lat_us = strtod(v, NULL);
         } else if (strcmp(o, "--rows") == 0) {
-            a->rows = strtoull(v, NULL, 10);
+            double rows = strtod(v, NULL); /* 4e7 as well as 40000000 */
+            a->rows = rows >= 1 && rows < 1e19 ? (uint64_t)rows : 0;
         } else if (strcmp(o, "--width") == 0) {
             a->width = (uint32_t)strtoul(v, NULL, 10);
         } else if (strcmp(o, "--density") == 0) {

@@ -1,9 +1,9 @@
 /*
  * allgather and allgatherv: this rank's block is placed in recvbuf (no copy when in place) and
  * the ring allgather engine (ring_allgather.c) circulates the others, chunked and pipelined,
- * receiving straight into recvbuf. An allgather of at most ZEN_ALLGATHER_BRUCK_MAX_BYTES in all on
- * more than 2 ranks takes log2 n rounds instead (allgather_bruck.c): there latency, not bandwidth,
- * is the cost.
+ * receiving straight into recvbuf. An allgather or allgatherv of at most
+ * ZEN_ALLGATHER_BRUCK_MAX_BYTES in all on more than 2 ranks takes log2 n rounds instead
+ * (allgather_bruck.c): there latency, not bandwidth, is the cost.
  *
  *   4 ranks, rank k contributes Bk; see ring_allgather.c for the step diagram.
  *
@@ -45,8 +45,10 @@ static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, siz
     if (st != ZEN_OK)
         return st;
     char *out = zen_coll_nonnull(recvbuf);
-    if (equal_blocks && comm->size > 2 && bytes <= zen_coll_allgather_bruck_max_bytes()) {
-        st = zen_allgather_bruck(comm, &cc, zen_coll_nonnull(sendbuf), sendcount * es, out);
+    if (comm->size > 2 && bytes <= zen_coll_allgather_bruck_max_bytes()) {
+        const void *own = zen_coll_nonnull(sendbuf);
+        st = equal_blocks ? zen_allgather_bruck(comm, &cc, own, sendcount * es, out)
+                          : zen_allgatherv_bruck(comm, &cc, own, counts, displs, es, out);
         return zen_coll_end(comm, &cc, st);
     }
     char *own = out + displs[r] * es;

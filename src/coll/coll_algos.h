@@ -54,6 +54,20 @@ size_t zen_coll_allgather_bruck_max_bytes(void); /* ZEN_ALLGATHER_BRUCK_MAX_BYTE
 zen_status zen_allgather_bruck(zen_comm *comm, const zen_coll *cc, const void *own, size_t block,
                                void *recvbuf);
 
+/* The same with counts[j] elements of es bytes from rank j, placed at recvbuf + displs[j] * es. */
+zen_status zen_allgatherv_bruck(zen_comm *comm, const zen_coll *cc, const void *own,
+                                const size_t *counts, const size_t *displs, size_t es,
+                                void *recvbuf);
+
+/*
+ * The rounds alone, into the caller's buffer w (sum of counts[j] * es bytes; counts NULL: every
+ * block is es bytes) in rotated order: pos (n + 1 entries, filled here) gives the byte offset of
+ * rank (rank + i) mod n's block as pos[i], pos[n] the total. No final copy: for a caller that can
+ * read the blocks where they are.
+ */
+zen_status zen_allgatherv_bruck_rotated(zen_comm *comm, const zen_coll *cc, const void *own,
+                                        const size_t *counts, size_t es, void *w, size_t *pos);
+
 /* Ring position modulo n (k may be negative). */
 static inline int zen_ring_mod(int k, int n)
 {

@@ -64,6 +64,9 @@ static const struct param_row param_table[] = {
     { "ZEN_SPARSE_PARTITION", "hash",
       "sparse balanced: owner partition method, hash (ZEN Algorithm 1) or count (counting "
       "partition)" },
+    { "ZEN_SPARSE_PULL_BRUCK_MAX_BYTES", "67108864",
+      "sparse BALANCED: pull blobs of up to this many bytes in all travel in log2(n) Bruck rounds, "
+      "more on the ring (n-1 steps); 0: always the ring" },
     { "ZEN_SPARSE_BLOCK_SIZE", "256",
       "sparse BLOCK scheme: elements per block (OmniReduce-style)" },
     { "ZEN_SPARSE_NS_PER_SORT", "16.9",

@@ -4,10 +4,11 @@
  * about 1/n of every rank's non-zeros whatever the skew of the input.
  *
  *   partition  hierarchical hashing (hier_hash.c) splits the local coalesced COO by owner
- *   push       alltoall of per-owner counts, alltoallv of u32 indices, alltoallv of f32 rows
+ *   push       one exchange of 8-byte sizes, one of per-owner COO slices (indices then rows)
  *   aggregate  the owner coalesces what it received (radix sort + sum; memory ~ received nnz)
  *   encode     hash bitmap of the owner's sum over U_j, or COO when smaller (bitmap.c)
- *   pull       allgather of (blob bytes, push imbalance), allgatherv of the blobs
+ *   pull       allgather of (blob bytes, push imbalance), allgatherv of the blobs: Bruck's
+ *              log2 n rounds up to ZEN_SPARSE_PULL_BRUCK_MAX_BYTES in all, else the ring
  *   decode     every rank expands each owner's blob with that owner's universe
  *
  * 4 ranks, rank 0's view (a = aggregated partition of owner j, b = its blob):
@@ -19,13 +20,14 @@
  *
  * Bytes (d = this rank's nnz after coalescing, w = width, B_j = owner j's blob,
  * B_j = min(8 + 8 ceil(|U_j|/64) + 4 c_j w, 8 + 4 c_j + 4 c_j w) for c_j rows in its sum):
- *   push  sends ~ (n-1)/n * d * (4 + 4w), plus 8-byte counts to each peer
- *   pull  receives sum_{j != self} B_j; the ring allgatherv makes each rank send as much,
- *         minus its successor's blob. With bitmaps sum_j B_j ~ rows/8 + 4 w C (C = rows of
- *         the global sum): independent of n.
+ *   push  sends ~ (n-1)/n * d * (4 + 4w), plus 8-byte sizes to each peer, in two steps
+ *   pull  receives sum_{j != self} B_j; Bruck and the ring alike make each rank send about as
+ *         much (Bruck in ceil(log2 n) messages, the ring in n - 1 dependent steps). With bitmaps
+ *         sum_j B_j ~ rows/8 + 4 w C (C = rows of the global sum): independent of n.
  */
 #include <string.h>
 
+#include "coll/coll_algos.h"
 #include "coll/comm_internal.h"
 #include "common/alloc.h"
 #include "common/clock.h"
@@ -35,6 +37,7 @@
 #include "sparse/hier_hash.h"
 #include "sparse/sparse_internal.h"
 #include "sparse/universe.h"
+#include "sparse/xchg.h"
 
 typedef struct bal_state {
     zen_sparse_ctx *ctx;
@@ -42,11 +45,11 @@ typedef struct bal_state {
     int n, rank;
     uint32_t w;
     zen_hh_result part;
-    size_t *sendcounts, *sdispls, *recvcounts, *rdispls; /* n each, in rows */
-    size_t *vcounts, *vsdispls, *vrcounts, *vrdispls;    /* n each, in floats */
-    uint64_t *cnt_send, *cnt_recv;
-    uint32_t *send_idx, *recv_idx;
-    float *send_val, *recv_val;
+    size_t *sbytes, *rbytes, *roff; /* n each: packed COO bytes to / from each peer */
+    const void **sbufs;             /* n: each owner's slice of send */
+    uint8_t *send, *recv;           /* packed per-owner COO slices (indices, then values) */
+    uint32_t *recv_idx;
+    float *recv_val;
     size_t recv_total;
     zen_coo agg;
     const zen_universe *uni;
@@ -61,11 +64,11 @@ typedef struct bal_state {
 static void bal_free(bal_state *s)
 {
     zen_hh_result_free(&s->part);
-    zen_free(s->sendcounts);
-    zen_free(s->cnt_send);
-    zen_free(s->send_idx);
+    zen_free(s->sbytes);
+    zen_free(s->sbufs);
+    zen_free(s->send);
+    zen_free(s->recv);
     zen_free(s->recv_idx);
-    zen_free(s->send_val);
     zen_free(s->recv_val);
     zen_coo_release(&s->agg);
     zen_universe_put(s->uni);
@@ -85,7 +88,7 @@ static zen_hh_method partition_method(void)
     return m && strcmp(m, "count") == 0 ? ZEN_HH_COUNT : ZEN_HH_HASH;
 }
 
-/* Hash-partition the local COO and gather the per-owner send buffers. */
+/* Partition the local COO by owner and pack each owner's slice as one COO message. */
 static zen_status do_partition(bal_state *s)
 {
     const zen_coo *in = s->ctx->local;
@@ -96,23 +99,22 @@ static zen_status do_partition(bal_state *s)
     if (st != ZEN_OK)
         return zen_fail(s->comm, st, "sparse balanced: hash partition of %zu rows failed", in->nnz);
     size_t nnz = in->nnz, w = s->w;
-    s->send_idx = zen_malloc_array(nnz ? nnz : 1, sizeof *s->send_idx);
-    s->send_val = zen_malloc_array(nnz ? nnz * w : 1, sizeof *s->send_val);
-    if (!s->send_idx || !s->send_val)
+    s->send = zen_malloc(nnz ? zen_coo_wire_bytes(nnz, s->w) : 1);
+    if (!s->send)
         return ZEN_ENOMEM;
-    for (size_t k = 0; k < nnz; k++) {
-        uint32_t p = s->part.pos[k];
-        s->send_idx[k] = in->idx[p];
-        memcpy(s->send_val + k * w, in->val + (size_t)p * w, w * sizeof(float));
-    }
     double imb = 0;
     for (int j = 0; j < s->n; j++) {
-        size_t c = s->part.offsets[j + 1] - s->part.offsets[j];
-        s->sendcounts[j] = c;
-        s->sdispls[j] = s->part.offsets[j];
-        s->vcounts[j] = c * w;
-        s->vsdispls[j] = s->part.offsets[j] * w;
-        s->cnt_send[j] = c;
+        size_t lo = s->part.offsets[j], c = s->part.offsets[j + 1] - lo;
+        uint8_t *slice = s->send + zen_coo_wire_bytes(lo, s->w);
+        uint32_t *idx = (uint32_t *)(void *)slice;
+        float *val = (float *)(void *)(slice + c * sizeof(uint32_t));
+        for (size_t k = 0; k < c; k++) {
+            uint32_t p = s->part.pos[lo + k];
+            idx[k] = in->idx[p];
+            memcpy(val + k * w, in->val + (size_t)p * w, w * sizeof(float));
+        }
+        s->sbufs[j] = slice;
+        s->sbytes[j] = zen_coo_wire_bytes(c, s->w);
         if (nnz > 0 && (double)s->n * (double)c / (double)nnz > imb)
             imb = (double)s->n * (double)c / (double)nnz;
     }
@@ -120,21 +122,26 @@ static zen_status do_partition(bal_state *s)
     return ZEN_OK;
 }
 
+/* One exchange of sizes and one of the packed slices (zen_xchg_alltoallv), then the received
+ * indices and values side by side for the coalesce. */
 static zen_status do_push(bal_state *s)
 {
-    zen_status st = zen_alltoall(s->comm, s->cnt_send, s->cnt_recv, 1, ZEN_I64);
+    zen_coll cc;
+    zen_status st = zen_coll_begin(s->comm, "sparse_balanced_push", &cc);
     if (st != ZEN_OK)
         return st;
-    size_t total = 0, w = s->w;
+    st = zen_xchg_alltoallv(s->comm, &cc, s->sbufs, s->sbytes,
+                            zen_coo_wire_max(s->ctx->local->rows, s->w), &s->recv, s->rbytes,
+                            s->roff);
+    if ((st = zen_coll_end(s->comm, &cc, st)) != ZEN_OK)
+        return st;
+    size_t entry = zen_coo_wire_bytes(1, s->w), total = 0, w = s->w;
     for (int j = 0; j < s->n; j++) {
-        if (s->cnt_recv[j] > UINT32_MAX || s->cnt_recv[j] > s->ctx->local->rows)
-            return zen_fail(s->comm, ZEN_EPROTO, "sparse balanced: rank %d announced %llu rows", j,
-                            (unsigned long long)s->cnt_recv[j]);
-        s->recvcounts[j] = (size_t)s->cnt_recv[j];
-        s->rdispls[j] = total;
-        s->vrcounts[j] = s->recvcounts[j] * w;
-        s->vrdispls[j] = total * w;
-        total += s->recvcounts[j];
+        if (s->rbytes[j] % entry != 0)
+            return zen_fail(s->comm, ZEN_EPROTO,
+                            "sparse balanced: rank %d pushed %zu bytes, not whole entries", j,
+                            s->rbytes[j]);
+        total += s->rbytes[j] / entry;
     }
     if (total >= UINT32_MAX)
         return zen_fail(s->comm, ZEN_EUNSUPPORTED, "sparse balanced: %zu rows pushed to one owner",
@@ -144,12 +151,19 @@ static zen_status do_push(bal_state *s)
     s->recv_val = zen_malloc_array(total ? total * w : 1, sizeof *s->recv_val);
     if (!s->recv_idx || !s->recv_val)
         return ZEN_ENOMEM;
-    st = zen_alltoallv(s->comm, s->send_idx, s->sendcounts, s->sdispls, s->recv_idx, s->recvcounts,
-                       s->rdispls, ZEN_I32);
-    if (st == ZEN_OK)
-        st = zen_alltoallv(s->comm, s->send_val, s->vcounts, s->vsdispls, s->recv_val, s->vrcounts,
-                           s->vrdispls, ZEN_F32);
-    return st;
+    size_t at = 0;
+    for (int j = 0; j < s->n; j++) {
+        size_t c = s->rbytes[j] / entry;
+        const uint8_t *slice = s->recv + s->roff[j];
+        memcpy(s->recv_idx + at, slice, c * sizeof(uint32_t));
+        memcpy(s->recv_val + at * w, slice + c * sizeof(uint32_t), c * w * sizeof(float));
+        at += c;
+    }
+    zen_free(s->send);
+    zen_free(s->recv);
+    s->send = NULL;
+    s->recv = NULL;
+    return ZEN_OK;
 }
 
 static zen_status do_aggregate(bal_state *s)
@@ -166,12 +180,8 @@ static zen_status do_aggregate(bal_state *s)
     /* the push buffers are dead now: give their memory back before the pull */
     zen_free(s->recv_idx);
     zen_free(s->recv_val);
-    zen_free(s->send_idx);
-    zen_free(s->send_val);
     s->recv_idx = NULL;
     s->recv_val = NULL;
-    s->send_idx = NULL;
-    s->send_val = NULL;
     return st;
 }
 
@@ -198,6 +208,25 @@ static zen_status do_encode(bal_state *s)
                         "sparse balanced: a peer pushed an index this rank does "
                         "not own");
     return ZEN_OK;
+}
+
+/* The blobs in ceil(log2 n) rounds, left in rotated order (no copy back into rank order): rank
+ * j's blob is at the rotated position of j, which becomes its bdispls entry. */
+static zen_status pull_bruck(bal_state *s)
+{
+    size_t *pos = zen_malloc_array((size_t)s->n + 1, sizeof *pos);
+    if (!pos)
+        return ZEN_ENOMEM;
+    zen_coll cc;
+    zen_status st = zen_coll_begin(s->comm, "sparse_balanced_pull", &cc);
+    if (st == ZEN_OK) {
+        st = zen_allgatherv_bruck_rotated(s->comm, &cc, s->blob, s->bcounts, 4, s->blobs, pos);
+        st = zen_coll_end(s->comm, &cc, st);
+    }
+    for (int j = 0; j < s->n && st == ZEN_OK; j++)
+        s->bdispls[j] = pos[zen_ring_mod(j - s->rank, s->n)] / 4;
+    zen_free(pos);
+    return st;
 }
 
 static zen_status do_pull(bal_state *s)
@@ -233,6 +262,8 @@ static zen_status do_pull(bal_state *s)
     s->blobs = zen_malloc(total);
     if (!s->blobs)
         return ZEN_ENOMEM;
+    if (zen_sparse_pull_uses_bruck(s->n, total))
+        return pull_bruck(s);
     return zen_allgatherv(s->comm, s->blob, s->blob_bytes / 4, s->blobs, s->bcounts, s->bdispls,
                           ZEN_I32);
 }
@@ -300,22 +331,16 @@ zen_status zen_sparse_run_balanced(zen_sparse_ctx *ctx)
     s.rank = zen_comm_rank(ctx->comm);
     s.w = ctx->local->width;
     size_t n = (size_t)s.n;
-    s.sendcounts = zen_calloc(8 * n, sizeof(size_t));
-    s.cnt_send = zen_calloc(2 * n, sizeof(uint64_t));
+    s.sbytes = zen_calloc(3 * n, sizeof(size_t));
+    s.sbufs = zen_calloc(n, sizeof *s.sbufs);
     s.info = zen_calloc(2 * n, sizeof(uint64_t));
     s.bcounts = zen_calloc(2 * n, sizeof(size_t));
     zen_status st = ZEN_OK;
-    if (!s.sendcounts || !s.cnt_send || !s.info || !s.bcounts) {
+    if (!s.sbytes || !s.sbufs || !s.info || !s.bcounts) {
         st = ZEN_ENOMEM;
     } else {
-        s.sdispls = s.sendcounts + n;
-        s.recvcounts = s.sendcounts + 2 * n;
-        s.rdispls = s.sendcounts + 3 * n;
-        s.vcounts = s.sendcounts + 4 * n;
-        s.vsdispls = s.sendcounts + 5 * n;
-        s.vrcounts = s.sendcounts + 6 * n;
-        s.vrdispls = s.sendcounts + 7 * n;
-        s.cnt_recv = s.cnt_send + n;
+        s.rbytes = s.sbytes + n;
+        s.roff = s.sbytes + 2 * n;
         s.bdispls = s.bcounts + n;
     }
     for (int p = 0; p < ZEN_PHASE_COUNT && st == ZEN_OK; p++) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/tunables.h"
+#include "sparse/sparse_internal.h"
 
 double zen_cost_gamma_model(zen_overlap_model model, double d, double k)
 {
@@ -145,16 +146,22 @@ void zen_sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sp
         (cost_parts){ 4 * conc, n1 * (hot + hot_n) * E,
                       coalesce + nnz * E * cp + N * hot * (c->merge * lgn + V * cp) +
                           hot_n * E * cp + (p->dense_output ? dense_out : nnz_n * E * cp) };
-    /* BALANCED: pairwise alltoall of counts, alltoallv of indices and of values, then ring
-     * allgather of blob sizes and ring allgatherv of blobs; the pull blob of an owner is the
-     * smaller of its hash bitmap (+ values) and its COO. */
+    /* BALANCED: one exchange of sizes and one of the packed per-owner COO slices, then an
+     * allgather of the 16-byte blob sizes and the allgatherv of the blobs, each in Bruck's
+     * ceil(log2 n) rounds or the ring's n - 1 steps (whichever balanced.c and zen_allgather
+     * take for that size); the pull blob of an owner is the smaller of its hash bitmap (+ values)
+     * and its COO. */
     double coo_blob = nnz_n * E, bitmap_blob = R / 8 + nnz_n * 4 * w;
     double pull_bytes = min2(coo_blob, bitmap_blob);
     double blob_work = bitmap_blob < coo_blob ? (R / N + R) * c->bitmap : 0;
+    double lg = ceil(log2(N)), info_bytes = 16 * N;
+    double info_steps =
+        n > 2 && info_bytes <= (double)zen_param_long("ALLGATHER_BRUCK_MAX_BYTES") ? lg : n1;
+    double pull_steps = zen_sparse_pull_uses_bruck(n, pull_bytes) ? lg : n1;
     part[ZEN_SPARSE_BALANCED] =
-        (cost_parts){ 3 * conc + 2 * n1 * a, frac * (nnz * E + pull_bytes),
-                      coalesce + nnz * (c->hash + (4 + V) * cp) + nnz * (c->sort + V * cp) +
-                          blob_work + (nnz_n / N + nnz_n) * E * cp +
+        (cost_parts){ 2 * conc + (info_steps + pull_steps) * a, frac * (nnz * E + pull_bytes),
+                      coalesce + nnz * (c->hash + (4 + V) * cp) + nnz * E * cp +
+                          nnz * (c->sort + V * cp) + blob_work + (nnz_n / N + nnz_n) * E * cp +
                           (p->dense_output ? dense_out : nnz_n * (c->merge * lgn + V * cp)) };
 
     int levels = 0;
@@ -220,6 +227,12 @@ void zen_sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_p
                         double out[ZEN_SPARSE_SCHEME_COUNT])
 {
     zen_sparse_predict_split(n, rows, width, p, net, block_elems, out, NULL);
+}
+
+int zen_sparse_pull_uses_bruck(int n, double total_bytes)
+{
+    long max = zen_param_long("SPARSE_PULL_BRUCK_MAX_BYTES");
+    return n > 2 && max > 0 && total_bytes <= (double)max;
 }
 
 zen_sparse_scheme zen_sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT])

@@ -71,6 +71,11 @@ zen_status zen_sparse_emit(zen_sparse_ctx *ctx, zen_coo *sum);
  * owner function h0 (hier_hash.h), seeds[1] seeds the in-owner slot hashes. */
 const uint64_t *zen_sparse_seeds(const zen_comm *comm);
 
+/* 1 when BALANCED's pull of total_bytes blob bytes on n ranks takes Bruck's ceil(log2 n) rounds
+ * (n > 2, total at most ZEN_SPARSE_PULL_BRUCK_MAX_BYTES), 0 for the ring. cost.c; the cost model
+ * asks the same question, so it charges the latency the pull really has. */
+int zen_sparse_pull_uses_bruck(int n, double total_bytes);
+
 /* Microseconds between two zen_now_ns() stamps. */
 static inline double zen_us_between(int64_t start_ns, int64_t end_ns)
 {
