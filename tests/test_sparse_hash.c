@@ -196,6 +196,46 @@ static void test_threads_and_count_same_partition(void **state)
     free(idx);
 }
 
+/* The counting partition (the CPU default) and Algorithm 1 (threads, the accelerator path) give
+ * every position the same owner on many inputs: uniform, skewed and Zipf indices, repeated
+ * indices, 1 to 33 owners, other slot seeds, and a tiny serial memory that forces Algorithm 1 to
+ * re-pass. Compared as sets per owner, since the order inside an owner is the method's own. */
+static void test_count_and_hash_same_owners_many(void **state)
+{
+    (void)state;
+    const uint32_t owners[] = { 1, 2, 3, 5, 8, 16, 33 };
+    const size_t sizes[] = { 0, 1, 17, 1000, 30000 };
+    uint64_t rng = 77;
+    for (int t = 0; t < 60; t++) {
+        size_t want = sizes[t % 5];
+        uint32_t n = owners[(size_t)t % 7];
+        uint32_t *idx = malloc((want + 1) * sizeof *idx);
+        size_t m = make_indices(idx, want, 4 * want + 1000, t % 3, &rng);
+        if (t % 4 == 3) /* repeated indices: every other one copies its neighbour */
+            for (size_t i = 1; i < m; i += 2)
+                idx[i] = idx[i - 1];
+        uint64_t sd[2] = { seeds[0], seeds[1] + (uint64_t)t }; /* check_partition uses seeds[0] */
+        zen_hh_config hash = zen_hh_config_default(n, sd), count = hash;
+        hash.serial_per_owner = t % 5 == 4 ? 1 : 0;
+        count.method = ZEN_HH_COUNT;
+        zen_hh_result a, b;
+        partition(&hash, idx, m, &a);
+        partition(&count, idx, m, &b);
+        assert_memory_equal(a.offsets, b.offsets, (n + 1) * sizeof *a.offsets);
+        for (uint32_t j = 0; j < n; j++) {
+            qsort(a.pos + a.offsets[j], a.offsets[j + 1] - a.offsets[j], 4, cmp_u32);
+            qsort(b.pos + b.offsets[j], b.offsets[j + 1] - b.offsets[j], 4, cmp_u32);
+            for (size_t k = b.offsets[j]; k < b.offsets[j + 1]; k++)
+                assert_int_equal(zen_hh_owner(idx[b.pos[k]], sd[0], n), j);
+        }
+        if (m)
+            assert_memory_equal(a.pos, b.pos, m * sizeof *a.pos);
+        zen_hh_result_free(&a);
+        zen_hh_result_free(&b);
+        free(idx);
+    }
+}
+
 static void test_universe(void **state)
 {
     (void)state;
@@ -260,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_skew_needs_hashing),
         cmocka_unit_test(test_serial_overflow),
         cmocka_unit_test(test_threads_and_count_same_partition),
+        cmocka_unit_test(test_count_and_hash_same_owners_many),
         cmocka_unit_test(test_universe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,9 +61,9 @@ static const struct param_row param_table[] = {
     { "ZEN_SPARSE_RANKS_PER_HOST", "0",
       "sparse: emulate hosts of this many consecutive ranks for the hierarchical form (0: the "
       "launcher's grouping)" },
-    { "ZEN_SPARSE_PARTITION", "hash",
-      "sparse balanced: owner partition method, hash (ZEN Algorithm 1) or count (counting "
-      "partition)" },
+    { "ZEN_SPARSE_PARTITION", "auto",
+      "sparse balanced: owner partition method, auto (count on one thread, hash with threads), "
+      "hash (ZEN Algorithm 1) or count (counting partition by h0); the owners are the same" },
     { "ZEN_SPARSE_PULL_BRUCK_MAX_BYTES", "67108864",
       "sparse BALANCED: pull blobs of up to this many bytes in all travel in log2(n) Bruck rounds, "
       "more on the ring (n-1 steps); 0: always the ring" },

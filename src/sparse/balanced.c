@@ -82,10 +82,17 @@ static void bal_free(bal_state *s)
     zen_free(s->runs);
 }
 
-static zen_hh_method partition_method(void)
+/* The counting partition by h0 on one CPU thread (2.2x the indices/s of Algorithm 1 there,
+ * docs/benchmarks.md); Algorithm 1, whose CAS slot claims need no prefix sum, with threads.
+ * ZEN_SPARSE_PARTITION=hash|count forces one; both give the same owners. */
+static zen_hh_method partition_method(int threads)
 {
     const char *m = zen_param_str("SPARSE_PARTITION");
-    return m && strcmp(m, "count") == 0 ? ZEN_HH_COUNT : ZEN_HH_HASH;
+    if (m && strcmp(m, "count") == 0)
+        return ZEN_HH_COUNT;
+    if (m && strcmp(m, "hash") == 0)
+        return ZEN_HH_HASH;
+    return threads > 1 ? ZEN_HH_HASH : ZEN_HH_COUNT;
 }
 
 /* Partition the local COO by owner and pack each owner's slice as one COO message. */
@@ -94,7 +101,7 @@ static zen_status do_partition(bal_state *s)
     const zen_coo *in = s->ctx->local;
     zen_hh_config cfg = zen_hh_config_default((uint32_t)s->n, zen_sparse_seeds(s->comm));
     cfg.threads = s->ctx->opts ? s->ctx->opts->threads : 1;
-    cfg.method = partition_method();
+    cfg.method = partition_method(cfg.threads);
     zen_status st = zen_hh_partition(&cfg, in->idx, in->nnz, &s->part);
     if (st != ZEN_OK)
         return zen_fail(s->comm, st, "sparse balanced: hash partition of %zu rows failed", in->nnz);
