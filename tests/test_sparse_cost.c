@@ -181,14 +181,15 @@ static zen_status auto_rank(zen_comm *comm, void *argp)
         zen_sparse_stats stats;
         st = zen_sparse_allreduce_dense(comm, &t, out, &opts, &stats);
         ZT_CHECK(comm, st == ZEN_OK);
-        /* the scheme used is the one with the smallest prediction */
+        /* the first call uses the scheme with the smallest prediction (later ones also weigh
+         * what the earlier calls measured, test_sparse_auto_tune.c) */
         zen_sparse_scheme best = ZEN_SPARSE_BALANCED;
         for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
             ZT_CHECK(comm, stats.predicted_s[s] > 0);
             if (stats.predicted_s[s] < stats.predicted_s[best])
                 best = (zen_sparse_scheme)s;
         }
-        ZT_CHECK(comm, stats.scheme == best);
+        ZT_CHECK(comm, call > 0 || stats.scheme == best);
         ZT_CHECK(comm, fabs(stats.density - 300.0 / AROWS) < 1e-12);
         if (arg->pattern == 0)
             ZT_CHECK(comm, fabs(stats.gamma_n - 1.0) < 1e-12);

@@ -92,6 +92,16 @@ static const struct param_row param_table[] = {
       "(0: 1, inproc: cores / ranks)" },
     { "ZEN_SPARSE_PROFILE_PERIOD", "100",
       "sparse AUTO: re-measure a keyed tensor's sparsity profile every this many calls" },
+    { "ZEN_SPARSE_TUNE_ALPHA", "0.5",
+      "sparse AUTO: weight of a new measured/predicted ratio in a scheme's correction (EMA)" },
+    { "ZEN_SPARSE_EXPLORE_PERIOD", "20",
+      "sparse AUTO: try the runner-up on every this many calls of a keyed tensor, within the "
+      "budget (0: never)" },
+    { "ZEN_SPARSE_EXPLORE_BUDGET", "0.05",
+      "sparse AUTO: explorations may add at most this fraction to the measured time" },
+    { "ZEN_SPARSE_MODEL_BIAS", "",
+      "sparse AUTO: multiply the model's predictions, e.g. dense=0.001,balanced=3 (a deliberately "
+      "wrong model, for tests of the online correction)" },
     { "ZEN_SPARSE_PROFILE_SAMPLES", "4096",
       "sparse AUTO: indices per rank sampled (by hash) to estimate densification ratios" },
     { "ZEN_TP_ARRIVAL_WEIGHT", "0",

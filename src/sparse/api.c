@@ -257,8 +257,11 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
         if (!fn)
             st = zen_fail(comm, ZEN_EUNSUPPORTED, "sparse allreduce: scheme %s not built",
                           zen_sparse_scheme_name(scheme));
-        else
+        int64_t ts = zen_now_ns();
+        if (fn)
             st = fn(&ctx);
+        if (fn && st == ZEN_OK && opts->scheme == ZEN_SPARSE_AUTO)
+            zen_sparse_auto_observe(&ctx, zen_us_between(ts, zen_now_ns()) * 1e-6);
         local_failure = st != ZEN_OK && fn;
     }
     if (local_failure && comm->poisoned == ZEN_OK)

@@ -24,6 +24,7 @@
 #include "common/alloc.h"
 #include "common/hash.h"
 #include "common/tunables.h"
+#include "sparse/auto_tune.h"
 #include "sparse/cost.h"
 #include "sparse/xchg.h"
 
@@ -36,6 +37,8 @@ typedef struct profile_slot {
     uint64_t calls;
     uint64_t tick;
     zen_sparse_profile prof;
+    zen_auto_tune tune; /* online correction of the choice (auto_tune.h) */
+    double pending_s;   /* this rank's time of tune.last, reported on the next call */
 } profile_slot;
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -104,8 +107,12 @@ typedef struct prof_geom {
     int n;
 } prof_geom;
 
+/* Words of a rank's record: version, flags, nnz, n range counts, n block-range counts, then the
+ * scheme of its last keyed call + 1 (0: none) and that call's seconds (double bits). */
+#define REC_WORDS(n) (2 * (size_t)(n) + 5)
+
 /* The record this rank contributes: version, flags (bit 0: re-measure, bit 1: keyed), nnz, n range
- * counts, n block-range counts. */
+ * counts, n block-range counts (the last two words: report_last). */
 static void local_record(const zen_coo *c, const prof_geom *g, uint64_t version, uint64_t need,
                          uint64_t *rec)
 {
@@ -148,7 +155,8 @@ static zen_status deep_profile(zen_sparse_ctx *ctx, const zen_coll *cc, const pr
 {
     zen_comm *comm = ctx->comm;
     const zen_coo *c = ctx->local;
-    int n = g->n, stride = 2 * n + 3;
+    int n = g->n;
+    size_t stride = REC_WORDS(n);
     uint64_t max_nnz = 0;
     for (int r = 0; r < n; r++)
         if (recs[(size_t)r * stride + 2] > max_nnz)
@@ -317,131 +325,216 @@ static zen_status exchange_records(zen_comm *comm, const zen_coll *cc, const uin
     return st;
 }
 
-zen_status zen_sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
-{
-    zen_comm *comm = ctx->comm;
-    const zen_coo *c = ctx->local;
-    int n = comm->size;
+/* One AUTO decision in progress. */
+typedef struct choice {
     prof_geom g;
-    g.n = n;
-    g.rows = c->rows;
-    g.brows = zen_cost_block_rows(c->width, zen_param_long("SPARSE_BLOCK_SIZE"));
-    if (g.brows > c->rows && c->rows > 0)
-        g.brows = c->rows;
-    g.nblocks = (c->rows + g.brows - 1) / g.brows;
-    int keyed = ctx->opts && ctx->opts->key && n > 1;
+    int keyed; /* this call names a recurring tensor (and n > 1) */
+    int have;  /* slot holds a measured profile every rank shares */
+    int fresh; /* the slot is new on some rank: corrections start over */
     profile_slot slot;
-    memset(&slot, 0, sizeof slot);
-    int have = keyed && slot_get(slot_key(ctx), &slot);
+    size_t stride;   /* REC_WORDS(n) */
+    uint64_t *recs;  /* n records */
+    int last_agreed; /* every rank reports the same last scheme */
+    double last_s;   /* and its time, the maximum over ranks */
+} choice;
+
+static void geometry(const zen_coo *c, int n, prof_geom *g)
+{
+    g->n = n;
+    g->rows = c->rows;
+    g->brows = zen_cost_block_rows(c->width, zen_param_long("SPARSE_BLOCK_SIZE"));
+    if (g->brows > c->rows && c->rows > 0)
+        g->brows = c->rows;
+    g->nblocks = (c->rows + g->brows - 1) / g->brows;
+}
+
+/* This rank's record, with the last keyed call's scheme and time for the online correction. */
+static void own_record(const zen_sparse_ctx *ctx, choice *ch, uint64_t *rec)
+{
     long period = zen_param_long("SPARSE_PROFILE_PERIOD");
     if (period < 1)
         period = 1;
-    uint64_t need = keyed && (!have || slot.calls >= (uint64_t)period);
-    uint64_t flags = need | (uint64_t)keyed << 1;
+    uint64_t need = ch->keyed && (!ch->have || ch->slot.calls >= (uint64_t)period);
+    local_record(ctx->local, &ch->g, ch->have ? ch->slot.version : 0,
+                 need | (uint64_t)ch->keyed << 1, rec);
+    int last = ch->have ? ch->slot.tune.last : -1;
+    rec[ch->stride - 2] = (uint64_t)(last + 1);
+    memcpy(&rec[ch->stride - 1], &ch->slot.pending_s, sizeof(double));
+}
 
-    int stride = 2 * n + 3;
-    uint64_t *recs = zen_malloc_array((size_t)stride * (size_t)n, sizeof *recs);
-    uint64_t *rec = zen_malloc_array((size_t)stride, sizeof *rec);
-    double *load = zen_malloc_array((size_t)n, sizeof *load);
-    zen_status st = ZEN_OK;
-    if (!recs || !rec || !load) {
-        st = zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory for %d ranks", n);
-        goto out;
+/* What the records say about the last call and whether the ranks' profiles still agree. */
+static void read_records(choice *ch, int n, int *deep, int *all_keyed, uint64_t *vmax)
+{
+    *deep = 0;
+    *all_keyed = 1;
+    *vmax = 0;
+    ch->fresh = !ch->have;
+    ch->last_agreed = 1;
+    ch->last_s = 0;
+    for (int r = 0; r < n; r++) {
+        const uint64_t *x = ch->recs + (size_t)r * ch->stride;
+        *deep |= (x[1] & 1) != 0 || x[0] != ch->recs[0];
+        ch->fresh |= x[0] != ch->recs[0];
+        *all_keyed &= (x[1] & 2) != 0;
+        *vmax = x[0] > *vmax ? x[0] : *vmax;
+        double t;
+        memcpy(&t, &x[ch->stride - 1], sizeof t);
+        ch->last_agreed &= x[ch->stride - 2] != 0 && x[ch->stride - 2] == ch->recs[ch->stride - 2];
+        ch->last_s = t > ch->last_s ? t : ch->last_s;
     }
-    local_record(c, &g, have ? slot.version : 0, flags, rec);
-    if (n == 1) {
-        memcpy(recs, rec, (size_t)stride * sizeof *rec);
-    } else {
-        zen_coll cc;
-        if ((st = zen_coll_begin(comm, "sparse_profile", &cc)) != ZEN_OK)
-            goto out;
-        st = exchange_records(comm, &cc, rec, recs, (size_t)stride * sizeof *rec);
-        /* Re-measure when any rank asks or the ranks' versions differ, and only if every rank
-         * passed a key (a key on some ranks only must not make some of them measure alone). */
-        int deep = 0, all_keyed = 1;
-        uint64_t vmax = 0;
-        for (int r = 0; r < n && st == ZEN_OK; r++) {
-            const uint64_t *x = recs + (size_t)r * stride;
-            deep |= (x[1] & 1) != 0 || x[0] != recs[0];
-            all_keyed &= (x[1] & 2) != 0;
-            if (x[0] > vmax)
-                vmax = x[0];
-        }
-        if (!all_keyed) {
-            deep = 0;
-            have = 0; /* and decide from this call's records alone, like every other rank */
-        }
+}
+
+/*
+ * The collective part: every rank's record to every rank, then, when a rank asks or the ranks'
+ * versions differ, the measured profile. Re-measure only if every rank passed a key (a key on
+ * some ranks only must not make some of them measure alone).
+ */
+static zen_status gather_profile(zen_sparse_ctx *ctx, choice *ch, const uint64_t *rec)
+{
+    zen_comm *comm = ctx->comm;
+    int n = comm->size, deep, all_keyed;
+    uint64_t vmax;
+    zen_coll cc;
+    zen_status st = zen_coll_begin(comm, "sparse_profile", &cc);
+    if (st != ZEN_OK)
+        return st;
+    st = exchange_records(comm, &cc, rec, ch->recs, ch->stride * sizeof *rec);
+    if (st == ZEN_OK)
+        read_records(ch, n, &deep, &all_keyed, &vmax);
+    if (st == ZEN_OK && !all_keyed) {
+        deep = 0;
+        ch->have = 0; /* and decide from this call's records alone, like every other rank */
+    }
+    if (st == ZEN_OK && deep) {
         zen_sparse_profile deep_p;
-        if (st == ZEN_OK && deep) {
-            zen_sparse_profile_model(&deep_p, n, 0, ZEN_OVERLAP_RANDOM);
-            st = deep_profile(ctx, &cc, &g, recs, &deep_p);
-            if (st == ZEN_OK) {
-                slot.key = slot_key(ctx);
-                slot.version = vmax + 1;
-                slot.calls = 0;
-                slot.prof = deep_p;
-                have = 1;
-            }
+        zen_sparse_profile_model(&deep_p, n, 0, ZEN_OVERLAP_RANDOM);
+        st = deep_profile(ctx, &cc, &ch->g, ch->recs, &deep_p);
+        if (st == ZEN_OK) {
+            ch->slot.key = slot_key(ctx);
+            ch->slot.version = vmax + 1;
+            ch->slot.calls = 0;
+            ch->slot.prof = deep_p;
+            ch->have = 1;
         }
-        st = zen_coll_end(comm, &cc, st);
-        if (st != ZEN_OK)
-            goto out;
     }
+    return zen_coll_end(comm, &cc, st);
+}
 
-    /* Density, skew and local block statistics: exact, from this call's records. */
-    zen_sparse_profile p;
+/* Density, skew and local block statistics: exact, from this call's records; the measured
+ * ratios from the slot, else the random-overlap model. */
+static void summarize(const choice *ch, int n, double *load, zen_sparse_profile *p)
+{
     double nnz_total = 0, blocks_total = 0;
-    for (int j = 0; j < n; j++)
-        load[j] = 0;
     for (int r = 0; r < n; r++)
-        nnz_total += (double)recs[(size_t)r * stride + 2];
-    double density = c->rows ? nnz_total / n / (double)c->rows : 0;
-    if (have)
-        p = slot.prof;
+        nnz_total += (double)ch->recs[(size_t)r * ch->stride + 2];
+    double density = ch->g.rows ? nnz_total / n / (double)ch->g.rows : 0;
+    if (ch->have)
+        *p = ch->slot.prof;
     else
-        zen_sparse_profile_model(&p, n, density, ZEN_OVERLAP_RANDOM);
-    p.density = density;
-    for (int r = 0; r < n; r++)
+        zen_sparse_profile_model(p, n, density, ZEN_OVERLAP_RANDOM);
+    p->density = density;
+    for (int part = 0; part < 2; part++) { /* row ranges, then block ranges */
         for (int j = 0; j < n; j++)
-            load[j] += (double)recs[(size_t)r * stride + 3 + j];
-    p.skew = skew_of(load, n);
-    if (!have)
-        p.skew_n = p.skew;
-    for (int j = 0; j < n; j++)
-        load[j] = 0;
-    for (int r = 0; r < n; r++)
-        for (int j = 0; j < n; j++) {
-            load[j] += (double)recs[(size_t)r * stride + 3 + n + j];
-            blocks_total += (double)recs[(size_t)r * stride + 3 + n + j];
+            load[j] = 0;
+        for (int r = 0; r < n; r++)
+            for (int j = 0; j < n; j++)
+                load[j] += (double)ch->recs[(size_t)r * ch->stride + 3 + (size_t)part * n + j];
+        if (part == 0) {
+            p->skew = skew_of(load, n);
+            continue;
         }
-    p.block_density = g.nblocks ? blocks_total / n / (double)g.nblocks : 0;
-    p.block_skew = skew_of(load, n);
+        for (int j = 0; j < n; j++)
+            blocks_total += load[j];
+        p->block_density = ch->g.nblocks ? blocks_total / n / (double)ch->g.nblocks : 0;
+        p->block_skew = skew_of(load, n);
+    }
+    if (!ch->have)
+        p->skew_n = p->skew;
     if (n == 1) {
-        p.levels = 1;
-        p.gamma[0] = 1;
-        p.gamma_n = 1;
+        p->levels = 1;
+        p->gamma[0] = 1;
+        p->gamma_n = 1;
     }
-    if (keyed && have) {
-        slot.calls++;
-        slot_put(&slot);
-    }
+}
 
+/* The model's prediction for the real output kind, corrected by what earlier calls of this
+ * tensor measured (auto_tune.h); the raw predictions go to the statistics. */
+static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_profile *p)
+{
+    const zen_coo *c = ctx->local;
     zen_net_model net;
-    zen_net_model_for_ranks(zen_comm_transport(comm), n, &net);
+    zen_net_model_for_ranks(zen_comm_transport(ctx->comm), ctx->comm->size, &net);
     double pred[ZEN_SPARSE_SCHEME_COUNT];
-    /* p.dense_output stays 0: with the dense-result work counted, the model prefers ALLGATHER's
-     * direct scatter on inproc, measured 2.5-3x slower than HIERARCHICAL there (docs/benchmarks.md,
-     * "AUTO and the output kind"); until the model explains that, AUTO predicts a sparse result. */
-    zen_sparse_predict(n, c->rows, c->width, &p, &net, zen_param_long("SPARSE_BLOCK_SIZE"), pred);
-    *scheme = zen_sparse_cheapest(pred);
+    p->dense_output = ctx->dense_out != NULL;
+    zen_sparse_predict(ctx->comm->size, c->rows, c->width, p, &net,
+                       zen_param_long("SPARSE_BLOCK_SIZE"), pred);
+    zen_auto_tune_bias(pred);
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
         ctx->stats->predicted_s[s] = pred[s];
-    ctx->stats->density = p.density;
-    ctx->stats->gamma_n = p.gamma_n;
-    ctx->stats->skew = p.skew;
-out:
-    zen_free(recs);
+    if (!(ch->keyed && ch->have))
+        return zen_sparse_cheapest(pred);
+    zen_auto_tune_params tp;
+    zen_auto_tune_params_default(&tp);
+    if (ch->fresh)
+        zen_auto_tune_init(&ch->slot.tune);
+    else if (ch->last_agreed)
+        zen_auto_tune_observe(&ch->slot.tune, &tp, ch->last_s);
+    else
+        zen_auto_tune_drop(&ch->slot.tune);
+    int explored;
+    zen_sparse_scheme s = zen_auto_tune_choose(&ch->slot.tune, &tp, pred, &explored, NULL);
+    ch->slot.pending_s = 0;
+    ch->slot.calls++;
+    slot_put(&ch->slot);
+    return s;
+}
+
+zen_status zen_sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
+{
+    zen_comm *comm = ctx->comm;
+    int n = comm->size;
+    choice ch;
+    memset(&ch, 0, sizeof ch);
+    geometry(ctx->local, n, &ch.g);
+    ch.keyed = ctx->opts && ctx->opts->key && n > 1;
+    ch.have = ch.keyed && slot_get(slot_key(ctx), &ch.slot);
+    if (!ch.have)
+        zen_auto_tune_init(&ch.slot.tune);
+    ch.stride = REC_WORDS(n);
+    ch.recs = zen_malloc_array(ch.stride * (size_t)n, sizeof *ch.recs);
+    uint64_t *rec = zen_malloc_array(ch.stride, sizeof *rec);
+    double *load = zen_malloc_array((size_t)n, sizeof *load);
+    zen_status st = ZEN_OK;
+    if (!ch.recs || !rec || !load) {
+        st = zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory for %d ranks", n);
+    } else {
+        own_record(ctx, &ch, rec);
+        if (n == 1)
+            memcpy(ch.recs, rec, ch.stride * sizeof *rec);
+        else
+            st = gather_profile(ctx, &ch, rec);
+    }
+    if (st == ZEN_OK) {
+        zen_sparse_profile p;
+        summarize(&ch, n, load, &p);
+        *scheme = decide(ctx, &ch, &p);
+        ctx->stats->density = p.density;
+        ctx->stats->gamma_n = p.gamma_n;
+        ctx->stats->skew = p.skew;
+    }
+    zen_free(ch.recs);
     zen_free(rec);
     zen_free(load);
     return st;
+}
+
+void zen_sparse_auto_observe(const zen_sparse_ctx *ctx, double seconds)
+{
+    if (!ctx->opts || !ctx->opts->key || ctx->comm->size <= 1)
+        return;
+    profile_slot slot;
+    if (!slot_get(slot_key(ctx), &slot) || slot.tune.last < 0)
+        return;
+    slot.pending_s = seconds;
+    slot_put(&slot);
 }

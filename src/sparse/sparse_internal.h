@@ -97,4 +97,9 @@ static inline void zen_sparse_lap(zen_sparse_ctx *ctx, zen_sparse_phase phase, i
  */
 zen_status zen_sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme);
 
+/* After a scheme AUTO chose ran: this rank's seconds for it. Kept with the tensor's profile and
+ * reported on the next AUTO call of the same key, where the ranks take the maximum and correct
+ * that scheme's prediction (auto_tune.h). No-op without a key. */
+void zen_sparse_auto_observe(const zen_sparse_ctx *ctx, double seconds);
+
 #endif
