@@ -42,6 +42,10 @@ enum {
 
 static int expect_failures; /* the out-of-memory test: failed cases are expected, not reported */
 
+/* BALANCED's ablation switches for the cases run (test_ablations; zero: defaults). */
+static int abl_probes, abl_format;
+static double abl_r1;
+
 typedef struct input {
     size_t nnz;
     uint32_t *idx;
@@ -128,6 +132,9 @@ static zen_status one_case(zen_comm *comm, zen_sparse_scheme scheme, int nnz_mod
     opts.scheme = scheme;
     opts.average = average;
     opts.key = scheme == ZEN_SPARSE_AUTO ? "test-tensor" : NULL;
+    opts.hash_probes = abl_probes;
+    opts.hash_r1 = abl_r1;
+    opts.pull_format = abl_format;
     zen_sparse_stats stats;
     float *out = malloc((size_t)ROWS * w * sizeof *out);
     for (size_t i = 0; i < (size_t)ROWS * w; i++)
@@ -254,6 +261,30 @@ static void test_balanced_paths(void **state)
     unsetenv("ZEN_SPARSE_PARTITION");
 }
 
+/* The paper's ablations (ZEN Fig. 16/17) still give the exact sum: k = 1..3 probes, r1 from
+ * half to 4x the items (more serial memory, re-passes), and every pull format. */
+static void test_ablations(void **state)
+{
+    (void)state;
+    const double r1s[] = { 0.5, 1, 4 };
+    for (int k = 1; k <= 3; k++)
+        for (int r = 0; r < 3; r++) {
+            abl_probes = k;
+            abl_r1 = r1s[r];
+            zt_run_inproc(5, balanced_rank, NULL);
+        }
+    abl_probes = 0;
+    abl_r1 = 0;
+    const int formats[] = { ZEN_SPARSE_PULL_HASH_BITMAP, ZEN_SPARSE_PULL_COO,
+                            ZEN_SPARSE_PULL_PLAIN_BITMAP };
+    for (int f = 0; f < 3; f++) {
+        abl_format = formats[f];
+        zt_run_inproc(4, balanced_rank, NULL);
+        zt_run_inproc(7, balanced_rank, NULL);
+    }
+    abl_format = 0;
+}
+
 /* Block boundaries: a block size that does not divide rows, ranges that split mid-block, and a
  * single-row block (ZEN_SPARSE_BLOCK_SIZE below the width). */
 static zen_status block_sizes_rank(zen_comm *comm, void *arg)
@@ -371,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_ranks_8),       cmocka_unit_test(test_ranks_16),
         cmocka_unit_test(test_block_sizes),   cmocka_unit_test(test_wire_checks),
         cmocka_unit_test(test_out_of_memory), cmocka_unit_test(test_balanced_paths),
+        cmocka_unit_test(test_ablations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

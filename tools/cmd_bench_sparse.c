@@ -51,7 +51,11 @@ typedef struct sb_cfg {
     const char *trace;
     int json;
     double timeout;
+    int hash_k, pull_format; /* BALANCED ablations (zen_sparse_options), 0: defaults */
+    double hash_r1;
 } sb_cfg;
+
+static const char *const pull_format_names[] = { "auto", "hash-bitmap", "coo", "plain-bitmap" };
 
 /* One allreduce of the workload: every rank's input and the dense sum. */
 typedef struct sb_case {
@@ -405,6 +409,9 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
     }
     zen_sparse_options opts = ZEN_SPARSE_OPTIONS_INIT;
     opts.scheme = (zen_sparse_scheme)scheme;
+    opts.hash_probes = cfg->hash_k;
+    opts.hash_r1 = cfg->hash_r1;
+    opts.pull_format = cfg->pull_format;
     zen_status st = ZEN_OK;
     for (int it = 0; it < total_iters && st == ZEN_OK; it++) {
         double t = 0;
@@ -535,6 +542,9 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
             printf(" s=%.3g", cfg->zipf_s);
         if (!cfg->trace && cfg->skew > 0)
             printf(" | skew: all in first %.3g%%", cfg->skew * 100);
+        if (cfg->hash_k || cfg->hash_r1 > 0 || cfg->pull_format)
+            printf(" | ablation: hash k %d r1 %.3g, pull %s", cfg->hash_k ? cfg->hash_k : 3,
+                   cfg->hash_r1 > 0 ? cfg->hash_r1 : 2.0, pull_format_names[cfg->pull_format]);
         printf("\n# per call: nnz/rank %.0f, nnz of sum %.0f, %zu tensor(s) | iters %d warmup %d "
                "| ideal = (n-1)/n (nnz/rank + nnz sum)(4+4w) bytes = %.0f\n",
                nnz_avg, nnz_sum, sh->ncases, cfg->iters, cfg->warmup, ideal);
@@ -618,6 +628,12 @@ static void help(void)
         "  --trace DIR        replay recorded gradients (docs/trace-format.md): one iteration\n"
         "                     = every tensor of every step with a file for each rank\n"
         "  --timeout S        communicator timeout in seconds\n"
+        "  --hash-k K         BALANCED ablation: probes per item of Algorithm 1, 1..3 (default 3;\n"
+        "                     setting it or --hash-r1 partitions with Algorithm 1)\n"
+        "  --hash-r1 R        BALANCED ablation: parallel-memory slots per item, e.g. 1, 2, 4\n"
+        "                     (default 2)\n"
+        "  --pull-format F    BALANCED ablation: auto (smaller of hash bitmap and COO),\n"
+        "                     hash-bitmap, coo or plain-bitmap (a bitmap over all rows)\n"
         "  --json             one JSON object per scheme instead of the table\n\n"
         "Time: p50 over iterations of the slowest rank's time. Bytes: largest sent/received\n"
         "by any rank in one call (including the call's small control messages). ideal: a\n"
@@ -761,6 +777,22 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
             if (parse_num(cmd, a, v, 0, 1e18, &x))
                 return ZEN_EXIT_USAGE;
             cfg->seed = (uint64_t)x;
+        } else if (strcmp(a, "--hash-k") == 0) {
+            if (parse_num(cmd, a, v, 1, 3, &x))
+                return ZEN_EXIT_USAGE;
+            cfg->hash_k = (int)x;
+        } else if (strcmp(a, "--hash-r1") == 0) {
+            if (parse_num(cmd, a, v, 0.1, 64, &cfg->hash_r1))
+                return ZEN_EXIT_USAGE;
+        } else if (strcmp(a, "--pull-format") == 0) {
+            int k = -1;
+            for (int m = 0; m < 4; m++)
+                if (strcmp(v, pull_format_names[m]) == 0)
+                    k = m;
+            if (k < 0)
+                return zen_usage_error(cmd,
+                                       "--pull-format: auto, hash-bitmap, coo or plain-bitmap");
+            cfg->pull_format = k;
         } else if (strcmp(a, "--trace") == 0) {
             cfg->trace = v;
         } else if (strcmp(a, "--timeout") == 0) {

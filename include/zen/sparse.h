@@ -90,7 +90,20 @@ typedef struct zen_sparse_options {
     /* > 0: emulate hosts of this many consecutive ranks (the last host may be smaller);
      * 0: ZEN_SPARSE_RANKS_PER_HOST, else the launcher's grouping */
     int ranks_per_host;
+    /* -- ablation switches of BALANCED (ZEN Fig. 16/17); 0 keeps the default. Setting hash_probes
+     *    or hash_r1 makes BALANCED partition with Algorithm 1 even on one thread. -- */
+    int hash_probes; /* k: slot probes per item of Algorithm 1, 1..3 (0: 3) */
+    double hash_r1;  /* parallel-memory slots per item an owner gets, r1 / (nnz / n) (0: 2) */
+    int pull_format; /* zen_sparse_pull_format of the pull blobs (0: the smaller per owner) */
 } zen_sparse_options;
+
+/* Pull-blob format of BALANCED (ablation of the hash bitmap, ZEN Fig. 17). */
+typedef enum zen_sparse_pull_format {
+    ZEN_SPARSE_PULL_AUTO = 0,        /* hash bitmap or COO, whichever is smaller (the default) */
+    ZEN_SPARSE_PULL_HASH_BITMAP = 1, /* hash bitmap over the owner's universe always */
+    ZEN_SPARSE_PULL_COO = 2,         /* COO always ("Algorithm 1 alone") */
+    ZEN_SPARSE_PULL_PLAIN_BITMAP = 3 /* a bitmap over all rows per owner (n rows / 8 bytes) */
+} zen_sparse_pull_format;
 
 /*
  * Hierarchical form (ZEN section 7.1): dense reduce-scatter inside each host, the chosen sparse
@@ -104,9 +117,9 @@ typedef enum zen_sparse_hierarchy {
     ZEN_SPARSE_HIER_ON = 2
 } zen_sparse_hierarchy;
 
-#define ZEN_SPARSE_OPTIONS_INIT                              \
-    {                                                        \
-        ZEN_SPARSE_AUTO, 0, NULL, 1, ZEN_SPARSE_HIER_AUTO, 0 \
+#define ZEN_SPARSE_OPTIONS_INIT                                                            \
+    {                                                                                      \
+        ZEN_SPARSE_AUTO, 0, NULL, 1, ZEN_SPARSE_HIER_AUTO, 0, 0, 0.0, ZEN_SPARSE_PULL_AUTO \
     }
 
 /* Phases timed in the statistics. */

@@ -99,9 +99,16 @@ static zen_hh_method partition_method(int threads)
 static zen_status do_partition(bal_state *s)
 {
     const zen_coo *in = s->ctx->local;
+    const zen_sparse_options *o = s->ctx->opts;
     zen_hh_config cfg = zen_hh_config_default((uint32_t)s->n, zen_sparse_seeds(s->comm));
-    cfg.threads = s->ctx->opts ? s->ctx->opts->threads : 1;
+    cfg.threads = o ? o->threads : 1;
     cfg.method = partition_method(cfg.threads);
+    if (o && (o->hash_probes > 0 || o->hash_r1 > 0)) { /* ablation of Algorithm 1's k and r1 */
+        cfg.method = ZEN_HH_HASH;
+        cfg.probes = o->hash_probes;
+        if (o->hash_r1 > 0)
+            cfg.slots_per_owner = (size_t)(o->hash_r1 * (double)in->nnz / s->n) + 1;
+    }
     zen_status st = zen_hh_partition(&cfg, in->idx, in->nnz, &s->part);
     if (st != ZEN_OK)
         return zen_fail(s->comm, st, "sparse balanced: hash partition of %zu rows failed", in->nnz);
@@ -201,8 +208,14 @@ static zen_status do_encode(bal_state *s)
                         (unsigned long long)s->ctx->local->rows);
     size_t ulen = s->uni->offsets[s->rank + 1] - s->uni->offsets[s->rank];
     uint32_t format;
-    if ((st = zen_hb_plan(&s->agg, ulen, &format, &s->blob_bytes)) != ZEN_OK)
-        return zen_fail(s->comm, st, "sparse balanced: aggregated rows exceed the universe");
+    int forced = s->ctx->opts ? s->ctx->opts->pull_format : ZEN_SPARSE_PULL_AUTO;
+    if ((st = zen_hb_plan_format(&s->agg, ulen, forced, &format, &s->blob_bytes)) != ZEN_OK)
+        return zen_fail(s->comm, st,
+                        st == ZEN_EINVAL ? "sparse balanced: pull_format %d is not a "
+                                           "zen_sparse_pull_format"
+                                         : "sparse balanced: aggregated rows exceed the universe "
+                                           "(pull_format %d)",
+                        forced);
     if (format == ZEN_HB_BITMAP && (st = zen_universe_members(s->uni)) != ZEN_OK)
         return zen_fail(s->comm, st, "sparse balanced: universe members of %llu rows",
                         (unsigned long long)s->ctx->local->rows);
@@ -252,7 +265,8 @@ static zen_status do_pull(bal_state *s)
          * (so a corrupt size cannot ask for an absurd allocation) */
         size_t ulen = s->uni->offsets[j + 1] - s->uni->offsets[j];
         uint64_t cap = (uint64_t)zen_hb_bitmap_bytes(ulen, ulen, s->w) +
-                       (uint64_t)zen_hb_coo_bytes(ulen, s->w);
+                       (uint64_t)zen_hb_coo_bytes(ulen, s->w) +
+                       (uint64_t)zen_hb_plain_bytes(s->ctx->local->rows, 0, 0);
         if (b % 4 != 0 || b < ZEN_HB_HEADER_BYTES || b > cap || b > SIZE_MAX / 4 - total)
             return zen_fail(s->comm, ZEN_EPROTO,
                             "sparse balanced: rank %d announced a %llu-byte blob", j,

@@ -31,6 +31,11 @@ size_t zen_hb_coo_bytes(size_t c, uint32_t w)
     return ZEN_HB_HEADER_BYTES + 4 * c + 4 * c * (size_t)w;
 }
 
+size_t zen_hb_plain_bytes(uint64_t rows, size_t c, uint32_t w)
+{
+    return ZEN_HB_HEADER_BYTES + 8 * (size_t)((rows + 63) / 64) + 4 * c * (size_t)w;
+}
+
 static uint32_t load_u32(const unsigned char *p)
 {
     uint32_t v;
@@ -103,6 +108,39 @@ zen_status zen_hb_plan(const zen_coo *sum, size_t ulen, uint32_t *format, size_t
     return ZEN_OK;
 }
 
+zen_status zen_hb_plan_format(const zen_coo *sum, size_t ulen, int pull_format, uint32_t *format,
+                              size_t *bytes)
+{
+    zen_status st = zen_hb_plan(sum, ulen, format, bytes);
+    if (st != ZEN_OK || pull_format == ZEN_SPARSE_PULL_AUTO)
+        return st;
+    if (pull_format == ZEN_SPARSE_PULL_HASH_BITMAP) {
+        *format = ZEN_HB_BITMAP;
+        *bytes = zen_hb_bitmap_bytes(ulen, sum->nnz, sum->width);
+    } else if (pull_format == ZEN_SPARSE_PULL_COO) {
+        *format = ZEN_HB_COO;
+        *bytes = zen_hb_coo_bytes(sum->nnz, sum->width);
+    } else if (pull_format == ZEN_SPARSE_PULL_PLAIN_BITMAP) {
+        *format = ZEN_HB_PLAIN;
+        *bytes = zen_hb_plain_bytes(sum->rows, sum->nnz, sum->width);
+    } else {
+        return ZEN_EINVAL;
+    }
+    return ZEN_OK;
+}
+
+/* Every index of sum is a row of the tensor owned by j. One hash per index; the verdicts are
+ * or-ed so the loop has no data-dependent exit. */
+static int all_owned(const zen_coo *sum, const zen_universe *u, uint32_t j)
+{
+    const uint32_t *xs = sum->idx, n = u->n;
+    const uint64_t rows = u->rows, seed0 = u->seed0;
+    uint32_t bad = 0;
+    for (size_t i = 0; i < sum->nnz; i++)
+        bad |= (uint32_t)(xs[i] >= rows) | (zen_hh_owner(xs[i], seed0, n) ^ j);
+    return bad == 0;
+}
+
 zen_status zen_hb_encode(const zen_coo *sum, const zen_universe *u, uint32_t j, uint32_t format,
                          void *blob, size_t bytes)
 {
@@ -111,8 +149,11 @@ zen_status zen_hb_encode(const zen_coo *sum, const zen_universe *u, uint32_t j, 
     if (j >= u->n)
         return ZEN_EINVAL;
     size_t ulen = universe_len(u, j);
-    size_t want = format == ZEN_HB_COO ? zen_hb_coo_bytes(c, w) : zen_hb_bitmap_bytes(ulen, c, w);
-    if (bytes != want || (format != ZEN_HB_COO && format != ZEN_HB_BITMAP) ||
+    size_t want = format == ZEN_HB_COO     ? zen_hb_coo_bytes(c, w)
+                  : format == ZEN_HB_PLAIN ? zen_hb_plain_bytes(u->rows, c, w)
+                                           : zen_hb_bitmap_bytes(ulen, c, w);
+    if (bytes != want ||
+        (format != ZEN_HB_COO && format != ZEN_HB_BITMAP && format != ZEN_HB_PLAIN) ||
         (format == ZEN_HB_BITMAP && !u->members))
         return ZEN_EINVAL;
     unsigned char *p = blob;
@@ -120,17 +161,19 @@ zen_status zen_hb_encode(const zen_coo *sum, const zen_universe *u, uint32_t j, 
     memcpy(p, hdr, sizeof hdr);
     p += sizeof hdr;
     if (format == ZEN_HB_COO) {
-        /* one hash per index; the verdicts are or-ed so the loop has no data-dependent exit */
-        const uint32_t *xs = sum->idx, n = u->n;
-        const uint64_t rows = u->rows, seed0 = u->seed0;
-        uint32_t bad = 0;
-        for (size_t i = 0; i < c; i++)
-            bad |= (uint32_t)(xs[i] >= rows) | (zen_hh_owner(xs[i], seed0, n) ^ j);
-        if (bad)
+        if (!all_owned(sum, u, j))
             return ZEN_EPROTO;
         if (c > 0)
             memcpy(p, sum->idx, 4 * c);
         p += 4 * c;
+    } else if (format == ZEN_HB_PLAIN) {
+        if (!all_owned(sum, u, j))
+            return ZEN_EPROTO;
+        size_t words = (size_t)((u->rows + 63) / 64);
+        memset(p, 0, 8 * words);
+        for (size_t i = 0; i < c; i++)
+            p[sum->idx[i] / 8] |= (unsigned char)(1u << (sum->idx[i] % 8));
+        p += 8 * words;
     } else {
         const uint32_t *U = u->members + u->offsets[j];
         size_t words = (ulen + 63) / 64, t = 0;
@@ -150,6 +193,26 @@ zen_status zen_hb_encode(const zen_coo *sum, const zen_universe *u, uint32_t j, 
     if (c > 0)
         memcpy(p, sum->val, c * w * sizeof(float));
     return ZEN_OK;
+}
+
+/* A plain bitmap (after the header at p): the right length, c bits set, each a row < rows that
+ * j owns. */
+static zen_status check_plain(const unsigned char *p, size_t len, const zen_universe *u, uint32_t j,
+                              uint32_t c, size_t vbytes)
+{
+    size_t words = (size_t)((u->rows + 63) / 64), set = 0;
+    if (len != ZEN_HB_HEADER_BYTES + 8 * words + vbytes)
+        return ZEN_EPROTO;
+    for (size_t q = 0; q < words; q++) {
+        uint64_t v = load_u64(p + 8 * q);
+        while (v) {
+            uint64_t x = q * 64 + (uint64_t)__builtin_ctzll(v);
+            if (x >= u->rows || zen_hh_owner((uint32_t)x, u->seed0, u->n) != j || ++set > c)
+                return ZEN_EPROTO;
+            v &= v - 1;
+        }
+    }
+    return set == c ? ZEN_OK : ZEN_EPROTO;
 }
 
 zen_status zen_hb_check(const void *blob, size_t len, const zen_universe *u, uint32_t j, uint32_t w,
@@ -179,6 +242,9 @@ zen_status zen_hb_check(const void *blob, size_t len, const zen_universe *u, uin
         }
         if (set != c)
             return ZEN_EPROTO;
+    } else if (format == ZEN_HB_PLAIN) {
+        if (check_plain(p, len, u, j, c, vbytes) != ZEN_OK)
+            return ZEN_EPROTO;
     } else if (format == ZEN_HB_COO) {
         if (len != ZEN_HB_HEADER_BYTES + 4 * (size_t)c + vbytes)
             return ZEN_EPROTO;
@@ -204,15 +270,17 @@ static void walk(const unsigned char *p, const zen_universe *u, uint32_t j, uint
     uint32_t format = load_u32(p), c = load_u32(p + 4);
     p += ZEN_HB_HEADER_BYTES;
     size_t row_bytes = 4 * (size_t)w, k = 0;
-    if (format == ZEN_HB_BITMAP) {
-        const uint32_t *U = u->members + u->offsets[j];
-        size_t words = (universe_len(u, j) + 63) / 64;
+    if (format == ZEN_HB_BITMAP || format == ZEN_HB_PLAIN) {
+        /* hash bitmap: bit t is member t of U_j; plain: bit x is row x */
+        const uint32_t *U = format == ZEN_HB_BITMAP ? u->members + u->offsets[j] : NULL;
+        size_t words = format == ZEN_HB_BITMAP ? (universe_len(u, j) + 63) / 64
+                                               : (size_t)((u->rows + 63) / 64);
         const unsigned char *vals = p + 8 * words;
         for (size_t q = 0; q < words; q++) {
             uint64_t v = load_u64(p + 8 * q);
             while (v) {
                 size_t t = q * 64 + (size_t)__builtin_ctzll(v);
-                visit(ctx, k, U[t], vals + k * row_bytes);
+                visit(ctx, k, U ? U[t] : (uint32_t)t, vals + k * row_bytes);
                 k++;
                 v &= v - 1;
             }

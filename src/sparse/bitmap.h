@@ -5,11 +5,14 @@
  * Owner j holds a sorted unique sum whose indices all lie in its universe U_j (universe.h).
  * Blob layout (little-endian, every field 4-byte aligned relative to the blob start):
  *
- *   u32 format      ZEN_HB_BITMAP or ZEN_HB_COO
+ *   u32 format      ZEN_HB_BITMAP, ZEN_HB_COO or ZEN_HB_PLAIN
  *   u32 count       non-zero rows c in this partition
  *   BITMAP: ceil(|U_j| / 64) u64 words; bit t (word t / 64, bit t % 64, LSB first) is set iff
  *           U_j[t] holds a non-zero row; exactly c bits set, none at t >= |U_j|
  *   COO:    c u32 row indices, strictly increasing, each < rows and owned by j (h0(x) = j)
+ *   PLAIN:  ceil(rows / 64) u64 words, bit x set iff row x is non-zero (only rows owned by j):
+ *           the plain bitmap the paper's hash bitmap replaces (ablation only, never chosen
+ *           by size: summed over owners it costs n rows / 8 bytes)
  *   then    c * width f32 values, rows in ascending index order (= ascending t)
  *
  * Sizes: bitmap 8 + 8 * ceil(|U_j| / 64) + 4 c w bytes; COO 8 + 4 c + 4 c w bytes. The encoder
@@ -32,11 +35,18 @@
 
 #define ZEN_HB_BITMAP       1u
 #define ZEN_HB_COO          2u
+#define ZEN_HB_PLAIN        3u
 #define ZEN_HB_HEADER_BYTES 8u
 
 /* Encoded size (bytes) of c rows of width w over a universe of ulen, in each format. */
 size_t zen_hb_bitmap_bytes(size_t ulen, size_t c, uint32_t w);
 size_t zen_hb_coo_bytes(size_t c, uint32_t w);
+size_t zen_hb_plain_bytes(uint64_t rows, size_t c, uint32_t w);
+
+/* zen_hb_plan with a forced format (zen_sparse_pull_format; 0: the smaller). rows is the tensor's,
+ * for the plain bitmap. */
+zen_status zen_hb_plan_format(const zen_coo *sum, size_t ulen, int pull_format, uint32_t *format,
+                              size_t *bytes);
 
 /*
  * Encoded size of sum over a universe of ulen rows (the smaller format); *format gets the choice.

@@ -77,6 +77,7 @@ static inline size_t range32(uint32_t h, size_t r)
 typedef struct hh_table {
     uint32_t n;
     size_t r1, r2;
+    int probes; /* k: 1..3 */
     _Atomic uint32_t *slots;
     _Atomic uint32_t *serial;
     _Atomic size_t *serial_count;
@@ -106,13 +107,13 @@ static int claim(_Atomic uint32_t *slot, uint32_t p, int concurrent)
     return 1;
 }
 
-/* Claim the first empty one of the item's second and third probes, else its owner's serial
- * memory. g is the item's level-2 hash: h2 = its high half, h3 = its low half. */
+/* Claim the first empty one of the item's second and third probes (as many as k allows), else its
+ * owner's serial memory. g is the item's level-2 hash: h2 = its high half, h3 = its low half. */
 static void insert_late(hh_table *t, _Atomic uint32_t *base, uint32_t j, uint64_t g, uint32_t p,
                         int concurrent)
 {
-    if (claim(base + range32((uint32_t)(g >> 32), t->r1), p, concurrent) ||
-        claim(base + range32((uint32_t)g, t->r1), p, concurrent))
+    if ((t->probes >= 2 && claim(base + range32((uint32_t)(g >> 32), t->r1), p, concurrent)) ||
+        (t->probes >= 3 && claim(base + range32((uint32_t)g, t->r1), p, concurrent)))
         return;
     size_t q = atomic_fetch_add_explicit(&t->serial_count[j], 1, memory_order_relaxed);
     if (q < t->r2)
@@ -364,6 +365,7 @@ static zen_status partition_hash(const zen_hh_config *cfg, const uint32_t *idx, 
     for (out->passes = 1;; out->passes++) {
         if ((st = table_alloc(&t, n, r1, r2)) != ZEN_OK)
             break;
+        t.probes = cfg->probes >= 1 && cfg->probes <= 3 ? cfg->probes : 3;
         memset(counts, 0, (size_t)nt * n * sizeof *counts);
         for (int i = 0; i < nt; i++) {
             workers[i] = (hh_worker){ &t,

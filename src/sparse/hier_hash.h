@@ -36,6 +36,7 @@ typedef struct zen_hh_config {
     uint64_t seed1; /* h2, h3 (h1 comes from the low half of the h0 hash) */
     zen_hh_method method;
     int threads;             /* <= 1: single-threaded; else pthreads with CAS slot claims */
+    int probes;              /* k: slot probes per item, 1..3 (0: 3); ablation (ZEN Fig. 16) */
     size_t slots_per_owner;  /* 0: ceil(2 * nnz / nowners), load factor 0.5 (test hook) */
     size_t serial_per_owner; /* 0: max(slots / 10, 16) (test hook: tiny to force overflow) */
 } zen_hh_config;
