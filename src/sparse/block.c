@@ -146,11 +146,24 @@ static zen_status emit_blocks(zen_sparse_ctx *ctx, const block_geom *g, const ui
     return st;
 }
 
-zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
+/* One BLOCK call's state; the arrays of n entries are one allocation (cut has n + 1). */
+typedef struct blk_state {
+    zen_sparse_ctx *ctx;
+    zen_comm *comm;
+    const zen_coll *cc;
+    int n, me;
+    block_geom g;
+    size_t wire_max;
+    size_t *cut, *sbytes, *load, *rbytes, *roff;
+    const void **sptr;
+    uint8_t *sbuf, *rbuf, *pbuf, *gbuf;
+    size_t pbytes;
+    float *acc;       /* this rank's range, dense */
+    uint8_t *touched; /* its blocks that received a non-zero */
+} blk_state;
+
+static block_geom make_geom(const zen_coo *local)
 {
-    zen_comm *comm = ctx->comm;
-    const zen_coo *local = ctx->local;
-    int n = comm->size, me = comm->rank;
     block_geom g;
     long bsize = zen_param_long("SPARSE_BLOCK_SIZE");
     if (bsize < 1)
@@ -163,123 +176,160 @@ zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
     g.belems = g.brows * g.width;
     g.entry = 4 + 4 * g.belems;
     g.nblocks = (g.rows + g.brows - 1) / g.brows;
-    size_t wire_max = g.nblocks > SIZE_MAX / g.entry ? SIZE_MAX : (size_t)g.nblocks * g.entry;
+    return g;
+}
 
-    zen_coll cc;
-    zen_status st = zen_coll_begin(comm, "sparse_block", &cc);
-    if (st != ZEN_OK)
-        return st;
-    size_t *cut = zen_malloc_array((size_t)n + 1, sizeof *cut);
-    size_t *sbytes = zen_malloc_array((size_t)n, sizeof *sbytes);
-    size_t *load = zen_malloc_array((size_t)n, sizeof *load);
-    const void **sptr = zen_malloc_array((size_t)n, sizeof *sptr);
-    size_t *rbytes = zen_malloc_array((size_t)n, sizeof *rbytes);
-    size_t *roff = zen_malloc_array((size_t)n, sizeof *roff);
-    uint8_t *sbuf = NULL, *rbuf = NULL, *pbuf = NULL, *gbuf = NULL;
-    float *acc = NULL;
-    uint8_t *touched = NULL;
-    int64_t lap = zen_now_ns();
-    if (!cut || !sbytes || !load || !sptr || !rbytes || !roff) {
-        st = zen_fail(comm, ZEN_ENOMEM, "block: out of memory");
-        goto out;
-    }
-    /* (1) cut the local COO at the owners' first rows and count blocks per owner */
+/* (1) cut the local COO at the owners' first rows, count and pack the blocks per owner */
+static zen_status blk_partition(blk_state *s)
+{
+    const zen_coo *local = s->ctx->local;
+    int n = s->n;
     size_t total = 0;
     for (int j = 0; j <= n; j++)
-        cut[j] = j == n ? local->nnz
-                        : zen_lower_bound_u32(local->idx, local->nnz,
-                                              range_block_lo(&g, n, j) * g.brows);
+        s->cut[j] = j == n ? local->nnz
+                           : zen_lower_bound_u32(local->idx, local->nnz,
+                                                 range_block_lo(&s->g, n, j) * s->g.brows);
     for (int j = 0; j < n; j++) {
-        load[j] = count_blocks(&g, local->idx, cut[j], cut[j + 1]);
-        sbytes[j] = load[j] * g.entry;
-        total += sbytes[j];
+        s->load[j] = count_blocks(&s->g, local->idx, s->cut[j], s->cut[j + 1]);
+        s->sbytes[j] = s->load[j] * s->g.entry;
+        total += s->sbytes[j];
     }
-    ctx->stats->imbalance_push = zen_imbalance(load, n);
-    if (!(sbuf = zen_malloc(total ? total : 1))) {
-        st = zen_fail(comm, ZEN_ENOMEM, "block: cannot allocate %zu bytes", total);
-        goto out;
-    }
+    s->ctx->stats->imbalance_push = zen_imbalance(s->load, n);
+    if (!(s->sbuf = zen_malloc(total ? total : 1)))
+        return zen_fail(s->comm, ZEN_ENOMEM, "block: cannot allocate %zu bytes", total);
     size_t off = 0;
     for (int j = 0; j < n; j++) {
-        sptr[j] = sbuf + off;
-        pack_blocks(&g, local, cut[j], cut[j + 1], load[j], sbuf + off);
-        off += sbytes[j];
+        s->sptr[j] = s->sbuf + off;
+        pack_blocks(&s->g, local, s->cut[j], s->cut[j + 1], s->load[j], s->sbuf + off);
+        off += s->sbytes[j];
     }
-    zen_sparse_lap(ctx, ZEN_PHASE_PARTITION, &lap);
+    return ZEN_OK;
+}
 
-    /* (2) push */
-    st = zen_xchg_alltoallv(comm, &cc, sptr, sbytes, wire_max, &rbuf, rbytes, roff);
-    zen_sparse_lap(ctx, ZEN_PHASE_PUSH, &lap);
-    if (st != ZEN_OK)
-        goto out;
+/* (2) push */
+static zen_status blk_push(blk_state *s)
+{
+    return zen_xchg_alltoallv(s->comm, s->cc, s->sptr, s->sbytes, s->wire_max, &s->rbuf, s->rbytes,
+                              s->roff);
+}
 
-    /* (3) sum the blocks of this rank's range */
-    uint64_t blo = range_block_lo(&g, n, me), bhi = range_block_lo(&g, n, me + 1);
+/* (3) sum the received blocks of this rank's range, then pack its non-zero ones */
+static zen_status blk_aggregate(blk_state *s)
+{
+    const block_geom *g = &s->g;
+    uint64_t blo = range_block_lo(g, s->n, s->me), bhi = range_block_lo(g, s->n, s->me + 1);
     size_t nb = (size_t)(bhi - blo);
-    acc = zen_calloc(nb ? nb * g.belems : 1, sizeof(float));
-    touched = zen_calloc(nb ? nb : 1, 1);
-    if (!acc || !touched) {
-        st = zen_fail(comm, ZEN_ENOMEM, "block: cannot allocate the accumulator of %zu blocks", nb);
-        goto out;
-    }
-    for (int p = 0; p < n && st == ZEN_OK; p++) {
+    s->acc = zen_calloc(nb ? nb * g->belems : 1, sizeof(float));
+    s->touched = zen_calloc(nb ? nb : 1, 1);
+    if (!s->acc || !s->touched)
+        return zen_fail(s->comm, ZEN_ENOMEM, "block: cannot allocate the accumulator of %zu blocks",
+                        nb);
+    for (int p = 0; p < s->n; p++) {
         size_t m = 0;
-        st = check_blocks(comm, p, &g, rbuf + roff[p], rbytes[p], blo, bhi, &m);
+        zen_status st =
+            check_blocks(s->comm, p, g, s->rbuf + s->roff[p], s->rbytes[p], blo, bhi, &m);
         if (st != ZEN_OK)
-            break;
-        const uint32_t *ids = (const uint32_t *)(const void *)(rbuf + roff[p]);
-        const float *vals = (const float *)(const void *)(rbuf + roff[p] + m * 4);
+            return st;
+        const uint32_t *ids = (const uint32_t *)(const void *)(s->rbuf + s->roff[p]);
+        const float *vals = (const float *)(const void *)(s->rbuf + s->roff[p] + m * 4);
         for (size_t k = 0; k < m; k++) {
-            float *a = acc + (size_t)(ids[k] - blo) * g.belems;
-            const float *v = vals + k * g.belems;
-            for (size_t e = 0; e < g.belems; e++)
+            float *a = s->acc + (size_t)(ids[k] - blo) * g->belems;
+            const float *v = vals + k * g->belems;
+            for (size_t e = 0; e < g->belems; e++)
                 a[e] += v[e];
-            touched[ids[k] - blo] = 1;
+            s->touched[ids[k] - blo] = 1;
         }
     }
-    if (st != ZEN_OK)
-        goto out;
     size_t mine = 0;
     for (size_t b = 0; b < nb; b++)
-        mine += touched[b];
-    size_t pbytes = mine * g.entry;
-    if (!(pbuf = zen_malloc(pbytes ? pbytes : 1))) {
-        st = zen_fail(comm, ZEN_ENOMEM, "block: cannot allocate %zu bytes", pbytes);
-        goto out;
-    }
-    uint32_t *pid = (uint32_t *)(void *)pbuf;
-    float *pval = (float *)(void *)(pbuf + mine * 4);
+        mine += s->touched[b];
+    s->pbytes = mine * g->entry;
+    if (!(s->pbuf = zen_malloc(s->pbytes ? s->pbytes : 1)))
+        return zen_fail(s->comm, ZEN_ENOMEM, "block: cannot allocate %zu bytes", s->pbytes);
+    uint32_t *pid = (uint32_t *)(void *)s->pbuf;
+    float *pval = (float *)(void *)(s->pbuf + mine * 4);
     for (size_t b = 0, k = 0; b < nb; b++)
-        if (touched[b]) {
+        if (s->touched[b]) {
             pid[k] = (uint32_t)(blo + b);
-            memcpy(pval + k * g.belems, acc + b * g.belems, g.belems * sizeof(float));
+            memcpy(pval + k * g->belems, s->acc + b * g->belems, g->belems * sizeof(float));
             k++;
         }
-    zen_sparse_lap(ctx, ZEN_PHASE_AGGREGATE, &lap);
+    return ZEN_OK;
+}
 
-    /* (4) pull */
-    st = zen_xchg_allgatherv(comm, &cc, pbuf, pbytes, wire_max, &gbuf, rbytes, roff);
-    zen_sparse_lap(ctx, ZEN_PHASE_PULL, &lap);
-    for (int p = 0; p < n && st == ZEN_OK; p++)
-        st = check_blocks(comm, p, &g, gbuf + roff[p], rbytes[p], range_block_lo(&g, n, p),
-                          range_block_lo(&g, n, p + 1), &load[p]);
+/* (4) pull every owner's non-zero blocks and check them */
+static zen_status blk_pull(blk_state *s)
+{
+    zen_status st = zen_xchg_allgatherv(s->comm, s->cc, s->pbuf, s->pbytes, s->wire_max, &s->gbuf,
+                                        s->rbytes, s->roff);
+    for (int p = 0; p < s->n && st == ZEN_OK; p++)
+        st = check_blocks(s->comm, p, &s->g, s->gbuf + s->roff[p], s->rbytes[p],
+                          range_block_lo(&s->g, s->n, p), range_block_lo(&s->g, s->n, p + 1),
+                          &s->load[p]);
+    if (st == ZEN_OK)
+        s->ctx->stats->imbalance_pull = zen_imbalance(s->load, s->n);
+    return st;
+}
+
+static zen_status blk_emit(blk_state *s)
+{
+    return emit_blocks(s->ctx, &s->g, s->gbuf, s->rbytes, s->roff, s->n);
+}
+
+static void blk_free(blk_state *s)
+{
+    zen_free(s->cut);
+    zen_free(s->sptr);
+    zen_free(s->sbuf);
+    zen_free(s->rbuf);
+    zen_free(s->pbuf);
+    zen_free(s->gbuf);
+    zen_free(s->acc);
+    zen_free(s->touched);
+}
+
+typedef zen_status (*blk_step)(blk_state *s);
+
+zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
+{
+    static const struct {
+        blk_step fn;
+        zen_sparse_phase phase;
+    } steps[] = { { blk_partition, ZEN_PHASE_PARTITION },
+                  { blk_push, ZEN_PHASE_PUSH },
+                  { blk_aggregate, ZEN_PHASE_AGGREGATE },
+                  { blk_pull, ZEN_PHASE_PULL },
+                  { blk_emit, ZEN_PHASE_DECODE } };
+
+    zen_coll cc;
+    zen_status st = zen_coll_begin(ctx->comm, "sparse_block", &cc);
     if (st != ZEN_OK)
-        goto out;
-    ctx->stats->imbalance_pull = zen_imbalance(load, n);
-    st = emit_blocks(ctx, &g, gbuf, rbytes, roff, n);
-    zen_sparse_lap(ctx, ZEN_PHASE_DECODE, &lap);
-out:
-    zen_free(cut);
-    zen_free(sbytes);
-    zen_free(load);
-    zen_free(sptr);
-    zen_free(rbytes);
-    zen_free(roff);
-    zen_free(sbuf);
-    zen_free(rbuf);
-    zen_free(pbuf);
-    zen_free(gbuf);
-    zen_free(acc);
-    zen_free(touched);
-    return zen_coll_end(comm, &cc, st);
+        return st;
+    blk_state s;
+    memset(&s, 0, sizeof s);
+    s.ctx = ctx;
+    s.comm = ctx->comm;
+    s.cc = &cc;
+    s.n = ctx->comm->size;
+    s.me = ctx->comm->rank;
+    s.g = make_geom(ctx->local);
+    s.wire_max = s.g.nblocks > SIZE_MAX / s.g.entry ? SIZE_MAX : (size_t)s.g.nblocks * s.g.entry;
+    size_t n = (size_t)s.n;
+    s.cut = zen_malloc_array(5 * n + 1, sizeof *s.cut); /* cut, sbytes, load, rbytes, roff */
+    s.sptr = zen_malloc_array(n, sizeof *s.sptr);
+    if (!s.cut || !s.sptr) {
+        st = zen_fail(ctx->comm, ZEN_ENOMEM, "block: out of memory");
+    } else {
+        s.sbytes = s.cut + n + 1;
+        s.load = s.sbytes + n;
+        s.rbytes = s.load + n;
+        s.roff = s.rbytes + n;
+    }
+    int64_t lap = zen_now_ns();
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0] && st == ZEN_OK; i++) {
+        st = steps[i].fn(&s);
+        zen_sparse_lap(ctx, steps[i].phase, &lap);
+    }
+    blk_free(&s);
+    return zen_coll_end(ctx->comm, &cc, st);
 }
