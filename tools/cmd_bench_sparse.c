@@ -79,6 +79,7 @@ typedef struct sb_result {
     double max_sent, max_recv;
     double imb_push, imb_pull;
     double predicted_us[ZEN_SPARSE_SCHEME_COUNT]; /* AUTO's cost model, per scheme (0: none) */
+    double phase_us[ZEN_PHASE_COUNT]; /* last iteration, slowest rank per phase, summed tensors */
 } sb_result;
 
 typedef struct sb_shared {
@@ -394,7 +395,7 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
     double *times = calloc((size_t)cfg->iters + 1, sizeof *times);
     /* bad, sent, recv, push, pull, chosen, then the cost model's predictions (AUTO only; summed
      * over the tensors of a trace) */
-    double agg[6 + ZEN_SPARSE_SCHEME_COUNT] = { 0 };
+    double agg[6 + ZEN_SPARSE_SCHEME_COUNT + ZEN_PHASE_COUNT] = { 0 };
     size_t maxcount = 0;
     for (size_t ci = 0; ci < sh->ncases; ci++) {
         size_t cnt = (size_t)sh->cases[ci].rows * sh->cases[ci].width;
@@ -444,6 +445,8 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
                 agg[5] = stats.scheme;
                 for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++)
                     agg[6 + k] += stats.predicted_s[k];
+                for (int k = 0; k < ZEN_PHASE_COUNT; k++)
+                    agg[6 + ZEN_SPARSE_SCHEME_COUNT + k] += stats.phase_us[k];
             }
         }
         if (it >= cfg->warmup)
@@ -452,7 +455,7 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
     if (st == ZEN_OK)
         st = bench_max_over_ranks(comm, times, (size_t)cfg->iters);
     if (st == ZEN_OK)
-        st = bench_max_over_ranks(comm, agg, 6 + ZEN_SPARSE_SCHEME_COUNT);
+        st = bench_max_over_ranks(comm, agg, sizeof agg / sizeof agg[0]);
     if (st == ZEN_OK) {
         res->scheme = scheme;
         res->verified = agg[0] == 0;
@@ -464,6 +467,8 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
         res->chosen = (int)agg[5];
         for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++)
             res->predicted_us[k] = agg[6 + k] * 1e6;
+        for (int k = 0; k < ZEN_PHASE_COUNT; k++)
+            res->phase_us[k] = agg[6 + ZEN_SPARSE_SCHEME_COUNT + k];
     }
     free(times);
     free(out);
@@ -577,6 +582,8 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
                 printf("\"speedup_vs_allgather\":%.4f,", va);
             else
                 printf("\"speedup_vs_allgather\":null,");
+            printf("\"phase_us\":[%.1f,%.1f,%.1f,%.1f,%.1f,%.1f],", r->phase_us[0], r->phase_us[1],
+                   r->phase_us[2], r->phase_us[3], r->phase_us[4], r->phase_us[5]);
             if (model > 0)
                 printf("\"model_us\":%.3f}\n", model);
             else
@@ -639,12 +646,15 @@ static void help(void)
         "by any rank in one call (including the call's small control messages). ideal: a\n"
         "perfectly balanced push/pull with COO, (n-1)/n (nnz/rank + nnz of sum)(4+4w) bytes.\n"
         "imb_push/imb_pull: paper Def. 8 (1 = perfect; 0 = not applicable to the scheme).\n"
-        "model_us: the cost model's prediction (network only, src/sparse/cost.c) as AUTO saw it\n"
-        "on its last call, shown when auto is among the schemes; ZEN_NET_GBPS and\n"
-        "ZEN_NET_LAT_US set the network it assumes.\n"
+        "model_us: the cost model's prediction (network and CPU kernels, src/sparse/cost.c,\n"
+        "before AUTO's online correction) as AUTO saw it on its last call, shown when auto is\n"
+        "among the schemes; ZEN_NET_GBPS, ZEN_NET_LAT_US and ZEN_SPARSE_NS_PER_* set what it\n"
+        "assumes. bench/sparse_grid.sh runs the issue #14 grid and tabulates AUTO and the model.\n"
         "\nJSON fields: scheme, chosen, ranks, rows, width, density, overlap, zipf_s, skew,\n"
         "tensors, transport, verified, time_us_p50, max_bytes_sent, max_bytes_recv, ideal_bytes,\n"
-        "imbalance_push, imbalance_pull, speedup_vs_dense, speedup_vs_allgather, model_us.\n");
+        "imbalance_push, imbalance_pull, speedup_vs_dense, speedup_vs_allgather, phase_us (the\n"
+        "last iteration's partition, push, aggregate, encode, pull, decode, slowest rank each),\n"
+        "model_us.\n");
 }
 
 static int launched(void)
