@@ -1,0 +1,43 @@
+#!/bin/bash
+# Grid of `zen bench sparse` runs for AUTO and the cost model (issue #14):
+#   ranks {4,8,16} x density {0.1%,1%,10%} x overlap {random,zipf,identical}, plus real traces.
+# Per cell: every scheme's p50, AUTO's choice, AUTO / fastest, the cost model's error per scheme.
+#
+# Usage: bench/sparse_grid.sh [ZEN] [OUT.jsonl]   (ZEN: the zen binary, default build/zen)
+# Env:   GRID_RANKS, GRID_DENSITIES, GRID_OVERLAPS (space lists), GRID_ROWS (200000),
+#        GRID_WIDTH (4), GRID_ITERS (10), GRID_WARMUP (5), GRID_TRACES (trace dirs, see
+#        docs/trace-format.md), GRID_TRACE_RANKS (8), GRID_LAUNCH=1 to run each cell as tcp
+#        processes under `zen launch` instead of inproc threads.
+# Take timings under the shared lock: flock /tmp/zen-bench.lock bench/sparse_grid.sh
+set -euo pipefail
+ZEN=${1:-build/zen}
+OUT=${2:-/tmp/zen-sparse-grid.jsonl}
+RANKS=${GRID_RANKS:-"4 8 16"}
+DENSITIES=${GRID_DENSITIES:-"0.001 0.01 0.1"}
+OVERLAPS=${GRID_OVERLAPS:-"random zipf identical"}
+ROWS=${GRID_ROWS:-200000}
+WIDTH=${GRID_WIDTH:-4}
+ITERS=${GRID_ITERS:-10}
+WARMUP=${GRID_WARMUP:-5}
+: >"$OUT"
+run_cell() { # ranks, then bench arguments
+    local n=$1
+    shift
+    if [ "${GRID_LAUNCH:-0}" = 1 ]; then
+        "$ZEN" launch -n "$n" -- "$ZEN" bench sparse "$@" --iters "$ITERS" --warmup "$WARMUP" \
+            --json | grep '^{' >>"$OUT"
+    else
+        "$ZEN" bench sparse --ranks "$n" "$@" --iters "$ITERS" --warmup "$WARMUP" --json >>"$OUT"
+    fi
+}
+for n in $RANKS; do
+    for d in $DENSITIES; do
+        for o in $OVERLAPS; do
+            run_cell "$n" --rows "$ROWS" --width "$WIDTH" --density "$d" --overlap "$o"
+        done
+    done
+done
+for t in ${GRID_TRACES:-}; do
+    run_cell "${GRID_TRACE_RANKS:-8}" --trace "$t"
+done
+/usr/bin/python3 "$(dirname "$0")/sparse_grid_table.py" "$OUT"

@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""Summarise `zen bench sparse --json` lines (bench/sparse_grid.sh) into a markdown table.
+
+One row per cell (ranks, density, overlap or trace): every scheme's p50 in ms, AUTO's choice,
+AUTO / fastest, and the cost model's error median over the cell's schemes, |model - measured| /
+measured (model = the raw prediction AUTO logged, before its online correction). The footer gives
+the share of cells with AUTO within 10% of the fastest, the worst AUTO / fastest and the median
+model error over every (cell, scheme).
+"""
+import json
+import statistics
+import sys
+
+SCHEMES = ["balanced", "hierarchical", "allgather", "block", "ps", "dense"]
+
+
+def cells(path):
+    out, order = {}, []
+    for line in open(path):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        r = json.loads(line)
+        key = (r["transport"], r["ranks"], r["overlap"], round(r["density"], 6), r["rows"], r["width"])
+        if key not in out:
+            out[key] = {}
+            order.append(key)
+        out[key][r["scheme"]] = r
+    return [(k, out[k]) for k in order]
+
+
+def main(path):
+    rows, errors, ratios = [], [], []
+    print("| transport | ranks | density | overlap | " + " | ".join(SCHEMES) +
+          " | AUTO chose | AUTO ms | AUTO / fastest | model err (median) |")
+    print("|" + "---|" * (len(SCHEMES) + 8))
+    for key, c in cells(path):
+        transport, n, overlap, density, _, _ = key
+        times = {s: c[s]["time_us_p50"] / 1e3 for s in SCHEMES if s in c}
+        if not times or "auto" not in c:
+            continue
+        fastest = min(times.values())
+        auto = c["auto"]["time_us_p50"] / 1e3
+        ratio = auto / fastest
+        ratios.append(ratio)
+        errs = []
+        for s in SCHEMES:
+            model = c[s].get("model_us") if s in c else None
+            if model and times.get(s, 0) > 0:
+                errs.append(abs(model / 1e3 - times[s]) / times[s])
+        errors.extend(errs)
+        med = statistics.median(errs) if errs else float("nan")
+        cols = " | ".join(("**%.2f**" if times.get(s) == fastest else "%.2f") % times[s]
+                          if s in times else "-" for s in SCHEMES)
+        print("| %s | %d | %.4g | %s | %s | %s | %.2f | %.2f | %.0f%% |" %
+              (transport, n, density, overlap, cols, c["auto"]["chosen"], auto, ratio, 100 * med))
+    if ratios:
+        within = sum(1 for r in ratios if r <= 1.10) / len(ratios)
+        print()
+        print("cells %d: AUTO within 10%% of the fastest in %.0f%%, worst AUTO / fastest %.2f; "
+              "model error median %.0f%% over %d (cell, scheme) pairs" %
+              (len(ratios), 100 * within, max(ratios),
+               100 * statistics.median(errors) if errors else float("nan"), len(errors)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/zen-sparse-grid.jsonl")
