@@ -149,13 +149,22 @@ static double skew_of(const double *load, int n)
     return sum > 0 ? n * max / sum : 1.0;
 }
 
-/* The measured part (collective): gammas, union skew, union block density and skew. */
-static zen_status deep_profile(zen_sparse_ctx *ctx, const zen_coll *cc, const prof_geom *g,
-                               const uint64_t *recs, zen_sparse_profile *p)
+/* The owner range of row x among n even ranges: the last j with lo(j) <= x. */
+static int range_of(uint64_t x, const prof_geom *g)
 {
-    zen_comm *comm = ctx->comm;
-    const zen_coo *c = ctx->local;
-    int n = g->n;
+    int n = g->n, j = (int)(x * (uint64_t)n / g->rows);
+    while (j + 1 < n && zen_range_lo(g->rows, n, j + 1) <= x)
+        j++;
+    while (j > 0 && zen_range_lo(g->rows, n, j) > x)
+        j--;
+    return j;
+}
+
+/* This rank's indices whose hash falls below a threshold every rank shares, so that about
+ * ZEN_SPARSE_PROFILE_SAMPLES of the largest rank's are kept; returns their count. */
+static size_t sample_rows(zen_comm *comm, const zen_coo *c, const uint64_t *recs, int n,
+                          uint32_t *mine)
+{
     size_t stride = REC_WORDS(n);
     uint64_t max_nnz = 0;
     for (int r = 0; r < n; r++)
@@ -169,37 +178,22 @@ static zen_status deep_profile(zen_sparse_ctx *ctx, const zen_coll *cc, const pr
     if (max_nnz > (uint64_t)samples)
         limit = (uint64_t)((double)UINT64_MAX * ((double)samples / (double)max_nnz));
     uint64_t seed = zen_comm_seeds(comm)[3] ^ 0x5a17e5u;
-    zen_status st = ZEN_OK;
-    uint32_t *mine = zen_malloc_array(c->nnz ? c->nnz : 1, sizeof *mine);
-    size_t *bytes = zen_malloc_array((size_t)n, sizeof *bytes);
-    size_t *off = zen_malloc_array((size_t)n, sizeof *off);
-    uint8_t *all = NULL, *bits = NULL, *allbits = NULL;
-    uint32_t *tmp = NULL;
-    if (!mine || !bytes || !off) {
-        st = zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory");
-        goto out;
-    }
     size_t k = 0;
     for (size_t i = 0; i < c->nnz; i++)
         if (zen_hash64(c->idx[i], seed) <= limit)
             mine[k++] = c->idx[i];
-    st = zen_xchg_allgatherv(comm, cc, mine, k * sizeof *mine, c->rows * sizeof(uint32_t), &all,
-                             bytes, off);
-    if (st != ZEN_OK)
-        goto out;
+    return k;
+}
+
+/* gamma^(2^i) and gamma^n from the allgathered samples (all, bytes, off), and the skew of the
+ * union over the row ranges; tmp (room for every sample) is scratch. */
+static void sample_ratios(const uint8_t *all, const size_t *bytes, const size_t *off,
+                          const prof_geom *g, uint32_t *tmp, double *load, zen_sparse_profile *p)
+{
+    int n = g->n;
     size_t total = 0;
-    for (int r = 0; r < n; r++) {
-        if (bytes[r] % sizeof(uint32_t)) {
-            st = zen_fail(comm, ZEN_EPROTO, "sparse profile: rank %d sent %zu sample bytes", r,
-                          bytes[r]);
-            goto out;
-        }
+    for (int r = 0; r < n; r++)
         total += bytes[r] / sizeof(uint32_t);
-    }
-    if (!(tmp = zen_malloc_array(total ? total : 1, sizeof *tmp))) {
-        st = zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory for %zu samples", total);
-        goto out;
-    }
     double single = (double)total / n;
     p->levels = 0;
     for (int i = 0; i < ZEN_COST_MAX_LEVELS && (1L << i) <= n; i++) {
@@ -211,66 +205,93 @@ static zen_status deep_profile(zen_sparse_ctx *ctx, const zen_coll *cc, const pr
     }
     size_t u = union_size(all, bytes, off, 0, n, tmp);
     p->gamma_n = single > 0 ? (double)u / single : 1.0;
+    memset(load, 0, (size_t)n * sizeof *load);
+    for (size_t i = 0; i < u; i++)
+        load[range_of(tmp[i], g)] += 1;
+    p->skew_n = skew_of(load, n);
+}
+
+/* Block density and block skew of the sum, from an allgather of per-rank block bitmaps. */
+static zen_status block_ratios(zen_sparse_ctx *ctx, const zen_coll *cc, const prof_geom *g,
+                               size_t *bytes, size_t *off, double *load, zen_sparse_profile *p)
+{
+    zen_comm *comm = ctx->comm;
+    const zen_coo *c = ctx->local;
+    int n = g->n;
+    size_t nbytes = (size_t)(g->nblocks + 7) / 8;
+    uint8_t *bits = zen_calloc(nbytes ? nbytes : 1, 1), *allbits = NULL;
+    if (!bits)
+        return zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory");
+    for (size_t i = 0; i < c->nnz; i++) {
+        uint64_t b = c->idx[i] / g->brows;
+        bits[b / 8] |= (uint8_t)(1u << (b % 8));
+    }
+    zen_status st = zen_xchg_allgatherv(comm, cc, bits, nbytes, nbytes, &allbits, bytes, off);
+    for (int r = 0; r < n && st == ZEN_OK; r++)
+        if (bytes[r] != nbytes)
+            st = zen_fail(comm, ZEN_EPROTO, "sparse profile: rank %d sent a %zu-byte bitmap", r,
+                          bytes[r]);
+    if (st == ZEN_OK) {
+        memset(load, 0, (size_t)n * sizeof *load);
+        double ones = 0;
+        int j = 0;
+        for (uint64_t b = 0; b < g->nblocks; b++) {
+            int set = 0;
+            for (int r = 0; r < n && !set; r++)
+                set = (allbits[off[r] + b / 8] >> (b % 8)) & 1;
+            while (j + 1 < n && zen_range_lo(g->nblocks, n, j + 1) <= b)
+                j++;
+            ones += set;
+            load[j] += set;
+        }
+        p->block_density_n = ones / (double)g->nblocks;
+        p->block_skew_n = skew_of(load, n);
+    }
+    zen_free(bits);
+    zen_free(allbits);
+    return st;
+}
+
+/* The measured part (collective): gammas, union skew, union block density and skew. */
+static zen_status deep_profile(zen_sparse_ctx *ctx, const zen_coll *cc, const prof_geom *g,
+                               const uint64_t *recs, zen_sparse_profile *p)
+{
+    zen_comm *comm = ctx->comm;
+    const zen_coo *c = ctx->local;
+    int n = g->n;
+    uint32_t *mine = zen_malloc_array(c->nnz ? c->nnz : 1, sizeof *mine);
+    size_t *bytes = zen_malloc_array((size_t)n, sizeof *bytes);
+    size_t *off = zen_malloc_array((size_t)n, sizeof *off);
     double *load = zen_calloc((size_t)n, sizeof *load);
-    if (!load) {
+    uint8_t *all = NULL;
+    uint32_t *tmp = NULL;
+    zen_status st = ZEN_OK;
+    if (!mine || !bytes || !off || !load) {
         st = zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory");
         goto out;
     }
-    for (size_t i = 0; i < u; i++) {
-        /* owner range of row tmp[i]: the last j with lo(j) <= row */
-        int j = (int)((uint64_t)tmp[i] * (uint64_t)n / g->rows);
-        while (j + 1 < n && zen_range_lo(g->rows, n, j + 1) <= tmp[i])
-            j++;
-        while (j > 0 && zen_range_lo(g->rows, n, j) > tmp[i])
-            j--;
-        load[j] += 1;
+    size_t k = sample_rows(comm, c, recs, n, mine);
+    st = zen_xchg_allgatherv(comm, cc, mine, k * sizeof *mine, c->rows * sizeof(uint32_t), &all,
+                             bytes, off);
+    size_t total = 0;
+    for (int r = 0; r < n && st == ZEN_OK; r++) {
+        if (bytes[r] % sizeof(uint32_t))
+            st = zen_fail(comm, ZEN_EPROTO, "sparse profile: rank %d sent %zu sample bytes", r,
+                          bytes[r]);
+        total += bytes[r] / sizeof(uint32_t);
     }
-    p->skew_n = skew_of(load, n);
-
-    if (g->nblocks <= MAX_BITMAP_BLOCKS) {
-        size_t nbytes = (size_t)(g->nblocks + 7) / 8;
-        bits = zen_calloc(nbytes ? nbytes : 1, 1);
-        if (!bits) {
-            zen_free(load);
-            st = zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < c->nnz; i++) {
-            uint64_t b = c->idx[i] / g->brows;
-            bits[b / 8] |= (uint8_t)(1u << (b % 8));
-        }
-        st = zen_xchg_allgatherv(comm, cc, bits, nbytes, nbytes, &allbits, bytes, off);
-        for (int r = 0; r < n && st == ZEN_OK; r++)
-            if (bytes[r] != nbytes)
-                st = zen_fail(comm, ZEN_EPROTO, "sparse profile: rank %d sent a %zu-byte bitmap", r,
-                              bytes[r]);
-        if (st == ZEN_OK) {
-            memset(load, 0, (size_t)n * sizeof *load);
-            double ones = 0;
-            int j = 0;
-            for (uint64_t b = 0; b < g->nblocks; b++) {
-                int set = 0;
-                for (int r = 0; r < n && !set; r++)
-                    set = (allbits[off[r] + b / 8] >> (b % 8)) & 1;
-                while (j + 1 < n && zen_range_lo(g->nblocks, n, j + 1) <= b)
-                    j++;
-                if (set) {
-                    ones += 1;
-                    load[j] += 1;
-                }
-            }
-            p->block_density_n = ones / (double)g->nblocks;
-            p->block_skew_n = skew_of(load, n);
-        }
-    }
-    zen_free(load);
+    if (st == ZEN_OK && !(tmp = zen_malloc_array(total ? total : 1, sizeof *tmp)))
+        st = zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory for %zu samples", total);
+    if (st == ZEN_OK)
+        sample_ratios(all, bytes, off, g, tmp, load, p);
+    if (st == ZEN_OK && g->nblocks <= MAX_BITMAP_BLOCKS)
+        st = block_ratios(ctx, cc, g, bytes, off, load, p);
 out:
     zen_free(mine);
     zen_free(bytes);
     zen_free(off);
+    zen_free(load);
     zen_free(all);
-    zen_free(bits);
-    zen_free(allbits);
     zen_free(tmp);
     return st;
 }
