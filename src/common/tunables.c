@@ -99,6 +99,9 @@ static const struct param_row param_table[] = {
       "budget (0: never)" },
     { "ZEN_SPARSE_EXPLORE_BUDGET", "0.05",
       "sparse AUTO: explorations may add at most this fraction to the measured time" },
+    { "ZEN_SPARSE_CALIBRATE_ONLINE", "1",
+      "sparse AUTO: 1 calibrates the model's latency and core share from each keyed tensor's own "
+      "calls (record exchange and coalesce times); 0: the configured constants only" },
     { "ZEN_SPARSE_MODEL_BIAS", "",
       "sparse AUTO: multiply the model's predictions, e.g. dense=0.001,balanced=3 (a deliberately "
       "wrong model, for tests of the online correction)" },

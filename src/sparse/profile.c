@@ -39,6 +39,9 @@ typedef struct profile_slot {
     zen_sparse_profile prof;
     zen_auto_tune tune; /* online correction of the choice (auto_tune.h) */
     double pending_s;   /* this rank's time of tune.last, reported on the next call */
+    double xchg_s;      /* this rank's time of the last record exchange */
+    double lat_s;       /* measured step latency (EMA, agreed), 0: not yet */
+    double cpu_scale;   /* measured / predicted coalesce time (EMA, agreed), 0: not yet */
 } profile_slot;
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -108,8 +111,10 @@ typedef struct prof_geom {
 } prof_geom;
 
 /* Words of a rank's record: version, flags, nnz, n range counts, n block-range counts, then the
- * scheme of its last keyed call + 1 (0: none) and that call's seconds (double bits). */
-#define REC_WORDS(n) (2 * (size_t)(n) + 5)
+ * REC_TAIL words of the online calibration: the scheme of its last keyed call + 1 (0: none), that
+ * call's seconds, the seconds of its last record exchange and of this call's coalesce (doubles). */
+#define REC_TAIL     4
+#define REC_WORDS(n) (2 * (size_t)(n) + 3 + REC_TAIL)
 
 /* The record this rank contributes: version, flags (bit 0: re-measure, bit 1: keyed), nnz, n range
  * counts, n block-range counts (the last two words: report_last). */
@@ -357,6 +362,9 @@ typedef struct choice {
     uint64_t *recs;  /* n records */
     int last_agreed; /* every rank reports the same last scheme */
     double last_s;   /* and its time, the maximum over ranks */
+    double xchg_s;   /* the last record exchange, the maximum over ranks */
+    double coal_s;   /* this call's coalesce, the maximum over ranks */
+    double nnz_max;  /* the largest coalesced input */
 } choice;
 
 static void geometry(const zen_coo *c, int n, prof_geom *g)
@@ -379,8 +387,19 @@ static void own_record(const zen_sparse_ctx *ctx, choice *ch, uint64_t *rec)
     local_record(ctx->local, &ch->g, ch->have ? ch->slot.version : 0,
                  need | (uint64_t)ch->keyed << 1, rec);
     int last = ch->have ? ch->slot.tune.last : -1;
-    rec[ch->stride - 2] = (uint64_t)(last + 1);
-    memcpy(&rec[ch->stride - 1], &ch->slot.pending_s, sizeof(double));
+    double coal = ctx->stats->phase_us[ZEN_PHASE_PARTITION] * 1e-6; /* api.c timed it */
+    uint64_t *tail = rec + ch->stride - REC_TAIL;
+    tail[0] = (uint64_t)(last + 1);
+    memcpy(&tail[1], &ch->slot.pending_s, sizeof(double));
+    memcpy(&tail[2], &ch->slot.xchg_s, sizeof(double));
+    memcpy(&tail[3], &coal, sizeof(double));
+}
+
+static double max_double_word(double m, const uint64_t *word)
+{
+    double t;
+    memcpy(&t, word, sizeof t);
+    return t > m ? t : m;
 }
 
 /* What the records say about the last call and whether the ranks' profiles still agree. */
@@ -391,17 +410,19 @@ static void read_records(choice *ch, int n, int *deep, int *all_keyed, uint64_t 
     *vmax = 0;
     ch->fresh = !ch->have;
     ch->last_agreed = 1;
-    ch->last_s = 0;
+    ch->last_s = ch->xchg_s = ch->coal_s = ch->nnz_max = 0;
     for (int r = 0; r < n; r++) {
         const uint64_t *x = ch->recs + (size_t)r * ch->stride;
         *deep |= (x[1] & 1) != 0 || x[0] != ch->recs[0];
         ch->fresh |= x[0] != ch->recs[0];
         *all_keyed &= (x[1] & 2) != 0;
         *vmax = x[0] > *vmax ? x[0] : *vmax;
-        double t;
-        memcpy(&t, &x[ch->stride - 1], sizeof t);
-        ch->last_agreed &= x[ch->stride - 2] != 0 && x[ch->stride - 2] == ch->recs[ch->stride - 2];
-        ch->last_s = t > ch->last_s ? t : ch->last_s;
+        const uint64_t *tail = x + ch->stride - REC_TAIL, *tail0 = ch->recs + ch->stride - REC_TAIL;
+        ch->last_agreed &= tail[0] != 0 && tail[0] == tail0[0];
+        ch->last_s = max_double_word(ch->last_s, &tail[1]);
+        ch->xchg_s = max_double_word(ch->xchg_s, &tail[2]);
+        ch->coal_s = max_double_word(ch->coal_s, &tail[3]);
+        ch->nnz_max = (double)x[2] > ch->nnz_max ? (double)x[2] : ch->nnz_max;
     }
 }
 
@@ -419,7 +440,9 @@ static zen_status gather_profile(zen_sparse_ctx *ctx, choice *ch, const uint64_t
     zen_status st = zen_coll_begin(comm, "sparse_profile", &cc);
     if (st != ZEN_OK)
         return st;
+    int64_t t0 = zen_now_ns();
     st = exchange_records(comm, &cc, rec, ch->recs, ch->stride * sizeof *rec);
+    ch->slot.xchg_s = zen_us_between(t0, zen_now_ns()) * 1e-6; /* reported on the next call */
     if (st == ZEN_OK)
         read_records(ch, n, &deep, &all_keyed, &vmax);
     if (st == ZEN_OK && !all_keyed) {
@@ -478,6 +501,48 @@ static void summarize(const choice *ch, int n, double *load, zen_sparse_profile 
     }
 }
 
+static double ema(double old, double x)
+{
+    return old > 0 ? 0.5 * old + 0.5 * x : x;
+}
+
+/*
+ * Calibrate the model's machine constants from this tensor's own calls, with values every rank
+ * shares (maxima over ranks from the records), unless ZEN_NET_LAT_US / ZEN_SPARSE_CPU_SHARE fix
+ * them:
+ *   latency  the record exchange is one step of n - 1 messages, modelled as
+ *            latency (1 + (n - 2) overhead / latency): its measured time gives the latency
+ *   CPU      the coalesce every call runs (api.c) is the sort + copy kernel on the largest input:
+ *            measured / predicted (when it is long enough to time) is how much less of a core a
+ *            rank gets than the model assumes; inproc copies are the bandwidth, so that scales too
+ * Both change every scheme alike; what they miss per scheme the correction in auto_tune.c learns.
+ */
+static void calibrate_net(const zen_sparse_ctx *ctx, choice *ch, zen_net_model *net)
+{
+    int n = ctx->comm->size;
+    if (ch->fresh) {
+        ch->slot.lat_s = 0;
+        ch->slot.cpu_scale = 0;
+    }
+    double ovr = net->overhead_s > 0 ? net->overhead_s / net->latency_s : ZEN_COST_MSG_OVERHEAD;
+    if (!ch->fresh && ch->xchg_s > 0)
+        ch->slot.lat_s = ema(ch->slot.lat_s, ch->xchg_s / (1 + (n - 2) * ovr));
+    if (ch->slot.lat_s > 0 && !(zen_param_double("NET_LAT_US") > 0)) {
+        net->latency_s = ch->slot.lat_s;
+        net->overhead_s = ovr * ch->slot.lat_s;
+    }
+    const zen_cpu_model *c = &net->cpu;
+    double share = c->share > 0 ? c->share : 1;
+    double coal = ch->nnz_max * (c->sort + 4.0 * ctx->local->width * c->copy_byte) * 1e-9 / share;
+    if (coal > 20e-6 && ch->coal_s > 0)
+        ch->slot.cpu_scale = ema(ch->slot.cpu_scale, ch->coal_s / coal);
+    if (ch->slot.cpu_scale > 1 && !(zen_param_double("SPARSE_CPU_SHARE") > 0)) {
+        net->cpu.share = share / ch->slot.cpu_scale;
+        if (zen_comm_transport(ctx->comm) == ZEN_TRANSPORT_INPROC)
+            net->bytes_per_s /= ch->slot.cpu_scale;
+    }
+}
+
 /* The model's prediction for the real output kind, corrected by what earlier calls of this
  * tensor measured (auto_tune.h); the raw predictions go to the statistics. */
 static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_profile *p)
@@ -485,6 +550,8 @@ static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_prof
     const zen_coo *c = ctx->local;
     zen_net_model net;
     zen_net_model_for_ranks(zen_comm_transport(ctx->comm), ctx->comm->size, &net);
+    if (ch->keyed && ch->have && zen_param_long("SPARSE_CALIBRATE_ONLINE") != 0)
+        calibrate_net(ctx, ch, &net);
     double pred[ZEN_SPARSE_SCHEME_COUNT];
     p->dense_output = ctx->dense_out != NULL;
     zen_sparse_predict(ctx->comm->size, c->rows, c->width, p, &net,
