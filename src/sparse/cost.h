@@ -53,15 +53,15 @@ typedef struct zen_sparse_profile {
  *   ALLGATHER     pack nnz E; merge n runs: n nnz (merge lg n + V copy)
  *   PS            pack nnz E; owner merges n runs: n hot (merge lg n + V copy), packs hot_n E;
  *                 concatenate the pulled ranges: nnz_n E copy
- *   BALANCED      hash nnz + gather nnz (4 + V) copy; owner coalesces what it got: nnz (sort + V
- *                 copy); bitmap: encode rows/n + decode rows bitmap rows, nnz_n/n + nnz_n V copy
- *                 (COO blobs: copies instead); merge the n decoded runs: nnz_n (merge lg n + V)
- *   HIERARCHICAL  round i merges two runs of g_i nnz: 2 g_i nnz (merge2 + V copy), or reduces D
- *                 bytes once the partial sum went dense (plus one densify, D copy)
- *   DENSE         densify: D + nnz V copy; reduce-scatter: (n-1)/n D reduce; extract: D copy
- *   BLOCK         densify local blocks (copy), owner sums n hot blocks (reduce) and packs them
- *   dense output  (profile.dense_output) memset D + scatter nnz_n V copy, except DENSE (in place)
- * Transport CPU (kernel copies of TCP): wire_byte per byte the busiest rank sends or receives.
+ *   BALANCED      hash nnz + gather nnz (4 + V) copy; unpack what arrived: nnz E copy; owner
+ *                 coalesces it: nnz (sort + V copy); bitmap: encode rows/n + decode rows bitmap
+ * rows, nnz_n/n + nnz_n V copy (COO blobs: copies instead); merge the n decoded runs: nnz_n (merge
+ * lg n + V) HIERARCHICAL  round i merges two runs of g_i nnz: 2 g_i nnz (merge2 + V copy), or
+ * reduces D bytes once the partial sum went dense (plus one densify, D copy) DENSE         densify:
+ * D + nnz V copy; reduce-scatter: (n-1)/n D reduce; extract: D copy BLOCK         densify local
+ * blocks (copy), owner sums n hot blocks (reduce) and packs them dense output
+ * (profile.dense_output) memset D + scatter nnz_n V copy, except DENSE (in place) Transport CPU
+ * (kernel copies of TCP): wire_byte per byte the busiest rank sends or receives.
  *
  * Overlap: time = latency terms + max(bytes / bandwidth, bytes * wire_byte / share) + compute /
  * share. The transport's copies stream with the transfer (the kernel copies one segment while
