@@ -132,6 +132,28 @@ static void test_scheme_volumes(void **state)
     assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 4 * 100 * 8 / 1e9, 1e-15);
 }
 
+/* The issue's 128-rank case (25 Gbit/s, 10 us, 4e7 rows x 1, 1.13%, identical rows, no CPU):
+ * BALANCED's latency is two exchange steps plus two allgathers of log2 128 = 7 Bruck rounds, not
+ * 2 x 127 ring steps, so it no longer loses to PS (whose 4 exchange steps cost more); with the
+ * ring (ZEN_SPARSE_PULL_BRUCK_MAX_BYTES=0) it does. */
+static void test_balanced_latency_128(void **state)
+{
+    (void)state;
+    zen_sparse_profile p;
+    zen_sparse_profile_model(&p, 128, 0.0113, ZEN_OVERLAP_IDENTICAL);
+    zen_net_model net = { .bytes_per_s = 25e9 / 8, .latency_s = 10e-6 };
+    double pred[ZEN_SPARSE_SCHEME_COUNT];
+    zen_sparse_predict(128, 40000000, 1, &p, &net, 256, pred);
+    assert_true(pred[ZEN_SPARSE_BALANCED] < pred[ZEN_SPARSE_PS]);
+    double conc = 10e-6 * (1 + 126 * 0.1);
+    double bytes = 127.0 / 128 * 2 * 0.0113 * 4e7 * 8; /* push + COO pull, 8 bytes per entry */
+    assert_float_equal(pred[ZEN_SPARSE_BALANCED], 2 * conc + 14 * 10e-6 + bytes / (25e9 / 8), 1e-9);
+    setenv("ZEN_SPARSE_PULL_BRUCK_MAX_BYTES", "0", 1);
+    zen_sparse_predict(128, 40000000, 1, &p, &net, 256, pred);
+    unsetenv("ZEN_SPARSE_PULL_BRUCK_MAX_BYTES");
+    assert_true(pred[ZEN_SPARSE_BALANCED] > pred[ZEN_SPARSE_PS]);
+}
+
 /* Dense wins once the tensor is dense enough (COO of a 60% dense tensor is larger). */
 static void test_dense_crossover(void **state)
 {
@@ -326,11 +348,11 @@ static void test_auto_follows_net(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_overlap),     cmocka_unit_test(test_no_overlap),
-        cmocka_unit_test(test_paper_table),      cmocka_unit_test(test_scheme_volumes),
-        cmocka_unit_test(test_dense_crossover),  cmocka_unit_test(test_auto),
-        cmocka_unit_test(test_auto_follows_net), cmocka_unit_test(test_profile_period),
-        cmocka_unit_test(test_net_models),
+        cmocka_unit_test(test_full_overlap),         cmocka_unit_test(test_no_overlap),
+        cmocka_unit_test(test_paper_table),          cmocka_unit_test(test_scheme_volumes),
+        cmocka_unit_test(test_dense_crossover),      cmocka_unit_test(test_auto),
+        cmocka_unit_test(test_balanced_latency_128), cmocka_unit_test(test_auto_follows_net),
+        cmocka_unit_test(test_profile_period),       cmocka_unit_test(test_net_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
