@@ -58,7 +58,8 @@ struct shm_state {
     int spin_yield;
     pthread_mutex_t drain_lock;
     atomic_int aborted;
-    atomic_int any_down; /* some peer has down set and not yet failed */
+    atomic_int any_down;     /* some peer has down set and not yet failed */
+    atomic_int drain_missed; /* a thread found the drain lock taken (see zen_shm_progress) */
     pthread_t monitor;
     int monitor_started;
     int stop_fd;   /* eventfd: tells the monitor to leave */

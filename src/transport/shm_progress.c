@@ -240,8 +240,13 @@ static void fail_down_peers(shm_state *s, const int *was_down)
 
 int zen_shm_progress(shm_state *s)
 {
-    if (pthread_mutex_trylock(&s->drain_lock) != 0)
-        return 0;
+    if (pthread_mutex_trylock(&s->drain_lock) != 0) {
+        /* another thread drains: it rings this process's bell when it lets go, so a waiter that
+         * sleeps now re-checks; one more try covers the holder that let go meanwhile */
+        atomic_store(&s->drain_missed, 1);
+        if (pthread_mutex_trylock(&s->drain_lock) != 0)
+            return 0;
+    }
     int check = atomic_load(&s->any_down);
     int *was_down = s->was_down;
     if (check)
@@ -256,8 +261,8 @@ int zen_shm_progress(shm_state *s)
     if (check)
         fail_down_peers(s, was_down);
     pthread_mutex_unlock(&s->drain_lock);
-    /* A thread that found the lock taken may sleep now: make sure it re-checks. */
-    zen_shm_ring_bell(&s->head->bell);
+    if (atomic_exchange(&s->drain_missed, 0))
+        zen_shm_ring_bell(&s->head->bell);
     return n;
 }
 
