@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <zen/sparse.h>
+
 #include "coll/comm_internal.h"
 #include "common/clock.h"
 #include "shm_jobs.h"
@@ -345,6 +347,65 @@ static void test_abort_wakes_waiters(void **state)
     run_ok(&k, sc_abort);
 }
 
+#define SP_ROWS  997
+#define SP_WIDTH 4
+#define SP_NNZ   120
+
+/* Rank r's sparse input: indices with duplicates, small integer values (exact in any order). */
+static void sp_input(int r, uint32_t *idx, float *val)
+{
+    uint64_t rng = 77 + (uint64_t)r * 1315423911u;
+    for (size_t i = 0; i < SP_NNZ; i++) {
+        idx[i] = i % 5 == 4 ? idx[i - 1] : (uint32_t)(zt_rand(&rng) % (r % 2 ? 60 : SP_ROWS));
+        for (int k = 0; k < SP_WIDTH; k++)
+            val[i * SP_WIDTH + k] = (float)((int)(zt_rand(&rng) % 9) - 4);
+    }
+}
+
+/* Sparse allreduce through every scheme, flat and hierarchical (which on a mixed communicator
+ * reduces over shm inside a host and sparse over tcp across), against a dense sum of every
+ * rank's regenerated input. */
+static zen_status sc_sparse(zen_comm *c, void *arg)
+{
+    (void)arg;
+    int n = zen_comm_size(c), r = zen_comm_rank(c);
+    static uint32_t idx[SP_NNZ];
+    static float val[SP_NNZ * SP_WIDTH], ref[SP_ROWS * SP_WIDTH], out[SP_ROWS * SP_WIDTH];
+    memset(ref, 0, sizeof ref);
+    for (int p = 0; p < n; p++) {
+        sp_input(p, idx, val);
+        for (size_t i = 0; i < SP_NNZ; i++)
+            for (int k = 0; k < SP_WIDTH; k++)
+                ref[idx[i] * SP_WIDTH + k] += val[i * SP_WIDTH + k];
+    }
+    sp_input(r, idx, val);
+    zen_sparse_tensor in = { SP_ROWS, SP_WIDTH, SP_NNZ, ZEN_INDEX_U32, idx, ZEN_F32, val };
+    static const zen_sparse_scheme schemes[] = { ZEN_SPARSE_BALANCED, ZEN_SPARSE_HIERARCHICAL,
+                                                 ZEN_SPARSE_ALLGATHER, ZEN_SPARSE_AUTO };
+    for (size_t s = 0; s < sizeof schemes / sizeof schemes[0]; s++) {
+        for (int h = ZEN_SPARSE_HIER_OFF; h <= ZEN_SPARSE_HIER_ON; h++) {
+            zen_sparse_options o = ZEN_SPARSE_OPTIONS_INIT;
+            o.scheme = schemes[s];
+            o.hierarchy = h;
+            zen_sparse_stats stats;
+            CHECK(zen_sparse_allreduce_dense(c, &in, out, &o, &stats) == ZEN_OK);
+            CHECK(memcmp(out, ref, sizeof ref) == 0);
+            if (h == ZEN_SPARSE_HIER_ON && zen_comm_transport(c) == ZEN_TRANSPORT_MIXED)
+                CHECK(stats.hierarchical == 1 && stats.hosts == 2);
+        }
+    }
+    return ZEN_OK;
+}
+
+static void test_sparse(void **state)
+{
+    (void)state;
+    zt_job j = { ZEN_TRANSPORT_SHM, 3, 0, 30, NULL };
+    run_ok(&j, sc_sparse);
+    zt_job k = { ZEN_TRANSPORT_MIXED, 4, 2, 30, NULL };
+    run_ok(&k, sc_sparse);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_p2p_shm_ring_only),
         cmocka_unit_test(test_p2p_mixed),
         cmocka_unit_test(test_topology),
+        cmocka_unit_test(test_sparse),
         cmocka_unit_test(test_shm_across_hosts_refused),
         cmocka_unit_test(test_sigkill_shm),
         cmocka_unit_test(test_sigkill_mixed),
