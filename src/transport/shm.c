@@ -482,11 +482,14 @@ static void read_tunables(shm_state *s, double timeout_s)
     s->stall_ns = (int64_t)(s->timeout_s * 1e9);
     long spin = zen_param_long("SHM_SPIN_US");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    /* Oversubscribed (more ranks than cores on this host): a waiter that spins takes the core
-     * its peer needs, so it yields while it polls, and polls briefly. */
-    s->spin_yield = cpus > 0 && s->nlocal > cpus;
+    /* A waiter that spins takes the core its peer may need: oversubscribed (more ranks than
+     * cores), or unpinned, when the scheduler's wake-up affinity puts two ranks that wake each
+     * other on one core (measured: an 8-byte round trip took the whole spin budget, 20-60 us,
+     * when spinning, 4-5 us when yielding; docs/benchmarks.md). So by default it yields. */
+    long yield = zen_param_long("SHM_SPIN_YIELD");
+    s->spin_yield = yield > 0 || (yield < 0 && cpus > 0 && s->nlocal > cpus);
     if (spin < 0)
-        spin = s->spin_yield ? 20 : 50;
+        spin = 50;
     s->spin_ns = (int64_t)spin * 1000;
 }
 
