@@ -19,3 +19,9 @@ add_test(NAME launch_transport_usage
          COMMAND $<TARGET_FILE:zen> launch -n 2 --transport carrier-pigeon -- true)
 set_tests_properties(launch_transport_usage PROPERTIES TIMEOUT 30 LABELS cli
                      PASS_REGULAR_EXPRESSION "--transport must be auto, shm or tcp")
+add_test(NAME launch_bind_core_shm
+         COMMAND $<TARGET_FILE:zen> launch -n 2 --bind core -- $<TARGET_FILE:zen> bench p2p -b 8
+                 -e 64K -f 64 -w 1 -n 20 -c --json)
+set_tests_properties(launch_bind_core_shm PROPERTIES TIMEOUT 60 LABELS cli
+                     PASS_REGULAR_EXPRESSION "\"transport\":\"shm\""
+                     FAIL_REGULAR_EXPRESSION "\"wrong\":[1-9]")

@@ -9,7 +9,9 @@
  * usually ends them within milliseconds, each naming the cause), then terminates what is left,
  * and exits 1.
  */
+#define _GNU_SOURCE /* sched_setaffinity */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 static pid_t children[MAX_RANKS];
 static volatile sig_atomic_t nchildren;
 static volatile sig_atomic_t got_signal;
+static int bind_cores; /* --bind core: rank r runs on core r mod (cores) */
 
 static void usage(FILE *f)
 {
@@ -41,7 +44,9 @@ static void usage(FILE *f)
             "               before SIGTERM (default 3)\n"
             "  --transport T  auto (default: shared memory among the ranks of a host, tcp\n"
             "               across hosts), shm (shared memory, all ranks on this host) or tcp;\n"
-            "               sets ZEN_TRANSPORT for every rank\n\n"
+            "               sets ZEN_TRANSPORT for every rank\n"
+            "  --bind B     core: pin rank r to core r mod (cores), as mpirun does (shm's waiters\n"
+            "               then find their peer on another core); none (default)\n\n"
             "SIGINT and SIGTERM are forwarded to every rank. Exit status: 0 when every rank\n"
             "exits 0; 1 when one fails (\"zen launch: rank R exited with status S\" on\n"
             "stderr); 2 on a usage error.\n",
@@ -81,6 +86,15 @@ static pid_t spawn(int rank, int n, int port, char **cmd)
     set_int_env("ZEN_MASTER_PORT", "MASTER_PORT", port);
     setenv("ZEN_MASTER_ADDR", "127.0.0.1", 1);
     setenv("MASTER_ADDR", "127.0.0.1", 1);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (bind_cores && cores > 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET((int)(rank % cores), &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0)
+            fprintf(stderr, "zen launch: rank %d: cannot bind to core %ld: %s\n", rank,
+                    rank % cores, strerror(errno));
+    }
     execvp(cmd[0], cmd);
     fprintf(stderr, "zen launch: rank %d: cannot run %s: %s\n", rank, cmd[0], strerror(errno));
     _exit(127);
@@ -207,6 +221,11 @@ int zen_cmd_launch(int argc, char **argv)
                 return zen_usage_error("launch", "--transport must be auto, shm or tcp, not '%s'",
                                        t);
             setenv("ZEN_TRANSPORT", t, 1); /* inherited by every rank */
+        } else if (strcmp(a, "--bind") == 0) {
+            const char *b = argv[++i];
+            if (strcmp(b, "core") && strcmp(b, "none"))
+                return zen_usage_error("launch", "--bind must be core or none, not '%s'", b);
+            bind_cores = strcmp(b, "core") == 0;
         } else if (strcmp(a, "--grace") == 0) {
             grace_s = strtod(argv[++i], &end);
             if (end == argv[i] || *end || !(grace_s >= 0))
