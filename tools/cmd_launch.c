@@ -1,5 +1,5 @@
 /*
- * zen launch -n N [--port P] [--grace S] [--transport T] -- CMD ARGS...
+ * zen launch -n N [--port P] [--grace S] [--transport T] [--bind B] -- CMD ARGS...
  *
  * Starts N local processes of CMD as the ranks of one job (like `torchrun --standalone`; they
  * talk over shared memory unless --transport tcp):
@@ -33,7 +33,8 @@ static int bind_cores; /* --bind core: rank r runs on core r mod (cores) */
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: zen launch -n N [--port P] [--grace S] [--transport T] -- CMD [ARGS...]\n\n"
+            "usage: zen launch -n N [--port P] [--grace S] [--transport T] [--bind B] -- CMD "
+            "[ARGS...]\n\n"
             "Start N processes of CMD on this host as the ranks of one job.\n"
             "Each child gets ZEN_RANK, ZEN_WORLD_SIZE, ZEN_LOCAL_RANK, ZEN_LOCAL_SIZE,\n"
             "ZEN_MASTER_ADDR=127.0.0.1 and ZEN_MASTER_PORT (and the torchrun names RANK,\n"
