@@ -222,7 +222,7 @@ cmd_run() {
     for ((i = 0; i < n; i++)); do
         ip netns exec "$(host_ns "$i")" env ZEN_RANK="$i" ZEN_WORLD_SIZE="$n" \
             ZEN_MASTER_ADDR="$(host_addr 0)" ZEN_MASTER_PORT="$port" ZEN_LOCAL_RANK=0 \
-            ZEN_LOCAL_SIZE=1 ZEN_SOCKET_IFADDR="$(host_addr "$i")" "$@" &
+            ZEN_LOCAL_SIZE=1 ZEN_SOCKET_IFADDR="$(host_addr "$i")" ZEN_HOST_ID="$(host_ns "$i")" "$@" &
         pids+=($!)
     done
     for ((i = 0; i < n; i++)); do

@@ -2,7 +2,7 @@
 # under mpirun. Every scheme must report "verified":true (each rank checks its own output
 # against a locally computed dense sum); the inproc runs are in test_sparse_trace.c.
 add_test(NAME bench_sparse_tcp
-         COMMAND $<TARGET_FILE:zen> launch -n 3 -- $<TARGET_FILE:zen> bench sparse --rows 5000
+         COMMAND $<TARGET_FILE:zen> launch -n 3 --transport tcp -- $<TARGET_FILE:zen> bench sparse --rows 5000
                  --density 0.02 --width 2 --iters 1 --warmup 0 --json)
 set_tests_properties(bench_sparse_tcp PROPERTIES TIMEOUT 120 LABELS cli
                      ENVIRONMENT "ZEN_TIMEOUT_S=60"

@@ -37,6 +37,12 @@ uint64_t zt_rand(uint64_t *state)
 void zt_run_tcp_forked(int nranks, void (*before)(int rank, void *ctx), void *ctx, zen_rank_fn fn,
                        void *arg, int timeout_s)
 {
+    zt_run_forked(ZEN_TRANSPORT_TCP, nranks, before, ctx, fn, arg, timeout_s);
+}
+
+void zt_run_forked(zen_transport_kind kind, int nranks, void (*before)(int rank, void *ctx),
+                   void *ctx, zen_rank_fn fn, void *arg, int timeout_s)
+{
     int port = zen_free_port();
     if (port < 0)
         fail_msg("no free port found");
@@ -51,7 +57,7 @@ void zt_run_tcp_forked(int nranks, void (*before)(int rank, void *ctx), void *ct
         if (before)
             before(r, ctx);
         zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
-        o.transport = ZEN_TRANSPORT_TCP;
+        o.transport = kind;
         o.rank = r;
         o.world_size = nranks;
         o.master_addr = "127.0.0.1";

@@ -25,6 +25,11 @@ void zt_run_inproc(int nranks, zen_rank_fn fn, void *arg);
 void zt_run_tcp_forked(int nranks, void (*before)(int rank, void *ctx), void *ctx, zen_rank_fn fn,
                        void *arg, int timeout_s);
 
+/* zt_run_tcp_forked with another process transport: ZEN_TRANSPORT_SHM, or ZEN_TRANSPORT_MIXED
+ * (shm among ranks with the same ZEN_HOST_ID, which before() may set per rank; tcp between). */
+void zt_run_forked(zen_transport_kind kind, int nranks, void (*before)(int rank, void *ctx),
+                   void *ctx, zen_rank_fn fn, void *arg, int timeout_s);
+
 /* Deterministic pseudo-random numbers (splitmix64) for test data. */
 uint64_t zt_rand(uint64_t *state);
 

@@ -46,8 +46,10 @@ void bench_help(bench_kind kind)
            "  -c, --check         verify every result against a locally computed reference\n"
            "                      and report the number of wrong elements (summed over ranks)\n"
            "  --transport T       inproc: --ranks threads in this process (the default unless\n"
-           "                      started by a launcher); tcp or mpi: this process is one rank,\n"
-           "                      e.g. zen launch -n 4 -- zen bench allreduce --transport tcp\n"
+           "                      started by a launcher); auto (shm inside a host, tcp across:\n"
+           "                      the default under a launcher), shm, tcp or mpi: this process\n"
+           "                      is one rank, e.g. zen launch -n 4 -- zen bench allreduce\n"
+           "                      (the header and JSON name the transport used)\n"
            "                      (or set ZEN_RANK, ZEN_WORLD_SIZE, ZEN_MASTER_ADDR/PORT)\n"
            "  --ranks N           inproc rank count (default %d)\n"
            "  --timeout S         deadline in seconds of every blocking wait\n"
@@ -238,6 +240,10 @@ int bench_parse(int argc, char **argv, bench_kind kind, bench_opts *o, int *done
                 o->transport = ZEN_TRANSPORT_TCP;
             else if (strcmp(v, "mpi") == 0)
                 o->transport = ZEN_TRANSPORT_MPI;
+            else if (strcmp(v, "shm") == 0)
+                o->transport = ZEN_TRANSPORT_SHM;
+            else if (strcmp(v, "auto") == 0)
+                o->transport = ZEN_TRANSPORT_MIXED;
             else
                 bad = 1;
         } else if (strcmp(a, "--ranks") == 0) {

@@ -1,14 +1,17 @@
 /*
- * zen launch -n N [--port P] [--grace S] -- CMD ARGS...
+ * zen launch -n N [--port P] [--grace S] [--transport T] [--bind B] -- CMD ARGS...
  *
- * Starts N local processes of CMD as the ranks of one tcp job (like `torchrun --standalone`):
+ * Starts N local processes of CMD as the ranks of one job (like `torchrun --standalone`; they
+ * talk over shared memory unless --transport tcp):
  * picks a free port for rank 0's rendezvous, sets the rank environment in each child, forwards
  * SIGINT/SIGTERM to every child and waits. When a rank fails (non-zero exit or a signal) it says
  * which on stderr, gives the others a grace period to notice on their own (zen's abort cascade
  * usually ends them within milliseconds, each naming the cause), then terminates what is left,
  * and exits 1.
  */
+#define _GNU_SOURCE /* sched_setaffinity */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,19 +28,26 @@
 static pid_t children[MAX_RANKS];
 static volatile sig_atomic_t nchildren;
 static volatile sig_atomic_t got_signal;
+static int bind_cores; /* --bind core: rank r runs on core r mod (cores) */
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: zen launch -n N [--port P] [--grace S] -- CMD [ARGS...]\n\n"
-            "Start N processes of CMD on this host as the ranks of one tcp job.\n"
+            "usage: zen launch -n N [--port P] [--grace S] [--transport T] [--bind B] -- CMD "
+            "[ARGS...]\n\n"
+            "Start N processes of CMD on this host as the ranks of one job.\n"
             "Each child gets ZEN_RANK, ZEN_WORLD_SIZE, ZEN_LOCAL_RANK, ZEN_LOCAL_SIZE,\n"
             "ZEN_MASTER_ADDR=127.0.0.1 and ZEN_MASTER_PORT (and the torchrun names RANK,\n"
             "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT).\n\n"
             "  -n N         number of ranks (1..%d)\n"
             "  --port P     rendezvous port (default: a free port)\n"
             "  --grace S    seconds the other ranks get to exit on their own after one fails,\n"
-            "               before SIGTERM (default 3)\n\n"
+            "               before SIGTERM (default 3)\n"
+            "  --transport T  auto (default: shared memory among the ranks of a host, tcp\n"
+            "               across hosts), shm (shared memory, all ranks on this host) or tcp;\n"
+            "               sets ZEN_TRANSPORT for every rank\n"
+            "  --bind B     core: pin rank r to core r mod (cores), as mpirun does (shm's waiters\n"
+            "               then find their peer on another core); none (default)\n\n"
             "SIGINT and SIGTERM are forwarded to every rank. Exit status: 0 when every rank\n"
             "exits 0; 1 when one fails (\"zen launch: rank R exited with status S\" on\n"
             "stderr); 2 on a usage error.\n",
@@ -77,6 +87,15 @@ static pid_t spawn(int rank, int n, int port, char **cmd)
     set_int_env("ZEN_MASTER_PORT", "MASTER_PORT", port);
     setenv("ZEN_MASTER_ADDR", "127.0.0.1", 1);
     setenv("MASTER_ADDR", "127.0.0.1", 1);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (bind_cores && cores > 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET((int)(rank % cores), &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0)
+            fprintf(stderr, "zen launch: rank %d: cannot bind to core %ld: %s\n", rank,
+                    rank % cores, strerror(errno));
+    }
     execvp(cmd[0], cmd);
     fprintf(stderr, "zen launch: rank %d: cannot run %s: %s\n", rank, cmd[0], strerror(errno));
     _exit(127);
@@ -197,6 +216,17 @@ int zen_cmd_launch(int argc, char **argv)
             if (*end || v < 1 || v > 65535)
                 return zen_usage_error("launch", "--port must be 1..65535, not '%s'", argv[i]);
             port = (int)v;
+        } else if (strcmp(a, "--transport") == 0) {
+            const char *t = argv[++i];
+            if (strcmp(t, "auto") && strcmp(t, "shm") && strcmp(t, "tcp"))
+                return zen_usage_error("launch", "--transport must be auto, shm or tcp, not '%s'",
+                                       t);
+            setenv("ZEN_TRANSPORT", t, 1); /* inherited by every rank */
+        } else if (strcmp(a, "--bind") == 0) {
+            const char *b = argv[++i];
+            if (strcmp(b, "core") && strcmp(b, "none"))
+                return zen_usage_error("launch", "--bind must be core or none, not '%s'", b);
+            bind_cores = strcmp(b, "core") == 0;
         } else if (strcmp(a, "--grace") == 0) {
             grace_s = strtod(argv[++i], &end);
             if (end == argv[i] || *end || !(grace_s >= 0))

@@ -40,7 +40,7 @@ static void usage(FILE *f)
         "\nparallelism:\n"
         "  --dp N --tp N       data x tensor parallel ranks (%d x %d); inproc threads unless\n"
         "                      started as process ranks (zen launch -n DPxTP -- zen train ...)\n"
-        "  --transport T       auto|inproc|tcp|mpi (auto)\n"
+        "  --transport T       auto|inproc|tcp|shm|mpi (auto)\n"
         "  --threads N         BLAS threads per rank (0: cores / ranks in this process)\n"
         "  --sync-scheme S     embedding gradient sync: auto|balanced|hierarchical|allgather|\n"
         "                      block|ps|dense (auto = cost model; dense = plain allreduce)\n"
@@ -157,6 +157,8 @@ static int parse_named(const char *a, const char *v, zen_train_options *o, const
             o->transport = ZEN_TRANSPORT_TCP;
         else if (strcmp(v, "mpi") == 0)
             o->transport = ZEN_TRANSPORT_MPI;
+        else if (strcmp(v, "shm") == 0)
+            o->transport = ZEN_TRANSPORT_SHM;
         else
             bad = 1;
     } else if (strcmp(a, "--sync-scheme") == 0) {

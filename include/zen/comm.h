@@ -3,7 +3,8 @@
  *
  * A communicator is a group of N ranks that created it together. Ranks talk through one
  * transport: "inproc" (ranks are threads of one process), "tcp" (one process per rank, full
- * mesh) or "mpi" (Open MPI underneath, when built with it).
+ * mesh), "shm" (one process per rank, shared memory on one host), "shm+tcp" (shared memory
+ * inside each host, tcp between hosts) or "mpi" (Open MPI underneath, when built with it).
  *
  * Ordering contract: every rank of a communicator issues the same collectives in the same order.
  * Thread safety: one thread uses a communicator at a time (different communicators may be used
@@ -30,11 +31,15 @@ typedef struct zen_request zen_request;
 typedef struct zen_inproc_world zen_inproc_world;
 
 typedef enum zen_transport_kind {
-    ZEN_TRANSPORT_AUTO = 0, /* mpi when started by mpirun (and built with MPI), else tcp when
-                               RANK/ZEN_RANK is set, else inproc when a world is given */
+    ZEN_TRANSPORT_AUTO = 0, /* inproc when a world is given, else mpi when started by mpirun (and
+                               built with MPI), else ZEN_TRANSPORT (auto|tcp|shm|mpi, default
+                               auto): shm among the ranks of a host, tcp across hosts */
     ZEN_TRANSPORT_INPROC = 1,
     ZEN_TRANSPORT_TCP = 2,
-    ZEN_TRANSPORT_MPI = 3
+    ZEN_TRANSPORT_MPI = 3,
+    ZEN_TRANSPORT_SHM = 4,  /* one process per rank, all on one host, shared memory ("shm") */
+    ZEN_TRANSPORT_MIXED = 5 /* shm inside each host, tcp between hosts ("shm+tcp"); as an option
+                               it means the same as AUTO for processes */
 } zen_transport_kind;
 
 /* Static name of a transport kind ("inproc"); never NULL. Thread safe. */

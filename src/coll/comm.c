@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bootstrap/env.h"
+#include "bootstrap/hosts.h"
 #include "bootstrap/rendezvous.h"
 #include "coll/comm_internal.h"
 #include "common/alloc.h"
@@ -31,6 +32,10 @@ const char *zen_transport_name(zen_transport_kind kind)
         return "tcp";
     case ZEN_TRANSPORT_MPI:
         return "mpi";
+    case ZEN_TRANSPORT_SHM:
+        return "shm";
+    case ZEN_TRANSPORT_MIXED:
+        return "shm+tcp";
     }
     return "?";
 }
@@ -106,6 +111,25 @@ static zen_status agree_seeds(zen_comm *c)
     return zen_coll_end(c, &cc, st);
 }
 
+/* ZEN_TRANSPORT for processes: auto (MIXED: decided per host at rendezvous), tcp, shm, mpi. */
+static zen_status zen_transport_from_env(zen_transport_kind *kind)
+{
+    const char *v = zen_param_str("TRANSPORT");
+    if (!v || !*v || strcmp(v, "auto") == 0 || strcmp(v, "shm+tcp") == 0)
+        *kind = ZEN_TRANSPORT_MIXED;
+    else if (strcmp(v, "tcp") == 0)
+        *kind = ZEN_TRANSPORT_TCP;
+    else if (strcmp(v, "shm") == 0)
+        *kind = ZEN_TRANSPORT_SHM;
+    else if (strcmp(v, "mpi") == 0)
+        *kind = ZEN_TRANSPORT_MPI;
+    else {
+        ZEN_ERROR("init", "ZEN_TRANSPORT='%s' is not one of auto, tcp, shm, mpi", v);
+        return ZEN_EINVAL;
+    }
+    return ZEN_OK;
+}
+
 static zen_status pick_transport(const zen_comm_options *o, const zen_env_info *env,
                                  zen_transport_kind *kind)
 {
@@ -117,7 +141,7 @@ static zen_status pick_transport(const zen_comm_options *o, const zen_env_info *
     else if (env->launched_by_mpi && zen_transport_mpi_launched())
         *kind = ZEN_TRANSPORT_MPI;
     else
-        *kind = ZEN_TRANSPORT_TCP;
+        return zen_transport_from_env(kind);
     return ZEN_OK;
 }
 
@@ -145,10 +169,11 @@ static zen_status tcp_transport(int rank, int size, const char *addr, int port, 
 }
 
 static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
-                                 zen_transport_kind kind, double timeout_s, zen_transport **t)
+                                 zen_transport_kind *kindp, double timeout_s, zen_transport **t)
 {
     int rank = o->rank >= 0 ? o->rank : env->rank;
     int size = o->world_size > 0 ? o->world_size : env->world_size;
+    zen_transport_kind kind = *kindp;
     switch (kind) {
     case ZEN_TRANSPORT_INPROC:
         if (!o->inproc_world || rank < 0) {
@@ -166,6 +191,19 @@ static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
                              o->master_port > 0 ? o->master_port : env->master_port, timeout_s, t);
     case ZEN_TRANSPORT_MPI:
         return zen_transport_mpi_create(t);
+    case ZEN_TRANSPORT_SHM:
+    case ZEN_TRANSPORT_MIXED:
+        /* host-aware: the job's kind (SHM, MIXED or TCP) is known after the host exchange */
+        if (rank < 0 || size < 1) {
+            ZEN_ERROR("init",
+                      "%s transport needs a rank and world size: set ZEN_RANK and "
+                      "ZEN_WORLD_SIZE (or RANK/WORLD_SIZE), or use `zen launch`",
+                      zen_transport_name(kind));
+            return ZEN_EINVAL;
+        }
+        return zen_bootstrap_host_transport(
+            kind, rank, size, o->master_addr ? o->master_addr : env->master_addr,
+            o->master_port > 0 ? o->master_port : env->master_port, timeout_s, t, kindp);
     case ZEN_TRANSPORT_AUTO:
         break;
     }
@@ -194,7 +232,7 @@ zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out)
     if ((st = pick_transport(&o, &env, &kind)) != ZEN_OK)
         return st;
     zen_transport *t = NULL;
-    st = make_transport(&o, &env, kind, timeout_s, &t);
+    st = make_transport(&o, &env, &kind, timeout_s, &t);
     if (st == ZEN_OK)
         st = zen_fault_maybe_wrap(&t); /* tests: ZEN_FAULT injects failures (faulty.h) */
     if (st != ZEN_OK) {
@@ -202,7 +240,7 @@ zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out)
                   zen_strerror(st));
         return st;
     }
-    if (kind != ZEN_TRANSPORT_INPROC && env.local_rank >= 0 && env.local_size > 0) {
+    if (kind != ZEN_TRANSPORT_INPROC && !t->host_of && env.local_rank >= 0 && env.local_size > 0) {
         t->local_rank = env.local_rank;
         t->local_size = env.local_size;
     }

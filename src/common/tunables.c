@@ -35,6 +35,23 @@ static const struct param_row param_table[] = {
     { "ZEN_SOCKET_BUF_BYTES", "4194304",
       "tcp: SO_SNDBUF/SO_RCVBUF of data connections (0, or above net.core.[rw]mem_max: kernel "
       "autotuning)" },
+    { "ZEN_TRANSPORT", "auto",
+      "process transport: auto (shm inside a host, tcp across hosts), tcp, shm (all ranks on one "
+      "host), mpi" },
+    { "ZEN_HOST_ID", "",
+      "host identity for shm/auto (default: hostname + boot id); ranks with equal ids share "
+      "memory (emulated clusters set one per emulated host)" },
+    { "ZEN_SHM_RING_KB", "512", "shm: bytes of each per-pair ring in KiB (64 .. 65536)" },
+    { "ZEN_SHM_SPIN_US", "-1",
+      "shm: microseconds a waiter polls before it sleeps on the futex (-1: 50)" },
+    { "ZEN_SHM_SPIN_YIELD", "1",
+      "shm: 1 a polling waiter yields its core (sched_yield) between polls: unpinned ranks that "
+      "the scheduler puts on one core still progress; 0 it spins; -1 yield only when the host's "
+      "ranks outnumber its cores" },
+    { "ZEN_SHM_CMA", "1",
+      "shm: 1 lets large messages be read straight from the sender (process_vm_readv), 0: always "
+      "copy through the ring" },
+    { "ZEN_SHM_CMA_MIN_BYTES", "65536", "shm: single copy (CMA) from this message size on" },
     { "ZEN_FAULT", "",
       "tests: inject a fault, e.g. rank=1,after=3,action=kill (see src/transport/faulty.h)" },
     { "ZEN_ALLREDUCE_ALGO", "auto", "dense allreduce algorithm: auto, ring, rhd, mpi" },

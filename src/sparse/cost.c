@@ -257,7 +257,7 @@ void zen_net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model 
     /* Defaults: inproc is a memcpy between threads, tcp a 10 GbE-class link, mpi a 25 Gb/s
      * fabric (the paper's testbed A). */
     double gbps = 10, lat_us = 50;
-    if (kind == ZEN_TRANSPORT_INPROC) {
+    if (kind == ZEN_TRANSPORT_INPROC || kind == ZEN_TRANSPORT_SHM) { /* shm: memory copies too */
         gbps = 40;
         lat_us = 5;
     } else if (kind == ZEN_TRANSPORT_MPI) {

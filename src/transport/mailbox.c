@@ -51,7 +51,17 @@ struct zen_mailbox {
     int nranks;
     zen_status *peer_status; /* ZEN_OK while the peer is usable */
     char (*peer_msg)[256];
+    void (*notify)(void *); /* zen_mailbox_set_notify */
+    void *notify_arg;
 };
+
+/* Wake the condition variable's waiters and the notify hook's. Lock held. */
+static void wake_all(zen_mailbox *mb)
+{
+    pthread_cond_broadcast(&mb->cond);
+    if (mb->notify)
+        mb->notify(mb->notify_arg);
+}
 
 zen_status zen_mailbox_create(zen_transport *owner, int nranks, zen_mailbox **out)
 {
@@ -298,7 +308,10 @@ zen_status zen_mailbox_send_done(zen_treq **out)
 static void fail_peer_locked(zen_mailbox *mb, int peer, zen_status status, const char *msg);
 
 /* have_data: the carrier holds the whole message (inproc), so a combining receive is fed
- * directly by zen_mailbox_deliver instead of through a temporary buffer. */
+ * directly by zen_mailbox_deliver instead of through a temporary buffer; PIECES: the carrier
+ * feeds it piece by piece through zen_mailbox_deliver_piece. */
+#define PIECES 2
+
 static void begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delivery *d,
                   int have_data)
 {
@@ -306,6 +319,7 @@ static void begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delive
     d->entry = NULL;
     d->is_posted = 0;
     d->tmp = NULL;
+    d->pieces = 0;
     pthread_mutex_lock(&mb->lock);
     if (mb->peer_status[src] != ZEN_OK) {
         /* An earlier message from src was lost (or src failed): a later one must not complete a
@@ -320,7 +334,7 @@ static void begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delive
         unlink_posted(mb, r);
         if (len > r->cap) {
             finish_too_long(mb, r, src, len);
-            pthread_cond_broadcast(&mb->cond);
+            wake_all(mb);
         } else {
             r->state = REQ_RECEIVING;
             r->len = len;
@@ -334,10 +348,11 @@ static void begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delive
                 if (!d->tmp) {
                     finish(r, ZEN_ENOMEM, 0, "out of memory staging a combined receive");
                     d->entry = NULL;
-                    pthread_cond_broadcast(&mb->cond);
+                    wake_all(mb);
                 }
             } else if (r->combine) {
                 d->dest = NULL; /* zen_mailbox_deliver combines straight from the sender */
+                d->pieces = have_data == PIECES;
             }
         }
         pthread_mutex_unlock(&mb->lock);
@@ -351,7 +366,7 @@ static void begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delive
         snprintf(msg, sizeof msg, "out of memory buffering a %zu-byte message from rank %d", len,
                  src);
         fail_peer_locked(mb, src, ZEN_ENOMEM, msg); /* and every receive already posted from src */
-        pthread_cond_broadcast(&mb->cond);
+        wake_all(mb);
         pthread_mutex_unlock(&mb->lock);
         return;
     }
@@ -372,6 +387,56 @@ static void begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delive
 void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delivery *d)
 {
     begin(mb, src, tag, len, d, 0);
+}
+
+void zen_mailbox_deliver_begin_pieces(zen_mailbox *mb, int src, uint64_t tag, size_t len,
+                                      zen_delivery *d)
+{
+    begin(mb, src, tag, len, d, PIECES);
+}
+
+void zen_mailbox_deliver_piece(zen_delivery *d, size_t off, const void *data, size_t n)
+{
+    if (d->dest) {
+        if (n)
+            memcpy((char *)d->dest + off, data, n);
+    } else if (d->pieces && n) {
+        mb_req *r = d->entry;
+        r->combine((char *)r->buf + off, (const char *)r->other + off, data, n, r->combine_ctx);
+    }
+}
+
+int zen_mailbox_req_done(zen_mailbox *mb, zen_treq *req)
+{
+    if (req->is_send)
+        return 1;
+    pthread_mutex_lock(&mb->lock);
+    int done = ((mb_req *)req)->state == REQ_DONE;
+    pthread_mutex_unlock(&mb->lock);
+    return done;
+}
+
+void zen_mailbox_req_info(zen_treq *req, int *peer, uint64_t *tag)
+{
+    const mb_req *r = (const mb_req *)req;
+    *peer = req->is_send ? -1 : r->peer;
+    *tag = req->is_send ? 0 : r->tag;
+}
+
+int zen_mailbox_req_receiving(zen_mailbox *mb, zen_treq *req)
+{
+    if (!req || req->is_send)
+        return 0;
+    pthread_mutex_lock(&mb->lock);
+    int busy = ((mb_req *)req)->state == REQ_RECEIVING;
+    pthread_mutex_unlock(&mb->lock);
+    return busy;
+}
+
+void zen_mailbox_set_notify(zen_mailbox *mb, void (*fn)(void *), void *arg)
+{
+    mb->notify = fn;
+    mb->notify_arg = arg;
 }
 
 void zen_mailbox_deliver_end(zen_mailbox *mb, zen_delivery *d)
@@ -395,7 +460,7 @@ void zen_mailbox_deliver_end(zen_mailbox *mb, zen_delivery *d)
         if (m->taker)
             consume(mb, m->taker, m);
     }
-    pthread_cond_broadcast(&mb->cond);
+    wake_all(mb);
     pthread_mutex_unlock(&mb->lock);
 }
 
@@ -429,7 +494,7 @@ void zen_mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status statu
         zen_free(m->data);
         zen_free(m);
     }
-    pthread_cond_broadcast(&mb->cond);
+    wake_all(mb);
     pthread_mutex_unlock(&mb->lock);
 }
 
@@ -478,7 +543,7 @@ void zen_mailbox_fail_peer(zen_mailbox *mb, int peer, zen_status status, const c
         return;
     pthread_mutex_lock(&mb->lock);
     fail_peer_locked(mb, peer, status, msg);
-    pthread_cond_broadcast(&mb->cond);
+    wake_all(mb);
     pthread_mutex_unlock(&mb->lock);
 }
 
@@ -487,6 +552,6 @@ void zen_mailbox_fail_all(zen_mailbox *mb, zen_status status, const char *msg)
     pthread_mutex_lock(&mb->lock);
     for (int p = 0; p < mb->nranks; p++)
         fail_peer_locked(mb, p, status, msg);
-    pthread_cond_broadcast(&mb->cond);
+    wake_all(mb);
     pthread_mutex_unlock(&mb->lock);
 }

@@ -24,6 +24,7 @@ typedef struct zen_delivery {
     void *entry;   /* internal */
     int is_posted; /* internal */
     void *tmp;     /* internal: staging buffer of a combining receive */
+    int pieces;    /* internal: a combining receive fed piece by piece (deliver_piece) */
 } zen_delivery;
 
 zen_status zen_mailbox_create(zen_transport *owner, int nranks, zen_mailbox **out);
@@ -47,6 +48,32 @@ void zen_mailbox_deliver_end(zen_mailbox *mb, zen_delivery *d);
 /* The carrier could not finish (connection lost mid-message): complete the claimed receive, if
  * any, with status and msg instead. */
 void zen_mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status status, const char *msg);
+
+/*
+ * Like deliver_begin, for a carrier that lands the bytes in pieces at increasing offsets with
+ * zen_mailbox_deliver_piece (shm: ring fragments, chunks read from another process). A combining
+ * receive then combines each piece in place instead of staging the whole message, so every piece
+ * except the last must be a multiple of the element size (any multiple of 64 bytes is).
+ */
+void zen_mailbox_deliver_begin_pieces(zen_mailbox *mb, int src, uint64_t tag, size_t len,
+                                      zen_delivery *d);
+
+/* Land bytes [off, off + n) of a delivery begun with deliver_begin_pieces (discarded when the
+ * message has no destination). No lock: the claimed receive belongs to the carrier. */
+void zen_mailbox_deliver_piece(zen_delivery *d, size_t off, const void *data, size_t n);
+
+/* 1 when the receive req has completed (a send always has). */
+int zen_mailbox_req_done(zen_mailbox *mb, zen_treq *req);
+
+/* The source rank and tag a receive was posted for. */
+void zen_mailbox_req_info(zen_treq *req, int *peer, uint64_t *tag);
+
+/* 1 while a carrier is writing into the receive req (zen_mailbox_req_free would wait for it). */
+int zen_mailbox_req_receiving(zen_mailbox *mb, zen_treq *req);
+
+/* Call fn(arg) after every change that may complete a receive (shm: a waiter that sleeps on a
+ * futex instead of the mailbox's condition variable). Set before any traffic. */
+void zen_mailbox_set_notify(zen_mailbox *mb, void (*fn)(void *), void *arg);
 
 /* begin + memcpy + end. */
 void zen_mailbox_deliver(zen_mailbox *mb, int src, uint64_t tag, const void *data, size_t len);

@@ -63,6 +63,7 @@ struct tcp_state {
     atomic_int killed;   /* fault injection: behave as a dead process */
     atomic_int live_readers;
     pthread_mutex_t lock; /* peers[].why */
+    int owns_mb;          /* 0: the mailbox belongs to an enclosing transport (shm's mixed mode) */
 };
 
 static const zen_transport_ops tcp_ops;
@@ -433,7 +434,8 @@ static void tcp_free(tcp_state *s)
         }
     }
     zen_free(s->peers);
-    zen_mailbox_destroy(s->mb);
+    if (s->owns_mb)
+        zen_mailbox_destroy(s->mb);
     pthread_mutex_destroy(&s->lock);
     zen_transport_base_release(&s->base);
     zen_free(s);
@@ -484,7 +486,7 @@ static zen_status start_readers(tcp_state *s)
     zen_status st = ZEN_OK;
     for (int p = 0; p < s->base.size && st == ZEN_OK; p++) {
         tcp_peer *pe = &s->peers[p];
-        if (p == s->base.rank)
+        if (p == s->base.rank || pe->fd < 0) /* -1: a peer another transport serves (shm) */
             continue;
         atomic_fetch_add(&s->live_readers, 1);
         if (pthread_create(&pe->reader, &attr, reader_main, pe) != 0) {
@@ -499,8 +501,23 @@ static zen_status start_readers(tcp_state *s)
     return st;
 }
 
+static zen_status tcp_create(int rank, int size, int *fds, double timeout_s, zen_mailbox *shared_mb,
+                             zen_transport **out);
+
 zen_status zen_transport_tcp_create(int rank, int size, int *fds, double timeout_s,
                                     zen_transport **out)
+{
+    return tcp_create(rank, size, fds, timeout_s, NULL, out);
+}
+
+zen_status zen_transport_tcp_create_shared(int rank, int size, int *fds, double timeout_s,
+                                           zen_mailbox *mb, zen_transport **out)
+{
+    return tcp_create(rank, size, fds, timeout_s, mb, out);
+}
+
+static zen_status tcp_create(int rank, int size, int *fds, double timeout_s, zen_mailbox *shared_mb,
+                             zen_transport **out)
 {
     *out = NULL;
     if (size < 1 || rank < 0 || rank >= size || !fds) {
@@ -515,7 +532,11 @@ zen_status zen_transport_tcp_create(int rank, int size, int *fds, double timeout
     s->timeout_s = timeout_s > 0 ? timeout_s : 300;
     s->stall_ns = (int64_t)(s->timeout_s * 1e9);
     s->peers = zen_calloc((size_t)size, sizeof *s->peers);
-    zen_status st = s->peers ? zen_mailbox_create(&s->base, size, &s->mb) : ZEN_ENOMEM;
+    s->owns_mb = shared_mb == NULL;
+    s->mb = shared_mb;
+    zen_status st = !s->peers   ? ZEN_ENOMEM
+                    : shared_mb ? ZEN_OK
+                                : zen_mailbox_create(&s->base, size, &s->mb);
     if (st != ZEN_OK) {
         for (int p = 0; p < size; p++) {
             if (fds[p] >= 0)

@@ -21,4 +21,12 @@ void zen_transport_tcp_kill(zen_transport *t);
 
 int zen_transport_is_tcp(const zen_transport *t);
 
+/* zen_transport_tcp_create delivering into mb, which the caller owns and keeps alive until after
+ * destroy (shm's mixed mode: one mailbox for the ranks on this host and those on others). Peers
+ * with fds[p] == -1 get no reader thread; the caller must not send to them through this
+ * transport. */
+typedef struct zen_mailbox zen_mailbox;
+zen_status zen_transport_tcp_create_shared(int rank, int size, int *fds, double timeout_s,
+                                           zen_mailbox *mb, zen_transport **out);
+
 #endif

@@ -15,6 +15,8 @@ void zen_transport_base_init(zen_transport *t, const zen_transport_ops *ops, voi
     t->size = size;
     t->local_rank = rank;
     t->local_size = size;
+    t->host_of = NULL;
+    t->nhosts = 0;
     t->err[0] = '\0';
     pthread_mutex_init(&t->err_lock, NULL);
 }
@@ -43,4 +45,11 @@ void zen_transport_last_error(zen_transport *t, char *out, size_t size)
     pthread_mutex_lock(&t->err_lock);
     snprintf(out, size, "%s", t->err);
     pthread_mutex_unlock(&t->err_lock);
+}
+
+int zen_transport_host(const zen_transport *t, int r)
+{
+    if (!t || !t->host_of || r < 0 || r >= t->size)
+        return -1;
+    return t->host_of[r];
 }

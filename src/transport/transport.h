@@ -92,6 +92,11 @@ struct zen_transport {
     int size;   /* world size */
     int local_rank;
     int local_size;
+    /* world rank -> host index 0..nhosts-1, when the transport knows the hosts (shm, mixed:
+     * from the host identities exchanged at rendezvous); NULL otherwise. Owned by the transport.
+     * Read it through zen_transport_host. */
+    const int *host_of;
+    int nhosts;
     pthread_mutex_t err_lock;
     char err[512]; /* detail of the last failure, "rank R: ... rank P ..." */
 };
@@ -102,6 +107,10 @@ zen_status zen_transport_fail(zen_transport *t, zen_status status, const char *f
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* Host index of world rank r (ranks with equal indices share a host), or -1 when the transport
+ * does not know the hosts. Thread safe (fixed at creation). */
+int zen_transport_host(const zen_transport *t, int r);
 
 /* Copy t->err into out (size bytes). */
 void zen_transport_last_error(zen_transport *t, char *out, size_t size);

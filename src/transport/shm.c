@@ -1,0 +1,587 @@
+/*
+ * shm transport: the vtable, the send side, the liveness monitor and the life cycle. See shm.h
+ * for the setup, shm_seg.h for the segment and shm_progress.c for the receive side.
+ *
+ * Send to a local peer (the calling thread, under the peer's send lock; isend completes before
+ * it returns, like tcp, so callers may reuse the buffer at once):
+ *  - len >= ZEN_SHM_CMA_MIN_BYTES and the receiver can read this process (probed at setup):
+ *    one RTS record with the buffer's address; the receiver copies (or reduces) straight from
+ *    it with process_vm_readv and acknowledges. One copy instead of two, and the copy is done
+ *    by the receiver, so the ranks of a ring all copy in parallel.
+ *  - otherwise the bytes go through the ring in records of at most ring/4 bytes; the receiver
+ *    copies (or reduces) them out as they come, a pipeline of two copies.
+ * While it waits (for ring space or the acknowledgement) the sender drains its own inbound
+ * rings, so two processes sending to each other always progress.
+ * Peers on other hosts (mixed mode) go through an inner tcp transport that delivers into the
+ * same mailbox, so receives, ordering and failures look the same whichever way a peer is served.
+ *
+ * Failures: each local peer's tcp socket from the rendezvous stays open, watched by one monitor
+ * thread (asleep in poll). End of stream: the peer closed or died (kill -9 included: the kernel
+ * closes its sockets). Bytes: the peer's abort reason. Either way the peer's ring is drained
+ * first (what it sent before is still delivered), then every receive from it fails naming it;
+ * an abort fails every receive ("rank P aborted: reason"), as tcp does.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/tunables.h"
+#include "transport/shm_internal.h"
+#include "transport/tcp_internal.h"
+
+#define ABORT_REASON_MAX 400
+
+static const zen_transport_ops shm_ops;
+
+int zen_transport_is_pure_shm(const zen_transport *t)
+{
+    return t && t->ops == &shm_ops && ((const shm_state *)t)->tcp == NULL;
+}
+
+int zen_shm_cma_allowed(void)
+{
+    return zen_param_long("SHM_CMA") != 0;
+}
+
+void zen_shm_attach_peer(shm_state *s, shm_peer *pe, void *seg, size_t seg_bytes)
+{
+    int me = s->peers[s->base.rank].lidx;
+    pe->seg = seg;
+    pe->seg_bytes = seg_bytes;
+    pe->bell = &((zen_shm_seg_head *)seg)->bell;
+    pe->out_ctl = (zen_shm_ring *)((char *)seg + zen_shm_ring_ctl_off(me));
+    pe->out_data = (char *)seg + zen_shm_ring_data_off(s->nlocal, s->ring_bytes, me);
+}
+
+/* ---- send ---- */
+
+typedef struct send_wait {
+    shm_state *s;
+    shm_peer *pe;
+    size_t need; /* ring bytes wanted (0: waiting for the ack of RTS number ack) */
+    uint64_t ack;
+} send_wait;
+
+static int peer_gone(const shm_state *s, shm_peer *pe)
+{
+    return atomic_load(&s->aborted) || atomic_load(&pe->down) || atomic_load(&pe->failed);
+}
+
+static int send_ready(void *arg)
+{
+    send_wait *w = arg;
+    zen_shm_ring *out = w->pe->out_ctl;
+    if (peer_gone(w->s, w->pe))
+        return 1;
+    if (w->need == 0)
+        return atomic_load(&out->acked) >= w->ack;
+    uint64_t used =
+        atomic_load_explicit(&out->tail, memory_order_relaxed) - atomic_load(&out->head);
+    return w->s->ring_bytes - used >= w->need;
+}
+
+/* The error of a send that cannot go on (abort, dead peer). */
+static zen_status send_failed(shm_state *s, shm_peer *pe)
+{
+    if (atomic_load(&s->aborted))
+        return zen_transport_fail(&s->base, ZEN_EABORTED, "send to rank %d after this rank aborted",
+                                  pe->rank);
+    char why[sizeof pe->why];
+    pthread_mutex_lock(&s->drain_lock);
+    snprintf(why, sizeof why, "%s", pe->why);
+    pthread_mutex_unlock(&s->drain_lock);
+    return zen_transport_fail(&s->base, ZEN_EPEER, "send to rank %d: %s", pe->rank, why);
+}
+
+/* Wait for the ring or the acknowledgement; the stall limit restarts whenever the peer moves. */
+static zen_status send_block(shm_state *s, shm_peer *pe, send_wait *w, size_t bytes)
+{
+    uint64_t seen = atomic_load(&pe->out_ctl->head) + atomic_load(&pe->out_ctl->acked);
+    for (;;) {
+        atomic_store(&pe->out_ctl->producer_waiting, 1);
+        int ok = zen_shm_wait_until(s, send_ready, w, zen_now_ns() + s->stall_ns);
+        atomic_store(&pe->out_ctl->producer_waiting, 0);
+        if (peer_gone(s, pe))
+            return send_failed(s, pe);
+        if (ok)
+            return ZEN_OK;
+        uint64_t now = atomic_load(&pe->out_ctl->head) + atomic_load(&pe->out_ctl->acked);
+        if (now == seen)
+            return zen_transport_fail(&s->base, ZEN_ETIMEDOUT,
+                                      "send of %zu bytes to rank %d made no progress for %.1f s: "
+                                      "rank %d is not reading (stuck or stopped)",
+                                      bytes, pe->rank, s->timeout_s, pe->rank);
+        seen = now;
+    }
+}
+
+/* Append one record (header + payload) to pe's ring, waiting for space. */
+static zen_status put_record(shm_state *s, shm_peer *pe, const zen_shm_rec *h, const void *payload,
+                             size_t total)
+{
+    zen_shm_ring *out = pe->out_ctl;
+    size_t len = (ZEN_SHM_REC_HDR + h->bytes + ZEN_SHM_LINE - 1) / ZEN_SHM_LINE * ZEN_SHM_LINE;
+    uint64_t tail = atomic_load_explicit(&out->tail, memory_order_relaxed);
+    size_t pos = (size_t)(tail % s->ring_bytes);
+    size_t pad = pos + len > s->ring_bytes ? s->ring_bytes - pos : 0;
+    send_wait w = { s, pe, len + pad, 0 };
+    if (!send_ready(&w)) {
+        zen_status st = send_block(s, pe, &w, total);
+        if (st != ZEN_OK)
+            return st;
+    } else if (peer_gone(s, pe)) {
+        return send_failed(s, pe);
+    }
+    if (pad) {
+        zen_shm_rec p = { ZEN_SHM_PAD, 0, 0, 0, 0 };
+        memcpy(pe->out_data + pos, &p, sizeof p);
+        tail += pad;
+        pos = 0;
+    }
+    memcpy(pe->out_data + pos, h, sizeof *h);
+    if (h->bytes)
+        memcpy(pe->out_data + pos + ZEN_SHM_REC_HDR, payload, h->bytes);
+    atomic_store_explicit(&out->tail, tail + len, memory_order_release);
+    zen_shm_ring_bell(pe->bell);
+    return ZEN_OK;
+}
+
+static zen_status send_local(shm_state *s, shm_peer *pe, uint64_t tag, const void *buf, size_t len)
+{
+    zen_status st = ZEN_OK;
+    pthread_mutex_lock(&pe->send_lock);
+    if (len >= s->cma_min && pe->out_ctl->cma_ok) {
+        zen_shm_rec h = { ZEN_SHM_RTS, 0, tag, len, (uint64_t)(uintptr_t)buf };
+        st = put_record(s, pe, &h, NULL, len);
+        if (st == ZEN_OK) {
+            send_wait w = { s, pe, 0, ++pe->rts_sent };
+            if (!send_ready(&w))
+                st = send_block(s, pe, &w, len);
+            else if (peer_gone(s, pe))
+                st = send_failed(s, pe);
+        }
+    } else {
+        size_t off = 0;
+        do {
+            size_t n = len - off < s->frag_bytes ? len - off : s->frag_bytes;
+            zen_shm_rec h = { off ? ZEN_SHM_MORE : ZEN_SHM_FIRST, (uint32_t)n, tag, len, off };
+            st = put_record(s, pe, &h, (const char *)buf + off, len);
+            off += n;
+        } while (st == ZEN_OK && off < len);
+    }
+    pthread_mutex_unlock(&pe->send_lock);
+    return st;
+}
+
+/* Copy the inner tcp transport's last error into ours (without its "rank R: " prefix). */
+static zen_status tcp_error(shm_state *s, zen_status st)
+{
+    char e[sizeof s->base.err];
+    zen_transport_last_error(s->tcp, e, sizeof e);
+    const char *p = strstr(e, ": ");
+    return zen_transport_fail(&s->base, st, "%s", p ? p + 2 : e);
+}
+
+static zen_status shm_isend(zen_transport *t, int peer, uint64_t tag, const void *buf, size_t len,
+                            zen_treq **req)
+{
+    shm_state *s = (shm_state *)t;
+    *req = NULL;
+    if (peer < 0 || peer >= t->size)
+        return zen_transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, t->size);
+    if (atomic_load(&s->aborted))
+        return zen_transport_fail(t, ZEN_EABORTED, "send to rank %d after this rank aborted", peer);
+    shm_peer *pe = &s->peers[peer];
+    zen_status st;
+    if (peer == t->rank) {
+        zen_mailbox_deliver(s->mb, peer, tag, buf, len);
+        st = ZEN_OK;
+    } else if (pe->lidx < 0) {
+        zen_treq *inner = NULL;
+        st = s->tcp->ops->isend(s->tcp, peer, tag, buf, len, &inner);
+        if (st != ZEN_OK)
+            return tcp_error(s, st);
+        *req = inner; /* a completed mailbox send: our req_free frees it */
+        return ZEN_OK;
+    } else {
+        st = send_local(s, pe, tag, buf, len);
+    }
+    return st == ZEN_OK ? zen_mailbox_send_done(req) : st;
+}
+
+/* ---- receive ---- */
+
+static zen_status check_recv(shm_state *s, int peer)
+{
+    if (peer < 0 || peer >= s->base.size)
+        return zen_transport_fail(&s->base, ZEN_EINVAL, "receive from rank %d of %d", peer,
+                                  s->base.size);
+    return ZEN_OK;
+}
+
+static zen_status shm_irecv(zen_transport *t, int peer, uint64_t tag, void *buf, size_t cap,
+                            zen_treq **req)
+{
+    shm_state *s = (shm_state *)t;
+    *req = NULL;
+    zen_status st = check_recv(s, peer);
+    return st != ZEN_OK ? st : zen_mailbox_irecv(s->mb, peer, tag, buf, cap, req);
+}
+
+static zen_status shm_irecv_combine(zen_transport *t, int peer, uint64_t tag, void *buf, size_t cap,
+                                    const zen_combine *combine, zen_treq **req)
+{
+    shm_state *s = (shm_state *)t;
+    *req = NULL;
+    zen_status st = check_recv(s, peer);
+    return st != ZEN_OK ? st : zen_mailbox_irecv_combine(s->mb, peer, tag, buf, cap, combine, req);
+}
+
+typedef struct recv_wait {
+    shm_state *s;
+    zen_treq *req;
+} recv_wait;
+
+static int recv_done(void *arg)
+{
+    recv_wait *w = arg;
+    return zen_mailbox_req_done(w->s->mb, w->req);
+}
+
+static int recv_idle(void *arg)
+{
+    recv_wait *w = arg;
+    return !zen_mailbox_req_receiving(w->s->mb, w->req);
+}
+
+static zen_status shm_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns, size_t *len)
+{
+    shm_state *s = (shm_state *)t;
+    if (req->is_send) {
+        if (len)
+            *len = 0;
+        return ZEN_OK;
+    }
+    recv_wait w = { s, req };
+    int64_t start = zen_now_ns();
+    if (!zen_shm_wait_until(s, recv_done, &w, deadline_ns)) {
+        int peer;
+        uint64_t tag;
+        zen_mailbox_req_info(req, &peer, &tag);
+        return zen_transport_fail(t, ZEN_ETIMEDOUT,
+                                  "no message from rank %d after %.1f s (tag 0x%llx): rank %d is "
+                                  "missing, slow or stuck",
+                                  peer, (double)(zen_now_ns() - start) / 1e9,
+                                  (unsigned long long)tag, peer);
+    }
+    int done = 0;
+    return zen_mailbox_test(s->mb, req, &done, len);
+}
+
+static zen_status shm_test(zen_transport *t, zen_treq *req, int *done, size_t *len)
+{
+    shm_state *s = (shm_state *)t;
+    if (!req->is_send)
+        zen_shm_progress(s);
+    return zen_mailbox_test(s->mb, req, done, len);
+}
+
+static void shm_req_free(zen_transport *t, zen_treq *req)
+{
+    shm_state *s = (shm_state *)t;
+    if (!req)
+        return;
+    /* A message arriving in pieces into this receive is finished (or failed) by the drainer:
+     * keep draining until it lets go, so freeing it cannot wait on ourselves. */
+    recv_wait w = { s, req };
+    if (!req->is_send && !recv_idle(&w))
+        zen_shm_wait_until(s, recv_idle, &w, zen_now_ns() + s->stall_ns + 1000000000);
+    zen_mailbox_req_free(s->mb, req);
+}
+
+/* ---- failures ---- */
+
+static void shm_abort(zen_transport *t, zen_status status, const char *reason)
+{
+    shm_state *s = (shm_state *)t;
+    if (!reason || !*reason)
+        reason = "aborted";
+    if (atomic_exchange(&s->aborted, 1))
+        return;
+    zen_mailbox_fail_all(s->mb, status == ZEN_OK ? ZEN_EABORTED : status, reason);
+    size_t rlen = strlen(reason) < ABORT_REASON_MAX ? strlen(reason) : ABORT_REASON_MAX;
+    for (int p = 0; p < t->size; p++) {
+        shm_peer *pe = &s->peers[p];
+        if (pe->lidx < 0 || p == t->rank || pe->sock < 0)
+            continue;
+        /* never blocks: the liveness socket carries nothing else, its buffer is empty */
+        (void)send(pe->sock, reason, rlen, MSG_DONTWAIT | MSG_NOSIGNAL);
+        shutdown(pe->sock, SHUT_WR);
+    }
+    if (s->tcp)
+        s->tcp->ops->abort(s->tcp, status, reason);
+    if (s->head)
+        zen_shm_ring_bell(&s->head->bell);
+}
+
+typedef struct watch {
+    int fd;
+    int peer;
+    size_t got;
+    char reason[ABORT_REASON_MAX + 1];
+} watch;
+
+/* One liveness socket is readable: collect an abort reason, or learn the peer is gone. */
+static int watch_event(shm_state *s, watch *w)
+{
+    char buf[512];
+    ssize_t n = recv(w->fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return 0;
+    if (n > 0) {
+        for (ssize_t i = 0; i < n && w->got < ABORT_REASON_MAX; i++)
+            w->reason[w->got++] = (unsigned char)buf[i] < 0x20 ? ' ' : buf[i];
+        return 0;
+    }
+    char msg[sizeof w->reason + 100];
+    shm_peer *pe = &s->peers[w->peer];
+    if (w->got) {
+        w->reason[w->got] = '\0';
+        snprintf(msg, sizeof msg, "rank %d aborted: %s", w->peer, w->reason);
+        ZEN_INFO("transport", "%s", msg);
+        zen_shm_peer_down(s, pe, ZEN_EPEER, 1, msg);
+    } else {
+        snprintf(msg, sizeof msg, "rank %d closed the connection (%s: it left or died)", w->peer,
+                 n == 0 ? "end of stream" : strerror(errno));
+        if (!atomic_load(&s->aborted))
+            ZEN_DEBUG("transport", "%s", msg);
+        zen_shm_peer_down(s, pe, ZEN_EPEER, 0, msg);
+    }
+    return 1;
+}
+
+static void *monitor_main(void *arg)
+{
+    shm_state *s = arg;
+    zen_log_set_thread_rank(s->base.rank);
+    int n = 0;
+    struct pollfd *pf = zen_calloc((size_t)s->nlocal, sizeof *pf);
+    watch *w = zen_calloc((size_t)s->nlocal, sizeof *w);
+    if (!pf || !w) {
+        zen_free(pf);
+        zen_free(w);
+        return NULL;
+    }
+    pf[n++] = (struct pollfd){ .fd = s->stop_fd, .events = POLLIN, .revents = 0 };
+    for (int p = 0; p < s->base.size; p++) {
+        if (s->peers[p].lidx < 0 || p == s->base.rank || s->peers[p].sock < 0)
+            continue;
+        w[n] = (watch){ .fd = s->peers[p].sock, .peer = p, .got = 0 };
+        pf[n++] = (struct pollfd){ .fd = s->peers[p].sock, .events = POLLIN, .revents = 0 };
+    }
+    for (;;) {
+        if (poll(pf, (nfds_t)n, -1) < 0 && errno != EINTR)
+            break;
+        if (pf[0].revents)
+            break;
+        for (int i = 1; i < n; i++)
+            if (pf[i].fd >= 0 && pf[i].revents && watch_event(s, &w[i]))
+                pf[i].fd = -1; /* done with this peer */
+    }
+    zen_free(pf);
+    zen_free(w);
+    return NULL;
+}
+
+/* ---- life cycle ---- */
+
+static void shm_free(shm_state *s)
+{
+    if (s->monitor_started) {
+        uint64_t one = 1;
+        (void)!write(s->stop_fd, &one, sizeof one);
+        pthread_join(s->monitor, NULL);
+    }
+    if (s->stop_fd >= 0)
+        close(s->stop_fd);
+    if (s->tcp)
+        s->tcp->ops->destroy(s->tcp);
+    for (int p = 0; s->peers && p < s->base.size; p++) {
+        shm_peer *pe = &s->peers[p];
+        if (pe->active)
+            zen_mailbox_deliver_fail(s->mb, &pe->d, ZEN_EPEER, "transport closed");
+        if (pe->sock >= 0)
+            close(pe->sock);
+        if (pe->seg)
+            munmap(pe->seg, pe->seg_bytes);
+        pthread_mutex_destroy(&pe->send_lock);
+    }
+    if (s->seg)
+        munmap(s->seg, s->seg_bytes);
+    zen_free(s->peers);
+    zen_free(s->host_of);
+    zen_free(s->bounce);
+    zen_free(s->was_down);
+    if (s->mb)
+        zen_mailbox_destroy(s->mb);
+    pthread_mutex_destroy(&s->drain_lock);
+    zen_transport_base_release(&s->base);
+    zen_free(s);
+}
+
+static void shm_destroy(zen_transport *t)
+{
+    shm_state *s = (shm_state *)t;
+    /* Everything this rank sent is in its peers' rings or was acknowledged, so it can leave at
+     * once; closing the sockets tells the peers (after they drain what is left). */
+    for (int p = 0; p < t->size; p++)
+        if (s->peers[p].lidx >= 0 && s->peers[p].sock >= 0)
+            shutdown(s->peers[p].sock, SHUT_WR);
+    shm_free(s);
+}
+
+static const zen_transport_ops shm_ops = {
+    .name = "shm",
+    .isend = shm_isend,
+    .irecv = shm_irecv,
+    .irecv_combine = shm_irecv_combine,
+    .wait = shm_wait,
+    .test = shm_test,
+    .req_free = shm_req_free,
+    .abort = shm_abort,
+    .destroy = shm_destroy,
+    .send_raw = NULL,
+};
+
+static void mailbox_notify(void *arg)
+{
+    shm_state *s = arg;
+    if (s->head)
+        zen_shm_ring_bell(&s->head->bell);
+}
+
+static void read_tunables(shm_state *s, double timeout_s)
+{
+    long kb = zen_param_long("SHM_RING_KB");
+    kb = kb < 64 ? 64 : kb > 65536 ? 65536 : kb;
+    s->ring_bytes = (size_t)kb << 10;
+    s->frag_bytes = s->ring_bytes / 4 - ZEN_SHM_REC_HDR;
+    long cma_min = zen_param_long("SHM_CMA_MIN_BYTES");
+    s->cma_min = cma_min > 0 ? (size_t)cma_min : 1;
+    s->timeout_s = timeout_s > 0 ? timeout_s : 300;
+    s->stall_ns = (int64_t)(s->timeout_s * 1e9);
+    long spin = zen_param_long("SHM_SPIN_US");
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* A waiter that spins takes the core its peer may need: oversubscribed (more ranks than
+     * cores), or unpinned, when the scheduler's wake-up affinity puts two ranks that wake each
+     * other on one core (measured: an 8-byte round trip took the whole spin budget, 20-60 us,
+     * when spinning, 4-5 us when yielding; docs/benchmarks.md). So by default it yields. */
+    long yield = zen_param_long("SHM_SPIN_YIELD");
+    s->spin_yield = yield > 0 || (yield < 0 && cpus > 0 && s->nlocal > cpus);
+    if (spin < 0)
+        spin = 50;
+    s->spin_ns = (int64_t)spin * 1000;
+}
+
+/* Local indices (rank order among the ranks of this host) and the host table. */
+static zen_status assign_peers(shm_state *s, const int *host_of)
+{
+    int n = s->base.size, me = s->base.rank;
+    s->host_of = zen_malloc_array((size_t)n, sizeof *s->host_of);
+    if (!s->host_of)
+        return ZEN_ENOMEM;
+    for (int p = 0; p < n; p++) {
+        shm_peer *pe = &s->peers[p];
+        pe->rank = p;
+        pe->sock = -1;
+        pe->lidx = host_of[p] == host_of[me] ? s->nlocal++ : -1;
+        pthread_mutex_init(&pe->send_lock, NULL);
+        s->host_of[p] = host_of[p];
+        if (host_of[p] + 1 > s->nhosts)
+            s->nhosts = host_of[p] + 1;
+    }
+    s->base.local_rank = s->peers[me].lidx;
+    s->base.local_size = s->nlocal;
+    s->base.host_of = s->host_of;
+    s->base.nhosts = s->nhosts;
+    return ZEN_OK;
+}
+
+static zen_status shm_start(shm_state *s, int *fds, zen_shm_boot *b, const zen_shm_blob *blobs)
+{
+    zen_status st = zen_shm_setup_segments(s, b, blobs, zen_deadline_after(s->timeout_s));
+    if (st != ZEN_OK)
+        return st;
+    int remote = 0;
+    for (int p = 0; p < s->base.size; p++) {
+        if (p == s->base.rank || s->peers[p].lidx < 0) {
+            remote += p != s->base.rank;
+            continue;
+        }
+        s->peers[p].sock = fds[p];
+        fds[p] = -1;
+    }
+    if (remote && (st = zen_transport_tcp_create_shared(s->base.rank, s->base.size, fds,
+                                                        s->timeout_s, s->mb, &s->tcp)) != ZEN_OK)
+        return zen_transport_fail(&s->base, st, "mixed: cannot start tcp for the other hosts");
+    s->stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (s->stop_fd < 0 || pthread_create(&s->monitor, NULL, monitor_main, s) != 0)
+        return zen_transport_fail(&s->base, ZEN_ESYS, "shm: cannot start the liveness monitor");
+    s->monitor_started = 1;
+    return ZEN_OK;
+}
+
+zen_status zen_transport_shm_create(int rank, int size, int *fds, const int *host_of,
+                                    const zen_shm_blob *blobs, zen_shm_boot *b, double timeout_s,
+                                    zen_transport **out, char *err, size_t err_size)
+{
+    *out = NULL;
+    err[0] = '\0';
+    shm_state *s = zen_calloc(1, sizeof *s);
+    zen_status st = s ? ZEN_OK : ZEN_ENOMEM;
+    if (s) {
+        zen_transport_base_init(&s->base, &shm_ops, s, rank, size);
+        pthread_mutex_init(&s->drain_lock, NULL);
+        s->stop_fd = -1;
+        s->peers = zen_calloc((size_t)size, sizeof *s->peers);
+        s->bounce = zen_malloc(ZEN_SHM_BOUNCE_BYTES);
+        s->was_down = zen_calloc((size_t)size, sizeof *s->was_down);
+        st = s->peers && s->bounce && s->was_down ? assign_peers(s, host_of) : ZEN_ENOMEM;
+    }
+    if (st == ZEN_OK)
+        st = zen_mailbox_create(&s->base, size, &s->mb);
+    if (st == ZEN_OK) {
+        read_tunables(s, timeout_s);
+        zen_mailbox_set_notify(s->mb, mailbox_notify, s);
+        st = shm_start(s, fds, b, blobs);
+    }
+    zen_shm_boot_cancel(b);
+    for (int p = 0; p < size; p++) {
+        if (fds[p] >= 0)
+            close(fds[p]);
+        fds[p] = -1;
+    }
+    if (st != ZEN_OK) {
+        if (s) {
+            zen_transport_last_error(&s->base, err, err_size);
+            shm_abort(&s->base, st, err[0] ? err : "shm setup failed");
+            shm_free(s);
+        }
+        return st;
+    }
+    ZEN_INFO("transport", "shm: rank %d is local rank %d of %d (%s, single copy %s)", rank,
+             s->base.local_rank, s->nlocal, s->tcp ? "mixed with tcp" : "all ranks on this host",
+             s->cma_min && s->nlocal > 1 ? "probed" : "off");
+    *out = &s->base;
+    return ZEN_OK;
+}

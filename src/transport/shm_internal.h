@@ -1,0 +1,101 @@
+/* shm transport internals shared by shm.c (the vtable), shm_progress.c (receiving) and
+ * shm_boot.c (setup). */
+#ifndef ZEN_TRANSPORT_SHM_INTERNAL_H
+#define ZEN_TRANSPORT_SHM_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+
+#include "transport/mailbox.h"
+#include "transport/shm.h"
+#include "transport/shm_seg.h"
+
+typedef struct shm_state shm_state;
+
+typedef struct shm_peer {
+    int rank;
+    int lidx;  /* index on this host, -1: another host (tcp) */
+    pid_t pid; /* local peers */
+    int sock;  /* local peers: the liveness connection, -1 when closed */
+    void *seg; /* local peers: their segment, mapped */
+    size_t seg_bytes;
+    zen_shm_ring *out_ctl; /* ring this -> peer (in the peer's segment) */
+    char *out_data;
+    zen_shm_doorbell *bell; /* the peer's doorbell */
+    zen_shm_ring *in_ctl;   /* ring peer -> this (in this segment) */
+    char *in_data;
+    pthread_mutex_t send_lock;
+    uint64_t rts_sent; /* RTS records sent to the peer (under send_lock) */
+    /* consumer state of the inbound ring (under the drain lock) */
+    int active; /* a message is arriving in pieces */
+    zen_delivery d;
+    uint64_t off, total;
+    int64_t last_ns; /* last piece of the active message */
+    /* failure: the monitor sets down (with why), the drainer turns it into failed receives */
+    atomic_int down;
+    atomic_int failed;
+    zen_status down_status;
+    int down_abort; /* the peer aborted: everything fails, as with tcp's ABORT frame */
+    char why[512];
+} shm_peer;
+
+struct shm_state {
+    zen_transport base; /* first: a zen_transport * is a shm_state * */
+    zen_mailbox *mb;
+    zen_transport *tcp; /* other hosts (mixed), or NULL */
+    shm_peer *peers;    /* one per world rank */
+    int nlocal;
+    void *seg; /* this process's segment */
+    size_t seg_bytes;
+    zen_shm_seg_head *head;
+    size_t ring_bytes;
+    size_t frag_bytes; /* largest record payload */
+    size_t cma_min;    /* RTS from this size on (when the receiver allows it) */
+    double timeout_s;
+    int64_t stall_ns;
+    int64_t spin_ns;
+    int spin_yield;
+    pthread_mutex_t drain_lock;
+    atomic_int aborted;
+    atomic_int any_down;     /* some peer has down set and not yet failed */
+    atomic_int drain_missed; /* a thread found the drain lock taken (see zen_shm_progress) */
+    pthread_t monitor;
+    int monitor_started;
+    int stop_fd;   /* eventfd: tells the monitor to leave */
+    char *bounce;  /* combining single-copy reads land here first (drain lock) */
+    int *was_down; /* progress scratch: peers down when it started (drain lock) */
+    int *host_of;  /* world rank -> host index */
+    int nhosts;
+};
+
+#define ZEN_SHM_BOUNCE_BYTES ((size_t)256 << 10)
+
+/* Fill pe's pointers into a mapped peer segment. */
+void zen_shm_attach_peer(shm_state *s, shm_peer *pe, void *seg, size_t seg_bytes);
+
+/* ZEN_SHM_CMA != 0. */
+int zen_shm_cma_allowed(void);
+
+/* Create this segment, probe single copy, exchange segments with every local peer. */
+zen_status zen_shm_setup_segments(shm_state *s, zen_shm_boot *b, const zen_shm_blob *blobs,
+                                  int64_t deadline);
+
+/* Ring bell: wake its sleepers, if any (see shm_seg.h). */
+void zen_shm_ring_bell(zen_shm_doorbell *bell);
+
+/* Drain every inbound ring and turn dead peers into failures. Never blocks (another thread
+ * draining: returns 0). Returns the number of records consumed. */
+int zen_shm_progress(shm_state *s);
+
+/*
+ * Wait until done(arg) != 0 or the deadline: poll progress for spin_ns, then sleep on this
+ * process's doorbell (woken by any arrival, ring space, ack, mailbox completion or failure).
+ * Returns 1 when done, 0 at the deadline.
+ */
+int zen_shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t deadline_ns);
+
+/* Mark peer as gone (monitor thread, or a failed read from its memory). */
+void zen_shm_peer_down(shm_state *s, shm_peer *pe, zen_status st, int aborted, const char *why);
+
+#endif

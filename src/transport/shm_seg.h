@@ -1,0 +1,87 @@
+/*
+ * The shared-memory segment of the shm transport: layout, rings and the doorbell.
+ *
+ * Every process owns one segment (an anonymous memfd, mapped by each process of its host) that
+ * holds its INBOUND side: a doorbell and one ring per local peer, ring i carrying the messages
+ * from the peer of local index i. A receiver thus waits on a word of its own segment, and a
+ * sender writes only into the ring it alone produces for (single producer, single consumer).
+ *
+ * Ring: a byte ring with free-running 64-bit head (consumer) and tail (producer) counters, each
+ * on its own cache line. Records start on 64-byte boundaries and never wrap: a record that does
+ * not fit before the end is preceded by a PAD record. The producer writes the record, then
+ * publishes tail with release order; the consumer reads tail with acquire order, so a record it
+ * sees is complete (a producer killed in the middle leaves nothing visible).
+ *
+ * Doorbell (futex): seq is bumped and FUTEX_WAKE called only when sleepers > 0. A sleeper
+ * increments sleepers, reads seq, re-checks for work and then FUTEX_WAITs on seq; a waker
+ * publishes its data, then (full fence) reads sleepers. Either the waker sees the sleeper, or
+ * the sleeper's re-check sees the data (both sides order a store before a load with seq_cst),
+ * so no wake-up is lost and an idle process costs no CPU.
+ */
+#ifndef ZEN_TRANSPORT_SHM_SEG_H
+#define ZEN_TRANSPORT_SHM_SEG_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZEN_SHM_MAGIC   0x4d48535au /* "ZSHM" */
+#define ZEN_SHM_LINE    64
+#define ZEN_SHM_REC_HDR 32
+
+enum zen_shm_kind {
+    ZEN_SHM_PAD = 1,   /* skip to the end of the ring */
+    ZEN_SHM_FIRST = 2, /* first (maybe only) piece of a message: total = message length */
+    ZEN_SHM_MORE = 3,  /* a following piece of the same message */
+    ZEN_SHM_RTS = 4    /* single copy: read total bytes at addr from the sender's memory */
+};
+
+/* A record header (32 bytes); payload follows. */
+typedef struct zen_shm_rec {
+    uint32_t kind;
+    uint32_t bytes; /* payload bytes in this record */
+    uint64_t tag;
+    uint64_t total; /* message length (FIRST, RTS) */
+    uint64_t addr;  /* RTS: address in the sender; FIRST/MORE: offset of the payload */
+} zen_shm_rec;
+
+typedef struct zen_shm_ring {
+    _Alignas(ZEN_SHM_LINE) _Atomic uint64_t tail; /* producer */
+    _Alignas(ZEN_SHM_LINE) _Atomic uint64_t head; /* consumer */
+    _Atomic uint64_t acked;                       /* consumer: RTS records read so far */
+    _Alignas(ZEN_SHM_LINE) _Atomic uint32_t producer_waiting; /* producer sleeps for space/ack */
+    uint32_t cma_ok; /* set by the consumer at setup: it can read the producer's memory */
+} zen_shm_ring;
+
+typedef struct zen_shm_doorbell {
+    _Alignas(ZEN_SHM_LINE) _Atomic uint32_t seq;
+    _Atomic uint32_t sleepers;
+} zen_shm_doorbell;
+
+typedef struct zen_shm_seg_head {
+    uint32_t magic;
+    uint32_t nlocal;
+    uint64_t ring_bytes;
+    zen_shm_doorbell bell;
+} zen_shm_seg_head;
+
+/* Byte offsets of the parts of a segment for nlocal processes and rings of ring_bytes. */
+static inline size_t zen_shm_ring_ctl_off(int i)
+{
+    size_t head = (sizeof(zen_shm_seg_head) + ZEN_SHM_LINE - 1) / ZEN_SHM_LINE * ZEN_SHM_LINE;
+    return head + (size_t)i * sizeof(zen_shm_ring);
+}
+
+static inline size_t zen_shm_ring_data_off(int nlocal, size_t ring_bytes, int i)
+{
+    size_t ctl = zen_shm_ring_ctl_off(nlocal);
+    ctl = (ctl + 4095) / 4096 * 4096;
+    return ctl + (size_t)i * ring_bytes;
+}
+
+static inline size_t zen_shm_seg_bytes(int nlocal, size_t ring_bytes)
+{
+    return zen_shm_ring_data_off(nlocal, ring_bytes, nlocal);
+}
+
+#endif
