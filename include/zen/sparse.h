@@ -60,7 +60,7 @@ typedef struct zen_sparse_result {
 } zen_sparse_result;
 
 /* Free the arrays of result and zero it; NULL is ok. */
-void zen_sparse_result_free(zen_sparse_result *result);
+ZEN_API void zen_sparse_result_free(zen_sparse_result *result);
 
 typedef enum zen_sparse_scheme {
     ZEN_SPARSE_AUTO = 0,         /* cheapest predicted by the cost model */
@@ -74,10 +74,10 @@ typedef enum zen_sparse_scheme {
 } zen_sparse_scheme;
 
 /* Static name of a scheme ("balanced"), "?" for an invalid one. Never NULL. */
-const char *zen_sparse_scheme_name(zen_sparse_scheme scheme);
+ZEN_API const char *zen_sparse_scheme_name(zen_sparse_scheme scheme);
 
 /* Parse a scheme name ("balanced", "auto", ...); ZEN_EINVAL for an unknown name. */
-zen_status zen_sparse_scheme_parse(const char *name, zen_sparse_scheme *out);
+ZEN_API zen_status zen_sparse_scheme_parse(const char *name, zen_sparse_scheme *out);
 
 /* Options; initialise with ZEN_SPARSE_OPTIONS_INIT. A NULL options pointer means the defaults. */
 typedef struct zen_sparse_options {
@@ -151,14 +151,16 @@ typedef struct zen_sparse_stats {
  * Sum the sparse tensors of all ranks into the dense buffer out_dense (rows * width f32, written
  * whole, zeros where no rank has a non-zero). out_dense must not alias the input. Collective.
  */
-zen_status zen_sparse_allreduce_dense(zen_comm *comm, const zen_sparse_tensor *in, float *out_dense,
-                                      const zen_sparse_options *opts, zen_sparse_stats *stats);
+ZEN_API zen_status zen_sparse_allreduce_dense(zen_comm *comm, const zen_sparse_tensor *in,
+                                              float *out_dense, const zen_sparse_options *opts,
+                                              zen_sparse_stats *stats);
 
 /* Same, into a library-allocated sorted sparse result (*out filled; free it with
  * zen_sparse_result_free). Rows whose sum cancels to exactly zero may be absent. On failure *out
  * is zeroed and owns nothing. */
-zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in, zen_sparse_result *out,
-                                const zen_sparse_options *opts, zen_sparse_stats *stats);
+ZEN_API zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in,
+                                        zen_sparse_result *out, const zen_sparse_options *opts,
+                                        zen_sparse_stats *stats);
 
 /* ---- Gradient traces: recorded sparse gradients, one file per rank and training step, written
  * by `zen train --dump-grads DIR` and replayed by `zen bench sparse --trace DIR`. The byte layout
@@ -185,20 +187,21 @@ typedef struct zen_trace_step {
 } zen_trace_step;
 
 /* DIR/rank<R>-step<S>.zgrad (S zero-padded to 6 digits); ZEN_EINVAL if it does not fit. */
-zen_status zen_trace_path(char *out, size_t size, const char *dir, uint32_t rank, uint64_t step);
+ZEN_API zen_status zen_trace_path(char *out, size_t size, const char *dir, uint32_t rank,
+                                  uint64_t step);
 
 /* Write a step to path (atomically: a temporary file path.tmp renamed into place, so two writers
  * of one path race). ZEN_EIO on failure, ZEN_EINVAL for a malformed step (index >= rows, width
  * 0, rows >= 2^32, name too long), ZEN_ENOMEM. step is only read. */
-zen_status zen_trace_write(const char *path, const zen_trace_step *step);
+ZEN_API zen_status zen_trace_write(const char *path, const zen_trace_step *step);
 
 /* Read a step; ZEN_EIO if it cannot be read, ZEN_ECORRUPT if the magic, version, sizes, an index
  * or the checksum is wrong, ZEN_ENOMEM. On success the caller owns *out's arrays: free them with
  * zen_trace_free. On failure *out owns nothing. */
-zen_status zen_trace_read(const char *path, zen_trace_step *out);
+ZEN_API zen_status zen_trace_read(const char *path, zen_trace_step *out);
 
 /* Free the tensors read by zen_trace_read (not step itself) and zero the count; NULL is ok. */
-void zen_trace_free(zen_trace_step *step);
+ZEN_API void zen_trace_free(zen_trace_step *step);
 
 /* ---- Prediction at any scale without communication (what `zen simulate` uses). ---- */
 
@@ -225,14 +228,15 @@ typedef struct zen_index_sets {
  * free it with zen_index_sets_free (NULL is ok). Errors: ZEN_EIO (directory or a file unreadable),
  * ZEN_ECORRUPT (a bad file), ZEN_EMISMATCH (the tensor's shape changes between files),
  * ZEN_EINVAL (no file holds the tensor); on failure *out owns nothing. */
-zen_status zen_index_sets_from_trace(const char *dir, const char *tensor, zen_index_sets *out);
-void zen_index_sets_free(zen_index_sets *sets);
+ZEN_API zen_status zen_index_sets_from_trace(const char *dir, const char *tensor,
+                                             zen_index_sets *out);
+ZEN_API void zen_index_sets_free(zen_index_sets *sets);
 
 /* Profile for nranks ranks from a synthetic overlap model: "random" (rows non-zero
  * independently), "identical" (all ranks the same rows) or "disjoint". ZEN_EINVAL for nranks < 1,
  * density outside (0, 1] or an unknown model. */
-zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *overlap,
-                                        zen_sparsity_profile *out);
+ZEN_API zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *overlap,
+                                                zen_sparsity_profile *out);
 
 /*
  * Profile for nranks ranks measured on index sets: gamma^k from unions of k sets (sets are pooled
@@ -240,21 +244,21 @@ zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *
  * union is extrapolated as if further sets were independent), skew over nranks even ranges.
  * ZEN_EINVAL for nranks < 1, no sets, rows 0 or >= 2^32, or sets without any index.
  */
-zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
-                                        zen_sparsity_profile *out);
+ZEN_API zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
+                                                zen_sparsity_profile *out);
 
 /* Predicted seconds of every scheme (seconds[ZEN_SPARSE_AUTO] = the cheapest) on nranks ranks
  * for a rows x width f32 tensor, at gbps Gbit/s per link and lat_us per message. ZEN_EINVAL for
  * nranks < 1, rows or width 0, gbps <= 0, lat_us < 0 or profile->levels outside 0..32. */
-zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
-                                    const zen_sparsity_profile *profile, double gbps, double lat_us,
-                                    double seconds[ZEN_SPARSE_SCHEME_COUNT]);
+ZEN_API zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
+                                            const zen_sparsity_profile *profile, double gbps,
+                                            double lat_us, double seconds[ZEN_SPARSE_SCHEME_COUNT]);
 
 /* Run the real hierarchical-hash partitioner (BALANCED's push) on indices for nranks owners and
  * return the imbalance ratio n * max owner load / nnz (1 = perfect; 1 for nnz 0). Duplicates
  * count each time. ZEN_EINVAL for nranks < 1, nnz >= 2^32 or NULL indices with nnz > 0. */
-zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, int nranks,
-                                          uint64_t seed, double *imbalance);
+ZEN_API zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, int nranks,
+                                                  uint64_t seed, double *imbalance);
 
 #ifdef __cplusplus
 }

@@ -130,26 +130,27 @@ typedef struct zen_tp_options {
  *  "" or "none"                   no straggler.
  * Returns ZEN_EINVAL (opts unchanged) on a malformed list.
  */
-zen_status zen_tp_parse_slow(const char *spec, int tp, zen_tp_options *opts);
+ZEN_API zen_status zen_tp_parse_slow(const char *spec, int tp, zen_tp_options *opts);
 
 /* Parse names used by the CLI: "none|resize|migrate|semi", "score|random|prefix",
  * "sleep|spin". ZEN_EINVAL for an unknown name. */
-zen_status zen_tp_parse_balance(const char *name, zen_tp_balance *out);
-zen_status zen_tp_parse_priority(const char *name, zen_tp_priority *out);
-zen_status zen_tp_parse_slow_mode(const char *name, zen_tp_slow_mode *out);
-const char *zen_tp_balance_name(zen_tp_balance balance);
+ZEN_API zen_status zen_tp_parse_balance(const char *name, zen_tp_balance *out);
+ZEN_API zen_status zen_tp_parse_priority(const char *name, zen_tp_priority *out);
+ZEN_API zen_status zen_tp_parse_slow_mode(const char *name, zen_tp_slow_mode *out);
+ZEN_API const char *zen_tp_balance_name(zen_tp_balance balance);
 
 /* Create a group over tp_comm (not owned; must outlive the group). Local, no communication. */
-zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, zen_tp_group **out);
-void zen_tp_group_destroy(zen_tp_group *g);
+ZEN_API zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts,
+                                       zen_tp_group **out);
+ZEN_API void zen_tp_group_destroy(zen_tp_group *g);
 
 /*
  * Create a layer; out (COLUMN) or in (ROW) must be divisible by the tp size. Weights and bias
  * start at zero, gradients at zero. Destroy layers before their group.
  */
-zen_status zen_tp_linear_create(zen_tp_group *g, zen_tp_kind kind, int in_features,
-                                int out_features, int has_bias, zen_tp_linear **out);
-void zen_tp_linear_destroy(zen_tp_linear *l);
+ZEN_API zen_status zen_tp_linear_create(zen_tp_group *g, zen_tp_kind kind, int in_features,
+                                        int out_features, int has_bias, zen_tp_linear **out);
+ZEN_API void zen_tp_linear_destroy(zen_tp_linear *l);
 
 /* The local shard: weight (and bias) with their gradient buffers, owned by the layer.
  * Weight: rows = out/tp, cols = in (COLUMN) or rows = out, cols = in/tp (ROW).
@@ -162,32 +163,32 @@ typedef struct zen_tp_param {
     int cols;
 } zen_tp_param;
 
-zen_status zen_tp_linear_weight(zen_tp_linear *l, zen_tp_param *w);
-zen_status zen_tp_linear_bias(zen_tp_linear *l, zen_tp_param *b);
+ZEN_API zen_status zen_tp_linear_weight(zen_tp_linear *l, zen_tp_param *w);
+ZEN_API zen_status zen_tp_linear_bias(zen_tp_linear *l, zen_tp_param *b);
 
 /* Canonical (unpermuted) copies of the local weight shard, rows*cols floats. */
-zen_status zen_tp_linear_export_weight(const zen_tp_linear *l, float *dst);
-zen_status zen_tp_linear_import_weight(zen_tp_linear *l, const float *src);
+ZEN_API zen_status zen_tp_linear_export_weight(const zen_tp_linear *l, float *dst);
+ZEN_API zen_status zen_tp_linear_import_weight(zen_tp_linear *l, const float *src);
 /* The same for the gradient (tests, gradient clipping by column). */
-zen_status zen_tp_linear_export_grad(const zen_tp_linear *l, float *dst);
+ZEN_API zen_status zen_tp_linear_export_grad(const zen_tp_linear *l, float *dst);
 
 /* Register a companion buffer shaped like the weight shard (optimizer moments); any column
  * permutation moves it too. Up to 4 per layer; the caller owns the memory. */
-zen_status zen_tp_linear_attach_state(zen_tp_linear *l, float *companion);
+ZEN_API zen_status zen_tp_linear_attach_state(zen_tp_linear *l, float *companion);
 
 /* training = 0 for evaluation passes (never resized, never migrated). x and y must not alias. */
-zen_status zen_tp_linear_forward(zen_tp_linear *l, const float *x, int rows, float *y,
-                                 int training);
+ZEN_API zen_status zen_tp_linear_forward(zen_tp_linear *l, const float *x, int rows, float *y,
+                                         int training);
 
 /* x is the same input as in the forward; dx is written (not accumulated); dW and db accumulate.
  * dx may be NULL when the input gradient is not needed (first layer): the COLUMN allreduce is
  * still performed (with a scratch buffer) so that ranks stay in step. */
-zen_status zen_tp_linear_backward(zen_tp_linear *l, const float *x, const float *dy, int rows,
-                                  float *dx);
+ZEN_API zen_status zen_tp_linear_backward(zen_tp_linear *l, const float *x, const float *dy,
+                                          int rows, float *dx);
 
 /* Call once per training step after the optimizer update: straggler emulation rotation,
  * detection, decisions, priority refresh and replica versioning. Collective every period. */
-zen_status zen_tp_group_step(zen_tp_group *g);
+ZEN_API zen_status zen_tp_group_step(zen_tp_group *g);
 
 /*
  * Data parallelism over tp groups: replicas decide their balance plans independently, so the
@@ -197,7 +198,7 @@ zen_status zen_tp_group_step(zen_tp_group *g);
  * the optimizer: the gradient buffers of permuted layers are put into canonical column order and
  * back. Local; a no-op for unpermuted layers. Forward/backward must not run in between.
  */
-zen_status zen_tp_group_canonical_grads(zen_tp_group *g, int canonical);
+ZEN_API zen_status zen_tp_group_canonical_grads(zen_tp_group *g, int canonical);
 
 /* Group statistics (this rank's view; the plan fields are identical on all ranks). */
 typedef struct zen_tp_stats {
@@ -218,7 +219,7 @@ typedef struct zen_tp_stats {
     double arrival_spread_ms; /* how long, summed over that step's collectives, they waited */
 } zen_tp_stats;
 
-zen_status zen_tp_group_stats(const zen_tp_group *g, zen_tp_stats *out);
+ZEN_API zen_status zen_tp_group_stats(const zen_tp_group *g, zen_tp_stats *out);
 
 #ifdef __cplusplus
 }
