@@ -6,8 +6,9 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
+PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-asan run test test-fast test-asan format-check clean
+.PHONY: all deps build build-asan run test test-fast test-asan format-check install clean
 
 all: build
 
@@ -35,6 +36,11 @@ test-asan: build-asan
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest $(CTEST_ARGS)
+
+# make install [PREFIX=/usr/local] [DESTDIR=staging]: library, headers, zen, zen(1), zen.pc and
+# the CMake package (see README.md, "Install").
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 format-check:
 	bash scripts/check-format.sh
