@@ -1,14 +1,15 @@
 # The two commands a newcomer runs (see README.md):
 #   make run    install dependencies, build, run the main job
 #   make test   install dependencies, build with warnings as errors, run the suite, then the suite
-#               again under AddressSanitizer + UndefinedBehaviorSanitizer, then the format check
+#               again under AddressSanitizer + UndefinedBehaviorSanitizer, then the format and
+#               layer checks
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-asan run test test-fast test-asan format-check install clean
+.PHONY: all deps build build-asan run test test-fast test-asan format-check layers-check install clean
 
 all: build
 
@@ -45,7 +46,10 @@ install: build
 format-check:
 	bash scripts/check-format.sh
 
-test: test-fast test-asan format-check
+layers-check:
+	bash scripts/check-layers.sh
+
+test: test-fast test-asan format-check layers-check
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
