@@ -41,8 +41,11 @@ typedef enum zen_transport_kind {
 ZEN_API const char *zen_transport_name(zen_transport_kind kind);
 
 /*
- * Options for zen_comm_create. Initialise with ZEN_COMM_OPTIONS_INIT so fields added later get
- * their defaults.
+ * Options for zen_comm_create. Initialise with zen_comm_options_init(&o) (or ZEN_COMM_OPTIONS_INIT)
+ * so fields added later get their defaults.
+ *  size: sizeof(zen_comm_options) as the caller compiled it, set by the initialisers; the library
+ *      rejects (ZEN_EINVAL) a size it does not know, so a struct from a newer header fails loudly
+ *      instead of being misread. 0 (a zeroed struct) is taken as this version's size.
  *  rank, world_size: -1 means "from the environment" (ZEN_RANK/ZEN_WORLD_SIZE, RANK/WORLD_SIZE,
  *      OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE), required for inproc.
  *  master_addr, master_port: rendezvous of the tcp transport; NULL/0 means from the environment
@@ -51,6 +54,7 @@ ZEN_API const char *zen_transport_name(zen_transport_kind kind);
  *  timeout_s: deadline of every blocking wait; <= 0 means the default 300 s (ZEN_TIMEOUT_S).
  */
 typedef struct zen_comm_options {
+    size_t size;
     zen_transport_kind transport;
     int rank;
     int world_size;
@@ -60,10 +64,15 @@ typedef struct zen_comm_options {
     double timeout_s;
 } zen_comm_options;
 
-#define ZEN_COMM_OPTIONS_INIT                          \
-    {                                                  \
-        ZEN_TRANSPORT_AUTO, -1, -1, NULL, 0, NULL, 0.0 \
+#define ZEN_COMM_OPTIONS_INIT                                                          \
+    {                                                                                  \
+        .size = sizeof(zen_comm_options), .transport = ZEN_TRANSPORT_AUTO, .rank = -1, \
+        .world_size = -1, .master_addr = NULL, .master_port = 0, .inproc_world = NULL, \
+        .timeout_s = 0.0                                                               \
     }
+
+/* Fill *opts with the defaults (the same as ZEN_COMM_OPTIONS_INIT). NULL is ignored. */
+ZEN_API void zen_comm_options_init(zen_comm_options *opts);
 
 /*
  * Create a communicator. Collective: every rank of the world calls it. On success *out owns the
@@ -201,6 +210,10 @@ ZEN_API zen_status zen_request_wait(zen_request *req, double timeout_s, size_t *
 
 /* Release a request. An unfinished receive is cancelled; an unfinished send is completed first.
  * NULL is ok. */
+ZEN_API void zen_request_destroy(zen_request *req);
+
+/* Deprecated: the old name of zen_request_destroy (requests are handles, released by _destroy
+ * like every handle). Kept so existing callers compile; it does the same. */
 ZEN_API void zen_request_free(zen_request *req);
 
 /*

@@ -79,19 +79,6 @@ ZEN_API const char *zen_sparse_scheme_name(zen_sparse_scheme scheme);
 /* Parse a scheme name ("balanced", "auto", ...); ZEN_EINVAL for an unknown name. */
 ZEN_API zen_status zen_sparse_scheme_parse(const char *name, zen_sparse_scheme *out);
 
-/* Options; initialise with ZEN_SPARSE_OPTIONS_INIT. A NULL options pointer means the defaults. */
-typedef struct zen_sparse_options {
-    zen_sparse_scheme scheme;
-    int average;     /* 1: divide the sum by the rank count (f32 division of the sum) */
-    const char *key; /* identifies a recurring tensor for sparsity profiling (AUTO); may be NULL */
-    int threads;     /* hierarchical-hashing threads for BALANCED; <= 1: single-threaded */
-    /* -- hierarchical sync across hosts (hier-host) -- */
-    int hierarchy; /* zen_sparse_hierarchy: AUTO (cost model), OFF (flat) or ON */
-    /* > 0: emulate hosts of this many consecutive ranks (the last host may be smaller);
-     * 0: ZEN_SPARSE_RANKS_PER_HOST, else the launcher's grouping */
-    int ranks_per_host;
-} zen_sparse_options;
-
 /*
  * Hierarchical form (ZEN section 7.1): dense reduce-scatter inside each host, the chosen sparse
  * scheme across hosts among the ranks holding the same shard of rows, dense or sparse allgather
@@ -104,10 +91,30 @@ typedef enum zen_sparse_hierarchy {
     ZEN_SPARSE_HIER_ON = 2
 } zen_sparse_hierarchy;
 
-#define ZEN_SPARSE_OPTIONS_INIT                              \
-    {                                                        \
-        ZEN_SPARSE_AUTO, 0, NULL, 1, ZEN_SPARSE_HIER_AUTO, 0 \
+/* Options; initialise with zen_sparse_options_init(&o) or ZEN_SPARSE_OPTIONS_INIT. A NULL options
+ * pointer means the defaults. size: as in zen_comm_options (sizeof, set by the initialisers; an
+ * unknown size is ZEN_EINVAL; 0 is this version's). */
+typedef struct zen_sparse_options {
+    size_t size;
+    zen_sparse_scheme scheme;
+    bool average;    /* divide the sum by the rank count (f32 division of the sum) */
+    const char *key; /* identifies a recurring tensor for sparsity profiling (AUTO); may be NULL */
+    int threads;     /* hierarchical-hashing threads for BALANCED; <= 1: single-threaded */
+    /* -- hierarchical sync across hosts (hier-host) -- */
+    zen_sparse_hierarchy hierarchy; /* AUTO (cost model), OFF (flat) or ON */
+    /* > 0: emulate hosts of this many consecutive ranks (the last host may be smaller);
+     * 0: ZEN_SPARSE_RANKS_PER_HOST, else the launcher's grouping */
+    int ranks_per_host;
+} zen_sparse_options;
+
+#define ZEN_SPARSE_OPTIONS_INIT                                                           \
+    {                                                                                     \
+        .size = sizeof(zen_sparse_options), .scheme = ZEN_SPARSE_AUTO, .average = false,  \
+        .key = NULL, .threads = 1, .hierarchy = ZEN_SPARSE_HIER_AUTO, .ranks_per_host = 0 \
     }
+
+/* Fill *opts with the defaults (the same as ZEN_SPARSE_OPTIONS_INIT). NULL is ignored. */
+ZEN_API void zen_sparse_options_init(zen_sparse_options *opts);
 
 /* Phases timed in the statistics. */
 typedef enum zen_sparse_phase {

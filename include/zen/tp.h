@@ -80,7 +80,8 @@ typedef struct zen_tp_slow {
 #define ZEN_TP_MAX_SLOW 64
 
 /*
- * Options of a tp group. Initialise with ZEN_TP_OPTIONS_INIT (fields added later get defaults).
+ * Options of a tp group. Initialise with zen_tp_options_init(&o) or ZEN_TP_OPTIONS_INIT (fields
+ * added later get defaults).
  *  balance       the policy above.
  *  priority      keep-set policy of resizing (SCORE, or RANDOM/PREFIX for ablation).
  *  period        steps between detection/decision rounds (>= 1).
@@ -95,6 +96,7 @@ typedef struct zen_tp_slow {
  *                entry moves to the next rank every S steps (entry rank + step/S, mod tp).
  */
 typedef struct zen_tp_options {
+    size_t size; /* as in zen_comm_options: sizeof, set by the initialisers; 0: this version's */
     zen_tp_balance balance;
     zen_tp_priority priority;
     int period;
@@ -111,16 +113,16 @@ typedef struct zen_tp_options {
     zen_tp_slow slow[ZEN_TP_MAX_SLOW];
 } zen_tp_options;
 
-#define ZEN_TP_OPTIONS_INIT                                                             \
-    {                                                                                   \
-        ZEN_BALANCE_NONE, ZEN_TP_PRIORITY_SCORE, 10, 0.1, 0.5, 0.05, 0.3, 0.0, -1.0, 1, \
-            ZEN_TP_SLOW_SLEEP, 0, 0,                                                    \
-        {                                                                               \
-            {                                                                           \
-                0, 1.0                                                                  \
-            }                                                                           \
-        }                                                                               \
+#define ZEN_TP_OPTIONS_INIT                                                                       \
+    {                                                                                             \
+        .size = sizeof(zen_tp_options), .balance = ZEN_BALANCE_NONE,                              \
+        .priority = ZEN_TP_PRIORITY_SCORE, .period = 10, .delta = 0.1, .rho_max = 0.5,            \
+        .hysteresis = 0.05, .ema_alpha = 0.3, .bandwidth_Bps = 0.0, .latency_s = -1.0, .seed = 1, \
+        .slow_mode = ZEN_TP_SLOW_SLEEP, .slow_rotate = 0, .nslow = 0                              \
     }
+
+/* Fill *opts with the defaults (the same as ZEN_TP_OPTIONS_INIT). NULL is ignored. */
+ZEN_API void zen_tp_options_init(zen_tp_options *opts);
 
 /*
  * Parse a straggler list for tp ranks into opts->slow/nslow (replacing it). Accepted forms:

@@ -8,7 +8,11 @@
  * Conventions used by every public header:
  *  - Every fallible call returns zen_status; 0 is success, negative values are errors.
  *  - Handles are opaque; objects are made by *_create and released by *_destroy. A destroy
- *    function accepts NULL and does nothing.
+ *    function accepts NULL and does nothing. *_free releases only what the library put into a
+ *    caller-owned struct (zen_sparse_result_free, zen_trace_free).
+ *  - Options structs start with a size field and are initialised by *_options_init(&o) (or the
+ *    *_OPTIONS_INIT designated initialisers), so fields can be added without breaking callers.
+ *  - Public functions carry ZEN_API; libzen.so exports exactly these (include/zen/export.h).
  *  - Counts are size_t element counts; byte counts say "bytes".
  *  - Unless a function says otherwise, a communicator is used by one thread at a time.
  *  - The functions of this header touch no communicator: every one of them may be called from
@@ -17,6 +21,7 @@
 #ifndef ZEN_ZEN_H
 #define ZEN_ZEN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "common/options.h"
 #include "common/tunables.h"
 #include "transport/faulty.h"
 
@@ -180,6 +181,13 @@ zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out)
     zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
     if (opts)
         o = *opts;
+    if (!ZEN_OPTIONS_SIZE_OK(&o)) {
+        ZEN_ERROR("init",
+                  "zen_comm_options.size %zu is not this zen's (%zu): rebuild against its "
+                  "headers and initialise with zen_comm_options_init",
+                  o.size, sizeof o);
+        return ZEN_EINVAL;
+    }
     zen_env_info env;
     const char *bad = NULL;
     zen_status st = zen_env_read(&env, &bad);

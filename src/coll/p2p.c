@@ -139,6 +139,11 @@ zen_status zen_request_wait(zen_request *req, double timeout_s, size_t *received
 
 void zen_request_free(zen_request *req)
 {
+    zen_request_destroy(req);
+}
+
+void zen_request_destroy(zen_request *req)
+{
     if (!req)
         return;
     if (req->treq)

@@ -17,6 +17,7 @@
 #include "coll/comm_internal.h"
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/options.h"
 #include "common/stats.h"
 #include "common/tunables.h"
 #include "tp/tp_internal.h"
@@ -99,6 +100,9 @@ zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, ze
     zen_tp_options merged = ZEN_TP_OPTIONS_INIT;
     if (opts)
         merged = *opts;
+    if (!ZEN_OPTIONS_SIZE_OK(&merged))
+        return zen_fail(tp_comm, ZEN_EINVAL, "tp: zen_tp_options.size %zu is not this zen's (%zu)",
+                        merged.size, sizeof merged);
     env_overrides(&merged);
     const zen_tp_options *o = &merged;
     zen_status st = check_options(tp_comm, o);
