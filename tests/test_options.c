@@ -34,7 +34,7 @@ static void test_init_functions_match_macros(void **state)
     memset(&tb, 0x5a, sizeof tb);
     zen_tp_options_init(&tb);
     assert_int_equal(tb.size, sizeof tb);
-    assert_true(tb.balance == ta.balance && tb.period == 10 && tb.delta == ta.delta &&
+    assert_true(tb.balance == ta.balance && tb.period == 0 && tb.delta == ta.delta &&
                 tb.latency_s == -1.0 && tb.seed == 1 && tb.nslow == 0);
 
     zen_comm_options_init(NULL); /* ignored, not a crash */

@@ -59,6 +59,7 @@ typedef enum zen_tp_balance {
 
 /* Which columns a resizing straggler keeps. SCORE: largest L1 change since the last refresh. */
 typedef enum zen_tp_priority {
+    ZEN_TP_PRIORITY_UNSET = -1, /* options: ZEN_TP_PRIORITY if set, else SCORE */
     ZEN_TP_PRIORITY_SCORE = 0,
     ZEN_TP_PRIORITY_RANDOM = 1,
     ZEN_TP_PRIORITY_PREFIX = 2
@@ -87,6 +88,10 @@ typedef struct zen_tp_slow {
  *  period        steps between detection/decision rounds (>= 1).
  *  delta         straggler threshold: slower than (1 + delta) x the median.
  *  rho_max       cap on the fraction of a layer's K a straggler may prune (0..0.95).
+ *                These four start unset (ZEN_TP_PRIORITY_UNSET, 0, -1, -1): an unset field takes
+ *                ZEN_TP_PRIORITY / ZEN_TP_PERIOD / ZEN_TP_DELTA / ZEN_TP_RHO_MAX when that is
+ *                set, else the default (SCORE, 10, 0.1, 0.5). A field the caller set is used as
+ *                is: the environment never overrides an explicit option.
  *  hysteresis    a new plan replaces the old one only when some rank's fractions move by more.
  *  ema_alpha     weight of the newest step in the timing EMA (0..1].
  *  bandwidth_Bps migration cost model: link bandwidth in bytes/s (0: measured at the first round).
@@ -116,7 +121,7 @@ typedef struct zen_tp_options {
 #define ZEN_TP_OPTIONS_INIT                                                                       \
     {                                                                                             \
         .size = sizeof(zen_tp_options), .balance = ZEN_BALANCE_NONE,                              \
-        .priority = ZEN_TP_PRIORITY_SCORE, .period = 10, .delta = 0.1, .rho_max = 0.5,            \
+        .priority = ZEN_TP_PRIORITY_UNSET, .period = 0, .delta = -1.0, .rho_max = -1.0,           \
         .hysteresis = 0.05, .ema_alpha = 0.3, .bandwidth_Bps = 0.0, .latency_s = -1.0, .seed = 1, \
         .slow_mode = ZEN_TP_SLOW_SLEEP, .slow_rotate = 0, .nslow = 0                              \
     }
