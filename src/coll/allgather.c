@@ -45,7 +45,7 @@ static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, siz
     if (st != ZEN_OK)
         return st;
     char *out = zen_coll_nonnull(recvbuf);
-    if (equal_blocks && comm->size > 2 && bytes <= zen_coll_allgather_bruck_max_bytes()) {
+    if (equal_blocks && !zen_coll_decide_long(ZEN_COLL_DECIDE_ALLGATHER, comm->size, bytes, 0)) {
         st = zen_allgather_bruck(comm, &cc, zen_coll_nonnull(sendbuf), sendcount * es, out);
         return zen_coll_end(comm, &cc, st);
     }
