@@ -157,7 +157,7 @@ zen_status zen_send(zen_comm *comm, const void *buf, size_t bytes, int peer, int
     zen_status st = zen_isend(comm, buf, bytes, peer, tag, &r);
     if (st == ZEN_OK)
         st = zen_request_wait(r, -1, NULL);
-    zen_request_free(r);
+    zen_request_destroy(r);
     return st;
 }
 
@@ -167,6 +167,6 @@ zen_status zen_recv(zen_comm *comm, void *buf, size_t capacity, int peer, int ta
     zen_status st = zen_irecv(comm, buf, capacity, peer, tag, &r);
     if (st == ZEN_OK)
         st = zen_request_wait(r, -1, received);
-    zen_request_free(r);
+    zen_request_destroy(r);
     return st;
 }
