@@ -1,13 +1,16 @@
 # The two commands a newcomer runs (see README.md):
 #   make run    install dependencies, build, run the main job
 #   make test   install dependencies, build with warnings as errors, run the suite, then the suite
-#               again under AddressSanitizer + UndefinedBehaviorSanitizer, then the format check
+#               again under AddressSanitizer + UndefinedBehaviorSanitizer, then the format and
+#               layer and function-length checks
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
+PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-asan run test test-fast test-asan format-check clean
+.PHONY: all deps build build-asan build-tsan test-tsan run test test-fast test-asan format-check layers-check install clean
 
 all: build
 
@@ -23,6 +26,11 @@ build-asan: deps
 	      -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
+build-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DZEN_WERROR=ON -DZEN_SANITIZE=thread \
+	      -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+
 run: build
 	./$(BUILD)/zen train
 
@@ -36,10 +44,27 @@ test-asan: build-asan
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest $(CTEST_ARGS)
 
+# make install [PREFIX=/usr/local] [DESTDIR=staging]: library, headers, zen, zen(1), zen.pc and
+# the CMake package (see README.md, "Install").
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# ThreadSanitizer: inproc ranks are threads, tcp and mpi have progress threads. The mpi label is
+# left out (Open MPI's own threads are not instrumented and report in its internals), and so are
+# the slow multi-process cli runs, which add no threads of their own to what the unit tests cover.
+test-tsan: build-tsan
+	cd $(TSAN_BUILD) && \
+	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+	  ctest $(CTEST_ARGS) -LE 'mpi|cluster|install'
+
 format-check:
 	bash scripts/check-format.sh
 
-test: test-fast test-asan format-check
+layers-check:
+	bash scripts/check-layers.sh
+	bash scripts/check-function-size.sh
+
+test: test-fast test-asan format-check layers-check
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -271,16 +271,23 @@ static zen_status alloc_fail_rank(zen_comm *comm, void *arg)
     return ZEN_OK;
 }
 
-/* ZEN_TP_* environment overrides of the options; malformed values are ignored. */
+/* ZEN_TP_* fill the options the caller left unset; an explicit option wins; malformed values
+ * are ignored (the default is used). */
 static zen_status env_rank(zen_comm *comm, void *arg)
 {
     (void)arg;
     zen_tp_group *g = NULL;
     zen_tp_options o = ZEN_TP_OPTIONS_INIT;
-    o.period = 7;
     ZT_CHECK(comm, zen_tp_group_create(comm, &o, &g) == ZEN_OK);
     ZT_CHECK(comm, g->opts.period == 3 && g->opts.priority == ZEN_TP_PRIORITY_RANDOM &&
                        g->opts.rho_max == 0.5 && g->opts.delta == 0.25);
+    zen_tp_group_destroy(g);
+    o.period = 7; /* explicit: ZEN_TP_PERIOD=3 must not override it */
+    o.delta = 0.5;
+    o.priority = ZEN_TP_PRIORITY_PREFIX;
+    ZT_CHECK(comm, zen_tp_group_create(comm, &o, &g) == ZEN_OK);
+    ZT_CHECK(comm, g->opts.period == 7 && g->opts.priority == ZEN_TP_PRIORITY_PREFIX &&
+                       g->opts.rho_max == 0.5 && g->opts.delta == 0.5);
     zen_tp_group_destroy(g);
     return ZEN_OK;
 }

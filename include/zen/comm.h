@@ -43,11 +43,14 @@ typedef enum zen_transport_kind {
 } zen_transport_kind;
 
 /* Static name of a transport kind ("inproc"); never NULL. Thread safe. */
-const char *zen_transport_name(zen_transport_kind kind);
+ZEN_API const char *zen_transport_name(zen_transport_kind kind);
 
 /*
- * Options for zen_comm_create. Initialise with ZEN_COMM_OPTIONS_INIT so fields added later get
- * their defaults.
+ * Options for zen_comm_create. Initialise with zen_comm_options_init(&o) (or ZEN_COMM_OPTIONS_INIT)
+ * so fields added later get their defaults.
+ *  size: sizeof(zen_comm_options) as the caller compiled it, set by the initialisers; the library
+ *      rejects (ZEN_EINVAL) a size it does not know, so a struct from a newer header fails loudly
+ *      instead of being misread. 0 (a zeroed struct) is taken as this version's size.
  *  rank, world_size: -1 means "from the environment" (ZEN_RANK/ZEN_WORLD_SIZE, RANK/WORLD_SIZE,
  *      OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE), required for inproc.
  *  master_addr, master_port: rendezvous of the tcp transport; NULL/0 means from the environment
@@ -56,6 +59,7 @@ const char *zen_transport_name(zen_transport_kind kind);
  *  timeout_s: deadline of every blocking wait; <= 0 means the default 300 s (ZEN_TIMEOUT_S).
  */
 typedef struct zen_comm_options {
+    size_t size;
     zen_transport_kind transport;
     int rank;
     int world_size;
@@ -65,10 +69,15 @@ typedef struct zen_comm_options {
     double timeout_s;
 } zen_comm_options;
 
-#define ZEN_COMM_OPTIONS_INIT                          \
-    {                                                  \
-        ZEN_TRANSPORT_AUTO, -1, -1, NULL, 0, NULL, 0.0 \
+#define ZEN_COMM_OPTIONS_INIT                                                          \
+    {                                                                                  \
+        .size = sizeof(zen_comm_options), .transport = ZEN_TRANSPORT_AUTO, .rank = -1, \
+        .world_size = -1, .master_addr = NULL, .master_port = 0, .inproc_world = NULL, \
+        .timeout_s = 0.0                                                               \
     }
+
+/* Fill *opts with the defaults (the same as ZEN_COMM_OPTIONS_INIT). NULL is ignored. */
+ZEN_API void zen_comm_options_init(zen_comm_options *opts);
 
 /*
  * Create a communicator. Collective: every rank of the world calls it. On success *out owns the
@@ -76,7 +85,7 @@ typedef struct zen_comm_options {
  * used by the sparse module. On failure *out is NULL and the status says why (the reason is
  * also logged).
  */
-zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out);
+ZEN_API zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out);
 
 /*
  * Split (MPI_Comm_split): ranks with the same color form a new communicator, ordered by key and
@@ -86,42 +95,42 @@ zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out);
  * at a time; destroy children before the parent.
  */
 #define ZEN_SPLIT_NONE (-1)
-zen_status zen_comm_split(zen_comm *comm, int color, int key, zen_comm **out);
+ZEN_API zen_status zen_comm_split(zen_comm *comm, int color, int key, zen_comm **out);
 
 /* Collective flush: returns once every rank has reached it (a barrier with a timeout). The
  * communicator stays valid and must still be destroyed. ZEN_EINVAL for NULL. */
-zen_status zen_comm_finalize(zen_comm *comm);
+ZEN_API zen_status zen_comm_finalize(zen_comm *comm);
 
 /* Local release of a communicator and, for a root communicator, its transport. NULL is ok.
  * Free the communicator's requests and destroy its split children first. Not collective. */
-void zen_comm_destroy(zen_comm *comm);
+ZEN_API void zen_comm_destroy(zen_comm *comm);
 
 /*
  * Abort: wake every blocked call on this communicator (and its transport) with ZEN_EABORTED and
  * tell peers, without blocking. Safe from any thread. The communicator must still be destroyed.
  */
-void zen_comm_abort(zen_comm *comm);
+ZEN_API void zen_comm_abort(zen_comm *comm);
 
 /* Local getters: rank (-1 for NULL), size (0 for NULL), transport kind, and the timeout in seconds
  * of every blocking wait (0 for NULL). */
-int zen_comm_rank(const zen_comm *comm);
-int zen_comm_size(const zen_comm *comm);
-zen_transport_kind zen_comm_transport(const zen_comm *comm);
-double zen_comm_timeout(const zen_comm *comm);
+ZEN_API int zen_comm_rank(const zen_comm *comm);
+ZEN_API int zen_comm_size(const zen_comm *comm);
+ZEN_API zen_transport_kind zen_comm_transport(const zen_comm *comm);
+ZEN_API double zen_comm_timeout(const zen_comm *comm);
 
 /*
  * Host grouping of this rank, from the launcher (ZEN_LOCAL_RANK/ZEN_LOCAL_SIZE,
  * LOCAL_RANK/LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK/SIZE); inproc: all ranks on one host.
  * Local; -1 for a NULL comm.
  */
-int zen_comm_local_rank(const zen_comm *comm);
-int zen_comm_local_size(const zen_comm *comm);
+ZEN_API int zen_comm_local_rank(const zen_comm *comm);
+ZEN_API int zen_comm_local_size(const zen_comm *comm);
 
 /*
  * The last error recorded on this communicator, e.g. "rank 3: recv from rank 5 timed out after
  * 300.0 s in allreduce". Owned by the communicator, valid until its next call. "" when none.
  */
-const char *zen_comm_last_error(const zen_comm *comm);
+ZEN_API const char *zen_comm_last_error(const zen_comm *comm);
 
 /* Byte and message counters. Per-call counters cover the last completed collective or p2p call. */
 typedef struct zen_comm_stats {
@@ -138,8 +147,8 @@ typedef struct zen_comm_stats {
 
 /* Copy this rank's counters into *out (ZEN_EINVAL when either is NULL); reset zeroes them.
  * Local. */
-zen_status zen_comm_get_stats(const zen_comm *comm, zen_comm_stats *out);
-void zen_comm_reset_stats(zen_comm *comm);
+ZEN_API zen_status zen_comm_get_stats(const zen_comm *comm, zen_comm_stats *out);
+ZEN_API void zen_comm_reset_stats(zen_comm *comm);
 
 /*
  * Arrival stamps. Each rank records, for each collective it enters, the wall-clock time (ns,
@@ -157,7 +166,8 @@ typedef struct zen_arrival {
 
 /* Copy up to max of this rank's most recent arrivals, newest last; *count gets how many. Local.
  * ZEN_EINVAL when comm or count is NULL, or out is NULL with max > 0. */
-zen_status zen_comm_arrivals(const zen_comm *comm, zen_arrival *out, size_t max, size_t *count);
+ZEN_API zen_status zen_comm_arrivals(const zen_comm *comm, zen_arrival *out, size_t max,
+                                     size_t *count);
 
 /*
  * Collective: gather every rank's arrival time at the most recent collective that all ranks have
@@ -165,8 +175,8 @@ zen_status zen_comm_arrivals(const zen_comm *comm, zen_arrival *out, size_t max,
  * the collective's sequence number and *op_name its name (static; seq and op_name may be NULL).
  * Used to report who waits for whom. ZEN_EINVAL before the first collective.
  */
-zen_status zen_comm_gather_arrivals(zen_comm *comm, int64_t *arrive_ns, uint64_t *seq,
-                                    const char **op_name);
+ZEN_API zen_status zen_comm_gather_arrivals(zen_comm *comm, int64_t *arrive_ns, uint64_t *seq,
+                                            const char **op_name);
 
 /* ---- Point-to-point. Tags are user values in [0, ZEN_TAG_MAX]. Messages between one pair of
  * ranks with one tag arrive in the order they were sent. ---- */
@@ -178,34 +188,38 @@ zen_status zen_comm_gather_arrivals(zen_comm *comm, int64_t *arrive_ns, uint64_t
  */
 
 /* Blocking send of bytes to peer; returns when buf may be reused. */
-zen_status zen_send(zen_comm *comm, const void *buf, size_t bytes, int peer, int tag);
+ZEN_API zen_status zen_send(zen_comm *comm, const void *buf, size_t bytes, int peer, int tag);
 
 /*
  * Blocking receive of at most capacity bytes from peer. *received (may be NULL) gets the length.
  * A longer message is an error (ZEN_EPROTO) and is discarded.
  */
-zen_status zen_recv(zen_comm *comm, void *buf, size_t capacity, int peer, int tag,
-                    size_t *received);
+ZEN_API zen_status zen_recv(zen_comm *comm, void *buf, size_t capacity, int peer, int tag,
+                            size_t *received);
 
 /* Nonblocking variants. The buffer must stay valid until the request completes or is freed. On
  * success the caller owns *req and releases it with zen_request_free (also after it completed). */
-zen_status zen_isend(zen_comm *comm, const void *buf, size_t bytes, int peer, int tag,
-                     zen_request **req);
-zen_status zen_irecv(zen_comm *comm, void *buf, size_t capacity, int peer, int tag,
-                     zen_request **req);
+ZEN_API zen_status zen_isend(zen_comm *comm, const void *buf, size_t bytes, int peer, int tag,
+                             zen_request **req);
+ZEN_API zen_status zen_irecv(zen_comm *comm, void *buf, size_t capacity, int peer, int tag,
+                             zen_request **req);
 
 /* *done = 1 when finished (then the request's status is returned), 0 otherwise. */
-zen_status zen_request_test(zen_request *req, int *done);
+ZEN_API zen_status zen_request_test(zen_request *req, int *done);
 
 /*
  * Wait at most timeout_s seconds (< 0: the communicator's timeout). Returns the request's status
  * or ZEN_ETIMEDOUT (the request stays valid and can be waited on again). *received may be NULL.
  */
-zen_status zen_request_wait(zen_request *req, double timeout_s, size_t *received);
+ZEN_API zen_status zen_request_wait(zen_request *req, double timeout_s, size_t *received);
 
 /* Release a request. An unfinished receive is cancelled; an unfinished send is completed first.
  * NULL is ok. */
-void zen_request_free(zen_request *req);
+ZEN_API void zen_request_destroy(zen_request *req);
+
+/* Deprecated: the old name of zen_request_destroy (requests are handles, released by _destroy
+ * like every handle). Kept so existing callers compile; it does the same. */
+ZEN_API void zen_request_free(zen_request *req);
 
 /*
  * ---- Dense collectives. sendbuf == recvbuf means in place. count 0 is valid. ----
@@ -225,58 +239,62 @@ typedef enum zen_allreduce_algo {
 } zen_allreduce_algo;
 
 /* Static name of an algorithm ("ring"); never NULL. Thread safe. */
-const char *zen_allreduce_algo_name(zen_allreduce_algo algo);
+ZEN_API const char *zen_allreduce_algo_name(zen_allreduce_algo algo);
 
 /* Every rank gets the element-wise reduction of all ranks' sendbuf (count elements) in recvbuf. */
-zen_status zen_allreduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-                         zen_dtype dtype, zen_op op);
+ZEN_API zen_status zen_allreduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                 zen_dtype dtype, zen_op op);
 
 /* Same, with an explicit algorithm (AUTO behaves as zen_allreduce). */
-zen_status zen_allreduce_with(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-                              zen_dtype dtype, zen_op op, zen_allreduce_algo algo);
+ZEN_API zen_status zen_allreduce_with(zen_comm *comm, const void *sendbuf, void *recvbuf,
+                                      size_t count, zen_dtype dtype, zen_op op,
+                                      zen_allreduce_algo algo);
 
 /* The algorithm zen_allreduce would use for this count and dtype on this communicator. */
-zen_allreduce_algo zen_allreduce_choice(const zen_comm *comm, size_t count, zen_dtype dtype);
+ZEN_API zen_allreduce_algo zen_allreduce_choice(const zen_comm *comm, size_t count,
+                                                zen_dtype dtype);
 
 /* sendbuf holds size*recvcount elements; rank r receives the reduction of block r. */
-zen_status zen_reduce_scatter(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t recvcount,
-                              zen_dtype dtype, zen_op op);
+ZEN_API zen_status zen_reduce_scatter(zen_comm *comm, const void *sendbuf, void *recvbuf,
+                                      size_t recvcount, zen_dtype dtype, zen_op op);
 
 /* sendbuf holds sum(recvcounts) elements, blocks in rank order; rank r receives block r. */
-zen_status zen_reduce_scatterv(zen_comm *comm, const void *sendbuf, void *recvbuf,
-                               const size_t *recvcounts, zen_dtype dtype, zen_op op);
+ZEN_API zen_status zen_reduce_scatterv(zen_comm *comm, const void *sendbuf, void *recvbuf,
+                                       const size_t *recvcounts, zen_dtype dtype, zen_op op);
 
 /* recvbuf holds size*sendcount elements, rank order. In place: sendbuf == recvbuf+rank*count. */
-zen_status zen_allgather(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t sendcount,
-                         zen_dtype dtype);
+ZEN_API zen_status zen_allgather(zen_comm *comm, const void *sendbuf, void *recvbuf,
+                                 size_t sendcount, zen_dtype dtype);
 
 /* Rank r contributes recvcounts[r] elements placed at recvbuf + displs[r] (elements). */
-zen_status zen_allgatherv(zen_comm *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
-                          const size_t *recvcounts, const size_t *displs, zen_dtype dtype);
+ZEN_API zen_status zen_allgatherv(zen_comm *comm, const void *sendbuf, size_t sendcount,
+                                  void *recvbuf, const size_t *recvcounts, const size_t *displs,
+                                  zen_dtype dtype);
 
 /* count elements to and from every rank. */
-zen_status zen_alltoall(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-                        zen_dtype dtype);
+ZEN_API zen_status zen_alltoall(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                zen_dtype dtype);
 
 /* Pairwise exchange with per-rank counts and displacements (elements). Not in place. */
-zen_status zen_alltoallv(zen_comm *comm, const void *sendbuf, const size_t *sendcounts,
-                         const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
-                         const size_t *rdispls, zen_dtype dtype);
+ZEN_API zen_status zen_alltoallv(zen_comm *comm, const void *sendbuf, const size_t *sendcounts,
+                                 const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                                 const size_t *rdispls, zen_dtype dtype);
 
 /* root's buf (count elements) is copied into buf on every other rank. */
-zen_status zen_broadcast(zen_comm *comm, void *buf, size_t count, zen_dtype dtype, int root);
+ZEN_API zen_status zen_broadcast(zen_comm *comm, void *buf, size_t count, zen_dtype dtype,
+                                 int root);
 
 /* root gets the element-wise reduction of all ranks' sendbuf in recvbuf, which is used on root
  * only (may be NULL elsewhere). */
-zen_status zen_reduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-                      zen_dtype dtype, zen_op op, int root);
+ZEN_API zen_status zen_reduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+                              zen_dtype dtype, zen_op op, int root);
 
 /* Root receives size*count elements in rank order; recvbuf may be NULL elsewhere. */
-zen_status zen_gather(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-                      zen_dtype dtype, int root);
+ZEN_API zen_status zen_gather(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+                              zen_dtype dtype, int root);
 
 /* Returns on a rank only once every rank has entered the barrier. */
-zen_status zen_barrier(zen_comm *comm);
+ZEN_API zen_status zen_barrier(zen_comm *comm);
 
 /* ---- In-process ranks. ---- */
 
@@ -285,8 +303,8 @@ zen_status zen_barrier(zen_comm *comm);
  * The caller owns *out; zen_inproc_world_destroy (NULL is ok) releases it once every
  * communicator made from it has been destroyed. ZEN_EINVAL for nranks outside 1..4096.
  */
-zen_status zen_inproc_world_create(int nranks, zen_inproc_world **out);
-void zen_inproc_world_destroy(zen_inproc_world *world);
+ZEN_API zen_status zen_inproc_world_create(int nranks, zen_inproc_world **out);
+ZEN_API void zen_inproc_world_destroy(zen_inproc_world *world);
 
 /*
  * Run fn on nranks threads. Each thread gets a communicator created with *base (transport,
@@ -296,8 +314,8 @@ void zen_inproc_world_destroy(zen_inproc_world *world);
  * else the first failing rank's status. Blocks until every rank thread has returned.
  */
 typedef zen_status (*zen_rank_fn)(zen_comm *comm, void *arg);
-zen_status zen_run_inproc(int nranks, const zen_comm_options *base, zen_rank_fn fn, void *arg,
-                          zen_status *rank_status);
+ZEN_API zen_status zen_run_inproc(int nranks, const zen_comm_options *base, zen_rank_fn fn,
+                                  void *arg, zen_status *rank_status);
 
 #ifdef __cplusplus
 }

@@ -60,7 +60,7 @@ typedef struct zen_sparse_result {
 } zen_sparse_result;
 
 /* Free the arrays of result and zero it; NULL is ok. */
-void zen_sparse_result_free(zen_sparse_result *result);
+ZEN_API void zen_sparse_result_free(zen_sparse_result *result);
 
 typedef enum zen_sparse_scheme {
     ZEN_SPARSE_AUTO = 0,         /* cheapest predicted by the cost model */
@@ -74,28 +74,10 @@ typedef enum zen_sparse_scheme {
 } zen_sparse_scheme;
 
 /* Static name of a scheme ("balanced"), "?" for an invalid one. Never NULL. */
-const char *zen_sparse_scheme_name(zen_sparse_scheme scheme);
+ZEN_API const char *zen_sparse_scheme_name(zen_sparse_scheme scheme);
 
 /* Parse a scheme name ("balanced", "auto", ...); ZEN_EINVAL for an unknown name. */
-zen_status zen_sparse_scheme_parse(const char *name, zen_sparse_scheme *out);
-
-/* Options; initialise with ZEN_SPARSE_OPTIONS_INIT. A NULL options pointer means the defaults. */
-typedef struct zen_sparse_options {
-    zen_sparse_scheme scheme;
-    int average;     /* 1: divide the sum by the rank count (f32 division of the sum) */
-    const char *key; /* identifies a recurring tensor for sparsity profiling (AUTO); may be NULL */
-    int threads;     /* hierarchical-hashing threads for BALANCED; <= 1: single-threaded */
-    /* -- hierarchical sync across hosts (hier-host) -- */
-    int hierarchy; /* zen_sparse_hierarchy: AUTO (cost model), OFF (flat) or ON */
-    /* > 0: emulate hosts of this many consecutive ranks (the last host may be smaller);
-     * 0: ZEN_SPARSE_RANKS_PER_HOST, else the launcher's grouping */
-    int ranks_per_host;
-    /* -- ablation switches of BALANCED (ZEN Fig. 16/17); 0 keeps the default. Setting hash_probes
-     *    or hash_r1 makes BALANCED partition with Algorithm 1 even on one thread. -- */
-    int hash_probes; /* k: slot probes per item of Algorithm 1, 1..3 (0: 3) */
-    double hash_r1;  /* parallel-memory slots per item an owner gets, r1 / (nnz / n) (0: 2) */
-    int pull_format; /* zen_sparse_pull_format of the pull blobs (0: the smaller per owner) */
-} zen_sparse_options;
+ZEN_API zen_status zen_sparse_scheme_parse(const char *name, zen_sparse_scheme *out);
 
 /* Pull-blob format of BALANCED (ablation of the hash bitmap, ZEN Fig. 17). */
 typedef enum zen_sparse_pull_format {
@@ -117,10 +99,36 @@ typedef enum zen_sparse_hierarchy {
     ZEN_SPARSE_HIER_ON = 2
 } zen_sparse_hierarchy;
 
+/* Options; initialise with zen_sparse_options_init(&o) or ZEN_SPARSE_OPTIONS_INIT. A NULL options
+ * pointer means the defaults. size: as in zen_comm_options (sizeof, set by the initialisers; an
+ * unknown size is ZEN_EINVAL; 0 is this version's). */
+typedef struct zen_sparse_options {
+    size_t size;
+    zen_sparse_scheme scheme;
+    bool average;    /* divide the sum by the rank count (f32 division of the sum) */
+    const char *key; /* identifies a recurring tensor for sparsity profiling (AUTO); may be NULL */
+    int threads;     /* hierarchical-hashing threads for BALANCED; <= 1: single-threaded */
+    /* -- hierarchical sync across hosts (hier-host) -- */
+    zen_sparse_hierarchy hierarchy; /* AUTO (cost model), OFF (flat) or ON */
+    /* > 0: emulate hosts of this many consecutive ranks (the last host may be smaller);
+     * 0: ZEN_SPARSE_RANKS_PER_HOST, else the launcher's grouping */
+    int ranks_per_host;
+    /* -- ablation switches of BALANCED (ZEN Fig. 16/17); 0 keeps the default. Setting hash_probes
+     *    or hash_r1 makes BALANCED partition with Algorithm 1 even on one thread. -- */
+    int hash_probes; /* k: slot probes per item of Algorithm 1, 1..3 (0: 3) */
+    double hash_r1;  /* parallel-memory slots per item an owner gets, r1 / (nnz / n) (0: 2) */
+    zen_sparse_pull_format pull_format; /* format of the pull blobs (AUTO: the smaller per owner) */
+} zen_sparse_options;
+
 #define ZEN_SPARSE_OPTIONS_INIT                                                            \
     {                                                                                      \
-        ZEN_SPARSE_AUTO, 0, NULL, 1, ZEN_SPARSE_HIER_AUTO, 0, 0, 0.0, ZEN_SPARSE_PULL_AUTO \
+        .size = sizeof(zen_sparse_options), .scheme = ZEN_SPARSE_AUTO, .average = false,   \
+        .key = NULL, .threads = 1, .hierarchy = ZEN_SPARSE_HIER_AUTO, .ranks_per_host = 0, \
+        .hash_probes = 0, .hash_r1 = 0.0, .pull_format = ZEN_SPARSE_PULL_AUTO              \
     }
+
+/* Fill *opts with the defaults (the same as ZEN_SPARSE_OPTIONS_INIT). NULL is ignored. */
+ZEN_API void zen_sparse_options_init(zen_sparse_options *opts);
 
 /* Phases timed in the statistics. */
 typedef enum zen_sparse_phase {
@@ -164,14 +172,16 @@ typedef struct zen_sparse_stats {
  * Sum the sparse tensors of all ranks into the dense buffer out_dense (rows * width f32, written
  * whole, zeros where no rank has a non-zero). out_dense must not alias the input. Collective.
  */
-zen_status zen_sparse_allreduce_dense(zen_comm *comm, const zen_sparse_tensor *in, float *out_dense,
-                                      const zen_sparse_options *opts, zen_sparse_stats *stats);
+ZEN_API zen_status zen_sparse_allreduce_dense(zen_comm *comm, const zen_sparse_tensor *in,
+                                              float *out_dense, const zen_sparse_options *opts,
+                                              zen_sparse_stats *stats);
 
 /* Same, into a library-allocated sorted sparse result (*out filled; free it with
  * zen_sparse_result_free). Rows whose sum cancels to exactly zero may be absent. On failure *out
  * is zeroed and owns nothing. */
-zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in, zen_sparse_result *out,
-                                const zen_sparse_options *opts, zen_sparse_stats *stats);
+ZEN_API zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in,
+                                        zen_sparse_result *out, const zen_sparse_options *opts,
+                                        zen_sparse_stats *stats);
 
 /* ---- Gradient traces: recorded sparse gradients, one file per rank and training step, written
  * by `zen train --dump-grads DIR` and replayed by `zen bench sparse --trace DIR`. The byte layout
@@ -198,20 +208,21 @@ typedef struct zen_trace_step {
 } zen_trace_step;
 
 /* DIR/rank<R>-step<S>.zgrad (S zero-padded to 6 digits); ZEN_EINVAL if it does not fit. */
-zen_status zen_trace_path(char *out, size_t size, const char *dir, uint32_t rank, uint64_t step);
+ZEN_API zen_status zen_trace_path(char *out, size_t size, const char *dir, uint32_t rank,
+                                  uint64_t step);
 
 /* Write a step to path (atomically: a temporary file path.tmp renamed into place, so two writers
  * of one path race). ZEN_EIO on failure, ZEN_EINVAL for a malformed step (index >= rows, width
  * 0, rows >= 2^32, name too long), ZEN_ENOMEM. step is only read. */
-zen_status zen_trace_write(const char *path, const zen_trace_step *step);
+ZEN_API zen_status zen_trace_write(const char *path, const zen_trace_step *step);
 
 /* Read a step; ZEN_EIO if it cannot be read, ZEN_ECORRUPT if the magic, version, sizes, an index
  * or the checksum is wrong, ZEN_ENOMEM. On success the caller owns *out's arrays: free them with
  * zen_trace_free. On failure *out owns nothing. */
-zen_status zen_trace_read(const char *path, zen_trace_step *out);
+ZEN_API zen_status zen_trace_read(const char *path, zen_trace_step *out);
 
 /* Free the tensors read by zen_trace_read (not step itself) and zero the count; NULL is ok. */
-void zen_trace_free(zen_trace_step *step);
+ZEN_API void zen_trace_free(zen_trace_step *step);
 
 /* ---- Prediction at any scale without communication (what `zen simulate` uses). ---- */
 
@@ -238,14 +249,15 @@ typedef struct zen_index_sets {
  * free it with zen_index_sets_free (NULL is ok). Errors: ZEN_EIO (directory or a file unreadable),
  * ZEN_ECORRUPT (a bad file), ZEN_EMISMATCH (the tensor's shape changes between files),
  * ZEN_EINVAL (no file holds the tensor); on failure *out owns nothing. */
-zen_status zen_index_sets_from_trace(const char *dir, const char *tensor, zen_index_sets *out);
-void zen_index_sets_free(zen_index_sets *sets);
+ZEN_API zen_status zen_index_sets_from_trace(const char *dir, const char *tensor,
+                                             zen_index_sets *out);
+ZEN_API void zen_index_sets_free(zen_index_sets *sets);
 
 /* Profile for nranks ranks from a synthetic overlap model: "random" (rows non-zero
  * independently), "identical" (all ranks the same rows) or "disjoint". ZEN_EINVAL for nranks < 1,
  * density outside (0, 1] or an unknown model. */
-zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *overlap,
-                                        zen_sparsity_profile *out);
+ZEN_API zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *overlap,
+                                                zen_sparsity_profile *out);
 
 /*
  * Profile for nranks ranks measured on index sets: gamma^k from unions of k sets (sets are pooled
@@ -253,21 +265,21 @@ zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *
  * union is extrapolated as if further sets were independent), skew over nranks even ranges.
  * ZEN_EINVAL for nranks < 1, no sets, rows 0 or >= 2^32, or sets without any index.
  */
-zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
-                                        zen_sparsity_profile *out);
+ZEN_API zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
+                                                zen_sparsity_profile *out);
 
 /* Predicted seconds of every scheme (seconds[ZEN_SPARSE_AUTO] = the cheapest) on nranks ranks
  * for a rows x width f32 tensor, at gbps Gbit/s per link and lat_us per message. ZEN_EINVAL for
  * nranks < 1, rows or width 0, gbps <= 0, lat_us < 0 or profile->levels outside 0..32. */
-zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
-                                    const zen_sparsity_profile *profile, double gbps, double lat_us,
-                                    double seconds[ZEN_SPARSE_SCHEME_COUNT]);
+ZEN_API zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
+                                            const zen_sparsity_profile *profile, double gbps,
+                                            double lat_us, double seconds[ZEN_SPARSE_SCHEME_COUNT]);
 
 /* Run the real hierarchical-hash partitioner (BALANCED's push) on indices for nranks owners and
  * return the imbalance ratio n * max owner load / nnz (1 = perfect; 1 for nnz 0). Duplicates
  * count each time. ZEN_EINVAL for nranks < 1, nnz >= 2^32 or NULL indices with nnz > 0. */
-zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, int nranks,
-                                          uint64_t seed, double *imbalance);
+ZEN_API zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, int nranks,
+                                                  uint64_t seed, double *imbalance);
 
 #ifdef __cplusplus
 }

@@ -59,6 +59,7 @@ typedef enum zen_tp_balance {
 
 /* Which columns a resizing straggler keeps. SCORE: largest L1 change since the last refresh. */
 typedef enum zen_tp_priority {
+    ZEN_TP_PRIORITY_UNSET = -1, /* options: ZEN_TP_PRIORITY if set, else SCORE */
     ZEN_TP_PRIORITY_SCORE = 0,
     ZEN_TP_PRIORITY_RANDOM = 1,
     ZEN_TP_PRIORITY_PREFIX = 2
@@ -80,12 +81,17 @@ typedef struct zen_tp_slow {
 #define ZEN_TP_MAX_SLOW 64
 
 /*
- * Options of a tp group. Initialise with ZEN_TP_OPTIONS_INIT (fields added later get defaults).
+ * Options of a tp group. Initialise with zen_tp_options_init(&o) or ZEN_TP_OPTIONS_INIT (fields
+ * added later get defaults).
  *  balance       the policy above.
  *  priority      keep-set policy of resizing (SCORE, or RANDOM/PREFIX for ablation).
  *  period        steps between detection/decision rounds (>= 1).
  *  delta         straggler threshold: slower than (1 + delta) x the median.
  *  rho_max       cap on the fraction of a layer's K a straggler may prune (0..0.95).
+ *                These four start unset (ZEN_TP_PRIORITY_UNSET, 0, -1, -1): an unset field takes
+ *                ZEN_TP_PRIORITY / ZEN_TP_PERIOD / ZEN_TP_DELTA / ZEN_TP_RHO_MAX when that is
+ *                set, else the default (SCORE, 10, 0.1, 0.5). A field the caller set is used as
+ *                is: the environment never overrides an explicit option.
  *  hysteresis    a new plan replaces the old one only when some rank's fractions move by more.
  *  ema_alpha     weight of the newest step in the timing EMA (0..1].
  *  bandwidth_Bps migration cost model: link bandwidth in bytes/s (0: measured at the first round).
@@ -95,6 +101,7 @@ typedef struct zen_tp_slow {
  *                entry moves to the next rank every S steps (entry rank + step/S, mod tp).
  */
 typedef struct zen_tp_options {
+    size_t size; /* as in zen_comm_options: sizeof, set by the initialisers; 0: this version's */
     zen_tp_balance balance;
     zen_tp_priority priority;
     int period;
@@ -111,16 +118,16 @@ typedef struct zen_tp_options {
     zen_tp_slow slow[ZEN_TP_MAX_SLOW];
 } zen_tp_options;
 
-#define ZEN_TP_OPTIONS_INIT                                                             \
-    {                                                                                   \
-        ZEN_BALANCE_NONE, ZEN_TP_PRIORITY_SCORE, 10, 0.1, 0.5, 0.05, 0.3, 0.0, -1.0, 1, \
-            ZEN_TP_SLOW_SLEEP, 0, 0,                                                    \
-        {                                                                               \
-            {                                                                           \
-                0, 1.0                                                                  \
-            }                                                                           \
-        }                                                                               \
+#define ZEN_TP_OPTIONS_INIT                                                                       \
+    {                                                                                             \
+        .size = sizeof(zen_tp_options), .balance = ZEN_BALANCE_NONE,                              \
+        .priority = ZEN_TP_PRIORITY_UNSET, .period = 0, .delta = -1.0, .rho_max = -1.0,           \
+        .hysteresis = 0.05, .ema_alpha = 0.3, .bandwidth_Bps = 0.0, .latency_s = -1.0, .seed = 1, \
+        .slow_mode = ZEN_TP_SLOW_SLEEP, .slow_rotate = 0, .nslow = 0                              \
     }
+
+/* Fill *opts with the defaults (the same as ZEN_TP_OPTIONS_INIT). NULL is ignored. */
+ZEN_API void zen_tp_options_init(zen_tp_options *opts);
 
 /*
  * Parse a straggler list for tp ranks into opts->slow/nslow (replacing it). Accepted forms:
@@ -130,26 +137,27 @@ typedef struct zen_tp_options {
  *  "" or "none"                   no straggler.
  * Returns ZEN_EINVAL (opts unchanged) on a malformed list.
  */
-zen_status zen_tp_parse_slow(const char *spec, int tp, zen_tp_options *opts);
+ZEN_API zen_status zen_tp_parse_slow(const char *spec, int tp, zen_tp_options *opts);
 
 /* Parse names used by the CLI: "none|resize|migrate|semi", "score|random|prefix",
  * "sleep|spin". ZEN_EINVAL for an unknown name. */
-zen_status zen_tp_parse_balance(const char *name, zen_tp_balance *out);
-zen_status zen_tp_parse_priority(const char *name, zen_tp_priority *out);
-zen_status zen_tp_parse_slow_mode(const char *name, zen_tp_slow_mode *out);
-const char *zen_tp_balance_name(zen_tp_balance balance);
+ZEN_API zen_status zen_tp_parse_balance(const char *name, zen_tp_balance *out);
+ZEN_API zen_status zen_tp_parse_priority(const char *name, zen_tp_priority *out);
+ZEN_API zen_status zen_tp_parse_slow_mode(const char *name, zen_tp_slow_mode *out);
+ZEN_API const char *zen_tp_balance_name(zen_tp_balance balance);
 
 /* Create a group over tp_comm (not owned; must outlive the group). Local, no communication. */
-zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, zen_tp_group **out);
-void zen_tp_group_destroy(zen_tp_group *g);
+ZEN_API zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts,
+                                       zen_tp_group **out);
+ZEN_API void zen_tp_group_destroy(zen_tp_group *g);
 
 /*
  * Create a layer; out (COLUMN) or in (ROW) must be divisible by the tp size. Weights and bias
  * start at zero, gradients at zero. Destroy layers before their group.
  */
-zen_status zen_tp_linear_create(zen_tp_group *g, zen_tp_kind kind, int in_features,
-                                int out_features, int has_bias, zen_tp_linear **out);
-void zen_tp_linear_destroy(zen_tp_linear *l);
+ZEN_API zen_status zen_tp_linear_create(zen_tp_group *g, zen_tp_kind kind, int in_features,
+                                        int out_features, int has_bias, zen_tp_linear **out);
+ZEN_API void zen_tp_linear_destroy(zen_tp_linear *l);
 
 /* The local shard: weight (and bias) with their gradient buffers, owned by the layer.
  * Weight: rows = out/tp, cols = in (COLUMN) or rows = out, cols = in/tp (ROW).
@@ -162,32 +170,32 @@ typedef struct zen_tp_param {
     int cols;
 } zen_tp_param;
 
-zen_status zen_tp_linear_weight(zen_tp_linear *l, zen_tp_param *w);
-zen_status zen_tp_linear_bias(zen_tp_linear *l, zen_tp_param *b);
+ZEN_API zen_status zen_tp_linear_weight(zen_tp_linear *l, zen_tp_param *w);
+ZEN_API zen_status zen_tp_linear_bias(zen_tp_linear *l, zen_tp_param *b);
 
 /* Canonical (unpermuted) copies of the local weight shard, rows*cols floats. */
-zen_status zen_tp_linear_export_weight(const zen_tp_linear *l, float *dst);
-zen_status zen_tp_linear_import_weight(zen_tp_linear *l, const float *src);
+ZEN_API zen_status zen_tp_linear_export_weight(const zen_tp_linear *l, float *dst);
+ZEN_API zen_status zen_tp_linear_import_weight(zen_tp_linear *l, const float *src);
 /* The same for the gradient (tests, gradient clipping by column). */
-zen_status zen_tp_linear_export_grad(const zen_tp_linear *l, float *dst);
+ZEN_API zen_status zen_tp_linear_export_grad(const zen_tp_linear *l, float *dst);
 
 /* Register a companion buffer shaped like the weight shard (optimizer moments); any column
  * permutation moves it too. Up to 4 per layer; the caller owns the memory. */
-zen_status zen_tp_linear_attach_state(zen_tp_linear *l, float *companion);
+ZEN_API zen_status zen_tp_linear_attach_state(zen_tp_linear *l, float *companion);
 
 /* training = 0 for evaluation passes (never resized, never migrated). x and y must not alias. */
-zen_status zen_tp_linear_forward(zen_tp_linear *l, const float *x, int rows, float *y,
-                                 int training);
+ZEN_API zen_status zen_tp_linear_forward(zen_tp_linear *l, const float *x, int rows, float *y,
+                                         int training);
 
 /* x is the same input as in the forward; dx is written (not accumulated); dW and db accumulate.
  * dx may be NULL when the input gradient is not needed (first layer): the COLUMN allreduce is
  * still performed (with a scratch buffer) so that ranks stay in step. */
-zen_status zen_tp_linear_backward(zen_tp_linear *l, const float *x, const float *dy, int rows,
-                                  float *dx);
+ZEN_API zen_status zen_tp_linear_backward(zen_tp_linear *l, const float *x, const float *dy,
+                                          int rows, float *dx);
 
 /* Call once per training step after the optimizer update: straggler emulation rotation,
  * detection, decisions, priority refresh and replica versioning. Collective every period. */
-zen_status zen_tp_group_step(zen_tp_group *g);
+ZEN_API zen_status zen_tp_group_step(zen_tp_group *g);
 
 /*
  * Data parallelism over tp groups: replicas decide their balance plans independently, so the
@@ -197,7 +205,7 @@ zen_status zen_tp_group_step(zen_tp_group *g);
  * the optimizer: the gradient buffers of permuted layers are put into canonical column order and
  * back. Local; a no-op for unpermuted layers. Forward/backward must not run in between.
  */
-zen_status zen_tp_group_canonical_grads(zen_tp_group *g, int canonical);
+ZEN_API zen_status zen_tp_group_canonical_grads(zen_tp_group *g, int canonical);
 
 /* Group statistics (this rank's view; the plan fields are identical on all ranks). */
 typedef struct zen_tp_stats {
@@ -218,7 +226,7 @@ typedef struct zen_tp_stats {
     double arrival_spread_ms; /* how long, summed over that step's collectives, they waited */
 } zen_tp_stats;
 
-zen_status zen_tp_group_stats(const zen_tp_group *g, zen_tp_stats *out);
+ZEN_API zen_status zen_tp_group_stats(const zen_tp_group *g, zen_tp_stats *out);
 
 #ifdef __cplusplus
 }

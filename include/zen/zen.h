@@ -8,7 +8,11 @@
  * Conventions used by every public header:
  *  - Every fallible call returns zen_status; 0 is success, negative values are errors.
  *  - Handles are opaque; objects are made by *_create and released by *_destroy. A destroy
- *    function accepts NULL and does nothing.
+ *    function accepts NULL and does nothing. *_free releases only what the library put into a
+ *    caller-owned struct (zen_sparse_result_free, zen_trace_free).
+ *  - Options structs start with a size field and are initialised by *_options_init(&o) (or the
+ *    *_OPTIONS_INIT designated initialisers), so fields can be added without breaking callers.
+ *  - Public functions carry ZEN_API; libzen.so exports exactly these (include/zen/export.h).
  *  - Counts are size_t element counts; byte counts say "bytes".
  *  - Unless a function says otherwise, a communicator is used by one thread at a time.
  *  - The functions of this header touch no communicator: every one of them may be called from
@@ -17,8 +21,11 @@
 #ifndef ZEN_ZEN_H
 #define ZEN_ZEN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <zen/export.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,7 +38,7 @@ extern "C" {
 
 /* Runtime version as MAJOR*10000 + MINOR*100 + PATCH, to compare with the header's macros.
  * Thread safe. */
-int zen_version(void);
+ZEN_API int zen_version(void);
 
 /*
  * Status codes. Values are explicit and never reused; a retired value becomes ZEN_OBSOLETE_n.
@@ -57,10 +64,10 @@ typedef enum zen_status {
 } zen_status;
 
 /* Static English description of a status ("invalid argument"). Never NULL. Thread safe. */
-const char *zen_strerror(int status);
+ZEN_API const char *zen_strerror(int status);
 
 /* Static symbolic name of a status ("ZEN_EINVAL"). Never NULL. Thread safe. */
-const char *zen_status_name(int status);
+ZEN_API const char *zen_status_name(int status);
 
 /* Data types. bf16 is stored as bfloat16 and reduced in f32 (round to nearest even). */
 typedef enum zen_dtype {
@@ -73,10 +80,10 @@ typedef enum zen_dtype {
 } zen_dtype;
 
 /* Bytes per element of a dtype, 0 for an invalid dtype. Thread safe. */
-size_t zen_dtype_size(zen_dtype dtype);
+ZEN_API size_t zen_dtype_size(zen_dtype dtype);
 
 /* Static name of a dtype ("f32"), "?" for an invalid one. Never NULL. Thread safe. */
-const char *zen_dtype_name(zen_dtype dtype);
+ZEN_API const char *zen_dtype_name(zen_dtype dtype);
 
 /* Reduction operators. AVG is SUM followed by division by the rank count (integer: truncating). */
 typedef enum zen_op {
@@ -89,11 +96,11 @@ typedef enum zen_op {
 } zen_op;
 
 /* Static name of an op ("sum"), "?" for an invalid one. Never NULL. Thread safe. */
-const char *zen_op_name(zen_op op);
+ZEN_API const char *zen_op_name(zen_op op);
 
 /* bf16 conversions (round to nearest even; NaN stays NaN). Pure functions, thread safe. */
-uint16_t zen_f32_to_bf16(float value);
-float zen_bf16_to_f32(uint16_t value);
+ZEN_API uint16_t zen_f32_to_bf16(float value);
+ZEN_API float zen_bf16_to_f32(uint16_t value);
 
 /* Log levels, chosen at run time with ZEN_LOG_LEVEL=error|warn|info|debug|trace (default warn). */
 typedef enum zen_log_level {
@@ -118,13 +125,13 @@ typedef void (*zen_log_sink)(zen_log_level level, const char *subsys, const char
  * library neither copies nor frees it, so it must stay valid until another sink is installed.
  * Thread safe; install it before starting ranks so that no early message goes to stderr.
  */
-void zen_log_set_sink(zen_log_sink sink, void *user);
+ZEN_API void zen_log_set_sink(zen_log_sink sink, void *user);
 
 /*
  * Log a message from an application thread (the rank prefix is that of the calling thread).
  * The line is cut at 1 KiB; a level outside ZEN_LOG_ERROR..ZEN_LOG_TRACE is ignored. Thread safe.
  */
-void zen_log(zen_log_level level, const char *subsys, const char *fmt, ...)
+ZEN_API void zen_log(zen_log_level level, const char *subsys, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -146,8 +153,8 @@ typedef struct zen_param_info {
     const char *description;
 } zen_param_info;
 
-size_t zen_param_count(void);
-zen_status zen_param_get(size_t index, zen_param_info *info);
+ZEN_API size_t zen_param_count(void);
+ZEN_API zen_status zen_param_get(size_t index, zen_param_info *info);
 
 #ifdef __cplusplus
 }

@@ -45,7 +45,7 @@ static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, siz
     if (st != ZEN_OK)
         return st;
     char *out = zen_coll_nonnull(recvbuf);
-    if (comm->size > 2 && bytes <= zen_coll_allgather_bruck_max_bytes()) {
+    if (!zen_coll_decide_long(ZEN_COLL_DECIDE_ALLGATHER, comm->size, bytes, 0)) {
         const void *own = zen_coll_nonnull(sendbuf);
         st = equal_blocks ? zen_allgather_bruck(comm, &cc, own, sendcount * es, out)
                           : zen_allgatherv_bruck(comm, &cc, own, counts, displs, es, out);

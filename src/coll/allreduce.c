@@ -52,9 +52,9 @@ zen_allreduce_algo zen_allreduce_choice(const zen_comm *comm, size_t count, zen_
         return ZEN_ALLREDUCE_MPI;
     size_t es = zen_dtype_size(dtype);
     size_t bytes = es && count > SIZE_MAX / es ? SIZE_MAX : count * es;
-    if (bytes <= zen_coll_rhd_max_bytes() || count < (size_t)comm->size)
-        return ZEN_ALLREDUCE_RHD;
-    return ZEN_ALLREDUCE_RING;
+    return zen_coll_decide_long(ZEN_COLL_DECIDE_ALLREDUCE, comm->size, bytes, count)
+               ? ZEN_ALLREDUCE_RING
+               : ZEN_ALLREDUCE_RHD;
 }
 
 zen_status zen_allreduce_native_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,

@@ -78,7 +78,7 @@ zen_status zen_broadcast(zen_comm *comm, void *buf, size_t count, zen_dtype dtyp
     if (st != ZEN_OK)
         return st;
     char *b = zen_coll_nonnull(buf);
-    if (comm->size > 2 && bytes >= zen_coll_long_bytes() && count >= (size_t)comm->size)
+    if (zen_coll_decide_long(ZEN_COLL_DECIDE_BROADCAST, comm->size, bytes, count))
         st = scatter_allgather(comm, &cc, b, count, dtype, root);
     else if (comm->size > 1)
         st = binomial(comm, &cc, b, bytes, root);

@@ -14,6 +14,7 @@
 #ifndef ZEN_COLL_COLL_ALGOS_H
 #define ZEN_COLL_COLL_ALGOS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,19 @@ size_t zen_coll_ring_chunk_bytes(void); /* ZEN_RING_CHUNK_BYTES, at least 1 */
 size_t zen_coll_rhd_max_bytes(void);    /* ZEN_RHD_MAX_BYTES */
 size_t zen_coll_long_bytes(void);       /* ZEN_COLL_LONG_BYTES: bcast/reduce long-message cut */
 size_t zen_coll_allgather_bruck_max_bytes(void); /* ZEN_ALLGATHER_BRUCK_MAX_BYTES */
+
+/* ---- the decision table (decide.c): short (latency-bound) or long (bandwidth-bound) ---- */
+typedef enum zen_coll_decide_kind {
+    ZEN_COLL_DECIDE_ALLREDUCE = 0, /* short: rhd, long: ring */
+    ZEN_COLL_DECIDE_BROADCAST = 1, /* short: binomial, long: scatter + allgather */
+    ZEN_COLL_DECIDE_REDUCE = 2,    /* short: binomial, long: reduce-scatter + gather */
+    ZEN_COLL_DECIDE_ALLGATHER = 3, /* short: bruck, long: ring */
+    ZEN_COLL_DECIDE_COUNT = 4
+} zen_coll_decide_kind;
+
+/* True when the collective should run its long algorithm for bytes (the whole message) and count
+ * elements on nranks ranks. The same on every rank for the same arguments and tunables. */
+bool zen_coll_decide_long(zen_coll_decide_kind kind, int nranks, size_t bytes, size_t count);
 
 /* Allgather of equal blocks of block bytes in ceil(log2 n) rounds (allgather_bruck.c): own is this
  * rank's block (may lie inside recvbuf), recvbuf gets n blocks in rank order. */

@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "common/options.h"
 #include "common/tunables.h"
 #include "transport/faulty.h"
 
@@ -218,6 +219,13 @@ zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out)
     zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
     if (opts)
         o = *opts;
+    if (!ZEN_OPTIONS_SIZE_OK(&o)) {
+        ZEN_ERROR("init",
+                  "zen_comm_options.size %zu is not this zen's (%zu): rebuild against its "
+                  "headers and initialise with zen_comm_options_init",
+                  o.size, sizeof o);
+        return ZEN_EINVAL;
+    }
     zen_env_info env;
     const char *bad = NULL;
     zen_status st = zen_env_read(&env, &bad);
@@ -352,8 +360,9 @@ void zen_comm_destroy(zen_comm *comm)
 {
     if (!comm)
         return;
-    if (comm->sparse_hier_free) /* sub-communicators of the sparse module, before the transport */
-        comm->sparse_hier_free(comm->sparse_hier);
+    /* attribute slots may hold sub-communicators: release them before the transport */
+    for (int k = ZEN_ATTR_COUNT - 1; k >= 0; k--)
+        zen_comm_attr_set(comm, (zen_comm_attr_key)k, NULL, NULL);
     if (comm->owns_transport && comm->transport)
         comm->transport->ops->destroy(comm->transport);
     zen_free(comm->world_ranks);
@@ -455,4 +464,23 @@ zen_status zen_comm_gather_arrivals(zen_comm *comm, int64_t *arrive_ns, uint64_t
     if (op_name)
         *op_name = last.op;
     return st;
+}
+
+void *zen_comm_attr_get(const zen_comm *comm, zen_comm_attr_key key)
+{
+    if (!comm || (unsigned)key >= ZEN_ATTR_COUNT)
+        return NULL;
+    return comm->attrs[key].value;
+}
+
+void zen_comm_attr_set(zen_comm *comm, zen_comm_attr_key key, void *value,
+                       void (*release)(void *value))
+{
+    if (!comm || (unsigned)key >= ZEN_ATTR_COUNT)
+        return;
+    zen_comm_attr *a = &comm->attrs[key];
+    if (a->release && a->value)
+        a->release(a->value);
+    a->value = value;
+    a->release = release;
 }

@@ -17,6 +17,21 @@
 
 #include "transport/transport.h"
 
+/*
+ * Attribute slots (MPI's attribute caching in miniature): a layer above coll keeps per-communicator
+ * state under its key instead of a field of its own in struct zen_comm. zen_comm_destroy releases
+ * the slots, last key first, before the transport, so a slot may hold sub-communicators.
+ */
+typedef enum zen_comm_attr_key {
+    ZEN_ATTR_SPARSE_HIER = 0, /* sparse/hier_host.c: host grouping and sub-communicators */
+    ZEN_ATTR_COUNT = 4
+} zen_comm_attr_key;
+
+typedef struct zen_comm_attr {
+    void *value;
+    void (*release)(void *value);
+} zen_comm_attr;
+
 struct zen_comm {
     zen_transport *transport;
     int owns_transport;      /* root communicator: destroys the transport */
@@ -38,10 +53,7 @@ struct zen_comm {
     uint64_t arrival_count;
     void *coll_scratch; /* dense collectives: cached scratch (coll_args.c), freed on destroy */
     size_t coll_scratch_bytes;
-    /* sparse hier_host.c: cached intra-/inter-host sub-communicators, released by
-     * zen_comm_destroy through sparse_hier_free before anything else (children first) */
-    void *sparse_hier;
-    void (*sparse_hier_free)(void *);
+    zen_comm_attr attrs[ZEN_ATTR_COUNT]; /* see zen_comm_attr_key */
 };
 
 /* State of one collective call. */
@@ -103,5 +115,12 @@ uint64_t zen_comm_user_tag(const zen_comm *comm, int tag);
 
 /* The seeds agreed at creation (internal users: sparse hashing). */
 const uint64_t *zen_comm_seeds(const zen_comm *comm);
+
+/* The value under key (NULL when unset). Local; not thread safe (like the communicator). */
+void *zen_comm_attr_get(const zen_comm *comm, zen_comm_attr_key key);
+
+/* Store value under key, releasing the previous value first (release may be NULL). Local. */
+void zen_comm_attr_set(zen_comm *comm, zen_comm_attr_key key, void *value,
+                       void (*release)(void *value));
 
 #endif

@@ -139,6 +139,11 @@ zen_status zen_request_wait(zen_request *req, double timeout_s, size_t *received
 
 void zen_request_free(zen_request *req)
 {
+    zen_request_destroy(req);
+}
+
+void zen_request_destroy(zen_request *req)
+{
     if (!req)
         return;
     if (req->treq)
@@ -152,7 +157,7 @@ zen_status zen_send(zen_comm *comm, const void *buf, size_t bytes, int peer, int
     zen_status st = zen_isend(comm, buf, bytes, peer, tag, &r);
     if (st == ZEN_OK)
         st = zen_request_wait(r, -1, NULL);
-    zen_request_free(r);
+    zen_request_destroy(r);
     return st;
 }
 
@@ -162,6 +167,6 @@ zen_status zen_recv(zen_comm *comm, void *buf, size_t capacity, int peer, int ta
     zen_status st = zen_irecv(comm, buf, capacity, peer, tag, &r);
     if (st == ZEN_OK)
         st = zen_request_wait(r, -1, received);
-    zen_request_free(r);
+    zen_request_destroy(r);
     return st;
 }

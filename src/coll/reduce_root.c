@@ -118,7 +118,7 @@ zen_status zen_reduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t
         return st;
     const char *in = zen_coll_nonnull(sendbuf);
     char *out = comm->rank == root ? zen_coll_nonnull(recvbuf) : NULL;
-    if (comm->size > 2 && bytes >= zen_coll_long_bytes() && count >= (size_t)comm->size)
+    if (zen_coll_decide_long(ZEN_COLL_DECIDE_REDUCE, comm->size, bytes, count))
         st = rs_gather(comm, &cc, in, out, count, dtype, op, root);
     else
         st = binomial(comm, &cc, in, out, count, dtype, op, root);

@@ -5,6 +5,17 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "transport/transport.h"
+
+zen_status zen_inproc_world_create(int nranks, zen_inproc_world **out)
+{
+    return zen_transport_inproc_world_create(nranks, out);
+}
+
+void zen_inproc_world_destroy(zen_inproc_world *world)
+{
+    zen_transport_inproc_world_destroy(world);
+}
 
 struct rank_thread {
     pthread_t thread;

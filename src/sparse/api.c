@@ -18,6 +18,7 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/clock.h"
+#include "common/options.h"
 #include "sparse/coo.h"
 #include "sparse/hier_host.h"
 #include "sparse/sparse_internal.h"
@@ -198,6 +199,10 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
         return ZEN_EINVAL;
     zen_sparse_options defaults = ZEN_SPARSE_OPTIONS_INIT;
     const zen_sparse_options *opts = opts_in ? opts_in : &defaults;
+    if (!ZEN_OPTIONS_SIZE_OK(opts))
+        return zen_fail(comm, ZEN_EINVAL,
+                        "sparse: zen_sparse_options.size %zu is not this zen's (%zu)", opts->size,
+                        sizeof *opts);
     zen_sparse_stats scratch;
     if (!stats)
         stats = &scratch;

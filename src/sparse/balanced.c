@@ -296,7 +296,7 @@ static zen_status do_decode(bal_state *s)
     float divisor = ctx->opts && ctx->opts->average ? (float)s->n : 1.0f;
     size_t total = 0, maxc = 0;
     zen_status st = ZEN_OK;
-    for (int j = 0; j < s->n && !s->uni->members; j++) { /* a bitmap blob needs members */
+    for (int j = 0; j < s->n && !zen_universe_has_members(s->uni); j++) { /* bitmaps need members */
         uint32_t format;
         memcpy(&format, s->blobs + 4 * s->bdispls[j], sizeof format);
         if (format == ZEN_HB_BITMAP && (st = zen_universe_members(s->uni)) != ZEN_OK)

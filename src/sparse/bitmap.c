@@ -154,7 +154,7 @@ zen_status zen_hb_encode(const zen_coo *sum, const zen_universe *u, uint32_t j, 
                                            : zen_hb_bitmap_bytes(ulen, c, w);
     if (bytes != want ||
         (format != ZEN_HB_COO && format != ZEN_HB_BITMAP && format != ZEN_HB_PLAIN) ||
-        (format == ZEN_HB_BITMAP && !u->members))
+        (format == ZEN_HB_BITMAP && !zen_universe_has_members(u)))
         return ZEN_EINVAL;
     unsigned char *p = blob;
     uint32_t hdr[2] = { format, (uint32_t)c };
@@ -312,7 +312,7 @@ static zen_status check_decodable(const void *blob, size_t len, const zen_univer
                                   uint32_t w, size_t *count)
 {
     zen_status st = zen_hb_check(blob, len, u, j, w, count);
-    if (st == ZEN_OK && load_u32(blob) == ZEN_HB_BITMAP && !u->members)
+    if (st == ZEN_OK && load_u32(blob) == ZEN_HB_BITMAP && !zen_universe_has_members(u))
         return ZEN_EINVAL; /* the caller must call zen_universe_members first */
     return st;
 }

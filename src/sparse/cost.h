@@ -4,17 +4,19 @@
  * latency). Pure functions with no communicator, so `zen simulate` can evaluate them at any scale.
  *
  * Model (paper section 4.2 and Appendix B.1, extended with latency and the real wire formats):
- * wire = latency * (sequential steps) + issue overhead * (extra messages posted in the same step)
- * + (bytes the busiest rank sends or receives) / bandwidth. The local computation of each scheme is
- * a separate term (zen_cpu_model below, after the wire formulas). A
- * COO entry is 4 + 4w bytes (u32 row index, w f32 values); M = rows * width. DENSE        ring:
- * 2(n-1) steps, 2(n-1)/n * 4M bytes ALLGATHER    (n-1) * nnz * (4 + 4w) (paper: 2(n-1) d M) PS push
- * (n-1)/n * s * nnz * E, pull (n-1)/n * s_n * gamma_n * nnz * E BALANCED     push (n-1)/n * nnz *
- * E, pull (n-1)/n * min(COO, hash bitmap) of the sum (Eq. 1) HIERARCHICAL sum over rounds i < log2
- * n of min(gamma^(2^i) * nnz * E, 4M)  (Eq. 2), plus a fold and an unfold step when n is not a
- * power of two BLOCK        as PS, counting non-zero blocks of B elements (4 + 4B bytes each) nnz =
- * d * rows is the mean local count of non-zero rows, gamma^k the densification ratio of a sum over
- * k ranks, s the skew over n even ranges (paper Def. 5).
+ *   wire = latency * (sequential steps) + issue overhead * (extra messages posted in the same
+ *          step) + (bytes the busiest rank sends or receives) / bandwidth.
+ * The local computation of each scheme is a separate term (zen_cpu_model below, after the wire
+ * formulas). A COO entry is E = 4 + 4w bytes (u32 row index, w f32 values); M = rows * width.
+ *   DENSE         ring: 2(n-1) steps, 2(n-1)/n * 4M bytes
+ *   ALLGATHER     (n-1) * nnz * (4 + 4w)   (paper: 2(n-1) d M)
+ *   PS            push (n-1)/n * s * nnz * E, pull (n-1)/n * s_n * gamma_n * nnz * E
+ *   BALANCED      push (n-1)/n * nnz * E, pull (n-1)/n * min(COO, hash bitmap) of the sum (Eq. 1)
+ *   HIERARCHICAL  sum over rounds i < log2 n of min(gamma^(2^i) * nnz * E, 4M)  (Eq. 2), plus a
+ *                 fold and an unfold step when n is not a power of two
+ *   BLOCK         as PS, counting non-zero blocks of B elements (4 + 4B bytes each)
+ * nnz = d * rows is the mean local count of non-zero rows, gamma^k the densification ratio of a
+ * sum over k ranks, s the skew over n even ranges (paper Def. 5).
  */
 #ifndef ZEN_SPARSE_COST_H
 #define ZEN_SPARSE_COST_H

@@ -69,12 +69,13 @@ static void cache_free(void *p)
 
 static hier_cache *cache_of(zen_comm *comm)
 {
-    if (!comm->sparse_hier) {
-        comm->sparse_hier = zen_calloc(1, sizeof(hier_cache));
-        if (comm->sparse_hier)
-            comm->sparse_hier_free = cache_free;
+    hier_cache *hc = zen_comm_attr_get(comm, ZEN_ATTR_SPARSE_HIER);
+    if (!hc) {
+        hc = zen_calloc(1, sizeof *hc);
+        if (hc)
+            zen_comm_attr_set(comm, ZEN_ATTR_SPARSE_HIER, hc, cache_free);
     }
-    return comm->sparse_hier;
+    return hc;
 }
 
 static int ranks_per_host(const zen_sparse_options *opts)
@@ -417,7 +418,7 @@ zen_status zen_sparse_run_hier_host(zen_sparse_ctx *ctx)
 {
     zen_comm *comm = ctx->comm;
     const zen_coo *local = ctx->local;
-    hier_cache *hc = comm->sparse_hier;
+    hier_cache *hc = zen_comm_attr_get(comm, ZEN_ATTR_SPARSE_HIER);
     if (!hc)
         return zen_fail(comm, ZEN_EINTERNAL, "sparse hier: no grouping (decide not called)");
     zen_status st = ensure_children(comm, hc);

@@ -80,7 +80,8 @@ static zen_status build_members(zen_universe *u)
     for (uint64_t i = 0; i < rows; i++)
         members[next[zen_hh_owner((uint32_t)i, seed0, n)]++] = (uint32_t)i;
     zen_free(next);
-    u->members = members;
+    /* release: pairs with zen_universe_has_members, which other rank threads call unlocked */
+    __atomic_store_n(&u->members, members, __ATOMIC_RELEASE);
     return ZEN_OK;
 }
 
@@ -102,6 +103,11 @@ zen_status zen_universe_members(const zen_universe *cu)
     zen_status st = u->members ? ZEN_OK : build_members(u);
     pthread_mutex_unlock(&cache_lock);
     return st;
+}
+
+int zen_universe_has_members(const zen_universe *u)
+{
+    return __atomic_load_n(&u->members, __ATOMIC_ACQUIRE) != NULL;
 }
 
 zen_status zen_universe_get(uint64_t rows, uint32_t n, uint64_t seed0, const zen_universe **out)

@@ -32,6 +32,10 @@ void zen_universe_put(const zen_universe *u);
 /* Make sure u->members is built (once; thread safe). After ZEN_OK the caller may read it. */
 zen_status zen_universe_members(const zen_universe *u);
 
+/* Whether u->members is built already, without waiting for the cache lock (an acquire load: a
+ * rank thread may be building it at that moment; when this says yes, the members may be read). */
+int zen_universe_has_members(const zen_universe *u);
+
 /* Build complete universes (sizes and members) without the cache (tests, fuzzing). Free with
  * zen_universe_free. */
 zen_status zen_universe_build(uint64_t rows, uint32_t n, uint64_t seed0, zen_universe **out);

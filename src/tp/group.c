@@ -17,6 +17,7 @@
 #include "coll/comm_internal.h"
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/options.h"
 #include "common/stats.h"
 #include "common/tunables.h"
 #include "tp/tp_internal.h"
@@ -46,35 +47,48 @@ static zen_status check_options(zen_comm *comm, const zen_tp_options *o)
     return ZEN_OK;
 }
 
-/* ZEN_TP_PERIOD/DELTA/RHO_MAX/PRIORITY, when set, override the options (ablations from the
- * command line without a flag for each knob). A malformed value is reported and ignored. */
-static void env_overrides(zen_tp_options *o)
+/* Fields the caller left unset (see zen_tp_options) take ZEN_TP_PERIOD/DELTA/RHO_MAX/PRIORITY
+ * when set (ablations from the command line without a flag for each knob), else the defaults.
+ * A malformed value is reported and ignored. An explicit option always wins. */
+static void fill_unset(zen_tp_options *o)
 {
     const char *v;
     char *end;
-    if (*(v = zen_param_str("TP_PERIOD"))) {
-        long p = strtol(v, &end, 10);
-        if (*end == '\0' && p >= 1 && p <= 1000000)
-            o->period = (int)p;
-        else
-            ZEN_WARN("tp", "ignoring ZEN_TP_PERIOD=%s", v);
+    if (o->period == 0) {
+        o->period = 10;
+        if (*(v = zen_param_str("TP_PERIOD"))) {
+            long p = strtol(v, &end, 10);
+            if (*end == '\0' && p >= 1 && p <= 1000000)
+                o->period = (int)p;
+            else
+                ZEN_WARN("tp", "ignoring ZEN_TP_PERIOD=%s", v);
+        }
     }
-    if (*(v = zen_param_str("TP_DELTA"))) {
-        double d = strtod(v, &end);
-        if (*end == '\0' && d >= 0 && d < 100)
-            o->delta = d;
-        else
-            ZEN_WARN("tp", "ignoring ZEN_TP_DELTA=%s", v);
+    if (o->delta < 0) {
+        o->delta = 0.1;
+        if (*(v = zen_param_str("TP_DELTA"))) {
+            double d = strtod(v, &end);
+            if (*end == '\0' && d >= 0 && d < 100)
+                o->delta = d;
+            else
+                ZEN_WARN("tp", "ignoring ZEN_TP_DELTA=%s", v);
+        }
     }
-    if (*(v = zen_param_str("TP_RHO_MAX"))) {
-        double r = strtod(v, &end);
-        if (*end == '\0' && r >= 0 && r <= 0.95)
-            o->rho_max = r;
-        else
-            ZEN_WARN("tp", "ignoring ZEN_TP_RHO_MAX=%s", v);
+    if (o->rho_max < 0) {
+        o->rho_max = 0.5;
+        if (*(v = zen_param_str("TP_RHO_MAX"))) {
+            double r = strtod(v, &end);
+            if (*end == '\0' && r >= 0 && r <= 0.95)
+                o->rho_max = r;
+            else
+                ZEN_WARN("tp", "ignoring ZEN_TP_RHO_MAX=%s", v);
+        }
     }
-    if (*(v = zen_param_str("TP_PRIORITY")) && zen_tp_parse_priority(v, &o->priority) != ZEN_OK)
-        ZEN_WARN("tp", "ignoring ZEN_TP_PRIORITY=%s", v);
+    if (o->priority == ZEN_TP_PRIORITY_UNSET) {
+        o->priority = ZEN_TP_PRIORITY_SCORE;
+        if (*(v = zen_param_str("TP_PRIORITY")) && zen_tp_parse_priority(v, &o->priority) != ZEN_OK)
+            ZEN_WARN("tp", "ignoring ZEN_TP_PRIORITY=%s", v);
+    }
 }
 
 static double arrival_weight(void)
@@ -99,7 +113,10 @@ zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, ze
     zen_tp_options merged = ZEN_TP_OPTIONS_INIT;
     if (opts)
         merged = *opts;
-    env_overrides(&merged);
+    if (!ZEN_OPTIONS_SIZE_OK(&merged))
+        return zen_fail(tp_comm, ZEN_EINVAL, "tp: zen_tp_options.size %zu is not this zen's (%zu)",
+                        merged.size, sizeof merged);
+    fill_unset(&merged);
     const zen_tp_options *o = &merged;
     zen_status st = check_options(tp_comm, o);
     if (st != ZEN_OK)

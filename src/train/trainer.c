@@ -267,11 +267,182 @@ typedef struct interval_acc {
     long n;
 } interval_acc;
 
+/* What one optimizer step produced: the numbers the report and the result are made of. */
+typedef struct step_out {
+    float loss, grad_norm, lr;
+    zen_sync_stats sync;
+    zen_tp_stats tp;
+    double ms_step, ms_compute, ms_comm, ms_wait, tp_ms;
+} step_out;
+
+/* The loop's running sums: the interval since the last progress line, and the timed steps. */
+typedef struct loop_acc {
+    interval_acc interval;
+    double total_ms;
+    long timed_steps;
+    float last_val;
+} loop_acc;
+
+/* Forward and backward on this rank's batch; wait for the dp replicas (the wait is timed apart
+ * from the sync so stragglers show as wait, not communication); sync the gradients; optional
+ * dump; optimizer step; the global batch's loss. t[0..4] are the boundaries of those phases. */
+static zen_status run_step(rank_state *r, long step, step_out *out, int64_t t[5])
+{
+    const zen_train_options *o = r->o;
+    zen_status st;
+    t[0] = zen_now_ns();
+    zen_gpt_zero_grad(r->model);
+    zen_data_train_batch(r->c->ds, o->seed, (uint64_t)step, (size_t)r->dp_rank * o->batch,
+                         (size_t)o->batch, (size_t)o->seq, r->x, r->y);
+    if ((st = zen_gpt_forward(r->model, r->x, r->y, o->batch, o->seq, &out->loss)) != ZEN_OK) {
+        rank_fail(r, st, "forward at step %ld", step);
+        return st;
+    }
+    if ((st = zen_gpt_backward(r->model)) != ZEN_OK) {
+        rank_fail(r, st, "backward at step %ld", step);
+        return st;
+    }
+    t[1] = zen_now_ns();
+    if (o->dp > 1 && (st = zen_barrier(r->dpc)) != ZEN_OK) {
+        rank_fail(r, st, "dp barrier at step %ld", step);
+        return st;
+    }
+    t[2] = zen_now_ns();
+    /* tp balancing may permute a layer's columns differently in each replica (tp helper) */
+    st = o->dp > 1 ? zen_tp_group_canonical_grads(r->group, 1) : ZEN_OK;
+    if (st == ZEN_OK)
+        st = zen_trainer_sync_grads(r->sync, &out->sync);
+    if (st == ZEN_OK && o->dp > 1)
+        st = zen_tp_group_canonical_grads(r->group, 0);
+    if (st != ZEN_OK) {
+        rank_fail(r, st, "gradient sync at step %ld", step);
+        return st;
+    }
+    t[3] = zen_now_ns();
+    if (o->dump_grads_dir && r->tp_rank == 0 &&
+        (st = zen_trainer_dump_grads(o->dump_grads_dir, r->dp_rank, o->dp, step, r->sync)) !=
+            ZEN_OK) {
+        rank_fail(r, st, "writing gradients to %s", o->dump_grads_dir);
+        return st;
+    }
+    if ((st = zen_adamw_step(r->opt, &out->grad_norm, &out->lr)) != ZEN_OK) {
+        rank_fail(r, st, "optimizer step %ld", step);
+        return st;
+    }
+    /* loss of the global batch: mean of the replicas' means (equal batch sizes) */
+    if (o->dp > 1 &&
+        (st = zen_allreduce(r->dpc, &out->loss, &out->loss, 1, ZEN_F32, ZEN_AVG)) != ZEN_OK) {
+        rank_fail(r, st, "loss allreduce at step %ld", step);
+        return st;
+    }
+    t[4] = zen_now_ns();
+    return ZEN_OK;
+}
+
+/* Split the step's time into compute, communication (gradient sync plus tp's own waits) and
+ * waiting for the dp replicas. */
+static void step_times(rank_state *r, const int64_t t[5], step_out *out)
+{
+    memset(&out->tp, 0, sizeof out->tp);
+    out->tp.keep_fraction = 1;
+    zen_tp_group_stats(r->group, &out->tp);
+    out->tp_ms = r->o->tp > 1 ? out->tp.ms_wait : 0;
+    out->ms_step = (double)(t[4] - t[0]) / 1e6;
+    out->ms_wait = (double)(t[2] - t[1]) / 1e6;
+    out->ms_comm = (double)(t[3] - t[2]) / 1e6 + out->tp_ms;
+    out->ms_compute = out->ms_step - out->ms_wait - out->ms_comm;
+    if (out->ms_compute < 0)
+        out->ms_compute = 0;
+}
+
+static void accumulate(loop_acc *a, const step_out *s, int timed)
+{
+    if (timed) {
+        a->total_ms += s->ms_step;
+        a->timed_steps++;
+    }
+    a->interval.ms_step += s->ms_step;
+    a->interval.ms_compute += s->ms_compute;
+    a->interval.ms_comm += s->ms_comm;
+    a->interval.ms_wait += s->ms_wait;
+    a->interval.bytes += s->sync.bytes_sent;
+    a->interval.dense += s->sync.bytes_dense;
+    a->interval.n++;
+}
+
+/* Rank 0: the step's metrics line, and the progress line with the interval's averages. */
+static void report_step(rank_state *r, long step, long stop, const step_out *s, float val,
+                        const loop_acc *a)
+{
+    const zen_train_options *o = r->o;
+    double tokens_per_step = (double)o->dp * o->batch * o->seq;
+    zen_step_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.step = step;
+    rep.steps = o->steps;
+    rep.loss = s->loss;
+    rep.val_loss = val;
+    rep.lr = s->lr;
+    rep.grad_norm = s->grad_norm;
+    rep.ms_step = s->ms_step;
+    rep.ms_compute = s->ms_compute;
+    rep.ms_comm = s->ms_comm;
+    rep.ms_wait = s->ms_wait;
+    rep.tokens_per_s = tokens_per_step / (s->ms_step / 1e3);
+    rep.bytes_synced = s->sync.bytes_sent;
+    rep.bytes_dense = s->sync.bytes_dense;
+    rep.keep_fraction = s->sync.keep_fraction;
+    rep.emb_scheme = o->dp > 1 ? zen_sparse_scheme_name(s->sync.emb_scheme) : "none";
+    rep.emb_rows = s->sync.emb_rows;
+    rep.balance = zen_tp_balance_name(o->tp_opts.balance);
+    rep.stragglers = s->tp.nstragglers;
+    rep.tp_keep_fraction = s->tp.min_keep_fraction > 0 ? s->tp.min_keep_fraction : 1.0;
+    rep.migrated_cols = s->tp.migrated_cols;
+    rep.tp_ms_wait = s->tp_ms;
+    rep.late_rank = o->tp > 1 ? s->tp.last_arrival_rank : -1;
+    rep.late_ms = s->tp.arrival_spread_ms;
+    double avg = a->timed_steps ? a->total_ms / (double)a->timed_steps : s->ms_step;
+    rep.eta_s = avg * (double)(stop - step - 1) / 1e3;
+    if (r->c->metrics)
+        zen_report_metrics(r->c->metrics, &rep);
+    int last = step + 1 == stop;
+    int log_now = (o->log_interval > 0 && (step + 1) % o->log_interval == 0) ||
+                  step == r->first_step || last || !isnan(val);
+    const interval_acc *acc = &a->interval;
+    if (!o->quiet && log_now && acc->n > 0) {
+        /* the line shows the interval's averages, so one slow step does not mislead */
+        rep.ms_step = acc->ms_step / (double)acc->n;
+        rep.ms_compute = acc->ms_compute / (double)acc->n;
+        rep.ms_comm = acc->ms_comm / (double)acc->n;
+        rep.ms_wait = acc->ms_wait / (double)acc->n;
+        rep.bytes_synced = acc->bytes / (uint64_t)acc->n;
+        rep.bytes_dense = acc->dense / (uint64_t)acc->n;
+        rep.tokens_per_s = tokens_per_step / (rep.ms_step / 1e3);
+        zen_report_progress(stdout, &rep);
+    }
+}
+
+/* Validation every eval_interval steps and after the last one: *val and *last_val get the loss;
+ * *val is NAN when not evaluated. */
+static zen_status maybe_evaluate(rank_state *r, long step, long stop, float *val, float *last_val)
+{
+    const zen_train_options *o = r->o;
+    *val = NAN;
+    if (!((o->eval_interval > 0 && (step + 1) % o->eval_interval == 0) || step + 1 == stop))
+        return ZEN_OK;
+    zen_status st = evaluate(r, val);
+    if (st != ZEN_OK)
+        rank_fail(r, st, "evaluation at step %ld", step);
+    *last_val = *val;
+    return st;
+}
+
+/* The training loop: each step runs, is timed and accounted, evaluated when due, reported by
+ * rank 0 and checkpointed at the interval; a final checkpoint and the result close the run. */
 static zen_status train_loop(rank_state *r)
 {
-    run_ctx *c = r->c;
     const zen_train_options *o = r->o;
-    zen_train_result *res = c->res;
+    zen_train_result *res = r->c->res;
     long stop = o->stop_at > 0 && o->stop_at < o->steps ? o->stop_at : o->steps;
     long nrec = stop - r->first_step;
     int lead = r->wrank == 0;
@@ -282,142 +453,27 @@ static zen_status train_loop(rank_state *r)
         if (!res->losses)
             return ZEN_ENOMEM;
     }
-    interval_acc acc;
+    loop_acc acc;
     memset(&acc, 0, sizeof acc);
-    double total_ms = 0;
-    long timed_steps = 0;
-    double tokens_per_step = (double)o->dp * o->batch * o->seq;
-    float last_val = NAN;
+    acc.last_val = NAN;
     for (long step = r->first_step; step < stop; step++) {
-        int64_t t0 = zen_now_ns();
-        zen_gpt_zero_grad(r->model);
-        zen_data_train_batch(c->ds, o->seed, (uint64_t)step, (size_t)r->dp_rank * o->batch,
-                             (size_t)o->batch, (size_t)o->seq, r->x, r->y);
-        float loss = 0;
-        if ((st = zen_gpt_forward(r->model, r->x, r->y, o->batch, o->seq, &loss)) != ZEN_OK) {
-            rank_fail(r, st, "forward at step %ld", step);
+        step_out s;
+        int64_t t[5];
+        if ((st = run_step(r, step, &s, t)) != ZEN_OK)
             return st;
-        }
-        if ((st = zen_gpt_backward(r->model)) != ZEN_OK) {
-            rank_fail(r, st, "backward at step %ld", step);
-            return st;
-        }
-        int64_t t1 = zen_now_ns();
-        if (o->dp > 1 && (st = zen_barrier(r->dpc)) != ZEN_OK) {
-            rank_fail(r, st, "dp barrier at step %ld", step);
-            return st;
-        }
-        int64_t t2 = zen_now_ns();
-        zen_sync_stats ss;
-        /* tp balancing may permute a layer's columns differently in each replica (tp helper) */
-        st = o->dp > 1 ? zen_tp_group_canonical_grads(r->group, 1) : ZEN_OK;
-        if (st == ZEN_OK)
-            st = zen_trainer_sync_grads(r->sync, &ss);
-        if (st == ZEN_OK && o->dp > 1)
-            st = zen_tp_group_canonical_grads(r->group, 0);
-        if (st != ZEN_OK) {
-            rank_fail(r, st, "gradient sync at step %ld", step);
-            return st;
-        }
-        int64_t t3 = zen_now_ns();
-        if (o->dump_grads_dir && r->tp_rank == 0 &&
-            (st = zen_trainer_dump_grads(o->dump_grads_dir, r->dp_rank, o->dp, step, r->sync)) !=
-                ZEN_OK) {
-            rank_fail(r, st, "writing gradients to %s", o->dump_grads_dir);
-            return st;
-        }
-        float gnorm = 0, lr = 0;
-        if ((st = zen_adamw_step(r->opt, &gnorm, &lr)) != ZEN_OK) {
-            rank_fail(r, st, "optimizer step %ld", step);
-            return st;
-        }
-        /* loss of the global batch: mean of the replicas' means (equal batch sizes) */
-        if (o->dp > 1 &&
-            (st = zen_allreduce(r->dpc, &loss, &loss, 1, ZEN_F32, ZEN_AVG)) != ZEN_OK) {
-            rank_fail(r, st, "loss allreduce at step %ld", step);
-            return st;
-        }
-        int64_t t4 = zen_now_ns();
-        zen_tp_stats tps;
-        memset(&tps, 0, sizeof tps);
-        tps.keep_fraction = 1;
-        zen_tp_group_stats(r->group, &tps);
-        double tp_ms = o->tp > 1 ? tps.ms_wait : 0;
-        double ms_step = (double)(t4 - t0) / 1e6;
-        double ms_wait = (double)(t2 - t1) / 1e6;
-        double ms_comm = (double)(t3 - t2) / 1e6 + tp_ms;
-        double ms_compute = ms_step - ms_wait - ms_comm;
-        if (ms_compute < 0)
-            ms_compute = 0;
-        if (step > r->first_step || stop - r->first_step == 1) { /* step 1 warms caches */
-            total_ms += ms_step;
-            timed_steps++;
-        }
-        acc.ms_step += ms_step;
-        acc.ms_compute += ms_compute;
-        acc.ms_comm += ms_comm;
-        acc.ms_wait += ms_wait;
-        acc.bytes += ss.bytes_sent;
-        acc.dense += ss.bytes_dense;
-        acc.n++;
+        step_times(r, t, &s);
+        /* step 1 warms caches: it is timed only when it is the only one */
+        accumulate(&acc, &s, step > r->first_step || stop - r->first_step == 1);
         if (lead && res)
-            res->losses[step - r->first_step] = loss;
-
-        float val = NAN;
+            res->losses[step - r->first_step] = s.loss;
+        float val;
+        if ((st = maybe_evaluate(r, step, stop, &val, &acc.last_val)) != ZEN_OK)
+            return st;
         int last = step + 1 == stop;
-        if ((o->eval_interval > 0 && (step + 1) % o->eval_interval == 0) || last) {
-            if ((st = evaluate(r, &val)) != ZEN_OK) {
-                rank_fail(r, st, "evaluation at step %ld", step);
-                return st;
-            }
-            last_val = val;
-        }
-        if (lead) {
-            zen_step_report rep;
-            memset(&rep, 0, sizeof rep);
-            rep.step = step;
-            rep.steps = o->steps;
-            rep.loss = loss;
-            rep.val_loss = val;
-            rep.lr = lr;
-            rep.grad_norm = gnorm;
-            rep.ms_step = ms_step;
-            rep.ms_compute = ms_compute;
-            rep.ms_comm = ms_comm;
-            rep.ms_wait = ms_wait;
-            rep.tokens_per_s = tokens_per_step / (ms_step / 1e3);
-            rep.bytes_synced = ss.bytes_sent;
-            rep.bytes_dense = ss.bytes_dense;
-            rep.keep_fraction = ss.keep_fraction;
-            rep.emb_scheme = o->dp > 1 ? zen_sparse_scheme_name(ss.emb_scheme) : "none";
-            rep.emb_rows = ss.emb_rows;
-            rep.balance = zen_tp_balance_name(o->tp_opts.balance);
-            rep.stragglers = tps.nstragglers;
-            rep.tp_keep_fraction = tps.min_keep_fraction > 0 ? tps.min_keep_fraction : 1.0;
-            rep.migrated_cols = tps.migrated_cols;
-            rep.tp_ms_wait = tp_ms;
-            rep.late_rank = o->tp > 1 ? tps.last_arrival_rank : -1;
-            rep.late_ms = tps.arrival_spread_ms;
-            double avg = timed_steps ? total_ms / (double)timed_steps : ms_step;
-            rep.eta_s = avg * (double)(stop - step - 1) / 1e3;
-            if (c->metrics)
-                zen_report_metrics(c->metrics, &rep);
-            int log_now = (o->log_interval > 0 && (step + 1) % o->log_interval == 0) ||
-                          step == r->first_step || last || !isnan(val);
-            if (!o->quiet && log_now && acc.n > 0) {
-                /* the line shows the interval's averages, so one slow step does not mislead */
-                rep.ms_step = acc.ms_step / (double)acc.n;
-                rep.ms_compute = acc.ms_compute / (double)acc.n;
-                rep.ms_comm = acc.ms_comm / (double)acc.n;
-                rep.ms_wait = acc.ms_wait / (double)acc.n;
-                rep.bytes_synced = acc.bytes / (uint64_t)acc.n;
-                rep.bytes_dense = acc.dense / (uint64_t)acc.n;
-                rep.tokens_per_s = tokens_per_step / (rep.ms_step / 1e3);
-                zen_report_progress(stdout, &rep);
-            }
-        }
+        if (lead)
+            report_step(r, step, stop, &s, val, &acc);
         if (o->log_interval <= 0 || (step + 1) % o->log_interval == 0 || last)
-            memset(&acc, 0, sizeof acc);
+            memset(&acc.interval, 0, sizeof acc.interval);
         if (o->checkpoint_dir && o->checkpoint_interval > 0 &&
             (step + 1) % o->checkpoint_interval == 0 && !last) {
             if ((st = save_checkpoint(r, step + 1)) != ZEN_OK)
@@ -427,10 +483,11 @@ static zen_status train_loop(rank_state *r)
     if (o->checkpoint_dir && stop > r->first_step && (st = save_checkpoint(r, stop)) != ZEN_OK)
         return st;
     if (lead && res) {
+        double tokens_per_step = (double)o->dp * o->batch * o->seq;
         res->steps_done = stop;
-        res->final_val_loss = last_val;
+        res->final_val_loss = acc.last_val;
         res->tokens_per_s =
-            timed_steps ? tokens_per_step / (total_ms / (double)timed_steps / 1e3) : 0;
+            acc.timed_steps ? tokens_per_step / (acc.total_ms / (double)acc.timed_steps / 1e3) : 0;
     }
     return ZEN_OK;
 }
@@ -637,6 +694,71 @@ static zen_status check_options(const zen_train_options *o, char *err, size_t er
     return ZEN_OK;
 }
 
+/* The run's files: the checkpoint directory (refusing to replace a checkpoint this run did not
+ * start from), the metrics file (rank 0) and the gradient dump directory. */
+static zen_status prepare_outputs(run_ctx *c, int wrank, char *err, size_t errsize)
+{
+    const zen_train_options *o = c->o;
+    if (o->checkpoint_dir) {
+        if (mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST) {
+            snprintf(err, errsize, "cannot create --checkpoint-dir %s: %s", o->checkpoint_dir,
+                     strerror(errno));
+            return ZEN_EIO;
+        }
+        snprintf(c->ckpt_path, sizeof c->ckpt_path, "%s/%s", o->checkpoint_dir, ZEN_CKPT_FILE);
+        /* never silently replace a checkpoint that this run did not start from */
+        if (access(c->ckpt_path, F_OK) == 0 && strcmp(c->ckpt_path, c->resume_path) != 0) {
+            snprintf(err, errsize,
+                     "%s already exists: pass --resume %s to continue it, or choose another "
+                     "--checkpoint-dir",
+                     c->ckpt_path, o->checkpoint_dir);
+            return ZEN_EBUSY;
+        }
+    }
+    if (o->metrics_path && wrank == 0) {
+        c->metrics = fopen(o->metrics_path, "w");
+        if (!c->metrics) {
+            snprintf(err, errsize, "cannot write --metrics %s: %s", o->metrics_path,
+                     strerror(errno));
+            return ZEN_EIO;
+        }
+    }
+    if (o->dump_grads_dir && mkdir(o->dump_grads_dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, errsize, "cannot create --dump-grads %s: %s", o->dump_grads_dir,
+                 strerror(errno));
+        return ZEN_EIO;
+    }
+    return ZEN_OK;
+}
+
+/* Share the cores among the ranks of this host: threads of this process, or the processes the
+ * launcher placed here. */
+static void share_cores(const run_ctx *c, zen_comm *world)
+{
+    const zen_train_options *o = c->o;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int here = world ? zen_comm_local_size(world) : c->ranks_here;
+    int threads = o->threads > 0 ? o->threads : (int)(cores / (here > 0 ? here : 1));
+    zen_train_set_blas_threads(threads < 1 ? 1 : threads);
+}
+
+/* The error to report for a failed run: the first rank that failed on its own, else the first
+ * that failed at all (aborted by another); st when no rank recorded one. */
+static zen_status first_rank_error(const run_ctx *c, zen_status st, char *err, size_t errsize)
+{
+    int pick = -1;
+    for (int i = 0; i < c->ranks_here && pick < 0; i++)
+        if (c->rank_st[i] != ZEN_OK && c->rank_st[i] != ZEN_EABORTED)
+            pick = i;
+    for (int i = 0; i < c->ranks_here && pick < 0; i++)
+        if (c->rank_st[i] != ZEN_OK)
+            pick = i;
+    if (pick < 0)
+        return st;
+    snprintf(err, errsize, "%s", c->rank_err[pick]);
+    return c->rank_st[pick];
+}
+
 zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_train_result *res)
 {
     run_ctx c;
@@ -705,39 +827,8 @@ zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_
     build_config(&c, &g);
     if (o->resume)
         zen_ckpt_resolve(o->resume, c.resume_path, sizeof c.resume_path);
-    if (o->checkpoint_dir) {
-        if (mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST) {
-            snprintf(err, sizeof err, "cannot create --checkpoint-dir %s: %s", o->checkpoint_dir,
-                     strerror(errno));
-            st = ZEN_EIO;
-            goto done;
-        }
-        snprintf(c.ckpt_path, sizeof c.ckpt_path, "%s/%s", o->checkpoint_dir, ZEN_CKPT_FILE);
-        /* never silently replace a checkpoint that this run did not start from */
-        if (access(c.ckpt_path, F_OK) == 0 && strcmp(c.ckpt_path, c.resume_path) != 0) {
-            snprintf(err, sizeof err,
-                     "%s already exists: pass --resume %s to continue it, or choose another "
-                     "--checkpoint-dir",
-                     c.ckpt_path, o->checkpoint_dir);
-            st = ZEN_EBUSY;
-            goto done;
-        }
-    }
-    if (o->metrics_path && wrank == 0) {
-        c.metrics = fopen(o->metrics_path, "w");
-        if (!c.metrics) {
-            snprintf(err, sizeof err, "cannot write --metrics %s: %s", o->metrics_path,
-                     strerror(errno));
-            st = ZEN_EIO;
-            goto done;
-        }
-    }
-    if (o->dump_grads_dir && mkdir(o->dump_grads_dir, 0777) != 0 && errno != EEXIST) {
-        snprintf(err, sizeof err, "cannot create --dump-grads %s: %s", o->dump_grads_dir,
-                 strerror(errno));
-        st = ZEN_EIO;
+    if ((st = prepare_outputs(&c, wrank, err, sizeof err)) != ZEN_OK)
         goto done;
-    }
     c.ranks_here = world ? 1 : o->dp * o->tp;
     c.rank_err = zen_calloc((size_t)c.ranks_here, sizeof *c.rank_err);
     c.rank_st = zen_calloc((size_t)c.ranks_here, sizeof *c.rank_st);
@@ -745,33 +836,15 @@ zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_
         st = ZEN_ENOMEM;
         goto done;
     }
-    {
-        /* share the cores among the ranks of this host: threads of this process, or the
-         * processes the launcher placed here */
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        int here = world ? zen_comm_local_size(world) : c.ranks_here;
-        int threads = o->threads > 0 ? o->threads : (int)(cores / (here > 0 ? here : 1));
-        zen_train_set_blas_threads(threads < 1 ? 1 : threads);
-    }
+    share_cores(&c, world);
     if (world) {
         st = rank_main(world, &c);
     } else {
         zen_comm_options base = ZEN_COMM_OPTIONS_INIT;
         st = zen_run_inproc(o->dp * o->tp, &base, rank_main, &c, NULL);
     }
-    if (st != ZEN_OK) {
-        int pick = -1;
-        for (int i = 0; i < c.ranks_here && pick < 0; i++)
-            if (c.rank_st[i] != ZEN_OK && c.rank_st[i] != ZEN_EABORTED)
-                pick = i;
-        for (int i = 0; i < c.ranks_here && pick < 0; i++)
-            if (c.rank_st[i] != ZEN_OK)
-                pick = i;
-        if (pick >= 0) {
-            snprintf(err, sizeof err, "%s", c.rank_err[pick]);
-            st = c.rank_st[pick];
-        }
-    }
+    if (st != ZEN_OK)
+        st = first_rank_error(&c, st, err, sizeof err);
 done:
     zen_free(c.rank_err);
     zen_free(c.rank_st);

@@ -4,13 +4,12 @@
  * different ranks run in parallel), else into a buffer on the receiver's unexpected list.
  *
  * The world owns every endpoint and mailbox, so a rank that leaves or dies never frees memory
- * another rank may still be delivering into; everything is freed by zen_inproc_world_destroy.
+ * another rank may still be delivering into; everything is freed by
+ * zen_transport_inproc_world_destroy.
  */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-
-#include <zen/comm.h>
 
 #include "common/alloc.h"
 #include "transport/mailbox.h"
@@ -124,7 +123,7 @@ static const zen_transport_ops inproc_ops = {
     .send_raw = NULL,
 };
 
-zen_status zen_inproc_world_create(int nranks, zen_inproc_world **out)
+zen_status zen_transport_inproc_world_create(int nranks, zen_inproc_world **out)
 {
     if (!out)
         return ZEN_EINVAL;
@@ -140,13 +139,13 @@ zen_status zen_inproc_world_create(int nranks, zen_inproc_world **out)
     w->claimed = zen_calloc((size_t)nranks, sizeof *w->claimed);
     w->closed = zen_calloc((size_t)nranks, sizeof *w->closed);
     if (!w->endpoints || !w->mailboxes || !w->claimed || !w->closed) {
-        zen_inproc_world_destroy(w);
+        zen_transport_inproc_world_destroy(w);
         return ZEN_ENOMEM;
     }
     for (int r = 0; r < nranks; r++) {
         zen_transport_base_init(&w->endpoints[r], &inproc_ops, w, r, nranks);
         if (zen_mailbox_create(&w->endpoints[r], nranks, &w->mailboxes[r]) != ZEN_OK) {
-            zen_inproc_world_destroy(w);
+            zen_transport_inproc_world_destroy(w);
             return ZEN_ENOMEM;
         }
     }
@@ -154,7 +153,7 @@ zen_status zen_inproc_world_create(int nranks, zen_inproc_world **out)
     return ZEN_OK;
 }
 
-void zen_inproc_world_destroy(zen_inproc_world *w)
+void zen_transport_inproc_world_destroy(zen_inproc_world *w)
 {
     if (!w)
         return;

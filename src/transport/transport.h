@@ -123,6 +123,10 @@ void zen_transport_base_release(zen_transport *t);
 /* Constructors (each in its own file). */
 typedef struct zen_inproc_world zen_inproc_world;
 zen_status zen_transport_inproc_create(zen_inproc_world *world, int rank, zen_transport **out);
+/* The world of n inproc ranks behind the public zen_inproc_world_create/destroy (which are
+ * defined in coll/run_inproc.c, so no transport implements the public communicator API). */
+zen_status zen_transport_inproc_world_create(int nranks, zen_inproc_world **out);
+void zen_transport_inproc_world_destroy(zen_inproc_world *world);
 
 /* tcp over a full mesh of connected sockets (fds[p] for peer p, -1 at fds[rank]; made by
  * zen_rendezvous in src/bootstrap). Takes ownership of the sockets, also on failure. */

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The installed copy works for a user: install a build into a scratch DESTDIR + prefix (so both
+# are honoured and the package files must be relocatable), then build examples/allreduce.c
+# against it twice, with pkg-config and with CMake's find_package(zen), and run both. Also runs
+# the installed `zen` and checks the man page parses.
+#
+#   scripts/test-install.sh BUILD_DIR
+set -euo pipefail
+build="$(cd "$1" && pwd)"
+src="$(cd "$(dirname "$0")/.." && pwd)"
+tmp=$(mktemp -d /tmp/zen-install.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+DESTDIR="$tmp/dest" cmake --install "$build" --prefix /opt/zen >"$tmp/install.log"
+prefix="$tmp/dest/opt/zen"
+libdir=$(dirname "$(find "$prefix" -name zen.pc -path '*pkgconfig*' | head -1)")/..
+libdir=$(cd "$libdir" && pwd)
+for f in "$prefix/bin/zen" "$prefix/include/zen/zen.h" "$libdir/libzen.so" "$libdir/libzen.a" \
+         "$prefix/share/man/man1/zen.1" "$libdir/cmake/zen/zenConfig.cmake"; do
+    [[ -e "$f" ]] || { echo "test-install: $f was not installed" >&2; exit 1; }
+done
+"$prefix/bin/zen" info >/dev/null
+if command -v man >/dev/null; then
+    MANWIDTH=80 man -l "$prefix/share/man/man1/zen.1" 2>&1 | grep -c "EXIT STATUS" >/dev/null ||
+        { echo "test-install: man -l zen.1 did not render" >&2; exit 1; }
+fi
+
+# 1. pkg-config, against the shared library
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+flags=$(pkg-config --cflags --libs zen)
+${CC:-cc} -std=c11 -Wall -Wextra -Werror "$src/examples/allreduce.c" $flags -o "$tmp/allreduce_pc"
+LD_LIBRARY_PATH="$libdir" ldd "$tmp/allreduce_pc" | grep -c "$libdir/libzen.so" >/dev/null ||
+    { echo "test-install: the pkg-config build does not use the installed libzen.so" >&2; exit 1; }
+LD_LIBRARY_PATH="$libdir" "$tmp/allreduce_pc"
+
+# 2. CMake find_package(zen) -> zen::zen
+cmake -S "$src/examples" -B "$tmp/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+      -DCMAKE_C_FLAGS="-Wall -Wextra -Werror" >"$tmp/cmake.log" 2>&1 ||
+    { cat "$tmp/cmake.log" >&2; exit 1; }
+cmake --build "$tmp/cmake" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log" >&2; exit 1; }
+ldd "$tmp/cmake/allreduce" | grep -c "$libdir/libzen.so" >/dev/null ||
+    { echo "test-install: zen::zen does not resolve to the installed libzen.so" >&2; exit 1; }
+"$tmp/cmake/allreduce"
+echo "test-install: pkg-config and find_package builds of examples/allreduce.c pass"
