@@ -30,17 +30,6 @@ typedef struct zen_comm zen_comm;
 typedef struct zen_request zen_request;
 typedef struct zen_inproc_world zen_inproc_world;
 
-typedef enum zen_transport_kind {
-    ZEN_TRANSPORT_AUTO = 0, /* inproc when a world is given, else mpi when started by mpirun (and
-                               built with MPI), else ZEN_TRANSPORT (auto|tcp|shm|mpi, default
-                               auto): shm among the ranks of a host, tcp across hosts */
-    ZEN_TRANSPORT_INPROC = 1,
-    ZEN_TRANSPORT_TCP = 2,
-    ZEN_TRANSPORT_MPI = 3,
-    ZEN_TRANSPORT_SHM = 4,  /* one process per rank, all on one host, shared memory ("shm") */
-    ZEN_TRANSPORT_MIXED = 5 /* shm inside each host, tcp between hosts ("shm+tcp"); as an option
-                               it means the same as AUTO for processes */
-} zen_transport_kind;
 
 /* Static name of a transport kind ("inproc"); never NULL. Thread safe. */
 ZEN_API const char *zen_transport_name(zen_transport_kind kind);

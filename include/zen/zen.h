@@ -156,6 +156,21 @@ typedef struct zen_param_info {
 ZEN_API size_t zen_param_count(void);
 ZEN_API zen_status zen_param_get(size_t index, zen_param_info *info);
 
+/* Transport kinds (how the ranks of a communicator reach each other; zen_comm_options.transport).
+ * Named here rather than in comm.h because the bootstrap layer, below the communicator, picks
+ * among them too. */
+typedef enum zen_transport_kind {
+    ZEN_TRANSPORT_AUTO = 0, /* inproc when a world is given, else mpi when started by mpirun (and
+                               built with MPI), else ZEN_TRANSPORT (auto|tcp|shm|mpi, default
+                               auto): shm among the ranks of a host, tcp across hosts */
+    ZEN_TRANSPORT_INPROC = 1,
+    ZEN_TRANSPORT_TCP = 2,
+    ZEN_TRANSPORT_MPI = 3,
+    ZEN_TRANSPORT_SHM = 4,  /* one process per rank, all on one host, shared memory ("shm") */
+    ZEN_TRANSPORT_MIXED = 5 /* shm inside each host, tcp between hosts ("shm+tcp"); as an option
+                               it means the same as AUTO for processes */
+} zen_transport_kind;
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include <zen/comm.h>
+#include <zen/zen.h>
 
 #include "transport/transport.h"
 
