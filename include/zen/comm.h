@@ -30,10 +30,6 @@ typedef struct zen_comm zen_comm;
 typedef struct zen_request zen_request;
 typedef struct zen_inproc_world zen_inproc_world;
 
-
-/* Static name of a transport kind ("inproc"); never NULL. Thread safe. */
-ZEN_API const char *zen_transport_name(zen_transport_kind kind);
-
 /*
  * Options for zen_comm_create. Initialise with zen_comm_options_init(&o) (or ZEN_COMM_OPTIONS_INIT)
  * so fields added later get their defaults.

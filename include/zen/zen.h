@@ -171,6 +171,9 @@ typedef enum zen_transport_kind {
                                it means the same as AUTO for processes */
 } zen_transport_kind;
 
+/* Static name of a transport kind ("inproc"); never NULL. Thread safe. */
+ZEN_API const char *zen_transport_name(zen_transport_kind kind);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,25 +22,6 @@
 
 #define ROOT_CONTEXT 1u
 
-const char *zen_transport_name(zen_transport_kind kind)
-{
-    switch (kind) {
-    case ZEN_TRANSPORT_AUTO:
-        return "auto";
-    case ZEN_TRANSPORT_INPROC:
-        return "inproc";
-    case ZEN_TRANSPORT_TCP:
-        return "tcp";
-    case ZEN_TRANSPORT_MPI:
-        return "mpi";
-    case ZEN_TRANSPORT_SHM:
-        return "shm";
-    case ZEN_TRANSPORT_MIXED:
-        return "shm+tcp";
-    }
-    return "?";
-}
-
 zen_status zen_fail(zen_comm *comm, zen_status status, const char *fmt, ...)
 {
     char detail[512];

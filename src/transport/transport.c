@@ -53,3 +53,22 @@ int zen_transport_host(const zen_transport *t, int r)
         return -1;
     return t->host_of[r];
 }
+
+const char *zen_transport_name(zen_transport_kind kind)
+{
+    switch (kind) {
+    case ZEN_TRANSPORT_AUTO:
+        return "auto";
+    case ZEN_TRANSPORT_INPROC:
+        return "inproc";
+    case ZEN_TRANSPORT_TCP:
+        return "tcp";
+    case ZEN_TRANSPORT_MPI:
+        return "mpi";
+    case ZEN_TRANSPORT_SHM:
+        return "shm";
+    case ZEN_TRANSPORT_MIXED:
+        return "shm+tcp";
+    }
+    return "?";
+}
