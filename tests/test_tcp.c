@@ -531,6 +531,15 @@ static void test_big_both_ways(void **state)
     expect_all_ok(&j, -1);
 }
 
+/* ZEN_TIMEOUT_S=inf is "no deadline": the ns conversion saturates instead of overflowing into a
+ * negative stall limit that failed every message read in more than one piece. */
+static void test_big_infinite_timeout(void **state)
+{
+    (void)state;
+    const struct job j = { .scenario = "big", .world = 2, .spawn = 2, .timeout_s = "inf" };
+    expect_all_ok(&j, -1);
+}
+
 static void test_collectives(void **state)
 {
     (void)state;
@@ -765,6 +774,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_p2p),
         cmocka_unit_test(test_big_both_ways),
+        cmocka_unit_test(test_big_infinite_timeout),
         cmocka_unit_test(test_collectives),
         cmocka_unit_test(test_coll_matrix_tcp),
         cmocka_unit_test(test_fault_kill),

@@ -122,7 +122,7 @@ static int rd_exact(tcp_peer *pe, void *buf, size_t len, int idle_ok, int *parti
         }
         if (atomic_load(&s->stopping))
             return RD_STOP;
-        if (!(idle_ok && got == 0) && zen_now_ns() - last > s->stall_ns)
+        if (!(idle_ok && got == 0) && zen_now_ns() - last > s->stall_ns) /* never for INT64_MAX */
             return RD_STALL;
         struct pollfd pf = { .fd = pe->fd, .events = POLLIN, .revents = 0 };
         (void)poll(&pf, 1, POLL_SLICE_MS);
@@ -448,7 +448,7 @@ static void tcp_destroy(zen_transport *t)
             shutdown(s->peers[p].fd, SHUT_WR);
     /* Let the readers drain until each peer closes too (normally a few ms: all ranks finish
      * together), bounded by the grace period. */
-    int64_t grace = (int64_t)(s->timeout_s * 1e9);
+    int64_t grace = zen_ns_from_s(s->timeout_s);
     if (grace > CLOSE_GRACE_NS || grace <= 0)
         grace = CLOSE_GRACE_NS;
     int64_t until = zen_now_ns() + grace;
@@ -513,7 +513,7 @@ zen_status zen_transport_tcp_create(int rank, int size, int *fds, double timeout
     zen_transport_base_init(&s->base, &tcp_ops, s, rank, size);
     pthread_mutex_init(&s->lock, NULL);
     s->timeout_s = timeout_s > 0 ? timeout_s : 300;
-    s->stall_ns = (int64_t)(s->timeout_s * 1e9);
+    s->stall_ns = zen_ns_from_s(s->timeout_s); /* INT64_MAX for inf: never a stall */
     s->peers = zen_calloc((size_t)size, sizeof *s->peers);
     zen_status st = s->peers ? zen_mailbox_create(&s->base, size, &s->mb) : ZEN_ENOMEM;
     if (st != ZEN_OK) {
