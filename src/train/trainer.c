@@ -712,6 +712,7 @@ zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_
             goto done;
         }
         snprintf(c.ckpt_path, sizeof c.ckpt_path, "%s/%s", o->checkpoint_dir, ZEN_CKPT_FILE);
+        zen_ckpt_remove_stale(c.ckpt_path); /* a kill during a save leaves a full-size one */
         /* never silently replace a checkpoint that this run did not start from */
         if (access(c.ckpt_path, F_OK) == 0 && strcmp(c.ckpt_path, c.resume_path) != 0) {
             snprintf(err, sizeof err,
