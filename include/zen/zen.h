@@ -145,7 +145,7 @@ typedef struct zen_param_info {
     const char *source; /* "env", "default", or "ignored" (env value malformed or out of range) */
     const char *description;
     const char *problem;   /* why the env value was ignored (static text), else NULL */
-    const char *raw_value; /* the environment's value as set, NULL when unset */
+    const char *raw_value; /* the ignored environment value, else NULL */
 } zen_param_info;
 
 size_t zen_param_count(void);

@@ -27,6 +27,12 @@ static const struct param_row param_table[] = {
       "fixed seed for the sparse hash functions (decimal; default: random, drawn by rank 0)" },
     { "ZEN_TIMEOUT_S", "300",
       "default deadline in seconds of every blocking wait (inf: none; 1e9 and more count as inf)" },
+    { "ZEN_JOB_SECRET", "",
+      "tcp: per-job secret; ranks prove it to each other (HMAC-SHA256) at rendezvous and on every "
+      "mesh connection (docs/security.md)" },
+    { "ZEN_JOB_SECRET_FILE", "", "tcp: file whose contents are the job secret" },
+    { "ZEN_REQUIRE_SECRET", "0",
+      "1: refuse to start a tcp job without a job secret (default: warn on non-loopback)" },
     { "ZEN_ALLOC_CACHE_MB", "256",
       "freed blocks of 256 KiB and more kept for reuse, at most this many MiB (0: none)" },
     { "ZEN_RANK", "", "rank of this process (also RANK, OMPI_COMM_WORLD_RANK, PMI_RANK)" },
@@ -180,6 +186,7 @@ static const struct param_check param_checks[] = {
     { "TP_DELTA", CHECK_DOUBLE, 0, 99.999, NULL },
     { "TP_RHO_MAX", CHECK_DOUBLE, 0, 0.95, NULL },
     { "TP_PRIORITY", CHECK_CHOICE, 0, 0, "score|random|prefix" },
+    { "REQUIRE_SECRET", CHECK_LONG, 0, 1, NULL },
 };
 
 #define CHECK_COUNT (sizeof param_checks / sizeof param_checks[0])
@@ -336,8 +343,10 @@ zen_status zen_param_get(size_t index, zen_param_info *info)
     info->default_value = row->default_value;
     info->value = (env && *env && !bad) ? env : row->default_value;
     info->source = bad ? "ignored" : (env && *env) ? "env" : "default";
+    if (env && *env && strcmp(row->name, "ZEN_JOB_SECRET") == 0)
+        info->value = "(hidden)"; /* `zen info` output gets pasted into bug reports */
     info->description = row->description;
     info->problem = bad;
-    info->raw_value = env;
+    info->raw_value = bad ? env : NULL;
     return ZEN_OK;
 }
