@@ -20,8 +20,8 @@
 #define ZEN_AUTH_SECRET_MAX  4096 /* longest secret file read */
 
 typedef struct zen_job_key {
-    int set;               /* 0: the job runs without a secret (no authentication) */
-    unsigned char k[32];   /* SHA-256 of the secret */
+    int set;             /* 0: the job runs without a secret (no authentication) */
+    unsigned char k[32]; /* SHA-256 of the secret */
 } zen_job_key;
 
 /* The job key from ZEN_JOB_SECRET, else the contents of ZEN_JOB_SECRET_FILE (a regular file of

@@ -25,7 +25,7 @@ enum {
 
 enum {
     ZEN_RDV_HEAD_BYTES = 8,
-    ZEN_RDV_FIRST_BYTES = 56,     /* REGISTER and HELLO */
+    ZEN_RDV_FIRST_BYTES = 56, /* REGISTER and HELLO */
     ZEN_RDV_CHALLENGE_BYTES = 80,
     ZEN_RDV_PROOF_BYTES = 40,
     ZEN_RDV_ACK_BYTES = 16,
@@ -63,8 +63,7 @@ void zen_rdv_encode_first(unsigned char b[ZEN_RDV_FIRST_BYTES], const zen_rdv_fi
 /* 0, -1 (not a REGISTER/HELLO of ours) or -2 (other version: m->rank and size still filled). */
 int zen_rdv_parse_first(const unsigned char *b, size_t len, zen_rdv_first *m);
 
-void zen_rdv_encode_challenge(unsigned char b[ZEN_RDV_CHALLENGE_BYTES],
-                              const zen_rdv_challenge *c);
+void zen_rdv_encode_challenge(unsigned char b[ZEN_RDV_CHALLENGE_BYTES], const zen_rdv_challenge *c);
 int zen_rdv_parse_challenge(const unsigned char *b, size_t len, zen_rdv_challenge *c);
 
 /* ACK and the TABLE head: kind, rank (ACK) or 0, world size. 0 or -1. */

@@ -10,11 +10,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bootstrap/rdv_msg.h"
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tunables.h"
-#include "bootstrap/rdv_msg.h"
 #include "transport/tcp_sock.h"
 
 /* A connection gets this long from accept to a complete handshake, so a stranger that
@@ -138,7 +138,11 @@ typedef struct pending {
 } pending;
 
 /* What on_peer decided: keep the connection (it now owns fd), drop it, or fail the job. */
-enum { PEER_KEEP = 1, PEER_DROP = 0, PEER_FATAL = -1 };
+enum {
+    PEER_KEEP = 1,
+    PEER_DROP = 0,
+    PEER_FATAL = -1
+};
 
 typedef int (*on_peer_fn)(rdv *r, int fd, const zen_rdv_first *m, int authenticated,
                           const char *host, zen_status *fatal);
@@ -157,8 +161,11 @@ static int advance_handshake(rdv *r, pending *p, uint16_t kind)
     size_t want = p->stage == 0 ? sizeof p->first : sizeof p->proof;
     ssize_t n = recv(p->fd, buf + p->got, want - p->got, 0);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-        ZEN_DEBUG("bootstrap", "rendezvous connection from %s closed during the handshake",
-                  p->host);
+        if (p->stage == 1) /* it read our proof and went: it could not check it */
+            rdv_refuse(r,
+                       "%s closed the connection after our challenge (another job secret, or "
+                       "not a zen rank of this job)",
+                       p->host);
         return PEER_DROP;
     }
     if (n < 0)
@@ -209,7 +216,8 @@ static int check_proof(rdv *r, const pending *p, const zen_rdv_first *m)
     int has = (m->flags & ZEN_RDV_FLAG_AUTH) != 0;
     if (!r->key->set) {
         if (has)
-            rdv_refuse(r, "%s, claiming rank %u, holds a job secret and this rank none (set the "
+            rdv_refuse(r,
+                       "%s, claiming rank %u, holds a job secret and this rank none (set the "
                        "same ZEN_JOB_SECRET on every rank)",
                        p->host, m->rank);
         return has ? -1 : 0;
@@ -258,8 +266,10 @@ static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const i
         }
         for (int i = 0; i < npd;) {
             if (now >= pd[i].deadline) {
-                ZEN_WARN("bootstrap", "rank %d: dropping a connection from %s: no complete "
-                         "handshake within %.0f s", r->rank, pd[i].host, HANDSHAKE_NS / 1e9);
+                ZEN_WARN("bootstrap",
+                         "rank %d: dropping a connection from %s: no complete "
+                         "handshake within %.0f s",
+                         r->rank, pd[i].host, HANDSHAKE_NS / 1e9);
                 drop_pending(pd, &npd, i);
             } else {
                 i++;
@@ -302,12 +312,10 @@ static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const i
             if (a == 2)
                 continue;
             zen_rdv_first m;
-            int auth = a == PEER_KEEP ? (zen_rdv_parse_first(pd[i].first, sizeof pd[i].first,
-                                                             &m),
+            int auth = a == PEER_KEEP ? (zen_rdv_parse_first(pd[i].first, sizeof pd[i].first, &m),
                                          check_proof(r, &pd[i], &m))
                                       : -1;
-            int verdict = auth < 0 ? PEER_DROP
-                                   : on_peer(r, pd[i].fd, &m, auth, pd[i].host, &st);
+            int verdict = auth < 0 ? PEER_DROP : on_peer(r, pd[i].fd, &m, auth, pd[i].host, &st);
             if (verdict == PEER_KEEP)
                 pd[i] = pd[--npd]; /* on_peer owns the fd now */
             else
@@ -368,17 +376,19 @@ static int client_handshake(rdv *r, int fd, zen_rdv_first *m, int expect, char *
     }
     zen_rdv_challenge c;
     if (zen_rdv_parse_challenge(ch, sizeof ch, &c) != 0 || c.rank != (uint32_t)expect) {
-        snprintf(why, n, "it answered as rank %u (rendezvous version %u), expected rank %d "
-                 "(version %u)", zen_get_u32(ch + 8), zen_get_u16(ch + 4), expect,
-                 ZEN_RDV_VERSION);
+        snprintf(why, n,
+                 "it answered as rank %u (rendezvous version %u), expected rank %d "
+                 "(version %u)",
+                 zen_get_u32(ch + 8), zen_get_u16(ch + 4), expect, ZEN_RDV_VERSION);
         *refused = 1;
         return -1;
     }
     unsigned char t[ZEN_RDV_TRANSCRIPT_BYTES];
     zen_rdv_transcript(t, first, ch);
     if (r->key->set && !zen_auth_verify(r->key, ZEN_RDV_LABEL_SERVER, t, sizeof t, c.mac)) {
-        snprintf(why, n, "it did not prove the job secret (a stranger, or a rank started "
-                         "without the same ZEN_JOB_SECRET)");
+        snprintf(why, n,
+                 "it did not prove the job secret (a stranger, or a rank started "
+                 "without the same ZEN_JOB_SECRET)");
         *refused = 1;
         return -1;
     }
@@ -397,10 +407,11 @@ static int client_handshake(rdv *r, int fd, zen_rdv_first *m, int expect, char *
     }
     return 0;
 }
+
 /* ---- rank 0: registrations ---- */
 
-static int on_register(rdv *r, int fd, const zen_rdv_first *m, int authenticated,
-                       const char *host, zen_status *fatal)
+static int on_register(rdv *r, int fd, const zen_rdv_first *m, int authenticated, const char *host,
+                       zen_status *fatal)
 {
     int peer = (int)m->rank;
     char reason[200] = "";
@@ -429,7 +440,6 @@ static int on_register(rdv *r, int fd, const zen_rdv_first *m, int authenticated
     r->need--;
     return PEER_KEEP;
 }
-
 
 /* " (last refused: ...)" when a connection was dropped, for timeout messages. */
 static const char *refused_note(const rdv *r, char *buf, size_t n)
@@ -481,7 +491,8 @@ static zen_status serve_registrations(rdv *r, uint32_t master, int master_port)
     if (st == ZEN_OK) {
         zen_rdv_encode_ack(tb, ZEN_RDV_TABLE, 0, (uint32_t)r->size);
         for (int p = 0; p < r->size; p++)
-            zen_rdv_encode_entry(tb + ZEN_RDV_TABLE_HEAD_BYTES + (size_t)p * ZEN_RDV_TABLE_ENTRY_BYTES,
+            zen_rdv_encode_entry(tb + ZEN_RDV_TABLE_HEAD_BYTES +
+                                     (size_t)p * ZEN_RDV_TABLE_ENTRY_BYTES,
                                  r->table[p].addr, r->table[p].port);
         for (int p = 1; p < r->size && st == ZEN_OK; p++) {
             int rc = write_bytes(r->reg[p], tb, tbytes, r->deadline);
@@ -544,14 +555,18 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
             /* whoever holds the master port is not our rank 0 (yet): try again */
             if (refused == 1 && zen_now_ns() < r->deadline) {
                 if (!warned++)
-                    ZEN_WARN("bootstrap", "rank %d: the process at %s:%d is not this job's rank "
-                             "0 (%s); retrying", r->rank, host, master_port, why);
+                    ZEN_WARN("bootstrap",
+                             "rank %d: the process at %s:%d is not this job's rank "
+                             "0 (%s); retrying",
+                             r->rank, host, master_port, why);
                 zen_sleep_ns(200 * 1000000);
                 continue;
             }
-            return rdv_fail(r, refused == 2 ? ZEN_EMISMATCH : refused ? ZEN_EPROTO : ZEN_EPEER,
-                            "registering with rank 0 at %s:%d failed: %s", host, master_port,
-                            why);
+            return rdv_fail(r,
+                            refused == 2 ? ZEN_EMISMATCH
+                            : refused    ? ZEN_EPROTO
+                                         : ZEN_EPEER,
+                            "registering with rank 0 at %s:%d failed: %s", host, master_port, why);
         }
         zen_status st = ZEN_OK;
         unsigned char th[ZEN_RDV_TABLE_HEAD_BYTES];
@@ -596,8 +611,8 @@ static zen_status connect_lower(rdv *r)
         int fd = zen_sock_connect(r->table[j].addr, r->table[j].port, r->deadline);
         if (fd < 0)
             return rdv_fail(r, fd == -ETIMEDOUT ? ZEN_ETIMEDOUT : ZEN_EPEER,
-                            "cannot connect to rank %d at %s:%u: %s%s", j, host,
-                            r->table[j].port, strerror(-fd),
+                            "cannot connect to rank %d at %s:%u: %s%s", j, host, r->table[j].port,
+                            strerror(-fd),
                             fd == -ECONNREFUSED ? " (it exited after registering?)" : "");
         zen_rdv_first m = { .kind = ZEN_RDV_HELLO,
                             .rank = (uint32_t)r->rank,
@@ -618,12 +633,13 @@ static zen_status connect_lower(rdv *r)
         }
         if (rc != 0) {
             close(fd);
-            return rdv_fail(r, rc == -ETIMEDOUT         ? ZEN_ETIMEDOUT
-                               : refused == 2           ? ZEN_EMISMATCH
-                               : refused                ? ZEN_EPROTO
-                                                        : ZEN_EPEER,
-                            "handshake with rank %d at %s:%u failed: %s", j, host,
-                            r->table[j].port, why);
+            return rdv_fail(r,
+                            rc == -ETIMEDOUT ? ZEN_ETIMEDOUT
+                            : refused == 2   ? ZEN_EMISMATCH
+                            : refused        ? ZEN_EPROTO
+                                             : ZEN_EPEER,
+                            "handshake with rank %d at %s:%u failed: %s", j, host, r->table[j].port,
+                            why);
         }
         r->fds[j] = fd;
     }
@@ -672,9 +688,10 @@ static zen_status accept_higher(rdv *r)
     if (st == ZEN_ETIMEDOUT) {
         char missing[160], note[300];
         list_missing(r->fds, r->rank + 1, r->size, -1, missing, sizeof missing);
-        st = rdv_fail(r, ZEN_ETIMEDOUT, "timed out after %.1f s: rank(s) %s never connected to "
-                      "rank %d%s", r->timeout_s, missing, r->rank,
-                      refused_note(r, note, sizeof note));
+        st = rdv_fail(r, ZEN_ETIMEDOUT,
+                      "timed out after %.1f s: rank(s) %s never connected to "
+                      "rank %d%s",
+                      r->timeout_s, missing, r->rank, refused_note(r, note, sizeof note));
     }
     return st;
 }
@@ -687,8 +704,8 @@ static zen_status mesh(rdv *r)
     return st;
 }
 
-static void rdv_init(rdv *r, int rank, int size, double timeout_s, const zen_job_key *key,
-                     int *fds, char *err, size_t err_size)
+static void rdv_init(rdv *r, int rank, int size, double timeout_s, const zen_job_key *key, int *fds,
+                     char *err, size_t err_size)
 {
     memset(r, 0, sizeof *r);
     r->rank = rank;
@@ -705,9 +722,9 @@ static void rdv_init(rdv *r, int rank, int size, double timeout_s, const zen_job
         fds[p] = -1;
 }
 
-zen_status zen_rendezvous_mesh(int rank, int size, const uint32_t *addrs_be,
-                               const uint16_t *ports, int listen_fd, const zen_job_key *key,
-                               double timeout_s, int *fds, char *err, size_t err_size)
+zen_status zen_rendezvous_mesh(int rank, int size, const uint32_t *addrs_be, const uint16_t *ports,
+                               int listen_fd, const zen_job_key *key, double timeout_s, int *fds,
+                               char *err, size_t err_size)
 {
     static const zen_job_key none;
     rdv r;

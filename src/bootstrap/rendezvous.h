@@ -20,10 +20,9 @@
 #define ZEN_BOOTSTRAP_RENDEZVOUS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <zen/zen.h>
-
-#include <stdint.h>
 
 #include "bootstrap/auth.h"
 
@@ -45,8 +44,8 @@ zen_status zen_rendezvous_keyed(int rank, int size, const char *master_addr, int
  * store): addrs_be/ports hold every rank's data listener, listen_fd is this rank's (not closed
  * here), key may be NULL (no secret). Same fds/err contract as zen_rendezvous.
  */
-zen_status zen_rendezvous_mesh(int rank, int size, const uint32_t *addrs_be,
-                               const uint16_t *ports, int listen_fd, const zen_job_key *key,
-                               double timeout_s, int *fds, char *err, size_t err_size);
+zen_status zen_rendezvous_mesh(int rank, int size, const uint32_t *addrs_be, const uint16_t *ports,
+                               int listen_fd, const zen_job_key *key, double timeout_s, int *fds,
+                               char *err, size_t err_size);
 
 #endif
