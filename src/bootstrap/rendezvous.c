@@ -20,6 +20,8 @@
 /* A connection gets this long from accept to a complete handshake, so a stranger that
  * connects and says nothing (or says it slowly) holds only its own slot, never the job. */
 #define HANDSHAKE_NS (5 * (int64_t)1000000000)
+/* How much longer than rank 0 a registered rank waits for the table. */
+#define TABLE_GRACE_NS ((int64_t)1000000000)
 /* Connections in the middle of a handshake at once; more are closed at accept. */
 #define MAX_PENDING 256
 
@@ -571,7 +573,11 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
         zen_status st = ZEN_OK;
         unsigned char th[ZEN_RDV_TABLE_HEAD_BYTES];
         uint32_t zero, tsize = 0;
-        int rc = zen_sock_read_all(fd, th, sizeof th, r->deadline);
+        /* Rank 0 names the missing ranks at the common deadline; wait a little past it so it
+         * does (and then learn of it from the closed connection) instead of leaving first,
+         * which rank 0 would take for this rank's death. */
+        int rc = zen_sock_read_all(fd, th, sizeof th,
+                                   zen_ns_add_sat(r->deadline, TABLE_GRACE_NS));
         if (rc == -ETIMEDOUT)
             st = rdv_fail(r, ZEN_ETIMEDOUT,
                           "rank 0 did not send the rank table within %.1f s: some ranks never "
