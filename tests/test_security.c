@@ -8,10 +8,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../tools/free_port.h"
@@ -291,6 +293,52 @@ static void test_require_secret(void **state)
     unsetenv("ZEN_REQUIRE_SECRET");
 }
 
+/* kill -9 of `zen launch` takes its ranks with it (PR_SET_PDEATHSIG): they are gone within a
+ * few seconds instead of running on as orphans. */
+static void test_killed_launcher_takes_ranks(void **state)
+{
+    (void)state;
+    const char *bin = getenv("ZEN_BIN");
+    if (!bin)
+        skip();
+    char pids_file[] = "/tmp/zen-launch-pids-XXXXXX";
+    int fd = mkstemp(pids_file);
+    assert_true(fd >= 0);
+    close(fd);
+    char script[512];
+    snprintf(script, sizeof script, "echo $$ >> %s; exec sleep 60", pids_file);
+    pid_t launcher = fork();
+    assert_true(launcher >= 0);
+    if (launcher == 0) {
+        execl(bin, bin, "launch", "-n", "3", "--", "sh", "-c", script, (char *)NULL);
+        _exit(127);
+    }
+    long pids[3];
+    int n = 0;
+    for (int tries = 0; tries < 500 && n < 3; tries++) {
+        zen_sleep_ns(10000000);
+        FILE *f = fopen(pids_file, "r");
+        n = 0;
+        while (f && n < 3 && fscanf(f, "%ld", &pids[n]) == 1)
+            n++;
+        if (f)
+            fclose(f);
+    }
+    assert_int_equal(n, 3);
+    kill(launcher, SIGKILL);
+    waitpid(launcher, NULL, 0);
+    int64_t t0 = zen_now_ns();
+    int alive = 3;
+    while (alive > 0 && zen_now_ns() - t0 < 5 * (int64_t)1000000000) {
+        alive = 0;
+        for (int i = 0; i < 3; i++)
+            alive += kill((pid_t)pids[i], 0) == 0;
+        zen_sleep_ns(20000000);
+    }
+    unlink(pids_file);
+    assert_int_equal(alive, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +348,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_idle_connections, setup_secret, drop_secret),
         cmocka_unit_test(test_stranger_hello),
         cmocka_unit_test(test_require_secret),
+        cmocka_unit_test(test_killed_launcher_takes_ranks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -576,8 +576,7 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
         /* Rank 0 names the missing ranks at the common deadline; wait a little past it so it
          * does (and then learn of it from the closed connection) instead of leaving first,
          * which rank 0 would take for this rank's death. */
-        int rc = zen_sock_read_all(fd, th, sizeof th,
-                                   zen_ns_add_sat(r->deadline, TABLE_GRACE_NS));
+        int rc = zen_sock_read_all(fd, th, sizeof th, zen_ns_add_sat(r->deadline, TABLE_GRACE_NS));
         if (rc == -ETIMEDOUT)
             st = rdv_fail(r, ZEN_ETIMEDOUT,
                           "rank 0 did not send the rank table within %.1f s: some ranks never "
