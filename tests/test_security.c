@@ -293,6 +293,89 @@ static void test_require_secret(void **state)
     unsetenv("ZEN_REQUIRE_SECRET");
 }
 
+/* A rank of a ring allreduce loop: until a collective fails; then its error goes to out. */
+static void stop_victim_rank(int rank, int size, int port, const char *out)
+{
+    zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
+    o.transport = ZEN_TRANSPORT_TCP;
+    o.rank = rank;
+    o.world_size = size;
+    o.master_addr = "127.0.0.1";
+    o.master_port = port;
+    o.timeout_s = 60;
+    zen_comm *c = NULL;
+    if (zen_comm_create(&o, &c) != ZEN_OK)
+        _exit(2);
+    static float x[1 << 16];
+    zen_status st = ZEN_OK;
+    while (st == ZEN_OK)
+        st = zen_allreduce_with(c, x, x, 1 << 16, ZEN_F32, ZEN_SUM, ZEN_ALLREDUCE_RING);
+    FILE *f = fopen(out, "w");
+    if (f) {
+        fprintf(f, "%s\n", zen_comm_last_error(c));
+        fclose(f);
+    }
+    zen_comm_abort(c);
+    zen_comm_destroy(c);
+    _exit(0);
+}
+
+/* SIGSTOP one rank of four in a ring allreduce loop: every survivor fails within a few
+ * heartbeat periods and names the stopped rank, not its ring neighbour (before: each waited the
+ * full timeout and blamed the rank it was waiting for). */
+static void test_sigstop_attribution(void **state)
+{
+    (void)state;
+
+    enum {
+        N = 4,
+        VICTIM = 2
+    };
+
+    setenv("ZEN_HEARTBEAT_S", "1", 1);
+    int port = zen_free_port();
+    char out[N][64];
+    pid_t pid[N];
+    for (int r = 0; r < N; r++) {
+        snprintf(out[r], sizeof out[r], "/tmp/zen-stop-%d-%d", (int)getpid(), r);
+        unlink(out[r]);
+        pid[r] = fork();
+        assert_true(pid[r] >= 0);
+        if (pid[r] == 0)
+            stop_victim_rank(r, N, port, out[r]);
+    }
+    unsetenv("ZEN_HEARTBEAT_S");
+    zen_sleep_ns(1500 * (int64_t)1000000); /* the mesh forms, the loop runs */
+    kill(pid[VICTIM], SIGSTOP);
+    int64_t t0 = zen_now_ns();
+    double took[N] = { 0 };
+    for (int r = 0; r < N; r++) {
+        if (r == VICTIM)
+            continue;
+        int status = 0;
+        while (waitpid(pid[r], &status, WNOHANG) == 0 && zen_now_ns() - t0 < 30e9)
+            zen_sleep_ns(10000000);
+        took[r] = (double)(zen_now_ns() - t0) / 1e9;
+    }
+    kill(pid[VICTIM], SIGKILL);
+    waitpid(pid[VICTIM], NULL, 0);
+    for (int r = 0; r < N; r++) {
+        if (r == VICTIM)
+            continue;
+        kill(pid[r], SIGKILL);
+        waitpid(pid[r], NULL, 0);
+        char line[1024] = "";
+        FILE *f = fopen(out[r], "r");
+        assert_non_null(f);
+        assert_non_null(fgets(line, sizeof line, f));
+        fclose(f);
+        unlink(out[r]);
+        fprintf(stderr, "survivor %d after %.2f s: %s", r, took[r], line);
+        assert_non_null(strstr(line, "rank 2 sent nothing, not even a heartbeat"));
+        assert_true(took[r] < 10);
+    }
+}
+
 /* kill -9 of `zen launch` takes its ranks with it (PR_SET_PDEATHSIG): they are gone within a
  * few seconds instead of running on as orphans. */
 static void test_killed_launcher_takes_ranks(void **state)
@@ -349,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_stranger_hello),
         cmocka_unit_test(test_require_secret),
         cmocka_unit_test(test_killed_launcher_takes_ranks),
+        cmocka_unit_test(test_sigstop_attribution),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,9 @@ static const struct param_row param_table[] = {
       "fixed seed for the sparse hash functions (decimal; default: random, drawn by rank 0)" },
     { "ZEN_TIMEOUT_S", "300",
       "default deadline in seconds of every blocking wait (inf: none; 1e9 and more count as inf)" },
+    { "ZEN_HEARTBEAT_S", "10",
+      "tcp: a peer that sends nothing (not even a heartbeat) for this long while a receive waits "
+      "on it is named as hung (inf: off)" },
     { "ZEN_JOB_SECRET", "",
       "tcp: per-job secret; ranks prove it to each other (HMAC-SHA256) at rendezvous and on every "
       "mesh connection (docs/security.md)" },
@@ -187,6 +190,7 @@ static const struct param_check param_checks[] = {
     { "TP_RHO_MAX", CHECK_DOUBLE, 0, 0.95, NULL },
     { "TP_PRIORITY", CHECK_CHOICE, 0, 0, "score|random|prefix" },
     { "REQUIRE_SECRET", CHECK_LONG, 0, 1, NULL },
+    { "HEARTBEAT_S", CHECK_TIMEOUT, 0, 0, NULL },
 };
 
 #define CHECK_COUNT (sizeof param_checks / sizeof param_checks[0])

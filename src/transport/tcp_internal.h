@@ -10,6 +10,9 @@
 #define ZEN_TCP_HEADER_BYTES 24
 #define ZEN_TCP_KIND_DATA    1u
 #define ZEN_TCP_KIND_ABORT   2u
+/* No payload: "this process runs". Sent when nothing else went to that peer for a while, so a
+ * stopped process (SIGSTOP, a hang) is told apart from a busy one by its silence. */
+#define ZEN_TCP_KIND_HEARTBEAT 3u
 /* Longest payload a frame may announce; a larger length is a corrupt stream. */
 #define ZEN_TCP_MAX_PAYLOAD ((uint64_t)1 << 38)
 /* Longest abort reason. */
