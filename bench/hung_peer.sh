@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# $1 = ranks, $2 = ZEN_HEARTBEAT_S (or "default"), $3 = stop (1) or not (0), $4 = run seconds for no-stop
+n=$1; hb=$2; stop=$3; secs=${4:-60}
+[ "$hb" != default ] && export ZEN_HEARTBEAT_S=$hb
+log=$(mktemp)
+./build/zen launch -n $n -- ./build/zen bench allreduce --algo ring -b 256K -e 4M -w 1 -n 100000 >/dev/null 2>$log &
+L=$!
+sleep 4
+if [ "$stop" = 1 ]; then
+  victim=$(pgrep -P $L | sort -n | sed -n 3p)
+  t0=$(date +%s.%N)
+  kill -STOP $victim
+  # wait until a survivor names it
+  while ! grep -q "sent nothing" $log; do sleep 0.05; done
+  t1=$(date +%s.%N)
+  echo "ranks=$n hb=$hb named after $(echo "$t1 - $t0" | bc) s"
+  sleep 2; kill -KILL $victim 2>/dev/null
+  wait $L
+  grep -o "rank [0-9]* sent nothing" $log | sort | uniq -c
+else
+  sleep $secs
+  if grep -q "sent nothing" $log; then echo "FALSE ALARM hb=$hb"; grep "sent nothing" $log | head -3; else echo "ranks=$n hb=$hb no alarm in ${secs}s"; fi
+  kill -TERM $L; wait $L 2>/dev/null
+fi
+rm -f $log
