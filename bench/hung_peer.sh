@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# $1 = ranks, $2 = ZEN_HEARTBEAT_S (or "default"), $3 = stop (1) or not (0), $4 = run seconds for no-stop
+# Hung-peer attribution (docs/security.md): SIGSTOP one rank (rank 2) of a ring allreduce loop
+# and time until a survivor names it, or run without a stop and look for false alarms.
+# usage: bench/hung_peer.sh RANKS HEARTBEAT_S|default STOP(1|0) [SECONDS]
+# Run from the repo root with build/zen built, under flock /tmp/zen-bench.lock.
 n=$1; hb=$2; stop=$3; secs=${4:-60}
 [ "$hb" != default ] && export ZEN_HEARTBEAT_S=$hb
 log=$(mktemp)
