@@ -21,4 +21,12 @@ if(TARGET zentrain)
                        ENVIRONMENT "ZEN_TIMEOUT_S=30"
                        PASS_REGULAR_EXPRESSION "ranks start from different checkpoints: rank 0 at step 10"
                        FAIL_REGULAR_EXPRESSION "UNEXPECTED-SUCCESS")
+
+  # A rank killed during the gradient sync: the survivor's final error names it (the failing
+  # call ran on the dp communicator, whose error the report used to drop).
+  add_test(NAME security_train_names_culprit COMMAND sh -c
+           "'$<TARGET_FILE:zen>' launch -n 2 -- '$<TARGET_FILE:zen>' train ${ZEN_SEC_TRAIN_SH} 2>&1; true")
+  set_tests_properties(security_train_names_culprit PROPERTIES TIMEOUT 120 LABELS "cli;security"
+                       ENVIRONMENT "ZEN_TIMEOUT_S=30;ZEN_FAULT=rank=1,after=40,action=kill"
+                       PASS_REGULAR_EXPRESSION "zen train: rank 0: [^\n]* -- rank 0: rank 1 closed the connection")
 endif()

@@ -121,7 +121,13 @@ static void rank_fail(rank_state *r, zen_status st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    const char *detail = r->world ? zen_comm_last_error(r->world) : "";
+    /* the failing call may have run on the tp or dp communicator: its error names the culprit
+     * rank ("rank 3 aborted: ..."), the world's may be empty */
+    const char *detail = "";
+    zen_comm *comms[3] = { r->tpc, r->dpc, r->world };
+    for (int i = 0; i < 3 && !*detail; i++)
+        if (comms[i] && zen_comm_last_error(comms[i]))
+            detail = zen_comm_last_error(comms[i]);
     snprintf(r->err, sizeof r->err, "rank %d: %s: %s%s%s", r->wrank, msg, zen_strerror(st),
              *detail ? " -- " : "", detail);
 }

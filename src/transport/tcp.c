@@ -235,31 +235,26 @@ static void *reader_main(void *arg)
             read_ended(pe, rc, partial, err, NULL);
             break;
         }
-        uint32_t magic = zen_get_u32(h);
-        uint32_t version = zen_get_u16(h + 4);
-        uint32_t kind = zen_get_u16(h + 6);
-        uint64_t tag = zen_get_u64(h + 8);
-        uint64_t len = zen_get_u64(h + 16);
-        if (magic != ZEN_TCP_MAGIC || version != ZEN_TCP_VERSION) {
-            protocol_error(pe, "bad frame header (magic, version)", magic, version);
+        uint32_t kind = 0;
+        uint64_t tag = 0, len = 0;
+        int hv = zen_tcp_parse_header(h, &kind, &tag, &len);
+        if (hv == -1) {
+            protocol_error(pe, "bad frame header (magic, version)", zen_get_u32(h),
+                           zen_get_u16(h + 4));
+            break;
+        }
+        if (hv != 0) {
+            protocol_error(pe, "bad frame kind or length (kind, length)", kind, len);
             break;
         }
         if (kind == ZEN_TCP_KIND_ABORT) {
-            if (len > ZEN_TCP_MAX_REASON) {
-                protocol_error(pe, "abort reason too long (kind, length)", kind, len);
-                break;
-            }
             if (read_abort(pe, len) != 0)
                 break;
             aborted_by_peer = 1;
             continue;
         }
-        if (kind == ZEN_TCP_KIND_HEARTBEAT && len == 0)
+        if (kind == ZEN_TCP_KIND_HEARTBEAT)
             continue; /* its bytes already counted as a sign of life */
-        if (kind != ZEN_TCP_KIND_DATA || len > ZEN_TCP_MAX_PAYLOAD) {
-            protocol_error(pe, "bad frame kind or length (kind, length)", kind, len);
-            break;
-        }
         if (aborted_by_peer || atomic_load(&s->aborted)) {
             /* Everything already failed: keep the stream in sync until the peer closes. */
             rc = rd_discard(pe, len, &partial, &err);
