@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -376,6 +377,45 @@ static void test_sigstop_attribution(void **state)
     }
 }
 
+static zen_status one_allreduce(zen_comm *c, void *arg)
+{
+    (void)arg;
+    int32_t v = 1;
+    return zen_allreduce(c, &v, &v, 1, ZEN_I32, ZEN_SUM);
+}
+
+/* When some rank threads cannot be created (address space exhausted here), the ranks that
+ * started fail at once instead of waiting the whole timeout for the missing ones. */
+static void test_inproc_thread_failure(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit rl;
+        getrlimit(RLIMIT_AS, &rl);
+        FILE *f = fopen("/proc/self/statm", "r");
+        unsigned long pages = 0;
+        if (!f || fscanf(f, "%lu", &pages) != 1)
+            _exit(3);
+        fclose(f);
+        /* room for a few 8 MiB thread stacks, not for 64 */
+        rl.rlim_cur = pages * (unsigned long)sysconf(_SC_PAGESIZE) + (48ul << 20);
+        setrlimit(RLIMIT_AS, &rl);
+        zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
+        o.timeout_s = 60;
+        int64_t t0 = zen_now_ns();
+        zen_status st = zen_run_inproc(64, &o, one_allreduce, NULL, NULL);
+        double took = (double)(zen_now_ns() - t0) / 1e9;
+        fprintf(stderr, "zen_run_inproc(64) under RLIMIT_AS: %s after %.2f s\n",
+                zen_status_name(st), took);
+        _exit(st != ZEN_OK && took < 10 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* kill -9 of `zen launch` takes its ranks with it (PR_SET_PDEATHSIG): they are gone within a
  * few seconds instead of running on as orphans. */
 static void test_killed_launcher_takes_ranks(void **state)
@@ -433,6 +473,7 @@ int main(void)
         cmocka_unit_test(test_require_secret),
         cmocka_unit_test(test_killed_launcher_takes_ranks),
         cmocka_unit_test(test_sigstop_attribution),
+        cmocka_unit_test(test_inproc_thread_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
