@@ -377,6 +377,67 @@ static void test_sigstop_attribution(void **state)
     }
 }
 
+/* A rank of a 3-rank job that only tries to form; its rendezvous error goes to out. */
+static void forming_rank(int rank, int port, const char *out)
+{
+    zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
+    o.transport = ZEN_TRANSPORT_TCP;
+    o.rank = rank;
+    o.world_size = 3;
+    o.master_addr = "127.0.0.1";
+    o.master_port = port;
+    o.timeout_s = 20;
+    zen_comm *c = NULL;
+    zen_status st = zen_comm_create(&o, &c);
+    FILE *f = fopen(out, "w");
+    if (f) {
+        fprintf(f, "%s\n", zen_status_name(st));
+        fclose(f);
+    }
+    _exit(st == ZEN_OK ? 0 : 1);
+}
+
+/* A rank that dies after registering (rank 2 never comes): rank 0 names it at once instead of
+ * waiting its 20 s timeout for rank 2. */
+static void test_death_after_registration(void **state)
+{
+    (void)state;
+    int port = zen_free_port();
+    char out[64];
+    snprintf(out, sizeof out, "/tmp/zen-reg-death-%d", (int)getpid());
+    unlink(out);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t r0 = fork();
+    assert_true(r0 >= 0);
+    if (r0 == 0) {
+        dup2(fds[1], 2); /* rank 0's log, to find the message */
+        close(fds[0]);
+        forming_rank(0, port, out);
+    }
+    close(fds[1]);
+    pid_t r1 = fork();
+    assert_true(r1 >= 0);
+    if (r1 == 0)
+        forming_rank(1, port, "/dev/null");
+    zen_sleep_ns(1000 * (int64_t)1000000); /* rank 1 registered and waits for the table */
+    kill(r1, SIGKILL);
+    waitpid(r1, NULL, 0);
+    int64_t t0 = zen_now_ns();
+    int status = 0;
+    waitpid(r0, &status, 0);
+    double took = (double)(zen_now_ns() - t0) / 1e9;
+    char log[8192];
+    ssize_t n = read(fds[0], log, sizeof log - 1);
+    close(fds[0]);
+    log[n > 0 ? n : 0] = '\0';
+    unlink(out);
+    fprintf(stderr, "rank 0 failed %.2f s after rank 1's death\n", took);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    assert_non_null(strstr(log, "rank 1 closed its connection during the rendezvous"));
+    assert_true(took < 5);
+}
+
 static zen_status one_allreduce(zen_comm *c, void *arg)
 {
     (void)arg;
@@ -474,6 +535,7 @@ int main(void)
         cmocka_unit_test(test_killed_launcher_takes_ranks),
         cmocka_unit_test(test_sigstop_attribution),
         cmocka_unit_test(test_inproc_thread_failure),
+        cmocka_unit_test(test_death_after_registration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
