@@ -219,6 +219,14 @@ cmd_run() {
     [ "${1:-}" = "--" ] && shift
     [ $# -gt 0 ] || die "run: command required after --"
     local pids=() rc=0
+    # A fresh job secret (docs/security.md) in a file only we can read: on the command line or
+    # in the environment of `env` it would show in ps. A secret the caller set is kept.
+    local secret_file=""
+    if [ -z "${ZEN_JOB_SECRET:-}" ] && [ -z "${ZEN_JOB_SECRET_FILE:-}" ]; then
+        secret_file=$(mktemp /tmp/zen-secret.XXXXXX)
+        head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$secret_file"
+        export ZEN_JOB_SECRET_FILE="$secret_file"
+    fi
     for ((i = 0; i < n; i++)); do
         ip netns exec "$(host_ns "$i")" env ZEN_RANK="$i" ZEN_WORLD_SIZE="$n" \
             ZEN_MASTER_ADDR="$(host_addr 0)" ZEN_MASTER_PORT="$port" ZEN_LOCAL_RANK=0 \
@@ -231,6 +239,7 @@ cmd_run() {
             rc=1
         fi
     done
+    [ -n "$secret_file" ] && rm -f "$secret_file"
     return $rc
 }
 

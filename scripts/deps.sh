@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config clang clang-format
-  libcmocka-dev libopenblas-dev libopenmpi-dev openmpi-bin
+  libcmocka-dev libopenblas-dev libopenmpi-dev openmpi-bin libsodium-dev
   bible-kjv python3 python3-matplotlib
 )
 

@@ -1,8 +1,11 @@
-/* Checkpoint files: round trip, corruption, truncation and configuration mismatch. */
+/* Checkpoint files: round trip, corruption, truncation, configuration mismatch, non-finite
+ * values and stale temporary files. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -185,6 +188,55 @@ static void test_shape_mismatch(void **state)
     assert_non_null(strstr(err, "adam.v"));
 }
 
+/* Valid checksums over NaN or Inf weights (a diverged run saved faithfully) are refused, naming
+ * the section; nothing is copied. */
+static void test_non_finite_refused(void **state)
+{
+    fixture *f = *state;
+    static const float bad[] = { NAN, INFINITY, -INFINITY };
+    for (int k = 0; k < 3; k++) {
+        float saved = f->b[5];
+        f->b[5] = bad[k];
+        zen_ckpt_section sec[2] = { { "weights", f->a, NA }, { "adam.m", f->b, NB } };
+        char err[256] = "";
+        assert_int_equal(zen_ckpt_save(f->path, config, 7, sec, 2, err, sizeof err), ZEN_OK);
+        f->b[5] = saved;
+        float a[NA], b[NB];
+        uint64_t step = 0;
+        assert_int_equal(load(f, config, a, b, &step, err), ZEN_ECORRUPT);
+        assert_non_null(strstr(err, "adam.m"));
+        assert_non_null(strstr(err, "non-finite"));
+        assert_untouched(a, b);
+    }
+}
+
+/* A temporary file of a writer that died is removed; one of a live writer (this process) and
+ * unrelated files stay. */
+static void test_stale_tmp_removed(void **state)
+{
+    fixture *f = *state;
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0)
+        _exit(0);
+    assert_int_equal(waitpid(child, NULL, 0), child); /* a pid that no longer runs */
+    char dead[256], live[256], other[256];
+    snprintf(dead, sizeof dead, "%s.tmp.%ld", f->path, (long)child);
+    snprintf(live, sizeof live, "%s.tmp.%ld", f->path, (long)getpid());
+    snprintf(other, sizeof other, "%s/notes.tmp.%ld", f->dir, (long)child);
+    const char *files[] = { dead, live, other };
+    for (int i = 0; i < 3; i++) {
+        FILE *fp = fopen(files[i], "w");
+        assert_non_null(fp);
+        fclose(fp);
+    }
+    zen_ckpt_remove_stale(f->path);
+    assert_int_not_equal(access(dead, F_OK), 0);
+    assert_int_equal(access(live, F_OK), 0);
+    assert_int_equal(access(other, F_OK), 0);
+    assert_int_equal(access(f->path, F_OK), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +246,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shape_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_non_finite_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_tmp_removed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

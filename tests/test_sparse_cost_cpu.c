@@ -273,8 +273,14 @@ static void test_file_round_trip(void **state)
     fprintf(f, "ZEN_SPARSE_NS_PER_SORT=fast\n");
     fclose(f);
     assert_int_equal(zen_cpu_model_read(path, &back), ZEN_ECORRUPT);
+    f = fopen(path, "w"); /* any text without a constant (`--cpu /etc/passwd`) is refused */
+    fprintf(f, "root:x:0:0:root:/root:/bin/bash\nZEN_OTHER=1\n");
+    fclose(f);
+    assert_int_equal(zen_cpu_model_read(path, &back), ZEN_ECORRUPT);
     remove(path);
     assert_int_equal(zen_cpu_model_read(path, &back), ZEN_EIO);
+    assert_int_equal(zen_cpu_model_read("/dev/zero", &back), ZEN_EIO); /* not a regular file */
+    assert_int_equal(zen_cpu_model_read("/tmp", &back), ZEN_EIO);
 }
 
 /* A real calibration: every constant measured (positive, finite), share 1, and its file reads

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <zen/sparse.h>
 
@@ -67,6 +68,7 @@ typedef struct sb_case {
     float **val;             /* per rank */
     float *ref;              /* rows * width */
     float *absref;           /* rows * width sums of |value| (trace data), else NULL */
+    size_t nonfinite;        /* NaN or infinite elements of ref (a trace may hold them) */
     size_t nnz_unique_total; /* sum over ranks of coalesced local nnz */
     size_t nnz_sum;          /* non-zero rows of the sum */
 } sb_case;
@@ -176,12 +178,15 @@ static int finish_case(sb_case *c)
     }
     free(seen);
     c->nnz_sum = 0;
-    for (uint64_t x = 0; x < c->rows; x++)
-        for (size_t k = 0; k < w; k++)
-            if (c->ref[x * w + k] != 0.0f) {
-                c->nnz_sum++;
-                break;
-            }
+    c->nonfinite = 0;
+    for (uint64_t x = 0; x < c->rows; x++) {
+        int nonzero = 0;
+        for (size_t k = 0; k < w; k++) {
+            nonzero |= c->ref[x * w + k] != 0.0f;
+            c->nonfinite += !isfinite(c->ref[x * w + k]);
+        }
+        c->nnz_sum += nonzero;
+    }
     return 0;
 }
 
@@ -195,12 +200,25 @@ static int matches_reference(const sb_case *c, const float *out)
     size_t len = (size_t)c->rows * c->width;
     if (memcmp(out, c->ref, len * sizeof *out) == 0)
         return 1;
-    if (!c->absref)
-        return 0;
     double bound = (double)c->n * 0x1p-23;
-    for (size_t i = 0; i < len; i++)
-        if (fabs((double)out[i] - c->ref[i]) > bound * c->absref[i] + 1e-30)
+    for (size_t i = 0; i < len; i++) {
+        float o = out[i], r = c->ref[i];
+        /* NaN in means NaN out (any payload), an infinity must come out as the same one; and
+         * a NaN where the sum is finite fails (every comparison with NaN is false, so test
+         * "within the bound", never "beyond it"). */
+        if (isnan(r) || isinf(r)) {
+            if (isnan(r) ? !isnan(o) : o != r)
+                return 0;
+        } else if (!c->absref) {
+            if (o != r)
+                return 0;
+        } else if (isinf(c->absref[i])) {
+            if (isnan(o)) /* |values| overflowed: the order decides between finite and inf */
+                return 0;
+        } else if (!(fabs((double)o - r) <= bound * c->absref[i] + 1e-30)) {
             return 0;
+        }
+    }
     return 1;
 }
 
@@ -278,6 +296,27 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/*
+ * The dense reference of a trace tensor costs rows * width * (4 + 4 + 4n) bytes (sum, sum of
+ * magnitudes, one output per rank) plus a byte per row: a corrupt or hostile rows field (up to
+ * 2^32 - 1) must end in a message, not in an allocation of tens of GiB.
+ */
+static int too_big_for_memory(const zen_trace_tensor *t, int n)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double have = pages > 0 && page > 0 ? (double)pages * (double)page : 1e300;
+    double need = (double)t->rows * t->width * (8.0 + 4.0 * n) + (double)t->rows;
+    if (need <= have / 2)
+        return 0;
+    fprintf(stderr,
+            "zen bench sparse: tensor %s (%llu rows x %u) needs %.1f GiB for its dense reference "
+            "and outputs at %d ranks, more than half of this machine's %.1f GiB; use a smaller "
+            "trace or fewer ranks\n",
+            t->name, (unsigned long long)t->rows, t->width, need / 1073741824.0, n,
+            have / 1073741824.0);
+    return 1;
+}
+
 /* Trace workload: one case per (step, tensor) for which every rank has a file. */
 static int load_trace(const sb_cfg *cfg, int n, sb_case **out, size_t *count)
 {
@@ -310,6 +349,14 @@ static int load_trace(const sb_cfg *cfg, int n, sb_case **out, size_t *count)
         }
     }
     closedir(d);
+    if (nsteps == 0) {
+        fprintf(stderr,
+                "zen bench sparse: %s holds no trace files (rank0-step<N>.zgrad); record one with "
+                "zen_trace_write or see docs/trace-format.md\n",
+                cfg->trace);
+        free(steps);
+        return -1;
+    }
     qsort(steps, nsteps, sizeof *steps, cmp_u64);
     sb_case *cases = NULL;
     size_t ncases = 0;
@@ -341,6 +388,10 @@ static int load_trace(const sb_cfg *cfg, int n, sb_case **out, size_t *count)
                 fprintf(stderr, "zen bench sparse: tensor %s differs in shape across ranks\n",
                         t0->name);
                 continue;
+            }
+            if (too_big_for_memory(t0, n)) {
+                rc = -1;
+                break;
             }
             sb_case *q = realloc(cases, (ncases + 1) * sizeof *q);
             if (!q) {
@@ -374,6 +425,14 @@ static int load_trace(const sb_cfg *cfg, int n, sb_case **out, size_t *count)
         fprintf(stderr, "zen bench sparse: no complete step for %d ranks in %s\n", n, cfg->trace);
         rc = -1;
     }
+    size_t nonfinite = 0;
+    for (size_t i = 0; rc == 0 && i < ncases; i++)
+        nonfinite += cases[i].nonfinite;
+    if (nonfinite)
+        fprintf(stderr,
+                "zen bench sparse: note: the trace's sums hold %zu NaN/Inf elements; a scheme is "
+                "verified only if it returns NaN exactly there and the same infinities\n",
+                nonfinite);
     if (rc != 0) {
         for (size_t i = 0; i < ncases; i++)
             free_case(&cases[i]);

@@ -50,10 +50,18 @@ int zen_cmd_info(int argc, char **argv)
             zen_json_string(stdout, p.default_value);
             printf(",\"source\":\"%s\",\"description\":", p.source);
             zen_json_string(stdout, p.description);
+            if (p.problem) {
+                printf(",\"ignored_value\":");
+                zen_json_string(stdout, p.raw_value);
+                printf(",\"problem\":");
+                zen_json_string(stdout, p.problem);
+            }
             printf("}\n");
         } else {
             printf("%-26s %-12s %-8s %s\n", p.name, p.value[0] ? p.value : "-", p.source,
                    p.description);
+            if (p.problem)
+                printf("%-26s   ^ ignored %s='%s': %s\n", "", p.name, p.raw_value, p.problem);
         }
     }
     return ZEN_EXIT_OK;

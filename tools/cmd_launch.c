@@ -4,10 +4,12 @@
  * Starts N local processes of CMD as the ranks of one job (like `torchrun --standalone`; they
  * talk over shared memory unless --transport tcp):
  * picks a free port for rank 0's rendezvous, sets the rank environment in each child, forwards
- * SIGINT/SIGTERM to every child and waits. When a rank fails (non-zero exit or a signal) it says
- * which on stderr, gives the others a grace period to notice on their own (zen's abort cascade
- * usually ends them within milliseconds, each naming the cause), then terminates what is left,
- * and exits 1.
+ * SIGINT/SIGTERM to every child and waits. The ranks share a fresh job secret (unless
+ * ZEN_JOB_SECRET or ZEN_JOB_SECRET_FILE is set) and one process group, and die with the launcher
+ * (PR_SET_PDEATHSIG) even when it is killed with SIGKILL. When a rank fails (non-zero exit or a
+ * signal) it says which on stderr, gives the others a grace period to notice on their own (zen's
+ * abort cascade usually ends them within milliseconds, each naming the cause), then terminates what
+ * is left, and exits 1.
  */
 #define _GNU_SOURCE /* sched_setaffinity */
 #include <errno.h>
@@ -16,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,11 +74,26 @@ static void set_int_env(const char *a, const char *b, int v)
     setenv(b, s, 1);
 }
 
+/* Every rank joins the process group of rank 0, so `kill -- -PGID` reaches the whole job. */
+static pid_t rank_group;
+
 static pid_t spawn(int rank, int n, int port, char **cmd)
 {
+    pid_t launcher = getpid();
     pid_t pid = fork();
-    if (pid != 0)
+    if (pid > 0) {
+        (void)setpgid(pid, rank_group ? rank_group : pid); /* both sides: no race with exec */
+        if (!rank_group)
+            rank_group = pid;
         return pid;
+    }
+    if (pid < 0)
+        return pid;
+    (void)setpgid(0, rank_group ? rank_group : 0);
+    /* A launcher killed with SIGKILL cannot forward anything: the kernel ends the ranks then.
+     * If it died before prctl took effect, getppid() already changed. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher)
+        _exit(128 + SIGKILL);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     sigset_t none;
@@ -99,6 +118,25 @@ static pid_t spawn(int rank, int n, int port, char **cmd)
     execvp(cmd[0], cmd);
     fprintf(stderr, "zen launch: rank %d: cannot run %s: %s\n", rank, cmd[0], strerror(errno));
     _exit(127);
+}
+
+/* A fresh 256-bit job secret for the ranks (docs/security.md): strangers that reach the
+ * rendezvous port cannot join. Inherited through the environment, visible only to this uid. */
+static int set_job_secret(void)
+{
+    unsigned char raw[32];
+    size_t got = 0;
+    while (got < sizeof raw) {
+        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+        if (n < 0 && errno != EINTR)
+            return -1;
+        if (n > 0)
+            got += (size_t)n;
+    }
+    char hex[2 * sizeof raw + 1];
+    for (size_t k = 0; k < sizeof raw; k++)
+        snprintf(hex + 2 * k, 3, "%02x", raw[k]);
+    return setenv("ZEN_JOB_SECRET", hex, 1);
 }
 
 static int rank_of(pid_t pid, int n)
@@ -241,6 +279,10 @@ int zen_cmd_launch(int argc, char **argv)
         return zen_usage_error("launch", "missing the command after --");
     if (port == 0 && (port = zen_free_port()) < 0) {
         fprintf(stderr, "zen launch: cannot find a free port (use --port)\n");
+        return ZEN_EXIT_FAIL;
+    }
+    if (!getenv("ZEN_JOB_SECRET") && !getenv("ZEN_JOB_SECRET_FILE") && set_job_secret() != 0) {
+        fprintf(stderr, "zen launch: cannot draw a job secret: %s\n", strerror(errno));
         return ZEN_EXIT_FAIL;
     }
     struct sigaction sa;

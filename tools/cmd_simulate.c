@@ -144,6 +144,11 @@ static int parse_args(int argc, char **argv, sim_args *a)
         } else if (strcmp(o, "--cpu") == 0) {
             double share = a->cpu.share;
             zen_status st = zen_cpu_model_read(v, &a->cpu);
+            if (st == ZEN_ECORRUPT)
+                return zen_usage_error("simulate",
+                                       "--cpu '%s' is not a constants file (it needs "
+                                       "ZEN_SPARSE_NS_PER_*=number lines, as --calibrate prints)",
+                                       v);
             if (st != ZEN_OK)
                 return zen_usage_error("simulate", "cannot read --cpu '%s': %s", v,
                                        zen_strerror(st));

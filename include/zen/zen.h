@@ -149,8 +149,10 @@ typedef struct zen_param_info {
     const char *name;          /* environment variable, e.g. "ZEN_TIMEOUT_S" */
     const char *value;         /* value in effect */
     const char *default_value; /* built-in default */
-    const char *source;        /* "env" or "default" */
+    const char *source; /* "env", "default", or "ignored" (env value malformed or out of range) */
     const char *description;
+    const char *problem;   /* why the env value was ignored (static text), else NULL */
+    const char *raw_value; /* the ignored environment value, else NULL */
 } zen_param_info;
 
 ZEN_API size_t zen_param_count(void);

@@ -3,34 +3,27 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bootstrap/rdv_msg.h"
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tunables.h"
 #include "transport/tcp_sock.h"
 
-enum {
-    KIND_REGISTER = 1,
-    KIND_TABLE = 2,
-    KIND_HELLO = 3
-};
-
-enum {
-    REGISTER_BYTES = 24,
-    TABLE_HEAD_BYTES = 16,
-    TABLE_ENTRY_BYTES = 8,
-    HELLO_BYTES = 16
-};
-
-/* A connection that opened but says nothing gets this long to send its first message, so a
- * stray client cannot stall the whole rendezvous. */
-#define FIRST_MESSAGE_NS (5 * (int64_t)1000000000)
+/* A connection gets this long from accept to a complete handshake, so a stranger that
+ * connects and says nothing (or says it slowly) holds only its own slot, never the job. */
+#define HANDSHAKE_NS (5 * (int64_t)1000000000)
+/* How much longer than rank 0 a registered rank waits for the table. */
+#define TABLE_GRACE_NS ((int64_t)1000000000)
+/* Connections in the middle of a handshake at once; more are closed at accept. */
+#define MAX_PENDING 256
 
 typedef struct rdv_entry {
     uint32_t addr; /* network order */
@@ -49,6 +42,10 @@ typedef struct rdv {
     uint16_t listen_port;
     uint32_t my_addr;
     rdv_entry *table;
+    const zen_job_key *key;
+    int *reg;          /* rank 0: registration connection of each rank */
+    char refused[256]; /* the last connection refused without failing the job, for timeouts */
+    int need;          /* connections still expected by serve_handshakes */
 } rdv;
 
 static zen_status rdv_fail(rdv *r, zen_status st, const char *fmt, ...)
@@ -69,10 +66,20 @@ static zen_status rdv_fail(rdv *r, zen_status st, const char *fmt, ...)
     return st;
 }
 
-static int64_t first_message_deadline(const rdv *r)
+/* A connection dropped without failing the job: logged, and remembered for a later timeout. */
+static void rdv_refuse(rdv *r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void rdv_refuse(rdv *r, const char *fmt, ...)
 {
-    int64_t d = zen_now_ns() + FIRST_MESSAGE_NS;
-    return d < r->deadline ? d : r->deadline;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->refused, sizeof r->refused, fmt, ap);
+    va_end(ap);
+    ZEN_WARN("bootstrap", "rank %d: dropped a rendezvous connection: %s", r->rank, r->refused);
 }
 
 /* "2, 5, 7" for the ranks r in [from, size) with fds[r] < 0, excluding skip. */
@@ -96,31 +103,14 @@ static void list_missing(const int *fds, int from, int size, int skip, char *out
         snprintf(out + used, cap - used, " and %d more", total - shown);
 }
 
-static void put_head(unsigned char *b, uint16_t kind)
-{
-    zen_put_u32(b, ZEN_RDV_MAGIC);
-    zen_put_u16(b + 4, ZEN_RDV_VERSION);
-    zen_put_u16(b + 6, kind);
-}
-
 static int write_bytes(int fd, const void *buf, size_t len, int64_t deadline)
 {
     struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
     return zen_sock_writev_all(fd, &iov, 1, 0, deadline);
 }
 
-/* Check magic, version and kind of a received message. 0 ok, -1 not ours, -2 other version. */
-static int check_head(const unsigned char *b, uint16_t kind)
-{
-    if (zen_get_u32(b) != ZEN_RDV_MAGIC)
-        return -1;
-    if (zen_get_u16(b + 4) != ZEN_RDV_VERSION)
-        return -2;
-    return zen_get_u16(b + 6) == kind ? 0 : -1;
-}
-
 /* Text for a negative errno from tcp_sock (-EPIPE there means the peer closed). */
-static const char *why(int rc)
+static const char *why_rc(int rc)
 {
     return rc == -EPIPE ? "end of stream" : strerror(-rc);
 }
@@ -132,94 +122,392 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
+/* ---- answering side: concurrent handshakes ---- */
+
+/*
+ * One connection being vetted. Stage 0 reads REGISTER/HELLO, then the CHALLENGE (our nonce and
+ * proof) goes out; stage 1 reads the PROOF. Only then does on_peer see the peer.
+ */
+typedef struct pending {
+    int fd;
+    int stage;
+    size_t got;
+    unsigned char first[ZEN_RDV_FIRST_BYTES];
+    unsigned char challenge[ZEN_RDV_CHALLENGE_BYTES];
+    unsigned char proof[ZEN_RDV_PROOF_BYTES];
+    int64_t deadline;
+    char host[32];
+} pending;
+
+/* What on_peer decided: keep the connection (it now owns fd), drop it, or fail the job. */
+enum {
+    PEER_KEEP = 1,
+    PEER_DROP = 0,
+    PEER_FATAL = -1
+};
+
+typedef int (*on_peer_fn)(rdv *r, int fd, const zen_rdv_first *m, int authenticated,
+                          const char *host, zen_status *fatal);
+
+static void drop_pending(pending *pd, int *npd, int i)
+{
+    close(pd[i].fd);
+    pd[i] = pd[--*npd];
+}
+
+/* Feed readable bytes into pd; returns PEER_KEEP when the handshake is complete, PEER_DROP when
+ * the connection must go, 2 when more bytes are needed. */
+static int advance_handshake(rdv *r, pending *p, uint16_t kind)
+{
+    unsigned char *buf = p->stage == 0 ? p->first : p->proof;
+    size_t want = p->stage == 0 ? sizeof p->first : sizeof p->proof;
+    ssize_t n = recv(p->fd, buf + p->got, want - p->got, 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        if (p->stage == 1) /* it read our proof and went: it could not check it */
+            rdv_refuse(r,
+                       "%s closed the connection after our challenge (another job secret, or "
+                       "not a zen rank of this job)",
+                       p->host);
+        return PEER_DROP;
+    }
+    if (n < 0)
+        return 2;
+    p->got += (size_t)n;
+    zen_rdv_first m;
+    if (p->stage == 0 && p->got >= 16 && zen_rdv_parse_first(p->first, p->got, &m) == -2) {
+        rdv_refuse(r, "%s, claiming rank %u of %u, speaks rendezvous version %u, this is %u",
+                   p->host, m.rank, m.size, zen_get_u16(p->first + 4), ZEN_RDV_VERSION);
+        return PEER_DROP;
+    }
+    if (p->got >= 4 && zen_get_u32(p->first) != ZEN_RDV_MAGIC) {
+        ZEN_WARN("bootstrap", "rank %d: ignoring a connection from %s without the zen magic",
+                 r->rank, p->host);
+        return PEER_DROP;
+    }
+    if (p->got < want)
+        return 2;
+    p->got = 0;
+    if (p->stage == 0) {
+        if (zen_rdv_parse_first(p->first, sizeof p->first, &m) != 0 || m.kind != kind) {
+            ZEN_WARN("bootstrap", "rank %d: ignoring a malformed handshake from %s", r->rank,
+                     p->host);
+            return PEER_DROP;
+        }
+        zen_rdv_challenge c = { .rank = (uint32_t)r->rank, .size = (uint32_t)r->size };
+        zen_auth_nonce(c.nonce);
+        zen_rdv_encode_challenge(p->challenge, &c);
+        if (r->key->set) {
+            unsigned char t[ZEN_RDV_TRANSCRIPT_BYTES];
+            zen_rdv_transcript(t, p->first, p->challenge);
+            zen_auth_mac(r->key, ZEN_RDV_LABEL_SERVER, t, sizeof t, c.mac);
+            zen_rdv_encode_challenge(p->challenge, &c);
+        }
+        if (write_bytes(p->fd, p->challenge, sizeof p->challenge, p->deadline) < 0)
+            return PEER_DROP;
+        p->stage = 1;
+        return 2;
+    }
+    return zen_rdv_check_head(p->proof, sizeof p->proof, ZEN_RDV_PROOF) == 0 ? PEER_KEEP
+                                                                             : PEER_DROP;
+}
+
+/* The proof check of a complete handshake: 1 authenticated, 0 no secret on either side, -1
+ * refused (logged). */
+static int check_proof(rdv *r, const pending *p, const zen_rdv_first *m)
+{
+    int has = (m->flags & ZEN_RDV_FLAG_AUTH) != 0;
+    if (!r->key->set) {
+        if (has)
+            rdv_refuse(r,
+                       "%s, claiming rank %u, holds a job secret and this rank none (set the "
+                       "same ZEN_JOB_SECRET on every rank)",
+                       p->host, m->rank);
+        return has ? -1 : 0;
+    }
+    unsigned char t[ZEN_RDV_TRANSCRIPT_BYTES];
+    zen_rdv_transcript(t, p->first, p->challenge);
+    if (!has || !zen_auth_verify(r->key, ZEN_RDV_LABEL_CLIENT, t, sizeof t, p->proof + 8)) {
+        rdv_refuse(r, "%s, claiming rank %u, failed authentication (%s)", p->host, m->rank,
+                   has ? "wrong job secret" : "no job secret");
+        return -1;
+    }
+    return 1;
+}
+
+/* A watched connection (already part of the job) that reports end of stream means that rank
+ * died or gave up during the rendezvous: name it instead of waiting for the deadline. */
+static int watched_closed(int fd)
+{
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/*
+ * Accept on listen_fd and run every handshake at once (poll), until r->need reaches 0 (on_peer
+ * counts down) or the deadline. Strangers, slow or silent clients only cost their own slot and
+ * time out alone. watch[0..size) are connections of the job already made: if one closes, the
+ * rendezvous fails naming that rank. Returns ZEN_OK, a fatal status from on_peer, ZEN_ETIMEDOUT
+ * (the caller names the missing ranks) or ZEN_EPEER (r->err set).
+ */
+static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const int *watch,
+                                   on_peer_fn on_peer)
+{
+    pending *pd = zen_calloc(MAX_PENDING, sizeof *pd);
+    struct pollfd *pf = zen_calloc((size_t)(1 + MAX_PENDING + r->size), sizeof *pf);
+    unsigned char *quiet = zen_calloc((size_t)r->size, 1); /* watched fds that sent data */
+    zen_status st = pd && pf && quiet ? ZEN_OK : ZEN_ENOMEM;
+    if (st != ZEN_OK)
+        rdv_fail(r, st, "no memory for the handshake table");
+    int npd = 0;
+    while (st == ZEN_OK && r->need > 0) {
+        int64_t now = zen_now_ns();
+        if (now >= r->deadline) {
+            st = ZEN_ETIMEDOUT;
+            break;
+        }
+        for (int i = 0; i < npd;) {
+            if (now >= pd[i].deadline) {
+                ZEN_WARN("bootstrap",
+                         "rank %d: dropping a connection from %s: no complete "
+                         "handshake within %.0f s",
+                         r->rank, pd[i].host, HANDSHAKE_NS / 1e9);
+                drop_pending(pd, &npd, i);
+            } else {
+                i++;
+            }
+        }
+        int n = 0;
+        pf[n++] = (struct pollfd){ .fd = listen_fd, .events = POLLIN };
+        for (int i = 0; i < npd; i++)
+            pf[n++] = (struct pollfd){ .fd = pd[i].fd, .events = POLLIN };
+        int first_watch = n;
+        for (int p = 0; p < r->size; p++)
+            pf[n++] = (struct pollfd){ .fd = watch[p] >= 0 && !quiet[p] ? watch[p] : -1,
+                                       .events = POLLIN };
+        int64_t wait_ns = r->deadline - now;
+        if (wait_ns > 100 * (int64_t)1000000)
+            wait_ns = 100 * (int64_t)1000000; /* re-check handshake deadlines */
+        int rc = poll(pf, (nfds_t)n, (int)(wait_ns / 1000000) + 1);
+        if (rc < 0 && errno != EINTR) {
+            st = rdv_fail(r, ZEN_ESYS, "poll: %s", strerror(errno));
+            break;
+        }
+        if (rc <= 0)
+            continue;
+        for (int p = 0; p < r->size && st == ZEN_OK; p++) {
+            if (watch[p] < 0 || quiet[p] || !pf[first_watch + p].revents)
+                continue;
+            if (watched_closed(watch[p]))
+                st = rdv_fail(r, ZEN_EPEER,
+                              "rank %d closed its connection during the rendezvous (it died or "
+                              "failed: see its log)",
+                              p);
+            else
+                quiet[p] = 1; /* it already sends data frames: stop watching */
+        }
+        /* handshakes first (their indices shift when one is dropped), from the back */
+        for (int i = npd - 1; i >= 0 && st == ZEN_OK; i--) {
+            if (!pf[1 + i].revents)
+                continue;
+            int a = advance_handshake(r, &pd[i], kind);
+            if (a == 2)
+                continue;
+            zen_rdv_first m;
+            int auth = a == PEER_KEEP ? (zen_rdv_parse_first(pd[i].first, sizeof pd[i].first, &m),
+                                         check_proof(r, &pd[i], &m))
+                                      : -1;
+            int verdict = auth < 0 ? PEER_DROP : on_peer(r, pd[i].fd, &m, auth, pd[i].host, &st);
+            if (verdict == PEER_KEEP)
+                pd[i] = pd[--npd]; /* on_peer owns the fd now */
+            else
+                drop_pending(pd, &npd, i);
+        }
+        if (st == ZEN_OK && (pf[0].revents & POLLIN)) {
+            struct sockaddr_in sa;
+            socklen_t slen = sizeof sa;
+            int fd = accept(listen_fd, (struct sockaddr *)&sa, &slen);
+            if (fd >= 0 && (npd == MAX_PENDING || zen_sock_nonblock(fd) != 0)) {
+                ZEN_WARN("bootstrap", "rank %d: %d handshakes in progress; closing a new one",
+                         r->rank, npd);
+                close(fd);
+            } else if (fd >= 0) {
+                pending *p = &pd[npd++];
+                memset(p, 0, sizeof *p);
+                p->fd = fd;
+                p->deadline = zen_now_ns() + HANDSHAKE_NS;
+                snprintf(p->host, sizeof p->host, "?");
+                if (slen >= sizeof sa)
+                    zen_sock_ntoa(sa.sin_addr.s_addr, p->host, sizeof p->host);
+            }
+        }
+    }
+    for (int i = 0; pd && i < npd; i++)
+        close(pd[i].fd);
+    zen_free(pd);
+    zen_free(pf);
+    zen_free(quiet);
+    return st;
+}
+
+/* ---- connecting side ---- */
+
+/*
+ * Send first (REGISTER or HELLO), check the answer comes from rank expect and, with a job
+ * secret, proves it; send our proof. 0, or a negative errno / -1 with a reason in why; *refused
+ * is 1 when the other side is not (or not yet) the rank we want (worth retrying for the master
+ * port, which a stranger might hold before rank 0 starts), 2 when it is but has another world
+ * size.
+ */
+static int client_handshake(rdv *r, int fd, zen_rdv_first *m, int expect, char *why, size_t n,
+                            int *refused)
+{
+    unsigned char first[ZEN_RDV_FIRST_BYTES], ch[ZEN_RDV_CHALLENGE_BYTES];
+    unsigned char proof[ZEN_RDV_PROOF_BYTES] = { 0 };
+    *refused = 0;
+    m->flags = r->key->set ? ZEN_RDV_FLAG_AUTH : 0;
+    zen_auth_nonce(m->nonce);
+    zen_rdv_encode_first(first, m);
+    int rc = write_bytes(fd, first, sizeof first, r->deadline);
+    if (rc == 0)
+        rc = zen_sock_read_all(fd, ch, sizeof ch, r->deadline);
+    if (rc < 0) {
+        snprintf(why, n, "%s%s", why_rc(rc),
+                 rc == -EPIPE ? " (it refused this rank: see its log)" : "");
+        return rc;
+    }
+    zen_rdv_challenge c;
+    if (zen_rdv_parse_challenge(ch, sizeof ch, &c) != 0 || c.rank != (uint32_t)expect) {
+        snprintf(why, n,
+                 "it answered as rank %u (rendezvous version %u), expected rank %d "
+                 "(version %u)",
+                 zen_get_u32(ch + 8), zen_get_u16(ch + 4), expect, ZEN_RDV_VERSION);
+        *refused = 1;
+        return -1;
+    }
+    unsigned char t[ZEN_RDV_TRANSCRIPT_BYTES];
+    zen_rdv_transcript(t, first, ch);
+    if (r->key->set && !zen_auth_verify(r->key, ZEN_RDV_LABEL_SERVER, t, sizeof t, c.mac)) {
+        snprintf(why, n,
+                 "it did not prove the job secret (a stranger, or a rank started "
+                 "without the same ZEN_JOB_SECRET)");
+        *refused = 1;
+        return -1;
+    }
+    /* a world-size disagreement still gets our proof, so the other side can name it too */
+    zen_rdv_put_head(proof, ZEN_RDV_PROOF);
+    if (r->key->set)
+        zen_auth_mac(r->key, ZEN_RDV_LABEL_CLIENT, t, sizeof t, proof + 8);
+    if ((rc = write_bytes(fd, proof, sizeof proof, r->deadline)) < 0) {
+        snprintf(why, n, "%s", why_rc(rc));
+        return rc;
+    }
+    if (c.size != (uint32_t)r->size) {
+        snprintf(why, n, "rank %d has world size %u, this rank %d", expect, c.size, r->size);
+        *refused = 2;
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- rank 0: registrations ---- */
+
+static int on_register(rdv *r, int fd, const zen_rdv_first *m, int authenticated, const char *host,
+                       zen_status *fatal)
+{
+    int peer = (int)m->rank;
+    char reason[200] = "";
+    if (m->size != (uint32_t)r->size)
+        snprintf(reason, sizeof reason, "rank %d registered with world size %u, but rank 0 has %d",
+                 peer, m->size, r->size);
+    else if (m->rank < 1 || m->rank >= (uint32_t)r->size)
+        snprintf(reason, sizeof reason, "a process registered as rank %u, outside 1..%d", m->rank,
+                 r->size - 1);
+    else if (r->reg[peer] >= 0)
+        snprintf(reason, sizeof reason, "two processes registered as rank %d", peer);
+    if (reason[0]) {
+        /* A member of the job (it proved the secret) that disagrees is a configuration error:
+         * fail at once. Without authentication anyone could send this: drop it and go on; a
+         * timeout will quote it. */
+        if (authenticated) {
+            *fatal = rdv_fail(r, ZEN_EMISMATCH, "%s (from %s)", reason, host);
+            return PEER_FATAL;
+        }
+        rdv_refuse(r, "%s (from %s)", reason, host);
+        return PEER_DROP;
+    }
+    r->reg[peer] = fd;
+    r->table[peer].addr = m->addr_be;
+    r->table[peer].port = m->port;
+    r->need--;
+    return PEER_KEEP;
+}
+
+/* " (last refused: ...)" when a connection was dropped, for timeout messages. */
+static const char *refused_note(const rdv *r, char *buf, size_t n)
+{
+    if (!r->refused[0])
+        return "";
+    snprintf(buf, n, "; refused meanwhile: %s", r->refused);
+    return buf;
+}
+
 /* Rank 0: collect size-1 registrations on the master port, then send everyone the table. */
-static zen_status serve_registrations(rdv *r, int master_port)
+static zen_status serve_registrations(rdv *r, uint32_t master, int master_port)
 {
     uint16_t bound = 0;
-    int mfd = zen_sock_listen(htonl(INADDR_ANY), (uint16_t)master_port, 1, &bound);
+    /* listen where MASTER_ADDR points, not on every interface (0.0.0.0 only when asked for, or
+     * when that address is not local, e.g. a NAT name) */
+    int mfd = zen_sock_listen(master, (uint16_t)master_port, 1, &bound);
+    if (mfd == -EADDRNOTAVAIL && master != htonl(INADDR_ANY)) {
+        ZEN_WARN("bootstrap", "master address is not local; listening on every interface");
+        mfd = zen_sock_listen(htonl(INADDR_ANY), (uint16_t)master_port, 1, &bound);
+    }
     if (mfd < 0)
         return rdv_fail(r, mfd == -EADDRINUSE ? ZEN_EBUSY : ZEN_ESYS,
                         "cannot listen on master port %d: %s%s", master_port, strerror(-mfd),
                         mfd == -EADDRINUSE ? " (another job? choose another ZEN_MASTER_PORT)" : "");
-    int *reg = zen_malloc_array((size_t)r->size, sizeof *reg);
-    if (!reg) {
+    r->reg = zen_malloc_array((size_t)r->size, sizeof *r->reg);
+    if (!r->reg) {
         close(mfd);
         return rdv_fail(r, ZEN_ENOMEM, "no memory for %d registrations", r->size);
     }
     for (int p = 0; p < r->size; p++)
-        reg[p] = -1;
-    zen_status st = ZEN_OK;
-    int got = 1;
-    while (got < r->size && st == ZEN_OK) {
-        int fd = zen_sock_accept(mfd, r->deadline);
-        if (fd < 0) {
-            char missing[160];
-            list_missing(reg, 1, r->size, 0, missing, sizeof missing);
-            st = rdv_fail(r, fd == -ETIMEDOUT ? ZEN_ETIMEDOUT : ZEN_ESYS,
-                          "%s after %.1f s: rank(s) %s of %d never registered with rank 0 on "
-                          "port %d",
-                          fd == -ETIMEDOUT ? "timed out" : strerror(-fd), r->timeout_s, missing,
-                          r->size, master_port);
-            break;
-        }
-        unsigned char b[REGISTER_BYTES];
-        int rc = zen_sock_read_all(fd, b, sizeof b, first_message_deadline(r));
-        int head = rc == 0 ? check_head(b, KIND_REGISTER) : -1;
-        if (head == -1) {
-            ZEN_WARN("bootstrap",
-                     "ignoring a connection to the master port that did not "
-                     "register (%s)",
-                     rc ? why(rc) : "bad magic");
-            close(fd);
-            continue;
-        }
-        int peer = (int)zen_get_u32(b + 8);
-        int psize = (int)zen_get_u32(b + 12);
-        if (head == -2)
-            st = rdv_fail(r, ZEN_EPROTO, "a rank registered with protocol version %u, this is %u",
-                          zen_get_u16(b + 4), ZEN_RDV_VERSION);
-        else if (psize != r->size)
-            st = rdv_fail(r, ZEN_EMISMATCH,
-                          "rank %d registered with world size %d, but rank 0 has %d", peer, psize,
-                          r->size);
-        else if (peer < 1 || peer >= r->size)
-            st = rdv_fail(r, ZEN_EMISMATCH, "a process registered as rank %d, outside 1..%d", peer,
-                          r->size - 1);
-        else if (reg[peer] >= 0)
-            st = rdv_fail(r, ZEN_EMISMATCH, "two processes registered as rank %d", peer);
-        if (st != ZEN_OK) {
-            close(fd);
-            break;
-        }
-        reg[peer] = fd;
-        memcpy(&r->table[peer].addr, b + 16, 4);
-        r->table[peer].port = zen_get_u16(b + 20);
-        got++;
-    }
+        r->reg[p] = -1;
+    r->need = r->size - 1;
+    zen_status st = serve_handshakes(r, mfd, ZEN_RDV_REGISTER, r->reg, on_register);
     close(mfd);
-    size_t tbytes = TABLE_HEAD_BYTES + (size_t)r->size * TABLE_ENTRY_BYTES;
+    if (st == ZEN_ETIMEDOUT) {
+        char missing[160], note[300];
+        list_missing(r->reg, 1, r->size, 0, missing, sizeof missing);
+        st = rdv_fail(r, ZEN_ETIMEDOUT,
+                      "timed out after %.1f s: rank(s) %s of %d never registered with rank 0 on "
+                      "port %d%s",
+                      r->timeout_s, missing, r->size, master_port,
+                      refused_note(r, note, sizeof note));
+    }
+    size_t tbytes = ZEN_RDV_TABLE_HEAD_BYTES + (size_t)r->size * ZEN_RDV_TABLE_ENTRY_BYTES;
     unsigned char *tb = st == ZEN_OK ? zen_calloc(1, tbytes) : NULL;
     if (st == ZEN_OK && !tb)
         st = rdv_fail(r, ZEN_ENOMEM, "no memory for a rank table of %zu bytes", tbytes);
     if (st == ZEN_OK) {
-        put_head(tb, KIND_TABLE);
-        zen_put_u32(tb + 8, (uint32_t)r->size);
-        for (int p = 0; p < r->size; p++) {
-            unsigned char *e = tb + TABLE_HEAD_BYTES + (size_t)p * TABLE_ENTRY_BYTES;
-            memcpy(e, &r->table[p].addr, 4);
-            zen_put_u16(e + 4, r->table[p].port);
-        }
+        zen_rdv_encode_ack(tb, ZEN_RDV_TABLE, 0, (uint32_t)r->size);
+        for (int p = 0; p < r->size; p++)
+            zen_rdv_encode_entry(tb + ZEN_RDV_TABLE_HEAD_BYTES +
+                                     (size_t)p * ZEN_RDV_TABLE_ENTRY_BYTES,
+                                 r->table[p].addr, r->table[p].port);
         for (int p = 1; p < r->size && st == ZEN_OK; p++) {
-            int rc = write_bytes(reg[p], tb, tbytes, r->deadline);
+            int rc = write_bytes(r->reg[p], tb, tbytes, r->deadline);
             if (rc < 0)
                 st = rdv_fail(r, ZEN_EPEER, "sending the rank table to rank %d failed: %s", p,
-                              why(rc));
+                              why_rc(rc));
         }
     }
     zen_free(tb);
     for (int p = 0; p < r->size; p++)
-        close_fd(&reg[p]);
-    zen_free(reg);
+        close_fd(&r->reg[p]);
+    zen_free(r->reg);
+    r->reg = NULL;
     return st;
 }
 
@@ -228,187 +516,253 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
 {
     char host[32];
     zen_sock_ntoa(master, host, sizeof host);
-    int fd = -1;
+    int warned = 0;
     for (;;) {
-        int64_t attempt = zen_now_ns() + 2 * (int64_t)1000000000;
-        fd = zen_sock_connect(master, (uint16_t)master_port,
-                              attempt < r->deadline ? attempt : r->deadline);
-        if (fd >= 0)
-            break;
-        if (zen_now_ns() >= r->deadline)
-            return rdv_fail(r, ZEN_ETIMEDOUT,
-                            "cannot reach rank 0 at %s:%d within %.1f s (%s): is rank 0 running "
-                            "with the same ZEN_MASTER_ADDR and ZEN_MASTER_PORT?",
-                            host, master_port, r->timeout_s, strerror(-fd));
-        zen_sleep_ns(50 * 1000000);
-    }
-    if (!have_ifaddr) {
-        struct sockaddr_in sa;
-        socklen_t slen = sizeof sa;
-        if (getsockname(fd, (struct sockaddr *)&sa, &slen) == 0)
-            r->my_addr = sa.sin_addr.s_addr;
-    }
-    zen_status st = ZEN_OK;
-    r->listen_fd = zen_sock_listen(r->my_addr, 0, 0, &r->listen_port);
-    if (r->listen_fd < 0) {
-        st = rdv_fail(r, ZEN_ESYS, "cannot listen: %s", strerror(-r->listen_fd));
+        int fd;
+        for (;;) {
+            int64_t attempt = zen_now_ns() + 2 * (int64_t)1000000000;
+            fd = zen_sock_connect(master, (uint16_t)master_port,
+                                  attempt < r->deadline ? attempt : r->deadline);
+            if (fd >= 0)
+                break;
+            if (zen_now_ns() >= r->deadline)
+                return rdv_fail(r, ZEN_ETIMEDOUT,
+                                "cannot reach rank 0 at %s:%d within %.1f s (%s): is rank 0 "
+                                "running with the same ZEN_MASTER_ADDR and ZEN_MASTER_PORT?",
+                                host, master_port, r->timeout_s, strerror(-fd));
+            zen_sleep_ns(50 * 1000000);
+        }
+        if (!have_ifaddr) {
+            struct sockaddr_in sa;
+            socklen_t slen = sizeof sa;
+            if (getsockname(fd, (struct sockaddr *)&sa, &slen) == 0)
+                r->my_addr = sa.sin_addr.s_addr;
+        }
+        if (r->listen_fd < 0) {
+            r->listen_fd = zen_sock_listen(r->my_addr, 0, 0, &r->listen_port);
+            if (r->listen_fd < 0) {
+                close(fd);
+                return rdv_fail(r, ZEN_ESYS, "cannot listen: %s", strerror(-r->listen_fd));
+            }
+        }
+        zen_rdv_first m = { .kind = ZEN_RDV_REGISTER,
+                            .rank = (uint32_t)r->rank,
+                            .size = (uint32_t)r->size,
+                            .addr_be = r->my_addr,
+                            .port = r->listen_port };
+        char why[200];
+        int refused = 0;
+        if (client_handshake(r, fd, &m, 0, why, sizeof why, &refused) != 0) {
+            close(fd);
+            /* whoever holds the master port is not our rank 0 (yet): try again */
+            if (refused == 1 && zen_now_ns() < r->deadline) {
+                if (!warned++)
+                    ZEN_WARN("bootstrap",
+                             "rank %d: the process at %s:%d is not this job's rank "
+                             "0 (%s); retrying",
+                             r->rank, host, master_port, why);
+                zen_sleep_ns(200 * 1000000);
+                continue;
+            }
+            return rdv_fail(r,
+                            refused == 2 ? ZEN_EMISMATCH
+                            : refused    ? ZEN_EPROTO
+                                         : ZEN_EPEER,
+                            "registering with rank 0 at %s:%d failed: %s", host, master_port, why);
+        }
+        zen_status st = ZEN_OK;
+        unsigned char th[ZEN_RDV_TABLE_HEAD_BYTES];
+        uint32_t zero, tsize = 0;
+        /* Rank 0 names the missing ranks at the common deadline; wait a little past it so it
+         * does (and then learn of it from the closed connection) instead of leaving first,
+         * which rank 0 would take for this rank's death. */
+        int rc = zen_sock_read_all(fd, th, sizeof th, zen_ns_add_sat(r->deadline, TABLE_GRACE_NS));
+        if (rc == -ETIMEDOUT)
+            st = rdv_fail(r, ZEN_ETIMEDOUT,
+                          "rank 0 did not send the rank table within %.1f s: some ranks never "
+                          "registered (rank 0's log names them)",
+                          r->timeout_s);
+        else if (rc < 0)
+            st = rdv_fail(r, ZEN_EPEER,
+                          "rank 0 closed the rendezvous connection before sending the rank table "
+                          "(%s): it refused this rank or failed, see its log",
+                          why_rc(rc));
+        else if (zen_rdv_parse_ack(th, sizeof th, ZEN_RDV_TABLE, &zero, &tsize) != 0 ||
+                 tsize != (uint32_t)r->size)
+            st = rdv_fail(r, ZEN_EPROTO, "rank 0 sent a malformed rank table");
+        for (int p = 0; p < r->size && st == ZEN_OK; p++) {
+            unsigned char e[ZEN_RDV_TABLE_ENTRY_BYTES];
+            if ((rc = zen_sock_read_all(fd, e, sizeof e, r->deadline)) < 0) {
+                st = rdv_fail(r, ZEN_EPEER, "reading the rank table from rank 0 failed: %s",
+                              why_rc(rc));
+                break;
+            }
+            zen_rdv_parse_entry(e, &r->table[p].addr, &r->table[p].port);
+        }
         close(fd);
         return st;
     }
-    unsigned char b[REGISTER_BYTES] = { 0 };
-    put_head(b, KIND_REGISTER);
-    zen_put_u32(b + 8, (uint32_t)r->rank);
-    zen_put_u32(b + 12, (uint32_t)r->size);
-    memcpy(b + 16, &r->my_addr, 4);
-    zen_put_u16(b + 20, r->listen_port);
-    int rc = write_bytes(fd, b, sizeof b, r->deadline);
-    unsigned char th[TABLE_HEAD_BYTES];
-    if (rc == 0)
-        rc = zen_sock_read_all(fd, th, sizeof th, r->deadline);
-    if (rc == -ETIMEDOUT)
-        st = rdv_fail(r, ZEN_ETIMEDOUT,
-                      "rank 0 did not send the rank table within %.1f s: some ranks never "
-                      "registered (rank 0's log names them)",
-                      r->timeout_s);
-    else if (rc < 0)
-        st = rdv_fail(r, ZEN_EPEER,
-                      "rank 0 closed the rendezvous connection before sending the rank table "
-                      "(%s): it refused this rank or failed, see its log",
-                      why(rc));
-    else if (check_head(th, KIND_TABLE) != 0 || zen_get_u32(th + 8) != (uint32_t)r->size)
-        st = rdv_fail(r, ZEN_EPROTO, "rank 0 sent a malformed rank table");
-    for (int p = 0; p < r->size && st == ZEN_OK; p++) {
-        unsigned char e[TABLE_ENTRY_BYTES];
-        if ((rc = zen_sock_read_all(fd, e, sizeof e, r->deadline)) < 0) {
-            st = rdv_fail(r, ZEN_EPEER, "reading the rank table from rank 0 failed: %s", why(rc));
-            break;
-        }
-        memcpy(&r->table[p].addr, e, 4);
-        r->table[p].port = zen_get_u16(e + 4);
-    }
-    close(fd);
-    return st;
 }
 
-static void put_hello(unsigned char *b, int rank, int size)
-{
-    put_head(b, KIND_HELLO);
-    zen_put_u32(b + 8, (uint32_t)rank);
-    zen_put_u32(b + 12, (uint32_t)size);
-}
+/* ---- the mesh ---- */
 
-/* Rank i connects to every j < i; j answers the HELLO with its own. */
+/* Rank i connects to every j < i: HELLO, CHALLENGE, PROOF, ACK. Every j listens before it
+ * registers, so a refused connection means j died after registering: fail at once. */
 static zen_status connect_lower(rdv *r)
 {
     for (int j = 0; j < r->rank; j++) {
         char host[32];
         zen_sock_ntoa(r->table[j].addr, host, sizeof host);
-        int fd;
-        for (;;) {
-            fd = zen_sock_connect(r->table[j].addr, r->table[j].port, r->deadline);
-            if (fd >= 0 || zen_now_ns() >= r->deadline)
-                break;
-            zen_sleep_ns(20 * 1000000);
-        }
+        int fd = zen_sock_connect(r->table[j].addr, r->table[j].port, r->deadline);
         if (fd < 0)
             return rdv_fail(r, fd == -ETIMEDOUT ? ZEN_ETIMEDOUT : ZEN_EPEER,
-                            "cannot connect to rank %d at %s:%u: %s", j, host, r->table[j].port,
-                            strerror(-fd));
-        unsigned char b[HELLO_BYTES];
-        put_hello(b, r->rank, r->size);
-        int rc = write_bytes(fd, b, sizeof b, r->deadline);
-        if (rc == 0)
-            rc = zen_sock_read_all(fd, b, sizeof b, r->deadline);
-        if (rc < 0) {
-            close(fd);
-            return rdv_fail(r, rc == -ETIMEDOUT ? ZEN_ETIMEDOUT : ZEN_EPEER,
-                            "handshake with rank %d at %s:%u failed: %s%s", j, host,
-                            r->table[j].port, why(rc),
-                            rc == -EPIPE ? " (it refused this rank: see its log)" : "");
+                            "cannot connect to rank %d at %s:%u: %s%s", j, host, r->table[j].port,
+                            strerror(-fd),
+                            fd == -ECONNREFUSED ? " (it exited after registering?)" : "");
+        zen_rdv_first m = { .kind = ZEN_RDV_HELLO,
+                            .rank = (uint32_t)r->rank,
+                            .size = (uint32_t)r->size,
+                            .target = (uint32_t)j };
+        char why[200];
+        int refused = 0;
+        unsigned char ack[ZEN_RDV_ACK_BYTES];
+        uint32_t arank = 0, asize = 0;
+        int rc = client_handshake(r, fd, &m, j, why, sizeof why, &refused);
+        if (rc == 0 && (rc = zen_sock_read_all(fd, ack, sizeof ack, r->deadline)) < 0)
+            snprintf(why, sizeof why, "%s%s", why_rc(rc),
+                     rc == -EPIPE ? " (it refused this rank: see its log)" : "");
+        if (rc == 0 && (zen_rdv_parse_ack(ack, sizeof ack, ZEN_RDV_ACK, &arank, &asize) != 0 ||
+                        arank != (uint32_t)j || asize != (uint32_t)r->size)) {
+            snprintf(why, sizeof why, "malformed handshake answer");
+            rc = -1;
         }
-        if (check_head(b, KIND_HELLO) != 0 || zen_get_u32(b + 8) != (uint32_t)j ||
-            zen_get_u32(b + 12) != (uint32_t)r->size) {
+        if (rc != 0) {
             close(fd);
-            return rdv_fail(r, ZEN_EPROTO,
-                            "rank %d at %s:%u answered the handshake as rank %u of %u (version "
-                            "%u), expected rank %d of %d (version %u)",
-                            j, host, r->table[j].port, zen_get_u32(b + 8), zen_get_u32(b + 12),
-                            zen_get_u16(b + 4), j, r->size, ZEN_RDV_VERSION);
+            return rdv_fail(r,
+                            rc == -ETIMEDOUT ? ZEN_ETIMEDOUT
+                            : refused == 2   ? ZEN_EMISMATCH
+                            : refused        ? ZEN_EPROTO
+                                             : ZEN_EPEER,
+                            "handshake with rank %d at %s:%u failed: %s", j, host, r->table[j].port,
+                            why);
         }
         r->fds[j] = fd;
     }
     return ZEN_OK;
 }
 
-/* Accept one connection from every j > i, check its HELLO and answer it. */
-static zen_status accept_higher(rdv *r)
+static int on_hello(rdv *r, int fd, const zen_rdv_first *m, int authenticated, const char *host,
+                    zen_status *fatal)
 {
-    int need = r->size - 1 - r->rank;
-    while (need > 0) {
-        int fd = zen_sock_accept(r->listen_fd, r->deadline);
-        if (fd < 0) {
-            char missing[160];
-            list_missing(r->fds, r->rank + 1, r->size, -1, missing, sizeof missing);
-            return rdv_fail(r, fd == -ETIMEDOUT ? ZEN_ETIMEDOUT : ZEN_ESYS,
-                            "%s after %.1f s: rank(s) %s never connected to rank %d",
-                            fd == -ETIMEDOUT ? "timed out" : strerror(-fd), r->timeout_s, missing,
-                            r->rank);
+    int peer = (int)m->rank;
+    char reason[200] = "";
+    if (m->size != (uint32_t)r->size)
+        snprintf(reason, sizeof reason, "rank %d has world size %u, this rank %d", peer, m->size,
+                 r->size);
+    else if (m->target != (uint32_t)r->rank || peer <= r->rank || peer >= r->size ||
+             r->fds[peer] >= 0)
+        snprintf(reason, sizeof reason,
+                 "unexpected handshake from a process claiming rank %d (duplicate or out of "
+                 "range)",
+                 peer);
+    if (reason[0]) {
+        if (authenticated) {
+            *fatal = rdv_fail(r, ZEN_EMISMATCH, "%s (from %s)", reason, host);
+            return PEER_FATAL;
         }
-        unsigned char b[HELLO_BYTES];
-        int rc = zen_sock_read_all(fd, b, sizeof b, first_message_deadline(r));
-        int head = rc == 0 ? check_head(b, KIND_HELLO) : -1;
-        if (head == -1) {
-            ZEN_WARN("bootstrap", "ignoring a connection without a zen handshake (%s)",
-                     rc ? why(rc) : "bad magic");
-            close(fd);
-            continue;
-        }
-        int peer = (int)zen_get_u32(b + 8);
-        int psize = (int)zen_get_u32(b + 12);
-        zen_status st = ZEN_OK;
-        if (head == -2)
-            st = rdv_fail(r, ZEN_EPROTO, "rank %d speaks protocol version %u, this rank %u", peer,
-                          zen_get_u16(b + 4), ZEN_RDV_VERSION);
-        else if (psize != r->size)
-            st = rdv_fail(r, ZEN_EMISMATCH, "rank %d has world size %d, this rank %d", peer, psize,
-                          r->size);
-        else if (peer <= r->rank || peer >= r->size || r->fds[peer] >= 0)
-            st = rdv_fail(r, ZEN_EMISMATCH,
-                          "unexpected handshake from a process claiming rank %d (duplicate or "
-                          "out of range)",
-                          peer);
-        if (st != ZEN_OK) {
-            close(fd);
-            return st;
-        }
-        put_hello(b, r->rank, r->size);
-        if ((rc = write_bytes(fd, b, sizeof b, r->deadline)) < 0) {
-            close(fd);
-            return rdv_fail(r, ZEN_EPEER, "answering the handshake of rank %d failed: %s", peer,
-                            why(rc));
-        }
-        r->fds[peer] = fd;
-        need--;
+        rdv_refuse(r, "%s (from %s)", reason, host);
+        return PEER_DROP;
     }
-    return ZEN_OK;
+    unsigned char ack[ZEN_RDV_ACK_BYTES];
+    zen_rdv_encode_ack(ack, ZEN_RDV_ACK, (uint32_t)r->rank, (uint32_t)r->size);
+    int rc = write_bytes(fd, ack, sizeof ack, r->deadline);
+    if (rc < 0) {
+        rdv_refuse(r, "answering the handshake of rank %d failed: %s", peer, why_rc(rc));
+        return PEER_DROP;
+    }
+    r->fds[peer] = fd;
+    r->need--;
+    return PEER_KEEP;
 }
 
-zen_status zen_rendezvous(int rank, int size, const char *master_addr, int master_port,
-                          double timeout_s, int *fds, char *err, size_t err_size)
+/* Accept one authenticated connection from every j > i. */
+static zen_status accept_higher(rdv *r)
 {
-    rdv r;
-    memset(&r, 0, sizeof r);
-    r.rank = rank;
-    r.size = size;
-    r.timeout_s = timeout_s;
-    r.deadline = zen_deadline_after(timeout_s);
-    r.err = err;
-    r.err_size = err_size;
-    r.fds = fds;
-    r.listen_fd = -1;
+    r->need = r->size - 1 - r->rank;
+    zen_status st = serve_handshakes(r, r->listen_fd, ZEN_RDV_HELLO, r->fds, on_hello);
+    if (st == ZEN_ETIMEDOUT) {
+        char missing[160], note[300];
+        list_missing(r->fds, r->rank + 1, r->size, -1, missing, sizeof missing);
+        st = rdv_fail(r, ZEN_ETIMEDOUT,
+                      "timed out after %.1f s: rank(s) %s never connected to "
+                      "rank %d%s",
+                      r->timeout_s, missing, r->rank, refused_note(r, note, sizeof note));
+    }
+    return st;
+}
+
+static zen_status mesh(rdv *r)
+{
+    zen_status st = connect_lower(r);
+    if (st == ZEN_OK)
+        st = accept_higher(r);
+    return st;
+}
+
+static void rdv_init(rdv *r, int rank, int size, double timeout_s, const zen_job_key *key, int *fds,
+                     char *err, size_t err_size)
+{
+    memset(r, 0, sizeof *r);
+    r->rank = rank;
+    r->size = size;
+    r->timeout_s = timeout_s;
+    r->deadline = zen_deadline_after(timeout_s);
+    r->err = err;
+    r->err_size = err_size;
+    r->fds = fds;
+    r->listen_fd = -1;
+    r->key = key;
     err[0] = '\0';
     for (int p = 0; p < size; p++)
         fds[p] = -1;
+}
+
+zen_status zen_rendezvous_mesh(int rank, int size, const uint32_t *addrs_be, const uint16_t *ports,
+                               int listen_fd, const zen_job_key *key, double timeout_s, int *fds,
+                               char *err, size_t err_size)
+{
+    static const zen_job_key none;
+    rdv r;
+    rdv_init(&r, rank, size, timeout_s, key ? key : &none, fds, err, err_size);
+    if (size == 1)
+        return ZEN_OK;
+    r.table = zen_calloc((size_t)size, sizeof *r.table);
+    if (!r.table)
+        return rdv_fail(&r, ZEN_ENOMEM, "no memory for a rank table of %d", size);
+    for (int p = 0; p < size; p++) {
+        r.table[p].addr = addrs_be[p];
+        r.table[p].port = ports[p];
+    }
+    r.listen_fd = listen_fd;
+    zen_status st = mesh(&r);
+    zen_free(r.table);
+    if (st != ZEN_OK)
+        for (int p = 0; p < size; p++)
+            close_fd(&fds[p]);
+    return st;
+}
+
+static int is_loopback(uint32_t addr_be)
+{
+    return (ntohl(addr_be) >> 24) == 127;
+}
+
+zen_status zen_rendezvous_keyed(int rank, int size, const char *master_addr, int master_port,
+                                double timeout_s, const zen_job_key *key, int *fds, char *err,
+                                size_t err_size)
+{
+    rdv r;
+    rdv_init(&r, rank, size, timeout_s, key, fds, err, err_size);
     if (size == 1)
         return ZEN_OK;
     r.table = zen_calloc((size_t)size, sizeof *r.table);
@@ -423,6 +777,18 @@ zen_status zen_rendezvous(int rank, int size, const char *master_addr, int maste
                       master_addr ? master_addr : "");
     else if (have_ifaddr && zen_sock_resolve(ifaddr, &r.my_addr) != 0)
         st = rdv_fail(&r, ZEN_EINVAL, "cannot parse ZEN_SOCKET_IFADDR '%s'", ifaddr);
+    if (st == ZEN_OK && !key->set) {
+        if (zen_param_long("REQUIRE_SECRET") == 1)
+            st = rdv_fail(&r, ZEN_EINVAL,
+                          "ZEN_REQUIRE_SECRET=1 but no job secret: set ZEN_JOB_SECRET or "
+                          "ZEN_JOB_SECRET_FILE on every rank (zen launch does)");
+        else if (!is_loopback(master) && rank == 0)
+            ZEN_WARN("bootstrap",
+                     "NO JOB SECRET on a network address (master %s): any host that reaches "
+                     "the master port can join or disturb this job. Set ZEN_JOB_SECRET (same on "
+                     "every rank) and ZEN_REQUIRE_SECRET=1; see docs/security.md",
+                     master_addr ? master_addr : "?");
+    }
     if (st == ZEN_OK && rank == 0) {
         if (!have_ifaddr)
             r.my_addr = master == htonl(INADDR_ANY) ? htonl(INADDR_LOOPBACK) : master;
@@ -432,19 +798,35 @@ zen_status zen_rendezvous(int rank, int size, const char *master_addr, int maste
         } else {
             r.table[0].addr = r.my_addr;
             r.table[0].port = r.listen_port;
-            st = serve_registrations(&r, master_port);
+            st = serve_registrations(&r, master, master_port);
         }
     } else if (st == ZEN_OK) {
         st = register_with_master(&r, master, master_port, have_ifaddr);
     }
     if (st == ZEN_OK)
-        st = connect_lower(&r);
-    if (st == ZEN_OK)
-        st = accept_higher(&r);
+        st = mesh(&r);
     close_fd(&r.listen_fd);
     zen_free(r.table);
     if (st != ZEN_OK)
         for (int p = 0; p < size; p++)
             close_fd(&fds[p]);
+    return st;
+}
+
+zen_status zen_rendezvous(int rank, int size, const char *master_addr, int master_port,
+                          double timeout_s, int *fds, char *err, size_t err_size)
+{
+    zen_job_key key;
+    err[0] = '\0';
+    for (int p = 0; p < size; p++)
+        fds[p] = -1;
+    zen_status st = zen_job_key_from_env(&key, err, err_size);
+    if (st != ZEN_OK) {
+        ZEN_ERROR("bootstrap", "rank %d: %s", rank, err);
+        return st;
+    }
+    st = zen_rendezvous_keyed(rank, size, master_addr, master_port, timeout_s, &key, fds, err,
+                              err_size);
+    memset(&key, 0, sizeof key);
     return st;
 }

@@ -7,20 +7,24 @@
  *   2. Rank 0 listens on master_port; every other rank connects there (retrying until the
  *      deadline: rank 0 may start later) and registers (rank, size, address, port).
  *   3. Once all size-1 registrations arrived, rank 0 sends everyone the full address table.
- *   4. Rank i connects to every j < i and accepts from every j > i; both sides of each
- *      connection exchange a HELLO carrying magic, version, rank and world size, and refuse
- *      mismatches.
+ *   4. Rank i connects to every j < i and accepts from every j > i.
+ * Every connection (2 and 4) opens with a mutual challenge-response: REGISTER/HELLO with the
+ * client's nonce, CHALLENGE with the server's nonce and HMAC proof, PROOF from the client
+ * (bootstrap/auth.h; without a job secret the proofs are empty). A connection that fails it, or
+ * a stranger's wrong size / rank / version, is dropped and logged, never fatal; a rank that
+ * proved the secret and disagrees on the world is. Handshakes run concurrently (poll) with
+ * 5 s each, so idle connections cannot stall the job.
  * Every step has the one deadline timeout_s; a timeout names the ranks that are missing.
  */
 #ifndef ZEN_BOOTSTRAP_RENDEZVOUS_H
 #define ZEN_BOOTSTRAP_RENDEZVOUS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <zen/zen.h>
 
-#define ZEN_RDV_MAGIC   0x5244455au /* "ZEDR" read as little-endian bytes */
-#define ZEN_RDV_VERSION 1u
+#include "bootstrap/auth.h"
 
 /*
  * fds (size entries) receives one connected non-blocking socket per peer, -1 at fds[rank].
@@ -29,5 +33,19 @@
  */
 zen_status zen_rendezvous(int rank, int size, const char *master_addr, int master_port,
                           double timeout_s, int *fds, char *err, size_t err_size);
+
+/* The same with the job key given (zen_rendezvous reads it with zen_job_key_from_env). */
+zen_status zen_rendezvous_keyed(int rank, int size, const char *master_addr, int master_port,
+                                double timeout_s, const zen_job_key *key, int *fds, char *err,
+                                size_t err_size);
+
+/*
+ * Step 4 alone, for rendezvous paths that exchange the address table another way (a c10d
+ * store): addrs_be/ports hold every rank's data listener, listen_fd is this rank's (not closed
+ * here), key may be NULL (no secret). Same fds/err contract as zen_rendezvous.
+ */
+zen_status zen_rendezvous_mesh(int rank, int size, const uint32_t *addrs_be, const uint16_t *ports,
+                               int listen_fd, const zen_job_key *key, double timeout_s, int *fds,
+                               char *err, size_t err_size);
 
 #endif

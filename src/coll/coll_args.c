@@ -85,7 +85,7 @@ void zen_coll_scratch_put(zen_comm *comm, void *p)
 
 size_t zen_coll_ring_chunk_bytes(void)
 {
-    long v = zen_param_long("RING_CHUNK_BYTES");
+    long v = zen_param_long("RING_CHUNK_BYTES"); /* bounded by the tunables table */
     return v > 0 ? (size_t)v : 1;
 }
 

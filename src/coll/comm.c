@@ -214,7 +214,7 @@ zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out)
         ZEN_ERROR("init", "malformed environment variable %s", bad ? bad : "?");
         return st;
     }
-    double timeout_s = o.timeout_s > 0 ? o.timeout_s : zen_param_double("TIMEOUT_S");
+    double timeout_s = o.timeout_s > 0 ? o.timeout_s : zen_param_timeout("TIMEOUT_S");
     if (!(timeout_s > 0))
         timeout_s = 300;
     zen_transport_kind kind;

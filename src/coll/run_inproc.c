@@ -1,5 +1,6 @@
 /* zen_run_inproc: start N rank threads over one in-process world. */
 #include <pthread.h>
+#include <string.h>
 
 #include <zen/comm.h>
 
@@ -75,11 +76,21 @@ zen_status zen_run_inproc(int nranks, const zen_comm_options *base, zen_rank_fn 
         rt->fn = fn;
         rt->arg = arg;
         rt->status = ZEN_EINTERNAL;
-        if (pthread_create(&rt->thread, NULL, rank_main, rt) != 0) {
+        int err = pthread_create(&rt->thread, NULL, rank_main, rt);
+        if (err != 0) {
             st = ZEN_ESYS;
+            ZEN_ERROR("init", "cannot start the thread of rank %d of %d: %s", r, nranks,
+                      strerror(err));
             break;
         }
         started++;
+    }
+    /* The ranks that started would wait the whole timeout for the others: abort the missing
+     * ranks' endpoints in their stead, so every started rank fails at once naming them. */
+    for (int r = started; r < nranks; r++) {
+        zen_transport *t = NULL;
+        if (zen_transport_inproc_create(world, r, &t) == ZEN_OK)
+            t->ops->abort(t, ZEN_ESYS, "its thread could not be started");
     }
     for (int r = 0; r < started; r++)
         pthread_join(threads[r].thread, NULL);

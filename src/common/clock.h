@@ -19,12 +19,27 @@ static inline int64_t zen_wall_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Seconds to ns, saturating: INT64_MAX ("never") for NaN, infinity and anything from 1e9 s on
+ * (a plain cast of more than 2^63 ns is undefined and in practice yields a negative number). */
+static inline int64_t zen_ns_from_s(double s)
+{
+    if (!(s < 1e9))
+        return INT64_MAX;
+    return s > 0 ? (int64_t)(s * 1e9) : 0;
+}
+
+/* a + b for non-negative ns spans, INT64_MAX when the sum would overflow. */
+static inline int64_t zen_ns_add_sat(int64_t a, int64_t b)
+{
+    return b > INT64_MAX - a ? INT64_MAX : a + b;
+}
+
 /* Monotonic deadline timeout_s seconds from now; INT64_MAX for a non-positive timeout. */
 static inline int64_t zen_deadline_after(double timeout_s)
 {
-    if (!(timeout_s > 0) || timeout_s > 1e9)
+    if (!(timeout_s > 0))
         return INT64_MAX;
-    return zen_now_ns() + (int64_t)(timeout_s * 1e9);
+    return zen_ns_add_sat(zen_now_ns(), zen_ns_from_s(timeout_s));
 }
 
 /* A struct timespec on CLOCK_MONOTONIC for pthread_cond_timedwait (condvars use that clock). */

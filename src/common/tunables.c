@@ -1,10 +1,16 @@
 #include "common/tunables.h"
 
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <zen/zen.h>
+
+#include "common/log.h"
 
 struct param_row {
     const char *name; /* the full variable name, ZEN_... */
@@ -19,7 +25,17 @@ static const struct param_row param_table[] = {
       "comma list of subsystems to log: init,bootstrap,transport,coll,sparse,tp,train" },
     { "ZEN_SEED", "",
       "fixed seed for the sparse hash functions (decimal; default: random, drawn by rank 0)" },
-    { "ZEN_TIMEOUT_S", "300", "default deadline in seconds of every blocking wait" },
+    { "ZEN_TIMEOUT_S", "300",
+      "default deadline in seconds of every blocking wait (inf: none; 1e9 and more count as inf)" },
+    { "ZEN_HEARTBEAT_S", "10",
+      "tcp: a peer that sends nothing (not even a heartbeat) for this long while a receive waits "
+      "on it is named as hung (inf: off)" },
+    { "ZEN_JOB_SECRET", "",
+      "tcp: per-job secret; ranks prove it to each other (HMAC-SHA256) at rendezvous and on every "
+      "mesh connection (docs/security.md)" },
+    { "ZEN_JOB_SECRET_FILE", "", "tcp: file whose contents are the job secret" },
+    { "ZEN_REQUIRE_SECRET", "0",
+      "1: refuse to start a tcp job without a job secret (default: warn on non-loopback)" },
     { "ZEN_ALLOC_CACHE_MB", "256",
       "freed blocks of 256 KiB and more kept for reuse, at most this many MiB (0: none)" },
     { "ZEN_RANK", "", "rank of this process (also RANK, OMPI_COMM_WORLD_RANK, PMI_RANK)" },
@@ -148,11 +164,155 @@ static const struct param_row param_table[] = {
 
 #define PARAM_COUNT (sizeof param_table / sizeof param_table[0])
 
+/* How a value is checked. A name without a row here is a free-form string (addresses, fault
+ * specs) or is parsed and checked by its reader (ZEN_RANK & co. in bootstrap/env.c). */
+typedef enum {
+    CHECK_LONG,
+    CHECK_DOUBLE,
+    CHECK_TIMEOUT,
+    CHECK_U64,
+    CHECK_CHOICE
+} check_kind;
+
+struct param_check {
+    const char *name; /* without ZEN_ */
+    check_kind kind;
+    double lo, hi;       /* inclusive bounds of LONG and DOUBLE */
+    const char *choices; /* CHOICE: the accepted words, separated by '|' */
+};
+
+#define TIB ((double)((int64_t)1 << 40))
+
+static const struct param_check param_checks[] = {
+    { "LOG_LEVEL", CHECK_CHOICE, 0, 0, "error|warn|info|debug|trace" },
+    { "SEED", CHECK_U64, 0, 0, NULL },
+    { "TIMEOUT_S", CHECK_TIMEOUT, 0, 0, NULL },
+    { "ALLOC_CACHE_MB", CHECK_LONG, 0, 1 << 20, NULL },
+    { "SOCKET_BUF_BYTES", CHECK_LONG, 0, 1 << 30, NULL },
+    { "ALLREDUCE_ALGO", CHECK_CHOICE, 0, 0, "auto|ring|rhd|mpi" },
+    { "RING_FUSE", CHECK_LONG, 0, 1, NULL },
+    /* Below a few hundred bytes a chunk costs more in per-message overhead than it moves. */
+    { "RING_CHUNK_BYTES", CHECK_LONG, 256, 1 << 30, NULL },
+    { "RHD_MAX_BYTES", CHECK_LONG, 0, TIB, NULL },
+    { "ALLGATHER_BRUCK_MAX_BYTES", CHECK_LONG, 0, TIB, NULL },
+    { "COLL_LONG_BYTES", CHECK_LONG, 0, TIB, NULL },
+    { "MPI_NATIVE", CHECK_LONG, 0, 1, NULL },
+    { "NET_GBPS", CHECK_DOUBLE, 0, 1e6, NULL },
+    { "NET_LAT_US", CHECK_DOUBLE, 0, 1e7, NULL },
+    { "NET_INTRA_GBPS", CHECK_DOUBLE, 0, 1e6, NULL },
+    { "NET_INTRA_LAT_US", CHECK_DOUBLE, 0, 1e7, NULL },
+    { "SPARSE_RANKS_PER_HOST", CHECK_LONG, 0, 1 << 20, NULL },
+    { "SPARSE_PARTITION", CHECK_CHOICE, 0, 0, "hash|count" },
+    { "SPARSE_BLOCK_SIZE", CHECK_LONG, 1, 1 << 24, NULL },
+    { "SPARSE_NS_PER_SORT", CHECK_DOUBLE, 0, 1e6, NULL },
+    { "SPARSE_NS_PER_HASH", CHECK_DOUBLE, 0, 1e6, NULL },
+    { "SPARSE_NS_PER_MERGE", CHECK_DOUBLE, 0, 1e6, NULL },
+    { "SPARSE_NS_PER_MERGE2", CHECK_DOUBLE, 0, 1e6, NULL },
+    { "SPARSE_NS_PER_BITMAP", CHECK_DOUBLE, 0, 1e6, NULL },
+    { "SPARSE_NS_PER_COPY_BYTE", CHECK_DOUBLE, 0, 1e6, NULL },
+    { "SPARSE_NS_PER_REDUCE_BYTE", CHECK_DOUBLE, 0, 1e6, NULL },
+    { "SPARSE_NS_PER_WIRE_BYTE", CHECK_DOUBLE, 0, 1e6, NULL },
+    { "SPARSE_CPU_SHARE", CHECK_DOUBLE, 0, 1024, NULL },
+    { "SPARSE_PROFILE_PERIOD", CHECK_LONG, 1, 1 << 30, NULL },
+    { "SPARSE_PROFILE_SAMPLES", CHECK_LONG, 1, 1 << 30, NULL },
+    { "TP_ARRIVAL_WEIGHT", CHECK_DOUBLE, 0, 10, NULL },
+    { "TP_DETECT_MARGIN", CHECK_DOUBLE, 0, 100, NULL },
+    { "TP_DETECT_WINDOW", CHECK_LONG, 1, 16, NULL },
+    { "TP_PERIOD", CHECK_LONG, 1, 1000000, NULL },
+    { "TP_DELTA", CHECK_DOUBLE, 0, 99.999, NULL },
+    { "TP_RHO_MAX", CHECK_DOUBLE, 0, 0.95, NULL },
+    { "TP_PRIORITY", CHECK_CHOICE, 0, 0, "score|random|prefix" },
+    { "REQUIRE_SECRET", CHECK_LONG, 0, 1, NULL },
+    { "HEARTBEAT_S", CHECK_TIMEOUT, 0, 0, NULL },
+};
+
+#define CHECK_COUNT (sizeof param_checks / sizeof param_checks[0])
+
 static const struct param_row *find_row(const char *name)
 {
     for (size_t i = 0; i < PARAM_COUNT; i++)
         if (strcmp(param_table[i].name + 4, name) == 0)
             return &param_table[i];
+    return NULL;
+}
+
+static const struct param_check *find_check(const char *name)
+{
+    for (size_t i = 0; i < CHECK_COUNT; i++)
+        if (strcmp(param_checks[i].name, name) == 0)
+            return &param_checks[i];
+    return NULL;
+}
+
+static int is_choice(const char *v, const char *choices)
+{
+    size_t n = strlen(v);
+    for (const char *c = choices; *c;) {
+        size_t len = strcspn(c, "|");
+        if (len == n && strncasecmp(c, v, n) == 0)
+            return 1;
+        c += len + (c[len] == '|');
+    }
+    return 0;
+}
+
+int zen_param_parse_timeout(const char *v, double *seconds)
+{
+    if (strcasecmp(v, "inf") == 0 || strcasecmp(v, "infinity") == 0 || strcasecmp(v, "none") == 0) {
+        *seconds = INFINITY;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (end == v || *end != '\0' || errno == ERANGE || !(d > 0) || isnan(d))
+        return -1;
+    *seconds = d >= ZEN_TIMEOUT_NONE_S ? INFINITY : d;
+    return 0;
+}
+
+/* NULL when value v is acceptable for the check; else why not (static text). */
+static const char *check_value(const struct param_check *c, const char *v, char *why, size_t n)
+{
+    char *end;
+    errno = 0;
+    switch (c->kind) {
+    case CHECK_LONG: {
+        long x = strtol(v, &end, 10);
+        if (end == v || *end != '\0' || errno == ERANGE)
+            return "not an integer";
+        if ((double)x < c->lo || (double)x > c->hi) {
+            snprintf(why, n, "outside [%.0f, %.0f]", c->lo, c->hi);
+            return why;
+        }
+        return NULL;
+    }
+    case CHECK_DOUBLE: {
+        double x = strtod(v, &end);
+        if (end == v || *end != '\0' || errno == ERANGE || !isfinite(x))
+            return "not a finite number";
+        if (x < c->lo || x > c->hi) {
+            snprintf(why, n, "outside [%g, %g]", c->lo, c->hi);
+            return why;
+        }
+        return NULL;
+    }
+    case CHECK_TIMEOUT: {
+        double s;
+        return zen_param_parse_timeout(v, &s) == 0 ? NULL
+                                                   : "not a positive number of seconds or inf";
+    }
+    case CHECK_U64:
+        if (*v == '-' || (strtoull(v, &end, 10), end == v || *end != '\0' || errno == ERANGE))
+            return "not a decimal 64-bit number";
+        return NULL;
+    case CHECK_CHOICE:
+        if (!is_choice(v, c->choices)) {
+            snprintf(why, n, "not one of %s", c->choices);
+            return why;
+        }
+        return NULL;
+    }
     return NULL;
 }
 
@@ -163,13 +323,25 @@ static const char *env_value(const char *name)
     return getenv(key);
 }
 
+/* One warning per variable and process: the readers ask again on every call. */
+static atomic_uchar warned[PARAM_COUNT];
+
 const char *zen_param_str(const char *name)
 {
-    const char *env = env_value(name);
-    if (env && *env)
-        return env;
     const struct param_row *row = find_row(name);
-    return row ? row->default_value : "";
+    const char *env = env_value(name);
+    const char *fallback = row ? row->default_value : "";
+    if (!env || !*env)
+        return fallback;
+    const struct param_check *c = find_check(name);
+    char why[96];
+    const char *bad = c ? check_value(c, env, why, sizeof why) : NULL;
+    if (!bad)
+        return env;
+    if (row && !atomic_exchange(&warned[row - param_table], 1))
+        ZEN_WARN("init", "ignoring ZEN_%s=%s (%s); using the default '%s'", name, env, bad,
+                 fallback);
+    return fallback;
 }
 
 long zen_param_long(const char *name)
@@ -180,6 +352,14 @@ long zen_param_long(const char *name)
 double zen_param_double(const char *name)
 {
     return strtod(zen_param_str(name), NULL);
+}
+
+double zen_param_timeout(const char *name)
+{
+    double s = 0;
+    if (zen_param_parse_timeout(zen_param_str(name), &s) != 0)
+        return 0;
+    return s;
 }
 
 size_t zen_param_count(void)
@@ -193,10 +373,17 @@ zen_status zen_param_get(size_t index, zen_param_info *info)
         return ZEN_EINVAL;
     const struct param_row *row = &param_table[index];
     const char *env = getenv(row->name);
+    const struct param_check *c = find_check(row->name + 4);
+    static _Thread_local char why[96];
+    const char *bad = (env && *env && c) ? check_value(c, env, why, sizeof why) : NULL;
     info->name = row->name;
     info->default_value = row->default_value;
-    info->value = (env && *env) ? env : row->default_value;
-    info->source = (env && *env) ? "env" : "default";
+    info->value = (env && *env && !bad) ? env : row->default_value;
+    info->source = bad ? "ignored" : (env && *env) ? "env" : "default";
+    if (env && *env && strcmp(row->name, "ZEN_JOB_SECRET") == 0)
+        info->value = "(hidden)"; /* `zen info` output gets pasted into bug reports */
     info->description = row->description;
+    info->problem = bad;
+    info->raw_value = bad ? env : NULL;
     return ZEN_OK;
 }

@@ -11,4 +11,18 @@ const char *zen_param_str(const char *name);
 long zen_param_long(const char *name);
 double zen_param_double(const char *name);
 
+/* A malformed or out-of-range value is ignored with one warning per variable (the default is
+ * used instead) and `zen info` shows it as "ignored" with the reason. */
+
+/* Seconds at and above which a timeout means "no deadline": converting more to int64 ns would
+ * overflow (2^63 ns is 292 years). */
+#define ZEN_TIMEOUT_NONE_S 1e9
+
+/* Parses a timeout: a positive number of seconds, or inf/infinity/none (no deadline, returned as
+ * INFINITY; so is any value >= ZEN_TIMEOUT_NONE_S). 0 on success, -1 if malformed. */
+int zen_param_parse_timeout(const char *v, double *seconds);
+
+/* A timeout tunable in seconds, INFINITY for none. */
+double zen_param_timeout(const char *name);
+
 #endif

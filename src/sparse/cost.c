@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/input.h"
+#include "common/log.h"
 #include "common/tunables.h"
 #include "sparse/sparse_internal.h"
 
@@ -334,11 +336,17 @@ zen_status zen_cpu_model_read(const char *path, zen_cpu_model *cpu)
 {
     if (!path || !cpu)
         return ZEN_EINVAL;
-    FILE *f = fopen(path, "r");
-    if (!f)
+    /* a constants file is a few lines: refuse devices, FIFOs and anything over 1 MiB */
+    uint64_t size = 0;
+    char why[512];
+    FILE *f = zen_open_input(path, 1 << 20, &size, why, sizeof why);
+    if (!f) {
+        ZEN_WARN("sparse", "cpu model: %s", why);
         return ZEN_EIO;
+    }
     char line[256];
     zen_status st = ZEN_OK;
+    int known = 0; /* a file without a single constant is not a constants file (/etc/passwd) */
     while (st == ZEN_OK && fgets(line, sizeof line, f)) {
         const char *key = line;
         if (strncmp(key, "export ", 7) == 0)
@@ -358,8 +366,9 @@ zen_status zen_cpu_model_read(const char *path, zen_cpu_model *cpu)
                 st = ZEN_ECORRUPT;
             else
                 *cpu_field(cpu, i) = v;
+            known++;
         }
     }
     fclose(f);
-    return st;
+    return st == ZEN_OK && known == 0 ? ZEN_ECORRUPT : st;
 }

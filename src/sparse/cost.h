@@ -103,8 +103,8 @@ zen_status zen_cpu_calibrate(zen_cpu_model *cpu);
 
 /* Write the constants as ZEN_SPARSE_NS_PER_*=value lines (an env file; `set -a; . FILE` hands
  * them to AUTO) and read them back: unknown lines and '#' comments are skipped, missing keys keep
- * the value *cpu had. ZEN_EIO if the file cannot be opened or written, ZEN_ECORRUPT for a bad
- * number. */
+ * the value *cpu had. ZEN_EIO if the file cannot be opened (or is not a regular file of at most
+ * 1 MiB) or written, ZEN_ECORRUPT for a bad number or a file without a single known constant. */
 zen_status zen_cpu_model_write(const zen_cpu_model *cpu, FILE *f);
 zen_status zen_cpu_model_read(const char *path, zen_cpu_model *cpu);
 

@@ -1,16 +1,21 @@
 /* Checkpoint files: atomic write, verified read (see checkpoint.h for the layout). */
 #include "train/checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/alloc.h"
 #include "common/hash.h"
+#include "common/log.h"
 #include "train/errbuf.h"
 
 #define CKPT_MAGIC   "ZENCKPT1"
@@ -168,6 +173,40 @@ static void config_diff(const char *have, const char *want, char *err, size_t er
     zen_train_set_err(err, errlen, "checkpoint %s: configuration differs", path);
 }
 
+void zen_ckpt_remove_stale(const char *path)
+{
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    char prefix[300];
+    if (snprintf(prefix, sizeof prefix, "%s.tmp.", base) >= (int)sizeof prefix)
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t plen = strlen(prefix);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        if (strncmp(e->d_name, prefix, plen) != 0)
+            continue;
+        long pid = strtol(e->d_name + plen, &end, 10);
+        /* a writer that is still alive (another job sharing the directory) keeps its file */
+        if (*end != '\0' || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+            continue;
+        char full[1400];
+        if (snprintf(full, sizeof full, "%s/%s", dir, e->d_name) < (int)sizeof full &&
+            unlink(full) == 0)
+            ZEN_INFO("train", "removed %s, left by an interrupted checkpoint write", full);
+    }
+    closedir(d);
+}
+
 zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *step,
                          zen_ckpt_section *sections, size_t nsections, char *err, size_t errlen)
 {
@@ -265,6 +304,23 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
             st = ZEN_EMISMATCH;
             zen_free(found);
             goto out;
+        }
+    }
+    /* Checksums only prove the bytes are the ones written: a run that diverged saves NaN or Inf
+     * faithfully, and resuming from it would skip every step (non-finite loss) and exit 0. */
+    for (size_t i = 0; i < nsections; i++) {
+        for (size_t k = 0; k < sections[i].count; k++) {
+            float v;
+            memcpy(&v, found[i] + k * sizeof v, sizeof v);
+            if (!isfinite(v)) {
+                zen_train_set_err(err, errlen,
+                                  "checkpoint %s: section %s holds a non-finite value (%g) at %zu: "
+                                  "the run that saved it diverged; resume from an earlier one",
+                                  path, sections[i].name, (double)v, k);
+                st = ZEN_ECORRUPT;
+                zen_free(found);
+                goto out;
+            }
         }
     }
     for (size_t i = 0; i < nsections; i++)

@@ -41,10 +41,15 @@ zen_status zen_ckpt_save(const char *path, const char *config, uint64_t step,
  * Load path into the given sections (matched by name; every section must be present with the
  * expected count). When expect_config is not NULL the stored configuration must equal it; the
  * first differing key is named in err. Errors: ZEN_EIO (cannot read), ZEN_ECORRUPT (bad magic,
- * checksum, truncated), ZEN_EMISMATCH (configuration or section shapes differ).
+ * checksum, truncated, or a NaN/Inf value in a wanted section), ZEN_EMISMATCH (configuration or
+ * section shapes differ).
  */
 zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *step,
                          zen_ckpt_section *sections, size_t nsections, char *err, size_t errlen);
+
+/* Remove "<path>.tmp.<pid>" files whose writer no longer runs (a kill during zen_ckpt_save leaves
+ * a full-size one). Best effort: errors are ignored. */
+void zen_ckpt_remove_stale(const char *path);
 
 /* Resolve a --resume argument: a directory means <dir>/checkpoint.zck. */
 void zen_ckpt_resolve(const char *arg, char *out, size_t outlen);

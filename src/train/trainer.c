@@ -29,6 +29,7 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "common/hash.h"
 #include "train/checkpoint.h"
 
 void zen_train_options_default(zen_train_options *o)
@@ -120,7 +121,13 @@ static void rank_fail(rank_state *r, zen_status st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    const char *detail = r->world ? zen_comm_last_error(r->world) : "";
+    /* the failing call may have run on the tp or dp communicator: its error names the culprit
+     * rank ("rank 3 aborted: ..."), the world's may be empty */
+    const char *detail = "";
+    zen_comm *comms[3] = { r->tpc, r->dpc, r->world };
+    for (int i = 0; i < 3 && !*detail; i++)
+        if (comms[i] && zen_comm_last_error(comms[i]))
+            detail = zen_comm_last_error(comms[i]);
     snprintf(r->err, sizeof r->err, "rank %d: %s: %s%s%s", r->wrank, msg, zen_strerror(st),
              *detail ? " -- " : "", detail);
 }
@@ -226,7 +233,7 @@ static zen_status save_checkpoint(rank_state *r, long next_step)
     return ok ? ZEN_OK : (st != ZEN_OK ? st : ZEN_EIO);
 }
 
-static zen_status load_checkpoint(rank_state *r)
+static zen_status load_checkpoint(rank_state *r, uint64_t *checksum)
 {
     run_ctx *c = r->c;
     size_t n = zen_gpt_full_param_count(zen_gpt_get_config(r->model));
@@ -241,6 +248,8 @@ static zen_status load_checkpoint(rank_state *r)
         st = zen_ckpt_load(c->resume_path, c->config, &step, sec, 3, err, sizeof err);
         if (st != ZEN_OK)
             snprintf(r->err, sizeof r->err, "%s", err);
+        else
+            *checksum = zen_fnv1a(w, n * sizeof *w, step);
     }
     if (st == ZEN_OK && step > (uint64_t)r->o->steps) {
         snprintf(r->err, sizeof r->err, "checkpoint %s is at step %llu, beyond --steps %ld",
@@ -602,8 +611,19 @@ static zen_status rank_main(zen_comm *world, void *arg)
         rank_fail(r, st, "allocating batches");
         goto out;
     }
-    if (c->resume_path[0] && (st = load_checkpoint(r)) != ZEN_OK)
+    /* every rank states what it starts from, so none trains on a replica the others lack */
+    uint64_t start_sum = 0;
+    zen_status load_st = c->resume_path[0] ? load_checkpoint(r, &start_sum) : ZEN_OK;
+    char agree_err[512] = "";
+    st = zen_trainer_agree_start(world, load_st, (uint64_t)r->first_step, start_sum,
+                                 zen_gpt_full_param_count(&g), agree_err, sizeof agree_err);
+    if (st != ZEN_OK) {
+        if (agree_err[0])
+            snprintf(r->err, sizeof r->err, "rank %d: %s", r->wrank, agree_err);
+        else if (!r->err[0])
+            rank_fail(r, st, "agreeing on the starting checkpoint");
         goto out;
+    }
     if (r->wrank == 0 && !o->quiet && !o->json) {
         printf("zen train: %s, %zu train / %zu val tokens, vocab %d | model %d layers, d_model "
                "%d, %d heads, d_ff %d, %.2fM params | dp %d x tp %d (%s), global batch %d x %d "
@@ -706,6 +726,7 @@ static zen_status prepare_outputs(run_ctx *c, int wrank, char *err, size_t errsi
             return ZEN_EIO;
         }
         snprintf(c->ckpt_path, sizeof c->ckpt_path, "%s/%s", o->checkpoint_dir, ZEN_CKPT_FILE);
+        zen_ckpt_remove_stale(c->ckpt_path); /* a kill during a save leaves a full-size one */
         /* never silently replace a checkpoint that this run did not start from */
         if (access(c->ckpt_path, F_OK) == 0 && strcmp(c->ckpt_path, c->resume_path) != 0) {
             snprintf(err, errsize,

@@ -23,6 +23,15 @@
 #include "train/gpt.h"
 #include "train/train.h"
 
+/* ---- resume consistency (trainer_resume.c) ---- */
+
+/* Collective over world, before the first step: every rank passes the status of its checkpoint
+ * load (ZEN_OK also for a fresh start), the step it starts at, a checksum of the full weights it
+ * starts from (0 for a fresh start) and the parameter count. ZEN_OK when all agree; else
+ * ZEN_EMISMATCH (or the rank's own failure) on every rank, err naming the ranks that differ. */
+zen_status zen_trainer_agree_start(zen_comm *world, zen_status mine, uint64_t step,
+                                   uint64_t checksum, uint64_t nparams, char *err, size_t errlen);
+
 /* ---- gradient synchronisation over dp ---- */
 
 typedef struct zen_trainer_sync zen_trainer_sync;

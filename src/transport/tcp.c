@@ -14,6 +14,13 @@
  * messages at the same time cannot deadlock. A send that makes no progress for the timeout
  * fails, naming the peer.
  *
+ * Liveness: a heartbeat thread sends an empty HEARTBEAT frame to each peer every heartbeat/5
+ * (never blocking: skipped while a send holds the connection or its buffer is full, data being
+ * a heartbeat too) and watches what arrives: a peer from which nothing at all arrived for
+ * ZEN_HEARTBEAT_S is stopped, hung or cut off, and this rank aborts naming it. The ABORT
+ * frames carry that name to every other rank, so all survivors blame the silent rank, not the
+ * neighbour that waits for it (as a timeout in a ring would).
+ *
  * Failures: end of stream or a socket error fails every receive from that peer (ZEN_EPEER); a bad
  * header fails it with ZEN_EPROTO. abort() fails this rank's requests and sends an ABORT frame
  * with the reason to every peer (best effort, never blocking), whose readers then fail all their
@@ -30,6 +37,7 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/tunables.h"
 #include "transport/mailbox.h"
 #include "transport/tcp_internal.h"
 #include "transport/tcp_sock.h"
@@ -50,6 +58,7 @@ typedef struct tcp_peer {
     int reader_started;
     atomic_int broken; /* unusable for sends; why[] says why */
     char why[300];
+    _Atomic int64_t last_rx_ns; /* when a byte last arrived from this peer */
 } tcp_peer;
 
 struct tcp_state {
@@ -64,6 +73,10 @@ struct tcp_state {
     atomic_int live_readers;
     pthread_mutex_t lock; /* peers[].why */
     int owns_mb;          /* 0: the mailbox belongs to an enclosing transport (shm's mixed mode) */
+    int64_t silence_ns;   /* ZEN_HEARTBEAT_S; INT64_MAX: no liveness check */
+    pthread_t heartbeat;
+    int heartbeat_started;
+    atomic_int heartbeat_stop;
 };
 
 static const zen_transport_ops tcp_ops;
@@ -110,6 +123,7 @@ static int rd_exact(tcp_peer *pe, void *buf, size_t len, int idle_ok, int *parti
         if (n > 0) {
             got += (size_t)n;
             last = zen_now_ns();
+            atomic_store(&pe->last_rx_ns, last);
             continue;
         }
         *partial = got > 0 || !idle_ok;
@@ -123,7 +137,7 @@ static int rd_exact(tcp_peer *pe, void *buf, size_t len, int idle_ok, int *parti
         }
         if (atomic_load(&s->stopping))
             return RD_STOP;
-        if (!(idle_ok && got == 0) && zen_now_ns() - last > s->stall_ns)
+        if (!(idle_ok && got == 0) && zen_now_ns() - last > s->stall_ns) /* never for INT64_MAX */
             return RD_STALL;
         struct pollfd pf = { .fd = pe->fd, .events = POLLIN, .revents = 0 };
         (void)poll(&pf, 1, POLL_SLICE_MS);
@@ -222,29 +236,26 @@ static void *reader_main(void *arg)
             read_ended(pe, rc, partial, err, NULL);
             break;
         }
-        uint32_t magic = zen_get_u32(h);
-        uint32_t version = zen_get_u16(h + 4);
-        uint32_t kind = zen_get_u16(h + 6);
-        uint64_t tag = zen_get_u64(h + 8);
-        uint64_t len = zen_get_u64(h + 16);
-        if (magic != ZEN_TCP_MAGIC || version != ZEN_TCP_VERSION) {
-            protocol_error(pe, "bad frame header (magic, version)", magic, version);
+        uint32_t kind = 0;
+        uint64_t tag = 0, len = 0;
+        int hv = zen_tcp_parse_header(h, &kind, &tag, &len);
+        if (hv == -1) {
+            protocol_error(pe, "bad frame header (magic, version)", zen_get_u32(h),
+                           zen_get_u16(h + 4));
+            break;
+        }
+        if (hv != 0) {
+            protocol_error(pe, "bad frame kind or length (kind, length)", kind, len);
             break;
         }
         if (kind == ZEN_TCP_KIND_ABORT) {
-            if (len > ZEN_TCP_MAX_REASON) {
-                protocol_error(pe, "abort reason too long (kind, length)", kind, len);
-                break;
-            }
             if (read_abort(pe, len) != 0)
                 break;
             aborted_by_peer = 1;
             continue;
         }
-        if (kind != ZEN_TCP_KIND_DATA || len > ZEN_TCP_MAX_PAYLOAD) {
-            protocol_error(pe, "bad frame kind or length (kind, length)", kind, len);
-            break;
-        }
+        if (kind == ZEN_TCP_KIND_HEARTBEAT)
+            continue; /* its bytes already counted as a sign of life */
         if (aborted_by_peer || atomic_load(&s->aborted)) {
             /* Everything already failed: keep the stream in sync until the peer closes. */
             rc = rd_discard(pe, len, &partial, &err);
@@ -424,6 +435,75 @@ void zen_transport_tcp_kill(zen_transport *t)
             shutdown(s->peers[p].fd, SHUT_RDWR);
 }
 
+/* One heartbeat to pe unless that would block: a send in progress (its bytes are a heartbeat)
+ * or a full socket buffer (the peer is not reading; our silence is then its own doing). A
+ * short write cannot be undone, so the rest is written blocking under the lock (the buffer had
+ * room for the 24 bytes a moment before, so that is immediate in practice). */
+static void send_heartbeat(tcp_state *s, tcp_peer *pe)
+{
+    if (atomic_load(&pe->broken) || pthread_mutex_trylock(&pe->send_lock) != 0)
+        return;
+    struct pollfd pf = { .fd = pe->fd, .events = POLLOUT, .revents = 0 };
+    if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLOUT)) {
+        unsigned char h[ZEN_TCP_HEADER_BYTES];
+        put_header(h, ZEN_TCP_KIND_HEARTBEAT, 0, 0);
+        ssize_t n = send(pe->fd, h, sizeof h, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0 && (size_t)n < sizeof h) {
+            struct iovec iov = { .iov_base = h + n, .iov_len = sizeof h - (size_t)n };
+            (void)zen_sock_writev_all(pe->fd, &iov, 1, s->stall_ns, INT64_MAX);
+        }
+    }
+    pthread_mutex_unlock(&pe->send_lock);
+}
+
+static void *heartbeat_main(void *arg)
+{
+    tcp_state *s = arg;
+    zen_transport *t = &s->base;
+    zen_log_set_thread_rank(t->rank);
+    int64_t period = s->silence_ns / 5;
+    if (period > 1000000000)
+        period = 1000000000;
+    int64_t next = zen_now_ns();
+    while (!atomic_load(&s->heartbeat_stop) && !atomic_load(&s->aborted)) {
+        int64_t now = zen_now_ns();
+        if (now >= next) {
+            for (int p = 0; p < t->size; p++)
+                if (p != t->rank && s->peers[p].fd >= 0)
+                    send_heartbeat(s, &s->peers[p]);
+            next = now + period;
+        }
+        for (int p = 0; p < t->size; p++) {
+            tcp_peer *pe = &s->peers[p];
+            if (p == t->rank || pe->fd < 0 || atomic_load(&pe->broken))
+                continue;
+            int64_t quiet = now - atomic_load(&pe->last_rx_ns);
+            if (quiet <= s->silence_ns)
+                continue;
+            char msg[300];
+            snprintf(msg, sizeof msg,
+                     "rank %d sent nothing, not even a heartbeat, for %.1f s: it is stopped, hung "
+                     "or cut off (ZEN_HEARTBEAT_S=%.0f)",
+                     p, (double)quiet / 1e9, (double)s->silence_ns / 1e9);
+            ZEN_ERROR("transport", "%s", msg);
+            peer_broken(s, pe, ZEN_ETIMEDOUT, msg);
+            tcp_abort(t, ZEN_ETIMEDOUT, msg);
+            return NULL;
+        }
+        zen_sleep_ns(period < 50000000 ? period : 50000000);
+    }
+    return NULL;
+}
+
+static void stop_heartbeat(tcp_state *s)
+{
+    if (!s->heartbeat_started)
+        return;
+    atomic_store(&s->heartbeat_stop, 1);
+    pthread_join(s->heartbeat, NULL);
+    s->heartbeat_started = 0;
+}
+
 static void tcp_free(tcp_state *s)
 {
     if (s->peers) {
@@ -445,12 +525,13 @@ static void tcp_destroy(zen_transport *t)
 {
     tcp_state *s = (tcp_state *)t;
     int n = t->size;
+    stop_heartbeat(s); /* the peers are about to close: silence from here on is no news */
     for (int p = 0; p < n; p++)
         if (p != t->rank && s->peers[p].fd >= 0)
             shutdown(s->peers[p].fd, SHUT_WR);
     /* Let the readers drain until each peer closes too (normally a few ms: all ranks finish
      * together), bounded by the grace period. */
-    int64_t grace = (int64_t)(s->timeout_s * 1e9);
+    int64_t grace = zen_ns_from_s(s->timeout_s);
     if (grace > CLOSE_GRACE_NS || grace <= 0)
         grace = CLOSE_GRACE_NS;
     int64_t until = zen_now_ns() + grace;
@@ -530,7 +611,8 @@ static zen_status tcp_create(int rank, int size, int *fds, double timeout_s, zen
     zen_transport_base_init(&s->base, &tcp_ops, s, rank, size);
     pthread_mutex_init(&s->lock, NULL);
     s->timeout_s = timeout_s > 0 ? timeout_s : 300;
-    s->stall_ns = (int64_t)(s->timeout_s * 1e9);
+    s->stall_ns = zen_ns_from_s(s->timeout_s); /* INT64_MAX for inf: never a stall */
+    s->silence_ns = zen_ns_from_s(zen_param_timeout("HEARTBEAT_S"));
     s->peers = zen_calloc((size_t)size, sizeof *s->peers);
     s->owns_mb = shared_mb == NULL;
     s->mb = shared_mb;
@@ -557,7 +639,16 @@ static zen_status tcp_create(int rank, int size, int *fds, double timeout_s, zen
         if (s->peers[p].fd >= 0)
             zen_sock_tune(s->peers[p].fd);
     }
-    if ((st = start_readers(s)) != ZEN_OK) {
+    int64_t start = zen_now_ns();
+    for (int p = 0; p < size; p++)
+        atomic_store(&s->peers[p].last_rx_ns, start);
+    if ((st = start_readers(s)) == ZEN_OK && size > 1 && s->silence_ns != INT64_MAX) {
+        if (pthread_create(&s->heartbeat, NULL, heartbeat_main, s) != 0)
+            st = zen_transport_fail(&s->base, ZEN_ESYS, "cannot start the heartbeat thread");
+        else
+            s->heartbeat_started = 1;
+    }
+    if (st != ZEN_OK) {
         tcp_abort(&s->base, st, "tcp transport setup failed");
         tcp_destroy(&s->base);
         return st;

@@ -2,6 +2,8 @@
 #ifndef ZEN_TRANSPORT_TCP_INTERNAL_H
 #define ZEN_TRANSPORT_TCP_INTERNAL_H
 
+#include <stdint.h>
+
 #include "transport/transport.h"
 
 /* Frame header: magic, version, kind, tag, payload length (docs/wire-format.md). */
@@ -10,10 +12,19 @@
 #define ZEN_TCP_HEADER_BYTES 24
 #define ZEN_TCP_KIND_DATA    1u
 #define ZEN_TCP_KIND_ABORT   2u
+/* No payload: "this process runs". Sent when nothing else went to that peer for a while, so a
+ * stopped process (SIGSTOP, a hang) is told apart from a busy one by its silence. */
+#define ZEN_TCP_KIND_HEARTBEAT 3u
 /* Longest payload a frame may announce; a larger length is a corrupt stream. */
 #define ZEN_TCP_MAX_PAYLOAD ((uint64_t)1 << 38)
 /* Longest abort reason. */
 #define ZEN_TCP_MAX_REASON 1024u
+
+/* Check a received frame header (pure: tests/fuzz/fuzz_frame.c). 0 valid, with the fields
+ * stored; -1 wrong magic or version; -2 unknown kind, a DATA length above ZEN_TCP_MAX_PAYLOAD,
+ * an ABORT reason above ZEN_TCP_MAX_REASON or a HEARTBEAT with a payload. */
+int zen_tcp_parse_header(const unsigned char h[ZEN_TCP_HEADER_BYTES], uint32_t *kind, uint64_t *tag,
+                         uint64_t *len);
 
 /* Behave as if this process died: close every connection at once without an ABORT frame, fail
  * this rank's own requests and refuse all further traffic. t must be a tcp transport. */

@@ -122,9 +122,7 @@ int zen_sock_writev_all(int fd, struct iovec *iov, int iovcnt, int64_t stall_ns,
             continue;
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
             return -errno;
-        int64_t until = last_progress + stall_ns;
-        if (stall_ns <= 0 || until < last_progress)
-            until = INT64_MAX;
+        int64_t until = stall_ns > 0 ? zen_ns_add_sat(last_progress, stall_ns) : INT64_MAX;
         if (deadline_ns < until)
             until = deadline_ns;
         int rc = wait_fd(fd, POLLOUT, until);
