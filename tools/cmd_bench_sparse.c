@@ -317,11 +317,9 @@ static int too_big_for_memory(const zen_trace_tensor *t, int n)
     return 1;
 }
 
-/* Trace workload: one case per (step, tensor) for which every rank has a file. */
-static int load_trace(const sb_cfg *cfg, int n, sb_case **out, size_t *count)
+/* The steps of the trace directory that rank 0 recorded, ascending (*steps: malloc'd). */
+static int list_trace_steps(const sb_cfg *cfg, uint64_t **out, size_t *count)
 {
-    *out = NULL;
-    *count = 0;
     DIR *d = opendir(cfg->trace);
     if (!d) {
         fprintf(stderr, "zen bench sparse: cannot open trace directory %s\n", cfg->trace);
@@ -358,6 +356,20 @@ static int load_trace(const sb_cfg *cfg, int n, sb_case **out, size_t *count)
         return -1;
     }
     qsort(steps, nsteps, sizeof *steps, cmp_u64);
+    *out = steps;
+    *count = nsteps;
+    return 0;
+}
+
+/* Trace workload: one case per (step, tensor) for which every rank has a file. */
+static int load_trace(const sb_cfg *cfg, int n, sb_case **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    uint64_t *steps = NULL;
+    size_t nsteps = 0;
+    if (list_trace_steps(cfg, &steps, &nsteps) != 0)
+        return -1;
     sb_case *cases = NULL;
     size_t ncases = 0;
     int rc = 0;

@@ -15,7 +15,6 @@
 
 #include "common/alloc.h"
 #include "common/hash.h"
-#include "common/log.h"
 #include "train/errbuf.h"
 
 #define CKPT_MAGIC   "ZENCKPT1"
@@ -202,9 +201,76 @@ void zen_ckpt_remove_stale(const char *path)
         char full[1400];
         if (snprintf(full, sizeof full, "%s/%s", dir, e->d_name) < (int)sizeof full &&
             unlink(full) == 0)
-            ZEN_INFO("train", "removed %s, left by an interrupted checkpoint write", full);
+            zen_log(ZEN_LOG_INFO, "train", "removed %s, left by an interrupted checkpoint write",
+                    full);
     }
     closedir(d);
+}
+
+/* Walks the section table after the config: found[i] points at the values of sections[i]. Every
+ * wanted section must be there with the count this model needs. */
+static zen_status locate_sections(const char *path, const char *payload, const ckpt_header *h,
+                                  const zen_ckpt_section *sections, size_t nsections,
+                                  const char **found, char *err, size_t errlen)
+{
+    size_t off = h->config_bytes;
+    for (uint64_t s = 0; s < h->nsections; s++) {
+        section_head sh;
+        if (h->payload_bytes - off < sizeof sh) {
+            zen_train_set_err(err, errlen, "checkpoint %s: truncated section table (corrupt)",
+                              path);
+            return ZEN_ECORRUPT;
+        }
+        memcpy(&sh, payload + off, sizeof sh);
+        off += sizeof sh;
+        sh.name[ZEN_CKPT_NAME_MAX - 1] = 0;
+        if (sh.count > (h->payload_bytes - off) / sizeof(float)) {
+            zen_train_set_err(err, errlen, "checkpoint %s: section %s overruns the file (corrupt)",
+                              path, sh.name);
+            return ZEN_ECORRUPT;
+        }
+        for (size_t i = 0; i < nsections; i++) {
+            if (strcmp(sections[i].name, sh.name) != 0)
+                continue;
+            if (sh.count != sections[i].count) {
+                zen_train_set_err(err, errlen,
+                                  "checkpoint %s: section %s has %llu values, this model needs %zu",
+                                  path, sh.name, (unsigned long long)sh.count, sections[i].count);
+                return ZEN_EMISMATCH;
+            }
+            found[i] = payload + off;
+        }
+        off += sh.count * sizeof(float);
+    }
+    for (size_t i = 0; i < nsections; i++) {
+        if (!found[i]) {
+            zen_train_set_err(err, errlen, "checkpoint %s has no section %s", path,
+                              sections[i].name);
+            return ZEN_EMISMATCH;
+        }
+    }
+    return ZEN_OK;
+}
+
+/* Checksums only prove the bytes are the ones written: a run that diverged saves NaN or Inf
+ * faithfully, and resuming from it would skip every step (non-finite loss) and exit 0. */
+static zen_status check_finite(const char *path, const zen_ckpt_section *sections, size_t nsections,
+                               const char **found, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < nsections; i++) {
+        for (size_t k = 0; k < sections[i].count; k++) {
+            float v;
+            memcpy(&v, found[i] + k * sizeof v, sizeof v);
+            if (!isfinite(v)) {
+                zen_train_set_err(err, errlen,
+                                  "checkpoint %s: section %s holds a non-finite value (%g) at %zu: "
+                                  "the run that saved it diverged; resume from an earlier one",
+                                  path, sections[i].name, (double)v, k);
+                return ZEN_ECORRUPT;
+            }
+        }
+    }
+    return ZEN_OK;
 }
 
 zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *step,
@@ -264,68 +330,15 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
         zen_train_set_err(err, errlen, "out of memory reading checkpoint %s", path);
         goto out;
     }
-    size_t off = h.config_bytes;
-    for (uint64_t s = 0; s < h.nsections; s++) {
-        section_head sh;
-        if (h.payload_bytes - off < sizeof sh) {
-            zen_train_set_err(err, errlen, "checkpoint %s: truncated section table (corrupt)",
-                              path);
-            zen_free(found);
-            goto out;
-        }
-        memcpy(&sh, payload + off, sizeof sh);
-        off += sizeof sh;
-        sh.name[ZEN_CKPT_NAME_MAX - 1] = 0;
-        if (sh.count > (h.payload_bytes - off) / sizeof(float)) {
-            zen_train_set_err(err, errlen, "checkpoint %s: section %s overruns the file (corrupt)",
-                              path, sh.name);
-            zen_free(found);
-            goto out;
-        }
-        for (size_t i = 0; i < nsections; i++) {
-            if (strcmp(sections[i].name, sh.name) != 0)
-                continue;
-            if (sh.count != sections[i].count) {
-                zen_train_set_err(err, errlen,
-                                  "checkpoint %s: section %s has %llu values, this model needs %zu",
-                                  path, sh.name, (unsigned long long)sh.count, sections[i].count);
-                st = ZEN_EMISMATCH;
-                zen_free(found);
-                goto out;
-            }
-            found[i] = payload + off;
-        }
-        off += sh.count * sizeof(float);
-    }
-    for (size_t i = 0; i < nsections; i++) {
-        if (!found[i]) {
-            zen_train_set_err(err, errlen, "checkpoint %s has no section %s", path,
-                              sections[i].name);
-            st = ZEN_EMISMATCH;
-            zen_free(found);
-            goto out;
-        }
-    }
-    /* Checksums only prove the bytes are the ones written: a run that diverged saves NaN or Inf
-     * faithfully, and resuming from it would skip every step (non-finite loss) and exit 0. */
-    for (size_t i = 0; i < nsections; i++) {
-        for (size_t k = 0; k < sections[i].count; k++) {
-            float v;
-            memcpy(&v, found[i] + k * sizeof v, sizeof v);
-            if (!isfinite(v)) {
-                zen_train_set_err(err, errlen,
-                                  "checkpoint %s: section %s holds a non-finite value (%g) at %zu: "
-                                  "the run that saved it diverged; resume from an earlier one",
-                                  path, sections[i].name, (double)v, k);
-                st = ZEN_ECORRUPT;
-                zen_free(found);
-                goto out;
-            }
-        }
-    }
-    for (size_t i = 0; i < nsections; i++)
-        memcpy(sections[i].data, found[i], sections[i].count * sizeof(float));
+    st = locate_sections(path, payload, &h, sections, nsections, found, err, errlen);
+    if (st == ZEN_OK)
+        st = check_finite(path, sections, nsections, found, err, errlen);
+    if (st == ZEN_OK)
+        for (size_t i = 0; i < nsections; i++)
+            memcpy(sections[i].data, found[i], sections[i].count * sizeof(float));
     zen_free(found);
+    if (st != ZEN_OK)
+        goto out;
     *step = h.step;
     st = ZEN_OK;
 out:

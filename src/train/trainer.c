@@ -554,6 +554,40 @@ static void print_summary(rank_state *r, const char *sample)
     fflush(stdout);
 }
 
+/* Every rank states what it starts from (a checkpoint's step and checksum, or scratch), so none
+ * trains on a replica the others lack. */
+static zen_status agree_on_start(rank_state *r, const zen_gpt_config *g)
+{
+    uint64_t start_sum = 0;
+    zen_status load_st = r->c->resume_path[0] ? load_checkpoint(r, &start_sum) : ZEN_OK;
+    char agree_err[512] = "";
+    zen_status st =
+        zen_trainer_agree_start(r->world, load_st, (uint64_t)r->first_step, start_sum,
+                                zen_gpt_full_param_count(g), agree_err, sizeof agree_err);
+    if (st != ZEN_OK) {
+        if (agree_err[0])
+            snprintf(r->err, sizeof r->err, "rank %d: %s", r->wrank, agree_err);
+        else if (!r->err[0])
+            rank_fail(r, st, "agreeing on the starting checkpoint");
+    }
+    return st;
+}
+
+static void print_banner(const rank_state *r, const zen_gpt_config *g)
+{
+    const run_ctx *c = r->c;
+    const zen_train_options *o = r->o;
+    printf("zen train: %s, %zu train / %zu val tokens, vocab %d | model %d layers, d_model "
+           "%d, %d heads, d_ff %d, %.2fM params | dp %d x tp %d (%s), global batch %d x %d "
+           "tokens\n",
+           c->ds->name, c->ds->ntrain, c->ds->ntokens - c->ds->ntrain, g->vocab, g->n_layer,
+           g->d_model, g->n_head, g->d_ff, (double)zen_gpt_full_param_count(g) / 1e6, o->dp, o->tp,
+           zen_transport_name(zen_comm_transport(r->world)), o->dp * o->batch, o->seq);
+    if (r->first_step > 0)
+        printf("zen train: resumed from %s at step %ld\n", c->resume_path, r->first_step);
+    fflush(stdout);
+}
+
 static zen_status rank_main(zen_comm *world, void *arg)
 {
     run_ctx *c = arg;
@@ -611,30 +645,10 @@ static zen_status rank_main(zen_comm *world, void *arg)
         rank_fail(r, st, "allocating batches");
         goto out;
     }
-    /* every rank states what it starts from, so none trains on a replica the others lack */
-    uint64_t start_sum = 0;
-    zen_status load_st = c->resume_path[0] ? load_checkpoint(r, &start_sum) : ZEN_OK;
-    char agree_err[512] = "";
-    st = zen_trainer_agree_start(world, load_st, (uint64_t)r->first_step, start_sum,
-                                 zen_gpt_full_param_count(&g), agree_err, sizeof agree_err);
-    if (st != ZEN_OK) {
-        if (agree_err[0])
-            snprintf(r->err, sizeof r->err, "rank %d: %s", r->wrank, agree_err);
-        else if (!r->err[0])
-            rank_fail(r, st, "agreeing on the starting checkpoint");
+    if ((st = agree_on_start(r, &g)) != ZEN_OK)
         goto out;
-    }
-    if (r->wrank == 0 && !o->quiet && !o->json) {
-        printf("zen train: %s, %zu train / %zu val tokens, vocab %d | model %d layers, d_model "
-               "%d, %d heads, d_ff %d, %.2fM params | dp %d x tp %d (%s), global batch %d x %d "
-               "tokens\n",
-               c->ds->name, c->ds->ntrain, c->ds->ntokens - c->ds->ntrain, g.vocab, g.n_layer,
-               g.d_model, g.n_head, g.d_ff, (double)zen_gpt_full_param_count(&g) / 1e6, o->dp,
-               o->tp, zen_transport_name(zen_comm_transport(world)), o->dp * o->batch, o->seq);
-        if (r->first_step > 0)
-            printf("zen train: resumed from %s at step %ld\n", c->resume_path, r->first_step);
-        fflush(stdout);
-    }
+    if (r->wrank == 0 && !o->quiet && !o->json)
+        print_banner(r, &g);
     if ((st = train_loop(r)) != ZEN_OK)
         goto out;
     if (o->sample_tokens > 0 && r->dp_rank == 0) {
