@@ -448,3 +448,35 @@ zen_status zen_rendezvous(int rank, int size, const char *master_addr, int maste
             close_fd(&fds[p]);
     return st;
 }
+
+zen_status zen_rendezvous_mesh(int rank, int size, int listen_fd, const uint32_t *addrs,
+                               const uint16_t *ports, double timeout_s, int *fds, char *err,
+                               size_t err_size)
+{
+    rdv r = { .rank = rank,
+              .size = size,
+              .timeout_s = timeout_s,
+              .err = err,
+              .err_size = err_size,
+              .fds = fds,
+              .listen_fd = listen_fd };
+    r.deadline = zen_deadline_after(timeout_s);
+    err[0] = '\0';
+    for (int p = 0; p < size; p++)
+        fds[p] = -1;
+    r.table = zen_calloc((size_t)size, sizeof *r.table);
+    if (!r.table)
+        return rdv_fail(&r, ZEN_ENOMEM, "no memory for a rank table of %d", size);
+    for (int p = 0; p < size; p++) {
+        r.table[p].addr = addrs[p];
+        r.table[p].port = ports[p];
+    }
+    zen_status st = connect_lower(&r);
+    if (st == ZEN_OK)
+        st = accept_higher(&r);
+    zen_free(r.table);
+    if (st != ZEN_OK)
+        for (int p = 0; p < size; p++)
+            close_fd(&fds[p]);
+    return st;
+}

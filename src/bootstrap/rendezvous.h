@@ -16,6 +16,7 @@
 #define ZEN_BOOTSTRAP_RENDEZVOUS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <zen/zen.h>
 
@@ -29,5 +30,14 @@
  */
 zen_status zen_rendezvous(int rank, int size, const char *master_addr, int master_port,
                           double timeout_s, int *fds, char *err, size_t err_size);
+
+/*
+ * Step 4 alone, for rendezvous that learnt the address table elsewhere (bootstrap/store.c):
+ * addrs (network order) and ports hold every rank's data listener, listen_fd is this rank's
+ * (left open: the caller closes it). Same fds, err and failure contract as zen_rendezvous.
+ */
+zen_status zen_rendezvous_mesh(int rank, int size, int listen_fd, const uint32_t *addrs,
+                               const uint16_t *ports, double timeout_s, int *fds, char *err,
+                               size_t err_size);
 
 #endif
