@@ -66,11 +66,17 @@ def run_sparse(rank, world, zen, args):
     d = grads[0].to_dense()
     dist.all_reduce(d)
     assert torch.allclose(z.to_dense(), d, atol=1e-5), "zen sparse sum differs from gloo dense"
-    cands = {
-        "zen sparse (auto)": lambda t: (lambda c: dist.all_reduce(c, group=zen))(t.clone()),
-        "gloo sparse": lambda t: (lambda c: dist.all_reduce(c))(t.clone()),
-        "gloo dense": lambda t: dist.all_reduce(t),
-    }
+    def zen_scheme(name):
+        def call(t):
+            zen_torch.set_sparse_scheme(zen, name)
+            dist.all_reduce(t.clone(), group=zen)
+        return call
+
+    cands = {"zen sparse (auto)": zen_scheme("auto")}
+    for name in args.schemes:
+        cands[f"zen sparse ({name})"] = zen_scheme(name)
+    cands["gloo sparse"] = lambda t: dist.all_reduce(t.clone())
+    cands["gloo dense"] = lambda t: dist.all_reduce(t)
     dense = [t.to_dense() for t in grads]
     times = {k: [] for k in cands}
     for i in range(args.warmup + args.iters):
@@ -79,9 +85,11 @@ def run_sparse(rank, world, zen, args):
             t = timed(lambda: fn(src), zen)
             if i >= args.warmup:
                 times[k].append(t)
+    zen_torch.set_sparse_scheme(zen, "auto")
+    dist.all_reduce(grads[0].clone(), group=zen)
     nnz = grads[0].coalesce()._nnz()
     return times, {"rows": grads[0].shape[0], "width": grads[0].shape[1], "nnz_rows": nnz,
-                   "scheme": zen_torch.last_sparse_scheme(zen)}
+                   "auto_scheme": zen_torch.last_sparse_scheme(zen)}
 
 
 def run_dense(rank, world, zen, args):
@@ -142,12 +150,12 @@ def c_bench_1mib(args):
     return rows
 
 
-def summary(name, ts, base=None):
+def summary(name, ts, bases=()):
     med = statistics.median(ts)
-    line = f"  {name:<22} median {med * 1e3:8.3f} ms  (min {min(ts) * 1e3:.3f}, max " \
+    line = f"  {name:<26} median {med * 1e3:8.3f} ms  (min {min(ts) * 1e3:.3f}, max " \
            f"{max(ts) * 1e3:.3f}, n={len(ts)})"
-    if base:
-        line += f"  {base[1] / med:6.2f}x {base[0]}"
+    for label, value in bases:
+        line += f"  {value / med:6.2f}x {label}"
     print(line)
     return med
 
@@ -160,6 +168,8 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--batch", type=int, default=256, help="sparse: examples per rank")
     p.add_argument("--dim", type=int, default=64, help="sparse: embedding width")
+    p.add_argument("--schemes", nargs="*", default=["balanced", "hierarchical", "allgather"],
+                   help="sparse: fixed zen schemes timed besides auto")
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 16, 64], help="dense: MiB")
     p.add_argument("--rounds", type=int, default=3, help="overhead: C / torch alternations")
     p.add_argument("--zen", default=os.path.join(ROOT, "build", "zen"), help="the zen CLI")
@@ -189,12 +199,13 @@ def main():
         gd = statistics.median(times["gloo dense"])
         summary("gloo dense", times["gloo dense"])
         summary("gloo sparse", times["gloo sparse"])
-        z = summary("zen sparse (auto)", times["zen sparse (auto)"], ("gloo sparse", gs))
-        print(f"  {'':<22} zen vs gloo dense: {gd / z:.2f}x")
+        for name in ["auto"] + args.schemes:
+            summary(f"zen sparse ({name})", times[f"zen sparse ({name})"],
+                    [("gloo sparse", gs), ("gloo dense", gd)])
     else:
         for mib in args.sizes:
             g = summary(f"gloo {mib} MiB", times[f"gloo {mib} MiB"])
-            summary(f"zen {mib} MiB", times[f"zen {mib} MiB"], ("gloo", g))
+            summary(f"zen {mib} MiB", times[f"zen {mib} MiB"], [("gloo", g)])
 
 
 if __name__ == "__main__":
