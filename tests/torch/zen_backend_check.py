@@ -13,6 +13,11 @@ import sys
 import tempfile
 import traceback
 
+import importlib.util
+
+if importlib.util.find_spec("zen_torch") is None:  # before torch's slow import
+    print("skipping: zen_torch is not built (needs torch; see docs/pytorch.md)")
+    sys.exit(77)
 try:
     import torch
     import torch.distributed as dist
