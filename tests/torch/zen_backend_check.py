@@ -8,6 +8,7 @@ on both and compares. Each rank can rebuild every rank's input from its seed, so
 gloo cannot compute (reduce_scatter, AVG, bfloat16) are checked against a local reference.
 Exit 0 pass, 1 fail, 77 when torch or zen_torch is missing (ctest SKIP_RETURN_CODE).
 """
+import datetime
 import os
 import sys
 import tempfile
@@ -139,6 +140,21 @@ def suite_ops(rank, n, zen):
     req.wait()
     assert work.is_completed() and req.is_completed()
     close(got, torch.arange(5) + (rank - 1) % n, torch.int64, "send/recv ring")
+    # a receive whose sender has not sent yet: not complete, wait(timeout) raises, then it
+    # completes once the sender sends (after a gloo barrier) and the second wait returns
+    if rank == 0:
+        late = torch.zeros(3)
+        work = dist.irecv(late, 1, group=zen, tag=9)
+        assert not work.is_completed()
+        expect_error(lambda: work.wait(timeout=datetime.timedelta(milliseconds=100)),
+                     "recv from", "rank 1")
+    dist.barrier()
+    if rank == 1:
+        dist.send(torch.full((3,), 7.0), 0, group=zen, tag=9)
+    if rank == 0:
+        work.wait()
+        assert work.is_completed()
+        close(late, torch.full((3,), 7.0), torch.float32, "late recv")
     w = dist.all_reduce(torch.ones(3), group=zen, async_op=True)
     assert w.is_completed() and w.wait()
 
