@@ -557,6 +557,9 @@ class ProcessGroupZen : public c10d::ProcessGroup
         in.values = val.data_ptr();
         zen_sparse_options so = ZEN_SPARSE_OPTIONS_INIT;
         so.scheme = c_->sparse_scheme;
+        // DDP all_reduces the same sparse parameters every step: a key lets AUTO keep a measured
+        // sparsity profile for them (zen tells tensors of one key apart by rows and width).
+        so.key = "zen_torch";
         zen_sparse_result res = {};
         zen_status st;
         {
