@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "bootstrap/rendezvous.h"
+#include "bootstrap/store.h"
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -162,11 +163,12 @@ static zen_status choose(zen_transport_kind want, int rank, int size, int *fds, 
 }
 
 zen_status zen_bootstrap_host_transport(zen_transport_kind want, int rank, int size,
-                                        const char *master_addr, int master_port, double timeout_s,
+                                        const char *master_addr, int master_port,
+                                        const zen_store *store, double timeout_s,
                                         zen_transport **out, zen_transport_kind *kind)
 {
     *out = NULL;
-    if (master_port < 1 || master_port > 65535) {
+    if (!store && (master_port < 1 || master_port > 65535)) {
         ZEN_ERROR("init", "master port %d is not a port number", master_port);
         return ZEN_EINVAL;
     }
@@ -182,7 +184,10 @@ zen_status zen_bootstrap_host_transport(zen_transport_kind want, int rank, int s
     char err[512];
     int64_t t0 = zen_now_ns();
     if (st == ZEN_OK)
-        st = zen_rendezvous(rank, size, master_addr, master_port, timeout_s, fds, err, sizeof err);
+        st = store ? zen_store_rendezvous(store, rank, size, master_addr, timeout_s, fds, err,
+                                          sizeof err)
+                   : zen_rendezvous(rank, size, master_addr, master_port, timeout_s, fds, err,
+                                    sizeof err);
     if (st == ZEN_OK) {
         char id[ZEN_HOST_ID_MAX];
         zen_host_identity(id, sizeof id);

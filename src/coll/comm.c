@@ -11,6 +11,7 @@
 #include "bootstrap/env.h"
 #include "bootstrap/hosts.h"
 #include "bootstrap/rendezvous.h"
+#include "bootstrap/store.h"
 #include "coll/comm_internal.h"
 #include "common/alloc.h"
 #include "common/clock.h"
@@ -129,9 +130,9 @@ static zen_status pick_transport(const zen_comm_options *o, const zen_env_info *
 
 /* Rendezvous (bootstrap) builds the mesh of sockets, then the transport takes them over. */
 static zen_status tcp_transport(int rank, int size, const char *addr, int port, double timeout_s,
-                                zen_transport **t)
+                                const zen_store *store, zen_transport **t)
 {
-    if (port < 1 || port > 65535) {
+    if (!store && (port < 1 || port > 65535)) {
         ZEN_ERROR("init", "tcp: master port %d is not a port number", port);
         return ZEN_EINVAL;
     }
@@ -140,7 +141,9 @@ static zen_status tcp_transport(int rank, int size, const char *addr, int port, 
         return ZEN_ENOMEM;
     char err[512];
     int64_t t0 = zen_now_ns();
-    zen_status st = zen_rendezvous(rank, size, addr, port, timeout_s, fds, err, sizeof err);
+    zen_status st =
+        store ? zen_store_rendezvous(store, rank, size, addr, timeout_s, fds, err, sizeof err)
+              : zen_rendezvous(rank, size, addr, port, timeout_s, fds, err, sizeof err);
     if (st == ZEN_OK) {
         st = zen_transport_tcp_create(rank, size, fds, timeout_s, t);
         ZEN_INFO("init", "tcp: rank %d of %d connected to its peers in %.3f s", rank, size,
@@ -151,7 +154,8 @@ static zen_status tcp_transport(int rank, int size, const char *addr, int port, 
 }
 
 static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
-                                 zen_transport_kind *kindp, double timeout_s, zen_transport **t)
+                                 zen_transport_kind *kindp, double timeout_s,
+                                 const zen_store *store, zen_transport **t)
 {
     int rank = o->rank >= 0 ? o->rank : env->rank;
     int size = o->world_size > 0 ? o->world_size : env->world_size;
@@ -170,7 +174,8 @@ static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
             return ZEN_EINVAL;
         }
         return tcp_transport(rank, size, o->master_addr ? o->master_addr : env->master_addr,
-                             o->master_port > 0 ? o->master_port : env->master_port, timeout_s, t);
+                             o->master_port > 0 ? o->master_port : env->master_port, timeout_s,
+                             store, t);
     case ZEN_TRANSPORT_MPI:
         return zen_transport_mpi_create(t);
     case ZEN_TRANSPORT_SHM:
@@ -185,14 +190,15 @@ static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
         }
         return zen_bootstrap_host_transport(
             kind, rank, size, o->master_addr ? o->master_addr : env->master_addr,
-            o->master_port > 0 ? o->master_port : env->master_port, timeout_s, t, kindp);
+            o->master_port > 0 ? o->master_port : env->master_port, store, timeout_s, t, kindp);
     case ZEN_TRANSPORT_AUTO:
         break;
     }
     return ZEN_EINVAL;
 }
 
-zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out)
+/* store: the rendezvous of zen_comm_create_with_store, NULL for the master-port one. */
+static zen_status comm_create(const zen_comm_options *opts, const zen_store *store, zen_comm **out)
 {
     if (!out)
         return ZEN_EINVAL;
@@ -221,7 +227,7 @@ zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out)
     if ((st = pick_transport(&o, &env, &kind)) != ZEN_OK)
         return st;
     zen_transport *t = NULL;
-    st = make_transport(&o, &env, &kind, timeout_s, &t);
+    st = make_transport(&o, &env, &kind, timeout_s, store, &t);
     if (st == ZEN_OK)
         st = zen_fault_maybe_wrap(&t); /* tests: ZEN_FAULT injects failures (faulty.h) */
     if (st != ZEN_OK) {
@@ -257,6 +263,35 @@ zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out)
     ZEN_INFO("init", "rank %d of %d up on %s", c->rank, c->size, zen_transport_name(kind));
     *out = c;
     return ZEN_OK;
+}
+
+zen_status zen_comm_create(const zen_comm_options *opts, zen_comm **out)
+{
+    return comm_create(opts, NULL, out);
+}
+
+zen_status zen_comm_create_with_store(const zen_comm_options *opts, const zen_store *store,
+                                      zen_comm **out)
+{
+    if (out)
+        *out = NULL;
+    if (!opts || !store || !store->set || !store->get || opts->rank < 0 || opts->world_size < 1 ||
+        opts->rank >= opts->world_size) {
+        ZEN_ERROR("init", "zen_comm_create_with_store needs a store with set and get, and "
+                          "opts.rank in [0, opts.world_size)");
+        return ZEN_EINVAL;
+    }
+    zen_comm_options o = *opts;
+    zen_status st = ZEN_OK;
+    if (o.transport == ZEN_TRANSPORT_AUTO && (st = zen_transport_from_env(&o.transport)) != ZEN_OK)
+        return st; /* never mpi: a store means the caller runs the rendezvous */
+    if (o.transport != ZEN_TRANSPORT_TCP && o.transport != ZEN_TRANSPORT_SHM &&
+        o.transport != ZEN_TRANSPORT_MIXED) {
+        ZEN_ERROR("init", "the %s transport has no store rendezvous (use auto, tcp or shm)",
+                  zen_transport_name(o.transport));
+        return ZEN_EUNSUPPORTED;
+    }
+    return comm_create(&o, store, out);
 }
 
 /* Exchange (color, key) with every rank: a flat all-to-all of 8 bytes, splits are rare. */

@@ -1,0 +1,172 @@
+#include "bootstrap/store.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap/auth.h"
+#include "bootstrap/rendezvous.h"
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/tunables.h"
+#include "transport/tcp_sock.h"
+
+enum {
+    ENDPOINT_CAP = 32
+}; /* "255.255.255.255:65535" and a NUL */
+
+static zen_status store_fail(int rank, char *err, size_t err_size, zen_status st, const char *fmt,
+                             ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+static zen_status store_fail(int rank, char *err, size_t err_size, zen_status st, const char *fmt,
+                             ...)
+{
+    char detail[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    snprintf(err, err_size, "rank %d: store rendezvous: %s", rank, detail);
+    ZEN_ERROR("bootstrap", "%s", err);
+    return st;
+}
+
+/*
+ * The local address of the interface that routes to host: connect() on a UDP socket picks the
+ * route without sending anything. Loopback when host is unset or unreachable.
+ */
+static uint32_t route_local_addr(const char *host)
+{
+    uint32_t dest = 0, local = htonl(INADDR_LOOPBACK);
+    if (!host || !*host || zen_sock_resolve(host, &dest) != 0 || dest == htonl(INADDR_ANY))
+        return local;
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0)
+        return local;
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(9) };
+    sa.sin_addr.s_addr = dest;
+    socklen_t len = sizeof sa;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        local = sa.sin_addr.s_addr;
+    close(fd);
+    return local;
+}
+
+/* Parse "a.b.c.d:port"; 0 on success. */
+static int parse_endpoint(const char *text, uint32_t *addr, uint16_t *port)
+{
+    char host[ENDPOINT_CAP];
+    const char *colon = strrchr(text, ':');
+    if (!colon || (size_t)(colon - text) >= sizeof host)
+        return -1;
+    memcpy(host, text, (size_t)(colon - text));
+    host[colon - text] = '\0';
+    unsigned long p = 0;
+    char *end = NULL;
+    errno = 0;
+    p = strtoul(colon + 1, &end, 10);
+    if (errno || end == colon + 1 || *end != '\0' || p < 1 || p > 65535)
+        return -1;
+    struct in_addr in;
+    if (inet_pton(AF_INET, host, &in) != 1)
+        return -1;
+    *addr = in.s_addr;
+    *port = (uint16_t)p;
+    return 0;
+}
+
+/* Read every other rank's endpoint, each get bounded by what is left of the deadline. */
+static zen_status read_endpoints(const zen_store *store, int rank, int size, int64_t deadline,
+                                 uint32_t *addrs, uint16_t *ports, char *err, size_t err_size)
+{
+    for (int p = 0; p < size; p++) {
+        if (p == rank)
+            continue;
+        char key[32], value[ENDPOINT_CAP];
+        size_t got = 0;
+        snprintf(key, sizeof key, "zen/tcp/%d", p);
+        double left = (double)(deadline - zen_now_ns()) / 1e9;
+        zen_status st =
+            store->get(store->ctx, key, value, sizeof value - 1, &got, left > 0.001 ? left : 0.001);
+        if (st == ZEN_ETIMEDOUT)
+            return store_fail(rank, err, err_size, st,
+                              "rank %d never published its address (key '%s') in the store", p,
+                              key);
+        if (st != ZEN_OK)
+            return store_fail(rank, err, err_size, st, "reading key '%s' from the store: %s", key,
+                              zen_strerror(st));
+        value[got < sizeof value ? got : sizeof value - 1] = '\0';
+        if (parse_endpoint(value, &addrs[p], &ports[p]) != 0)
+            return store_fail(rank, err, err_size, ZEN_EPROTO,
+                              "rank %d published '%s' under '%s', not an address:port", p, value,
+                              key);
+    }
+    return ZEN_OK;
+}
+
+zen_status zen_store_rendezvous(const zen_store *store, int rank, int size, const char *master_addr,
+                                double timeout_s, int *fds, char *err, size_t err_size)
+{
+    int64_t deadline = zen_deadline_after(timeout_s);
+    err[0] = '\0';
+    for (int p = 0; p < size; p++)
+        fds[p] = -1;
+    if (size == 1)
+        return ZEN_OK;
+    const char *ifaddr = zen_param_str("SOCKET_IFADDR");
+    uint32_t my_addr = 0;
+    if (ifaddr && *ifaddr) {
+        if (zen_sock_resolve(ifaddr, &my_addr) != 0)
+            return store_fail(rank, err, err_size, ZEN_EINVAL,
+                              "cannot parse ZEN_SOCKET_IFADDR '%s'", ifaddr);
+    } else {
+        my_addr = route_local_addr(master_addr);
+    }
+    uint16_t my_port = 0;
+    int listen_fd = zen_sock_listen(my_addr, 0, 0, &my_port);
+    if (listen_fd < 0)
+        return store_fail(rank, err, err_size, ZEN_ESYS, "cannot listen: %s", strerror(-listen_fd));
+    uint32_t *addrs = zen_calloc((size_t)size, sizeof *addrs);
+    uint16_t *ports = zen_calloc((size_t)size, sizeof *ports);
+    zen_status st = ZEN_OK;
+    if (!addrs || !ports)
+        st = store_fail(rank, err, err_size, ZEN_ENOMEM, "no memory for %d addresses", size);
+    if (st == ZEN_OK) {
+        char key[32], value[ENDPOINT_CAP], host[ENDPOINT_CAP];
+        snprintf(key, sizeof key, "zen/tcp/%d", rank);
+        snprintf(value, sizeof value, "%s:%u", zen_sock_ntoa(my_addr, host, sizeof host), my_port);
+        st = store->set(store->ctx, key, value, strlen(value));
+        if (st != ZEN_OK)
+            st = store_fail(rank, err, err_size, st, "publishing key '%s' in the store: %s", key,
+                            zen_strerror(st));
+    }
+    if (st == ZEN_OK)
+        st = read_endpoints(store, rank, size, deadline, addrs, ports, err, err_size);
+    /* the job secret (ZEN_JOB_SECRET / _FILE) authenticates every HELLO as in the env path */
+    zen_job_key key;
+    memset(&key, 0, sizeof key);
+    if (st == ZEN_OK)
+        st = zen_job_key_from_env(&key, err, err_size);
+    if (st == ZEN_OK) {
+        double left = (double)(deadline - zen_now_ns()) / 1e9;
+        st = zen_rendezvous_mesh(rank, size, addrs, ports, listen_fd, &key,
+                                 left > 0.001 ? left : 0.001, fds, err, err_size);
+    }
+    memset(&key, 0, sizeof key);
+    close(listen_fd);
+    zen_free(addrs);
+    zen_free(ports);
+    return st;
+}

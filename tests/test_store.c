@@ -1,0 +1,228 @@
+/*
+ * Store rendezvous (zen_comm_create_with_store): ranks are threads of this process that share an
+ * in-memory key-value store and build the real tcp mesh through it; checked with an allreduce
+ * against the closed-form sum, plus the failure paths (a rank that never comes, a garbage
+ * address in the store, bad arguments).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <zen/store.h>
+
+#include "testutil.h"
+
+enum {
+    MAX_KEYS = 64,
+    KEY_CAP = 64,
+    VALUE_CAP = 64
+};
+
+typedef struct mem_store {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int count;
+    char keys[MAX_KEYS][KEY_CAP];
+    char values[MAX_KEYS][VALUE_CAP];
+    size_t lens[MAX_KEYS];
+    int sets;
+} mem_store;
+
+static int find_key(mem_store *m, const char *key)
+{
+    for (int i = 0; i < m->count; i++)
+        if (strcmp(m->keys[i], key) == 0)
+            return i;
+    return -1;
+}
+
+static zen_status mem_set(void *ctx, const char *key, const void *value, size_t bytes)
+{
+    mem_store *m = ctx;
+    if (bytes > VALUE_CAP || strlen(key) >= KEY_CAP)
+        return ZEN_EINVAL;
+    pthread_mutex_lock(&m->lock);
+    int i = find_key(m, key);
+    if (i < 0 && m->count < MAX_KEYS)
+        i = m->count++;
+    if (i >= 0) {
+        snprintf(m->keys[i], KEY_CAP, "%s", key);
+        memcpy(m->values[i], value, bytes);
+        m->lens[i] = bytes;
+        m->sets++;
+    }
+    pthread_cond_broadcast(&m->changed);
+    pthread_mutex_unlock(&m->lock);
+    return i >= 0 ? ZEN_OK : ZEN_ENOMEM;
+}
+
+static zen_status mem_get(void *ctx, const char *key, void *value, size_t capacity, size_t *bytes,
+                          double timeout_s)
+{
+    mem_store *m = ctx;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long long ns = until.tv_nsec + (long long)(timeout_s * 1e9);
+    until.tv_sec += (time_t)(ns / 1000000000);
+    until.tv_nsec = (long)(ns % 1000000000);
+    zen_status st = ZEN_OK;
+    pthread_mutex_lock(&m->lock);
+    int i;
+    while ((i = find_key(m, key)) < 0)
+        if (pthread_cond_timedwait(&m->changed, &m->lock, &until) != 0) {
+            st = ZEN_ETIMEDOUT;
+            break;
+        }
+    if (i >= 0) {
+        *bytes = m->lens[i];
+        if (m->lens[i] > capacity)
+            st = ZEN_EPROTO;
+        else
+            memcpy(value, m->values[i], m->lens[i]);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+static void mem_init(mem_store *m, zen_store *s)
+{
+    memset(m, 0, sizeof *m);
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->changed, NULL);
+    s->ctx = m;
+    s->set = mem_set;
+    s->get = mem_get;
+}
+
+static void mem_fini(mem_store *m)
+{
+    pthread_mutex_destroy(&m->lock);
+    pthread_cond_destroy(&m->changed);
+}
+
+typedef struct rank_job {
+    pthread_t thread;
+    zen_store *store;
+    int rank, size;
+    double timeout_s;
+    zen_status create_status;
+    zen_status allreduce_status;
+    double got[8];
+    char error[256];
+} rank_job;
+
+static void *rank_main(void *arg)
+{
+    rank_job *j = arg;
+    zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
+    o.rank = j->rank;
+    o.world_size = j->size;
+    o.timeout_s = j->timeout_s;
+    o.master_addr = "127.0.0.1";
+    zen_comm *c = NULL;
+    j->create_status = zen_comm_create_with_store(&o, j->store, &c);
+    if (j->create_status != ZEN_OK)
+        return NULL;
+    for (int i = 0; i < 8; i++)
+        j->got[i] = (double)(j->rank + 1) * (i + 1);
+    j->allreduce_status = zen_allreduce(c, j->got, j->got, 8, ZEN_F64, ZEN_SUM);
+    snprintf(j->error, sizeof j->error, "%s", zen_comm_last_error(c));
+    zen_comm_destroy(c);
+    return NULL;
+}
+
+/* Start ranks [0, started) of a world of size on threads and join them. */
+static void run_ranks(rank_job *jobs, int started, int size, zen_store *store, double timeout_s)
+{
+    for (int r = 0; r < started; r++) {
+        jobs[r] = (rank_job){ .store = store, .rank = r, .size = size, .timeout_s = timeout_s };
+        assert_int_equal(pthread_create(&jobs[r].thread, NULL, rank_main, &jobs[r]), 0);
+    }
+    for (int r = 0; r < started; r++)
+        pthread_join(jobs[r].thread, NULL);
+}
+
+static void test_mesh_through_store(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= 5; n++) {
+        mem_store m;
+        zen_store s;
+        mem_init(&m, &s);
+        rank_job jobs[5];
+        run_ranks(jobs, n, n, &s, 20);
+        double ranks_sum = (double)n * (n + 1) / 2;
+        for (int r = 0; r < n; r++) {
+            assert_int_equal(jobs[r].create_status, ZEN_OK);
+            assert_int_equal(jobs[r].allreduce_status, ZEN_OK);
+            for (int i = 0; i < 8; i++)
+                assert_true(jobs[r].got[i] == ranks_sum * (i + 1));
+        }
+        /* one published address per rank, nothing else goes through the store */
+        assert_int_equal(m.sets, n > 1 ? n : 0);
+        mem_fini(&m);
+    }
+}
+
+static void test_missing_rank_is_named(void **state)
+{
+    (void)state;
+    mem_store m;
+    zen_store s;
+    mem_init(&m, &s);
+    rank_job jobs[3];
+    run_ranks(jobs, 2, 3, &s, 0.5); /* rank 2 never starts */
+    for (int r = 0; r < 2; r++)
+        assert_int_equal(jobs[r].create_status, ZEN_ETIMEDOUT);
+    mem_fini(&m);
+}
+
+static void test_garbage_address_is_refused(void **state)
+{
+    (void)state;
+    mem_store m;
+    zen_store s;
+    mem_init(&m, &s);
+    assert_int_equal(mem_set(&m, "zen/tcp/1", "not-an-address", 14), ZEN_OK);
+    rank_job jobs[1];
+    run_ranks(jobs, 1, 2, &s, 5);
+    assert_int_equal(jobs[0].create_status, ZEN_EPROTO);
+    mem_fini(&m);
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    mem_store m;
+    zen_store s;
+    mem_init(&m, &s);
+    zen_comm *c = (zen_comm *)&m;
+    zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
+    assert_int_equal(zen_comm_create_with_store(&o, &s, &c), ZEN_EINVAL); /* no rank */
+    assert_null(c);
+    o.rank = 0;
+    o.world_size = 1;
+    assert_int_equal(zen_comm_create_with_store(&o, NULL, &c), ZEN_EINVAL);
+    zen_store no_get = s;
+    no_get.get = NULL;
+    assert_int_equal(zen_comm_create_with_store(&o, &no_get, &c), ZEN_EINVAL);
+    o.rank = 1;
+    assert_int_equal(zen_comm_create_with_store(&o, &s, &c), ZEN_EINVAL);
+    o.rank = 0;
+    o.transport = ZEN_TRANSPORT_INPROC;
+    assert_int_equal(zen_comm_create_with_store(&o, &s, &c), ZEN_EUNSUPPORTED);
+    mem_fini(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mesh_through_store),
+        cmocka_unit_test(test_missing_rank_is_named),
+        cmocka_unit_test(test_garbage_address_is_refused),
+        cmocka_unit_test(test_bad_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
