@@ -8,7 +8,7 @@ if(EXISTS /usr/bin/python3)
     add_test(NAME torch_trace
              COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/torch_trace_check.py
                      $<TARGET_FILE:zen> ${CMAKE_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/torch_trace)
-    set_tests_properties(torch_trace PROPERTIES TIMEOUT 180 LABELS cli
+    set_tests_properties(torch_trace PROPERTIES TIMEOUT 300 LABELS cli
                          ENVIRONMENT "ZEN_TIMEOUT_S=60")
   endif()
 endif()

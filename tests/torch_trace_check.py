@@ -7,7 +7,7 @@ Three ranks x two steps of an nn.Embedding(sparse=True) + nn.Linear model get co
 DGC top-k copy with --topk). The files are parsed back here from the spec (docs/trace-format.md)
 and every rank's reconstruction must equal torch's dense gradient; `zen bench sparse --trace`
 must then read the files and verify every scheme (each rank checks the allreduce against a
-locally computed dense sum of the trace data).
+locally computed dense sum of the trace data), and `zen simulate --trace` profile them.
 """
 import json
 import os
@@ -104,4 +104,12 @@ for topk in (0.0, 0.25):
         fail = 1
     else:
         print(f"topk={topk}: {len(lines)} schemes verified on {lines[0]['tensors']} tensors")
+# zen simulate profiles the same trace: the embedding's rows, its width (or --width's)
+for extra, width in (([], 4), (["--width", "64"], 64)):
+    res = run([zen, "simulate", "--trace", os.path.join(work, "trace-topk0.0"), "--tensor", "emb",
+               "--ranks", "4", "--gbps", "10", "--json"] + extra)
+    j = json.loads(res.splitlines()[-1])
+    if j["rows"] != 500 or j["width"] != width or not j["density"] > 0:
+        print(f"FAIL zen simulate --trace {extra}: {res}")
+        fail = 1
 sys.exit(fail)
