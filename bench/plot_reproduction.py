@@ -5,6 +5,7 @@ usage: bench/plot_reproduction.py comm OUT_DIR [--png OUT.png]    (bench/repro_c
        bench/plot_reproduction.py sim OUT_DIR [--png OUT.png]
        bench/plot_reproduction.py train RESULTS.jsonl [--png OUT.png] (bench/repro_train.sh)
        bench/plot_reproduction.py select RESULTS.jsonl                (bench/repro_flextp.sh)
+       bench/plot_reproduction.py tp LABEL=OUT_DIR ... [--png OUT.png]  (bench/hetero_tp.sh runs)
 
 comm    per workload and transport: median (min-max over reps) of each scheme's time per
         replayed trace, its speedup over dense and over the best non-ZEN sparse scheme
@@ -12,6 +13,8 @@ sim     per workload and link speed: predicted time of each scheme over the rank
         normalised to dense (the paper's Fig. 8/15 axis), and the best scheme at each point
 train   throughput and time to a validation loss per sync scheme, against dense
 select  validation loss of each selection policy over seeds: mean, stdev, min-max
+tp      straggler sweeps side by side (e.g. sleep=DIR spin=DIR): ms/step per case and mode, its
+        ratio to the case's homogeneous run, validation loss, keep fraction, migrated columns
 """
 import argparse
 import json
@@ -176,13 +179,73 @@ def select(a):
               f"{max(v):.4f} | {statistics.median(x['ms_step'] for x in rs):.1f} |")
 
 
+def tp(a):
+    runs = []
+    for spec in [a.path] + a.more:
+        label, _, d = spec.rpartition("=")
+        for r in load(os.path.join(d, "results.jsonl")):
+            runs.append((label or d, r))
+    modes = ["homogeneous", "none", "resize", "migrate", "semi"]
+    print("| emulation | tp | case | " + " | ".join(modes) + " |")
+    print("|---|---|---|" + "---|" * len(modes))
+    keys = list(dict.fromkeys((lab, r["tp"], r["case"]) for lab, r in runs))
+    for k in keys:
+        cell = {r["mode"]: r for lab, r in runs if (lab, r["tp"], r["case"]) == k}
+        out = []
+        for m in modes:
+            r = cell.get(m)
+            if not r:
+                out.append("")
+            elif m == "homogeneous":
+                out.append(f"{r['ms_step']:.0f} ms, val {r['val_loss']:.4f}")
+            else:
+                out.append(f"{r['ms_step']:.0f} ({r.get('ratio', 0):.2f}x), val "
+                           f"{r['val_loss']:.4f}, keep {r['keep_fraction']:.2f}, "
+                           f"mig {r['migrated_cols']}")
+        print(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(out) + " |")
+    if a.png:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(1, 2, figsize=(12, 4))
+        w = 0.8 / (len(modes) - 1)
+        for i, m in enumerate(modes[1:]):
+            ys = [next((r.get("ratio", 0) for lab, r in runs
+                        if (lab, r["tp"], r["case"]) == k and r["mode"] == m), 0) for k in keys]
+            vs = [next((r["val_loss"] for lab, r in runs
+                        if (lab, r["tp"], r["case"]) == k and r["mode"] == m), 0) for k in keys]
+            ax[0].bar([j + i * w for j in range(len(keys))], ys, width=w, label=m)
+            ax[1].bar([j + i * w for j in range(len(keys))], vs, width=w, label=m)
+        hom = [next((r["val_loss"] for lab, r in runs
+                     if (lab, r["tp"], r["case"]) == k and r["mode"] == "homogeneous"), 0)
+               for k in keys]
+        for j, h in enumerate(hom):
+            ax[1].hlines(h, j - w / 2, j + 3.5 * w, color="k", linewidth=1)
+        ax[0].axhline(1, color="k", linewidth=1)
+        for x in ax:
+            x.set_xticks([j + 1.5 * w for j in range(len(keys))])
+            x.set_xticklabels([f"{k[0]}\ntp {k[1]} {k[2]}" for k in keys], fontsize=8)
+            x.grid(axis="y", alpha=0.3)
+            x.legend(fontsize=8)
+        ax[0].set_ylabel("ms/step / homogeneous (median)")
+        ax[0].set_title("step time under the straggler (1 = no straggler)")
+        lo = min(v for v in hom if v) - 0.02
+        ax[1].set_ylim(lo, lo + 0.12)
+        ax[1].set_ylabel("validation loss (black: homogeneous)")
+        ax[1].set_title("accuracy cost")
+        fig.tight_layout()
+        fig.savefig(a.png, dpi=110)
+        print(f"wrote {a.png}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["comm", "sim", "train", "select"])
+    ap.add_argument("what", choices=["comm", "sim", "train", "select", "tp"])
     ap.add_argument("path")
+    ap.add_argument("more", nargs="*", help="tp: further LABEL=OUT_DIR")
     ap.add_argument("--png")
     a = ap.parse_args()
-    {"comm": comm, "sim": sim, "train": train, "select": select}[a.what](a)
+    {"comm": comm, "sim": sim, "train": train, "select": select, "tp": tp}[a.what](a)
 
 
 if __name__ == "__main__":
