@@ -170,13 +170,21 @@ def select(a):
     by = defaultdict(list)
     for r in rows:
         by[r["policy"]].append(r)
-    print("| policy | seeds | val loss mean | stdev | min-max | ms/step median |")
-    print("|---|---|---|---|---|---|")
+    # the seed moves the loss more than the policy does: compare each run with the homogeneous
+    # run of the same seed (paired difference)
+    hom = {x["seed"]: x["val_loss"] for x in by.get("homogeneous", [])}
+    print("| policy | seeds | val loss mean | stdev | min-max | minus homogeneous, same seed: "
+          "mean (stdev) [min, max] | ms/step median |")
+    print("|---|---|---|---|---|---|---|")
     for p, rs in by.items():
         v = [x["val_loss"] for x in rs]
         sd = statistics.stdev(v) if len(v) > 1 else 0.0
+        dv = [x["val_loss"] - hom[x["seed"]] for x in rs if x["seed"] in hom]
+        dsd = statistics.stdev(dv) if len(dv) > 1 else 0.0
+        dcell = f"{statistics.mean(dv):+.4f} ({dsd:.4f}) [{min(dv):+.4f}, {max(dv):+.4f}]" \
+            if dv else ""
         print(f"| {p} | {len(v)} | {statistics.mean(v):.4f} | {sd:.4f} | {min(v):.4f}-"
-              f"{max(v):.4f} | {statistics.median(x['ms_step'] for x in rs):.1f} |")
+              f"{max(v):.4f} | {dcell} | {statistics.median(x['ms_step'] for x in rs):.1f} |")
 
 
 def tp(a):
