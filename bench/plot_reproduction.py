@@ -147,9 +147,15 @@ def train(a):
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots(1, 2, figsize=(11, 4))
         names = list(by)
-        ax[0].bar(names, [statistics.median(x["tok_s"] for x in by[s]) for s in names])
-        ax[0].set_ylabel("tokens/s (median)")
-        ax[0].set_title("throughput per embedding sync scheme")
+        comm_ms = [statistics.median(x["comm_ms"] for x in by[s]) for s in names]
+        step_ms = [statistics.median(x["ms_step"] for x in by[s]) for s in names]
+        ax[0].bar(names, comm_ms, label="gradient sync (ms_comm)")
+        ax[0].bar(names, [a - b for a, b in zip(step_ms, comm_ms)], bottom=comm_ms,
+                  label="rest of the step", alpha=0.4)
+        ax[0].set_ylabel("ms per step (median)")
+        ax[0].set_title("step time per sync scheme (shared, loaded host)")
+        ax[0].legend(fontsize=8)
+        ax[0].tick_params(axis="x", labelrotation=30)
         for s in names:
             r = by[s][0]
             ax[1].plot(r["curve_t"], r["curve_loss"], label=s)
