@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config clang clang-format
   libcmocka-dev libopenblas-dev libopenmpi-dev openmpi-bin libsodium-dev
-  bible-kjv python3 python3-matplotlib
+  bible-kjv dict-gcide python3 python3-matplotlib
   python3-dev python3-torch libtorch-dev pybind11-dev
 )
 

@@ -294,6 +294,25 @@ static void test_cache_round_trip(void **state)
     assert_memory_equal(b->tokens, a->tokens, a->ntokens * sizeof *a->tokens);
     zen_dataset_destroy(b);
 
+    /* a gzip-compressed copy (read through `gzip -dc`) gives the same tokens, tokenized afresh
+     * in another cache directory; a missing .gz is a clear error too */
+    char gz[600], gzcache[600];
+    snprintf(cmd, sizeof cmd, "gzip -c %s > %s/corpus.txt.gz", text, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(gz, sizeof gz, "%s/corpus.txt.gz", dir);
+    snprintf(gzcache, sizeof gzcache, "%s/gz", dir);
+    o.text_path = gz;
+    o.cache_dir = gzcache;
+    assert_int_equal(zen_dataset_load(&o, &b, err, sizeof err), ZEN_OK);
+    assert_int_equal(b->from_cache, 0);
+    assert_int_equal(b->ntokens, a->ntokens);
+    assert_memory_equal(b->tokens, a->tokens, a->ntokens * sizeof *a->tokens);
+    zen_dataset_destroy(b);
+    o.text_path = "/nonexistent/zen.txt.gz";
+    assert_int_equal(zen_dataset_load(&o, &b, err, sizeof err), ZEN_EIO);
+    assert_non_null(strstr(err, "/nonexistent/zen.txt.gz"));
+    o.cache_dir = dir;
+
     /* a missing file is a clear error */
     o.text_path = "/nonexistent/zen.txt";
     assert_int_equal(zen_dataset_load(&o, &b, err, sizeof err), ZEN_EIO);

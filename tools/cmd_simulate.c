@@ -27,6 +27,7 @@ typedef struct sim_args {
     double lat_us;
     uint64_t rows;
     uint32_t width;
+    int width_given; /* --width with --trace: the trace's profile at this row width */
     double density;
     const char *overlap;
     double skew; /* non-zeros fall in the first skew * rows rows */
@@ -55,6 +56,8 @@ static void help(void)
            "  --skew F           non-zeros only in the first F of the rows (default 1)\n"
            "  --trace DIR        profile from a gradient trace (zen train --dump-grads)\n"
            "  --tensor NAME      which tensor of the trace (default the first)\n"
+           "                     (with --width W: the trace's sparsity profile, rows of W values,\n"
+           "                     e.g. a recorded embedding at a larger model's width)\n"
            "  --seed S           hash seed for the partitioner (default 1)\n"
            "  --plot FILE.png    also draw predicted time vs ranks (python3 + matplotlib)\n"
            "  --json             one JSON object per (ranks, gbps)\n\n"
@@ -127,6 +130,7 @@ static int parse_args(int argc, char **argv, sim_args *a)
             a->rows = rows >= 1 && rows < 1e19 ? (uint64_t)rows : 0;
         } else if (strcmp(o, "--width") == 0) {
             a->width = (uint32_t)strtoul(v, NULL, 10);
+            a->width_given = 1;
         } else if (strcmp(o, "--density") == 0) {
             a->density = strtod(v, NULL);
         } else if (strcmp(o, "--overlap") == 0) {
@@ -319,7 +323,7 @@ static int run(const sim_args *a, const zen_index_sets *sets, FILE *plot_out)
         for (int g = 0; g < a->ngbps; g++) {
             double t[ZEN_SPARSE_SCHEME_COUNT], cpu[ZEN_SPARSE_SCHEME_COUNT];
             uint64_t rows = sets ? sets->rows : a->rows;
-            uint32_t width = sets ? sets->width : a->width;
+            uint32_t width = a->width; /* the trace's unless --width was given */
             if (zen_sparse_predict_times_cpu(n, rows, width, &p, a->gbps[g], a->lat_us, &a->cpu,
                                              a->dense_output, t, cpu) != ZEN_OK)
                 return ZEN_EXIT_FAIL;
@@ -411,7 +415,8 @@ int zen_cmd_simulate(int argc, char **argv)
         }
         have_sets = 1;
         a.rows = sets.rows; /* what the predictions use, so the output says it */
-        a.width = sets.width;
+        if (!a.width_given)
+            a.width = sets.width;
     }
     char json_path[] = "/tmp/zen-simulate-XXXXXX";
     FILE *plot_out = NULL;

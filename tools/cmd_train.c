@@ -26,7 +26,7 @@ static void usage(FILE *f)
         "  --heads N           attention heads, divisible by --tp (%d)\n"
         "  --d-ff N            MLP width, divisible by --tp (%d)\n"
         "  --ctx N             maximum context (%d)\n"
-        "  --vocab-max N       vocabulary cap incl. <unk> and <eos> (%zu)\n"
+        "  --vocab-max N       vocabulary cap incl. <unk> and <eos> (%zu); also --vocab N\n"
         "  --min-count N       minimum count of a vocabulary word (%llu)\n"
         "\ntraining:\n"
         "  --steps N           optimizer steps; the cosine schedule ends here (%ld)\n"
@@ -50,7 +50,10 @@ static void usage(FILE *f)
         "  --slow RANK:FACTOR,...  emulated tp stragglers (or profile:F0,F1,...)\n"
         "  --slow-mode sleep|spin  --slow-rotate S   --balance none|resize|migrate|semi\n"
         "\ndata and output:\n"
-        "  --data FILE         UTF-8 text, one example per line (default: KJV via `bible`)\n"
+        "  --data FILE         UTF-8 text, one example per line (default: KJV via `bible`);\n"
+        "                      FILE.gz / FILE.dz are decompressed with gzip\n"
+        "  --corpus C          kjv (default), gcide (the GNU dictionary of Debian's dict-gcide,\n"
+        "                      5.4M words) or a FILE as for --data\n"
         "  --cache-dir DIR     token cache (%s)\n"
         "  --eval-interval N   steps between validation passes (%ld); --eval-batches N (%d)\n"
         "  --log-interval N    steps between progress lines (%ld)\n"
@@ -180,6 +183,7 @@ int zen_cmd_train(int argc, char **argv)
     zen_train_options o;
     zen_train_options_default(&o);
     const char *slow = NULL;
+    const char *corpus = NULL;
     const double big = 1e15;
     const opt_def defs[] = {
         { "--layers", OPT_INT, &o.layers, 1, 256 },
@@ -188,6 +192,7 @@ int zen_cmd_train(int argc, char **argv)
         { "--d-ff", OPT_INT, &o.d_ff, 1, 1 << 20 },
         { "--ctx", OPT_INT, &o.ctx, 1, 1 << 16 },
         { "--vocab-max", OPT_SIZE, &o.vocab_max, 3, 1 << 24 },
+        { "--vocab", OPT_SIZE, &o.vocab_max, 3, 1 << 24 },
         { "--min-count", OPT_U64, &o.min_count, 1, big },
         { "--steps", OPT_LONG, &o.steps, 1, big },
         { "--stop-at", OPT_LONG, &o.stop_at, 1, big },
@@ -210,6 +215,7 @@ int zen_cmd_train(int argc, char **argv)
         { "--grad-clip", OPT_FLOAT, &o.grad_clip, 0, 1e9 },
         { "--topk", OPT_DOUBLE, &o.topk, 1e-9, 1 },
         { "--data", OPT_STR, &o.data_path, 0, 0 },
+        { "--corpus", OPT_STR, &corpus, 0, 0 },
         { "--cache-dir", OPT_STR, &o.cache_dir, 0, 0 },
         { "--metrics", OPT_STR, &o.metrics_path, 0, 0 },
         { "--dump-grads", OPT_STR, &o.dump_grads_dir, 0, 0 },
@@ -248,6 +254,13 @@ int zen_cmd_train(int argc, char **argv)
         if (rc != 0)
             return zen_usage_error("train", "bad value '%s' for %s", v, a);
     }
+    /* --corpus names the packaged corpora; anything else is a file, as for --data */
+    if (corpus && strcmp(corpus, "kjv") == 0)
+        o.data_path = NULL;
+    else if (corpus && strcmp(corpus, "gcide") == 0)
+        o.data_path = "/usr/share/dictd/gcide.dict.dz";
+    else if (corpus)
+        o.data_path = corpus;
     if (slow && zen_tp_parse_slow(slow, o.tp, &o.tp_opts) != ZEN_OK)
         return zen_usage_error("train", "bad --slow list '%s' for --tp %d", slow, o.tp);
     if (o.seq > o.ctx)
