@@ -11,17 +11,17 @@
  *   defaults 1000000 0.01 16 2 5; rows = nnz / density. Reports the best of reps runs.
  *   only = "hash" runs just the one-thread hash partition and the encode (what BALANCED's local
  *   work costs), so that instruction counts can be taken with
- *   valgrind --tool=callgrind --toggle-collect=zen_hh_partition --toggle-collect=zen_hb_encode
+ *   valgrind --tool=callgrind --toggle-collect=zen__hh_partition --toggle-collect=zen__hb_encode
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
-#include "sparse/bitmap.h"
-#include "sparse/coo.h"
-#include "sparse/hier_hash.h"
-#include "sparse/universe.h"
+#include "sparse/wire/bitmap.h"
+#include "sparse/wire/coo.h"
+#include "sparse/wire/hier_hash.h"
+#include "sparse/wire/universe.h"
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -38,13 +38,13 @@ static double best_partition(const zen_hh_config *cfg, const uint32_t *idx, size
     for (int r = 0; r < reps; r++) {
         zen_hh_result res;
         int64_t t0 = zen_now_ns();
-        if (zen_hh_partition(cfg, idx, nnz, &res) != ZEN_OK) {
+        if (zen__hh_partition(cfg, idx, nnz, &res) != ZEN_OK) {
             fprintf(stderr, "partition failed\n");
             exit(1);
         }
         double s = (double)(zen_now_ns() - t0) / 1e9;
         *serial = res.serial_items;
-        zen_hh_result_free(&res);
+        zen__hh_result_free(&res);
         best = s < best ? s : best;
     }
     return best;
@@ -73,7 +73,7 @@ int main(int argc, char **argv)
             idx[m++] = (uint32_t)i;
     nnz = m;
     uint64_t seeds[4] = { 0x51ed, 0x2701, 3, 4 };
-    zen_hh_config cfg = zen_hh_config_default(n, seeds);
+    zen_hh_config cfg = zen__hh_config_default(n, seeds);
     size_t serial = 0;
     printf("nnz %zu rows %llu owners %u\n", nnz, (unsigned long long)rows, n);
     double t_hash = best_partition(&cfg, idx, nnz, reps, &serial);
@@ -93,14 +93,14 @@ int main(int argc, char **argv)
     /* encode: every owner's share, as one aggregated sorted run each */
     zen_universe *u;
     int64_t tu = zen_now_ns();
-    if (zen_universe_build(rows, n, seeds[0], &u) != ZEN_OK)
+    if (zen__universe_build(rows, n, seeds[0], &u) != ZEN_OK)
         return 1;
     printf("universe build (once)     : %8.1f ms\n", (double)(zen_now_ns() - tu) / 1e6);
     zen_coo *own = calloc(n, sizeof *own);
     for (uint32_t j = 0; j < n; j++) {
         own[j].rows = rows;
         own[j].width = 1;
-        zen_coo_reserve(&own[j], nnz / n * 2 + 16);
+        zen__coo_reserve(&own[j], nnz / n * 2 + 16);
     }
     for (size_t i = 0; i < nnz; i++) {
         zen_coo *o = &own[zen_hh_owner(idx[i], seeds[0], n)];
@@ -118,10 +118,10 @@ int main(int argc, char **argv)
         int64_t t0 = zen_now_ns();
         for (uint32_t j = 0; j < n; j++) {
             size_t ulen = u->offsets[j + 1] - u->offsets[j];
-            zen_hb_plan(&own[j], ulen, &format[j], &bytes[j]);
+            zen__hb_plan(&own[j], ulen, &format[j], &bytes[j]);
             if (!blob[j])
                 blob[j] = malloc(bytes[j]);
-            if (zen_hb_encode(&own[j], u, j, format[j], blob[j], bytes[j]) != ZEN_OK)
+            if (zen__hb_encode(&own[j], u, j, format[j], blob[j], bytes[j]) != ZEN_OK)
                 return 1;
         }
         double t = (double)(zen_now_ns() - t0) / 1e9;
@@ -130,7 +130,7 @@ int main(int argc, char **argv)
             continue;
         t0 = zen_now_ns();
         for (uint32_t j = 0; j < n; j++) {
-            if (zen_hb_decode_dense(blob[j], bytes[j], u, j, 1, 1.0f, dense) != ZEN_OK)
+            if (zen__hb_decode_dense(blob[j], bytes[j], u, j, 1, 1.0f, dense) != ZEN_OK)
                 return 1;
         }
         t = (double)(zen_now_ns() - t0) / 1e9;
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
         printf("partition(count) + encode         : %8.1f M idx/s\n",
                nnz / (t_count + t_enc) / 1e6);
     for (uint32_t j = 0; j < n; j++) {
-        zen_coo_release(&own[j]);
+        zen__coo_release(&own[j]);
         free(blob[j]);
     }
     free(own);
@@ -158,6 +158,6 @@ int main(int argc, char **argv)
     free(format);
     free(dense);
     free(idx);
-    zen_universe_free(u);
+    zen__universe_free(u);
     return 0;
 }

@@ -7,8 +7,8 @@
 # are compiled into it directly so that they carry the fuzzer's coverage instrumentation.
 #   ./fuzz_decode -max_total_time=60 <copy of tests/fuzz/corpus>
 set(ZEN_FUZZ_DECODE_SOURCES
-    ${CMAKE_SOURCE_DIR}/src/sparse/bitmap.c ${CMAKE_SOURCE_DIR}/src/sparse/universe.c
-    ${CMAKE_SOURCE_DIR}/src/sparse/coo.c ${CMAKE_SOURCE_DIR}/src/sparse/radix_sort.c
+    ${CMAKE_SOURCE_DIR}/src/sparse/wire/bitmap.c ${CMAKE_SOURCE_DIR}/src/sparse/wire/universe.c
+    ${CMAKE_SOURCE_DIR}/src/sparse/wire/coo.c ${CMAKE_SOURCE_DIR}/src/sparse/wire/radix_sort.c
     ${CMAKE_SOURCE_DIR}/src/common/alloc.c ${CMAKE_SOURCE_DIR}/src/common/dtype.c
     ${CMAKE_SOURCE_DIR}/src/common/tunables.c ${CMAKE_SOURCE_DIR}/src/common/log.c)
 

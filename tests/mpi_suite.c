@@ -50,7 +50,7 @@ static void test_p2p_ring(void **state)
     assert_int_equal(zen_irecv(world, in, bytes, (r - 1 + n) % n, 3, &rq), ZEN_OK);
     assert_int_equal(zen_send(world, out, bytes, (r + 1) % n, 3), ZEN_OK);
     assert_int_equal(zen_request_wait(rq, -1, NULL), ZEN_OK);
-    zen_request_free(rq);
+    zen_request_destroy(rq);
     assert_int_equal(in[0], (char)((r - 1 + n) % n + 1));
     assert_int_equal(in[bytes - 1], (char)((r - 1 + n) % n + 1));
     free(out);

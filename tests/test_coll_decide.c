@@ -19,10 +19,10 @@ static void check_grid(size_t rhd, size_t lng, size_t bruck)
                 bool ar = !(b <= rhd || count < (size_t)n);        /* ring, else rhd */
                 bool bc = n > 2 && b >= lng && count >= (size_t)n; /* scatter+allgather */
                 bool ag = !(n > 2 && b <= bruck);                  /* ring, else bruck */
-                assert_int_equal(zen_coll_decide_long(ZEN_COLL_DECIDE_ALLREDUCE, n, b, count), ar);
-                assert_int_equal(zen_coll_decide_long(ZEN_COLL_DECIDE_BROADCAST, n, b, count), bc);
-                assert_int_equal(zen_coll_decide_long(ZEN_COLL_DECIDE_REDUCE, n, b, count), bc);
-                assert_int_equal(zen_coll_decide_long(ZEN_COLL_DECIDE_ALLGATHER, n, b, count), ag);
+                assert_int_equal(zen__coll_decide_long(ZEN_COLL_DECIDE_ALLREDUCE, n, b, count), ar);
+                assert_int_equal(zen__coll_decide_long(ZEN_COLL_DECIDE_BROADCAST, n, b, count), bc);
+                assert_int_equal(zen__coll_decide_long(ZEN_COLL_DECIDE_REDUCE, n, b, count), bc);
+                assert_int_equal(zen__coll_decide_long(ZEN_COLL_DECIDE_ALLGATHER, n, b, count), ag);
             }
         }
     }
@@ -31,8 +31,8 @@ static void check_grid(size_t rhd, size_t lng, size_t bruck)
 static void test_default_cuts(void **state)
 {
     (void)state;
-    check_grid(zen_coll_rhd_max_bytes(), zen_coll_long_bytes(),
-               zen_coll_allgather_bruck_max_bytes());
+    check_grid(zen__coll_rhd_max_bytes(), zen__coll_long_bytes(),
+               zen__coll_allgather_bruck_max_bytes());
 }
 
 static void test_moved_cuts(void **state)
@@ -41,12 +41,12 @@ static void test_moved_cuts(void **state)
     setenv("ZEN_RHD_MAX_BYTES", "4096", 1);
     setenv("ZEN_COLL_LONG_BYTES", "100", 1);
     setenv("ZEN_ALLGATHER_BRUCK_MAX_BYTES", "777", 1);
-    assert_int_equal(zen_coll_rhd_max_bytes(), 4096);
+    assert_int_equal(zen__coll_rhd_max_bytes(), 4096);
     check_grid(4096, 100, 777);
     unsetenv("ZEN_RHD_MAX_BYTES");
     unsetenv("ZEN_COLL_LONG_BYTES");
     unsetenv("ZEN_ALLGATHER_BRUCK_MAX_BYTES");
-    assert_false(zen_coll_decide_long(ZEN_COLL_DECIDE_COUNT, 4, 1 << 20, 1 << 20));
+    assert_false(zen__coll_decide_long(ZEN_COLL_DECIDE_COUNT, 4, 1 << 20, 1 << 20));
 }
 
 int main(void)

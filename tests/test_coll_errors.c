@@ -186,10 +186,10 @@ static void test_kernels(void **state)
         hb[i] = zen_f32_to_bf16(fb[i]);
     }
     for (int op = 0; op < ZEN_OP_COUNT; op++) {
-        zen_reduce3(fd, fa, fb, N, ZEN_F32, (zen_op)op);
-        zen_reduce3(id, ia, ib, N, ZEN_I32, (zen_op)op);
-        zen_reduce3(ld, la, lb, N, ZEN_I64, (zen_op)op);
-        zen_reduce3(hd, ha, hb, N, ZEN_BF16, (zen_op)op);
+        zen__reduce3(fd, fa, fb, N, ZEN_F32, (zen_op)op);
+        zen__reduce3(id, ia, ib, N, ZEN_I32, (zen_op)op);
+        zen__reduce3(ld, la, lb, N, ZEN_I64, (zen_op)op);
+        zen__reduce3(hd, ha, hb, N, ZEN_BF16, (zen_op)op);
         for (int i = 0; i < N; i++) {
             float fe = op == ZEN_PROD  ? fa[i] * fb[i]
                        : op == ZEN_MIN ? (fa[i] < fb[i] ? fa[i] : fb[i])
@@ -223,16 +223,16 @@ static void test_kernels(void **state)
     for (int i = 0; i < N; i++)
         assert_true(g[i] == fa[i] + fb[i]);
     memcpy(g, fb, sizeof g);
-    zen_reduce3(g, fa, g, N, ZEN_F32, ZEN_SUM);
+    zen__reduce3(g, fa, g, N, ZEN_F32, ZEN_SUM);
     for (int i = 0; i < N; i++)
         assert_true(g[i] == fa[i] + fb[i]);
     /* avg finish: integers truncate toward zero */
     int32_t v[3] = { -7, 7, 9 };
-    zen_reduce_finish_avg(v, 3, ZEN_I32, ZEN_AVG, 2);
+    zen__reduce_finish_avg(v, 3, ZEN_I32, ZEN_AVG, 2);
     assert_int_equal(v[0], -3);
     assert_int_equal(v[1], 3);
     assert_int_equal(v[2], 4);
-    zen_reduce_finish_avg(v, 3, ZEN_I32, ZEN_SUM, 2); /* not avg: untouched */
+    zen__reduce_finish_avg(v, 3, ZEN_I32, ZEN_SUM, 2); /* not avg: untouched */
     assert_int_equal(v[2], 4);
 }
 

@@ -15,7 +15,7 @@ static zen_status ring_p2p(zen_comm *c, void *arg)
     ZT_CHECK(c, zen_send(c, out, sizeof out, next, 5) == ZEN_OK);
     size_t got = 0;
     ZT_CHECK(c, zen_request_wait(rq, -1, &got) == ZEN_OK);
-    zen_request_free(rq);
+    zen_request_destroy(rq);
     ZT_CHECK(c, got == sizeof in && in[0] == prev && in[1] == prev * 10);
     return ZEN_OK;
 }
@@ -68,7 +68,7 @@ static zen_status wait_timeout(zen_comm *c, void *arg)
         /* the request is still valid: the message now arrives */
         ZT_CHECK(c, zen_send(c, &v, sizeof v, 0, 1) == ZEN_OK);
         ZT_CHECK(c, zen_request_wait(rq, -1, NULL) == ZEN_OK && v == 42);
-        zen_request_free(rq);
+        zen_request_destroy(rq);
     } else {
         int go = 0, v = 42;
         ZT_CHECK(c, zen_recv(c, &go, sizeof go, 1, 1, NULL) == ZEN_OK);
@@ -155,14 +155,14 @@ static zen_status combine_receive(zen_comm *c, void *arg)
 {
     (void)arg;
     zen_coll cc;
-    ZT_CHECK(c, zen_coll_begin(c, "combine-test", &cc) == ZEN_OK);
+    ZT_CHECK(c, zen__coll_begin(c, "combine-test", &cc) == ZEN_OK);
     float msg[3] = { 1, 2, 3 }, other[3] = { 10, 20, 30 }, out[3] = { 0 };
     int token = 0;
     for (int late_post = 0; late_post < 2; late_post++) {
         if (zen_comm_rank(c) == 0) {
             if (!late_post) /* wait until rank 1 has posted */
                 ZT_CHECK(c, zen_recv(c, &token, sizeof token, 1, 1, NULL) == ZEN_OK);
-            ZT_CHECK(c, zen_coll_sendrecv(c, &cc, 1, msg, sizeof msg, -1, NULL, 0) == ZEN_OK);
+            ZT_CHECK(c, zen__coll_sendrecv(c, &cc, 1, msg, sizeof msg, -1, NULL, 0) == ZEN_OK);
             if (late_post)
                 ZT_CHECK(c, zen_send(c, &token, sizeof token, 1, 2) == ZEN_OK);
             continue;
@@ -171,17 +171,17 @@ static zen_status combine_receive(zen_comm *c, void *arg)
             ZT_CHECK(c, zen_recv(c, &token, sizeof token, 0, 2, NULL) == ZEN_OK);
         zen_treq *req = NULL;
         zen_combine cb = { add_f32, other, NULL };
-        zen_status st = zen_coll_irecv_combine(c, &cc, 0, out, sizeof out, &cb, &req);
+        zen_status st = zen__coll_irecv_combine(c, &cc, 0, out, sizeof out, &cb, &req);
         if (st == ZEN_EUNSUPPORTED)
-            return zen_coll_end(c, &cc, ZEN_OK); /* a transport without combining receives */
+            return zen__coll_end(c, &cc, ZEN_OK); /* a transport without combining receives */
         ZT_CHECK(c, st == ZEN_OK);
         if (!late_post)
             ZT_CHECK(c, zen_send(c, &token, sizeof token, 0, 1) == ZEN_OK);
-        ZT_CHECK(c, zen_coll_wait(c, &cc, req, 0, sizeof out, NULL) == ZEN_OK);
+        ZT_CHECK(c, zen__coll_wait(c, &cc, req, 0, sizeof out, NULL) == ZEN_OK);
         ZT_CHECK(c, out[0] == 11 && out[1] == 22 && out[2] == 33);
         out[0] = out[1] = out[2] = 0;
     }
-    return zen_coll_end(c, &cc, ZEN_OK);
+    return zen__coll_end(c, &cc, ZEN_OK);
 }
 
 static void test_combine_receive(void **state)

@@ -42,7 +42,7 @@ static void test_parse(void **state)
 {
     (void)state;
     zen_fault_config cfg;
-    assert_int_equal(zen_fault_parse("rank=3,after=7,action=delay,ms=25,count=0,peer=1", &cfg),
+    assert_int_equal(zen__fault_parse("rank=3,after=7,action=delay,ms=25,count=0,peer=1", &cfg),
                      ZEN_OK);
     assert_int_equal(cfg.rank, 3);
     assert_int_equal(cfg.after, 7);
@@ -50,16 +50,16 @@ static void test_parse(void **state)
     assert_int_equal(cfg.ms, 25);
     assert_int_equal(cfg.count, 0);
     assert_int_equal(cfg.peer, 1);
-    assert_int_equal(zen_fault_parse("action=kill,rank=0", &cfg), ZEN_OK);
+    assert_int_equal(zen__fault_parse("action=kill,rank=0", &cfg), ZEN_OK);
     assert_int_equal(cfg.after, 0);
     assert_int_equal(cfg.count, 1);
     assert_int_equal(cfg.peer, -1);
-    assert_int_equal(zen_fault_parse("rank=1", &cfg), ZEN_EINVAL);
-    assert_int_equal(zen_fault_parse("action=drop", &cfg), ZEN_EINVAL);
-    assert_int_equal(zen_fault_parse("rank=1,action=explode", &cfg), ZEN_EINVAL);
-    assert_int_equal(zen_fault_parse("rank=x,action=drop", &cfg), ZEN_EINVAL);
-    assert_int_equal(zen_fault_parse("rank=1,action=drop,after=-2", &cfg), ZEN_EINVAL);
-    assert_int_equal(zen_fault_parse("rank=1,action=drop,bogus=1", &cfg), ZEN_EINVAL);
+    assert_int_equal(zen__fault_parse("rank=1", &cfg), ZEN_EINVAL);
+    assert_int_equal(zen__fault_parse("action=drop", &cfg), ZEN_EINVAL);
+    assert_int_equal(zen__fault_parse("rank=1,action=explode", &cfg), ZEN_EINVAL);
+    assert_int_equal(zen__fault_parse("rank=x,action=drop", &cfg), ZEN_EINVAL);
+    assert_int_equal(zen__fault_parse("rank=1,action=drop,after=-2", &cfg), ZEN_EINVAL);
+    assert_int_equal(zen__fault_parse("rank=1,action=drop,bogus=1", &cfg), ZEN_EINVAL);
 }
 
 static zen_status create_only(zen_comm *c, void *arg)
@@ -91,7 +91,7 @@ static zen_status ring_and_collectives(zen_comm *c, void *arg)
         ZT_CHECK(c, zen_irecv(c, in, sizeof in, (r + n - 1) % n, round, &rq) == ZEN_OK);
         ZT_CHECK(c, zen_send(c, out, sizeof out, (r + 1) % n, round) == ZEN_OK);
         ZT_CHECK(c, zen_request_wait(rq, -1, NULL) == ZEN_OK);
-        zen_request_free(rq);
+        zen_request_destroy(rq);
         int prev = (r + n - 1) % n;
         ZT_CHECK(c, in[0] == prev && in[1] == round && in[2] == prev * round && in[3] == 9);
     }
@@ -131,7 +131,7 @@ static zen_status drop_one(zen_comm *c, void *arg)
         zen_request *rq = NULL;
         ZT_CHECK(c, zen_irecv(c, &v, sizeof v, 0, 2, &rq) == ZEN_OK);
         zen_status wst = zen_request_wait(rq, 30, NULL);
-        zen_request_free(rq);
+        zen_request_destroy(rq);
         ZT_CHECK(c, wst == ZEN_OK);
     } else {
         st = zen_recv(c, &v, sizeof v, 1, 1, NULL);

@@ -114,7 +114,7 @@ static zen_status request_destroy(zen_comm *c, void *arg)
     ZT_CHECK(c, zen_irecv(c, &in, sizeof in, peer, 10, &rq) == ZEN_OK);
     zen_request_destroy(rq);
     ZT_CHECK(c, zen_irecv(c, &in, sizeof in, peer, 11, &rq) == ZEN_OK);
-    zen_request_free(rq);
+    zen_request_destroy(rq);
     zen_request_destroy(NULL);
     return ZEN_OK;
 }

@@ -83,12 +83,13 @@ static void expect_job_ok(job *j, rank_arg *a)
 static void wait_master(int port)
 {
     for (int i = 0; i < 400; i++) {
-        int fd = zen_sock_connect(htonl(INADDR_LOOPBACK), (uint16_t)port, zen_now_ns() + 100000000);
+        int fd =
+            zen__sock_connect(htonl(INADDR_LOOPBACK), (uint16_t)port, zen_now_ns() + 100000000);
         if (fd >= 0) {
             close(fd);
             return;
         }
-        zen_sleep_ns(10000000);
+        zen__sleep_ns(10000000);
     }
     fail_msg("rank 0 never listened on port %d", port);
 }
@@ -107,11 +108,11 @@ static void *stranger_main(void *p)
     zen_job_key key;
     memset(&key, 0, sizeof key);
     if (s->secret)
-        zen_job_key_from_secret(&key, s->secret, strlen(s->secret));
+        zen__job_key_from_secret(&key, s->secret, strlen(s->secret));
     int fds[MAX_RANKS];
     char err[512];
-    s->st = zen_rendezvous_keyed(s->rank, s->size, "127.0.0.1", s->port, s->timeout_s, &key, fds,
-                                 err, sizeof err);
+    s->st = zen__rendezvous_keyed(s->rank, s->size, "127.0.0.1", s->port, s->timeout_s, &key, fds,
+                                  err, sizeof err);
     for (int q = 0; q < s->size; q++)
         if (fds[q] >= 0)
             close(fds[q]);
@@ -178,7 +179,7 @@ static void test_duplicate_and_mismatch_without_secret(void **state)
     start_rank(&a[0], &j, 0);
     start_rank(&a[1], &j, 1);
     wait_master(j.port);
-    zen_sleep_ns(300 * 1000000); /* rank 1 registered */
+    zen__sleep_ns(300 * 1000000); /* rank 1 registered */
     stranger dup = { .rank = 1, .size = 3, .port = j.port, .timeout_s = 1 };
     pthread_create(&dup.th, NULL, stranger_main, &dup);
     pthread_join(dup.th, NULL);
@@ -203,7 +204,7 @@ static void test_idle_connections(void **state)
     int idle[8];
     for (int i = 0; i < 8; i++) {
         idle[i] =
-            zen_sock_connect(htonl(INADDR_LOOPBACK), (uint16_t)j.port, zen_now_ns() + 1000000000);
+            zen__sock_connect(htonl(INADDR_LOOPBACK), (uint16_t)j.port, zen_now_ns() + 1000000000);
         assert_true(idle[i] >= 0);
     }
     int64_t t0 = zen_now_ns();
@@ -231,10 +232,10 @@ static void *mesh_main(void *p)
 {
     mesh_arg *m = p;
     zen_job_key key;
-    zen_job_key_from_secret(&key, m->secret, strlen(m->secret));
+    zen__job_key_from_secret(&key, m->secret, strlen(m->secret));
     char err[512];
-    m->st = zen_rendezvous_mesh(m->rank, m->size, m->addrs, m->ports, m->listen_fd, &key,
-                                m->timeout_s, m->fds, err, sizeof err);
+    m->st = zen__rendezvous_mesh(m->rank, m->size, m->addrs, m->ports, m->listen_fd, &key,
+                                 m->timeout_s, m->fds, err, sizeof err);
     return NULL;
 }
 
@@ -246,7 +247,7 @@ static void test_stranger_hello(void **state)
     (void)state;
     uint32_t lo = htonl(INADDR_LOOPBACK);
     uint16_t p0 = 0, p1 = 0;
-    int l0 = zen_sock_listen(lo, 0, 0, &p0), l1 = zen_sock_listen(lo, 0, 0, &p1);
+    int l0 = zen__sock_listen(lo, 0, 0, &p0), l1 = zen__sock_listen(lo, 0, 0, &p1);
     assert_true(l0 >= 0 && l1 >= 0);
     mesh_arg r0 = { .rank = 0,
                     .size = 2,
@@ -273,7 +274,7 @@ static void test_stranger_hello(void **state)
     assert_int_equal(r1.st, ZEN_OK);
     char c = 'z', got = 0;
     assert_int_equal(write(r1.fds[0], &c, 1), 1);
-    assert_int_equal(zen_sock_read_all(r0.fds[1], &got, 1, zen_now_ns() + 2000000000), 0);
+    assert_int_equal(zen__sock_read_all(r0.fds[1], &got, 1, zen_now_ns() + 2000000000), 0);
     assert_int_equal(got, 'z');
     close(r0.fds[1]);
     close(r1.fds[0]);
@@ -288,7 +289,7 @@ static void test_require_secret(void **state)
     setenv("ZEN_REQUIRE_SECRET", "1", 1);
     int fds[2];
     char err[512];
-    assert_int_equal(zen_rendezvous(1, 2, "127.0.0.1", zen_free_port(), 5, fds, err, sizeof err),
+    assert_int_equal(zen__rendezvous(1, 2, "127.0.0.1", zen_free_port(), 5, fds, err, sizeof err),
                      ZEN_EINVAL);
     assert_non_null(strstr(err, "ZEN_REQUIRE_SECRET"));
     unsetenv("ZEN_REQUIRE_SECRET");
@@ -346,7 +347,7 @@ static void test_sigstop_attribution(void **state)
             stop_victim_rank(r, N, port, out[r]);
     }
     unsetenv("ZEN_HEARTBEAT_S");
-    zen_sleep_ns(1500 * (int64_t)1000000); /* the mesh forms, the loop runs */
+    zen__sleep_ns(1500 * (int64_t)1000000); /* the mesh forms, the loop runs */
     kill(pid[VICTIM], SIGSTOP);
     int64_t t0 = zen_now_ns();
     double took[N] = { 0 };
@@ -355,7 +356,7 @@ static void test_sigstop_attribution(void **state)
             continue;
         int status = 0;
         while (waitpid(pid[r], &status, WNOHANG) == 0 && zen_now_ns() - t0 < 30e9)
-            zen_sleep_ns(10000000);
+            zen__sleep_ns(10000000);
         took[r] = (double)(zen_now_ns() - t0) / 1e9;
     }
     kill(pid[VICTIM], SIGKILL);
@@ -420,7 +421,7 @@ static void test_death_after_registration(void **state)
     assert_true(r1 >= 0);
     if (r1 == 0)
         forming_rank(1, port, "/dev/null");
-    zen_sleep_ns(1000 * (int64_t)1000000); /* rank 1 registered and waits for the table */
+    zen__sleep_ns(1000 * (int64_t)1000000); /* rank 1 registered and waits for the table */
     kill(r1, SIGKILL);
     waitpid(r1, NULL, 0);
     int64_t t0 = zen_now_ns();
@@ -500,7 +501,7 @@ static void test_killed_launcher_takes_ranks(void **state)
     long pids[3];
     int n = 0;
     for (int tries = 0; tries < 500 && n < 3; tries++) {
-        zen_sleep_ns(10000000);
+        zen__sleep_ns(10000000);
         FILE *f = fopen(pids_file, "r");
         n = 0;
         while (f && n < 3 && fscanf(f, "%ld", &pids[n]) == 1)
@@ -517,7 +518,7 @@ static void test_killed_launcher_takes_ranks(void **state)
         alive = 0;
         for (int i = 0; i < 3; i++)
             alive += kill((pid_t)pids[i], 0) == 0;
-        zen_sleep_ns(20000000);
+        zen__sleep_ns(20000000);
     }
     unlink(pids_file);
     assert_int_equal(alive, 0);

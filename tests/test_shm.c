@@ -95,7 +95,7 @@ static zen_status sc_p2p(zen_comm *c, void *arg)
     for (int i = 0; i < nrq; i++) {
         size_t len = 0;
         CHECK(zen_request_wait(rq[i], 30, &len) == ZEN_OK);
-        zen_request_free(rq[i]);
+        zen_request_destroy(rq[i]);
         CHECK(len == sizes[i] && check_msg(posted[i], left, 1, len));
         free(posted[i]);
     }
@@ -161,7 +161,7 @@ static zen_status sc_topology(zen_comm *c, void *arg)
     CHECK(zen_comm_local_size(c) == local);
     CHECK(zen_comm_local_rank(c) == r % per);
     for (int p = 0; p < n; p++)
-        CHECK(zen_transport_host(c->transport, p) == p / per);
+        CHECK(zen__transport_host(c->transport, p) == p / per);
     float x = (float)r, sum = 0;
     CHECK(zen_allreduce(c, &x, &sum, 1, ZEN_F32, ZEN_SUM) == ZEN_OK);
     CHECK(sum == (float)(n * (n - 1) / 2));
@@ -260,7 +260,7 @@ static zen_status sc_die(zen_comm *c, void *arg)
         if (it == 3)
             t0 = zen_now_ns();
         if (it == 3 && r == dead) {
-            zen_sleep_ns(20 * 1000000); /* the others are inside the allreduce by now */
+            zen__sleep_ns(20 * 1000000); /* the others are inside the allreduce by now */
             raise(SIGKILL);
         }
         st = zen_allreduce(c, x, y, count, ZEN_F32, ZEN_SUM);
@@ -324,7 +324,7 @@ static zen_status sc_abort(zen_comm *c, void *arg)
     int r = zen_comm_rank(c);
     CHECK(zen_barrier(c) == ZEN_OK);
     if (r == 0) {
-        zen_sleep_ns(300 * 1000000);
+        zen__sleep_ns(300 * 1000000);
         zen_comm_abort(c);
         return ZEN_OK;
     }

@@ -1,12 +1,12 @@
 /*
- * AUTO's online correction (src/sparse/auto_tune.c): a wrong model cannot lock AUTO onto a slow
+ * AUTO's online correction (src/sparse/model/auto_tune.c): a wrong model cannot lock AUTO onto a slow
  * scheme, exploration stays within its budget, and every rank makes the same decisions.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sparse/auto_tune.h"
+#include "sparse/model/auto_tune.h"
 #include "testutil.h"
 
 /* Drive the decision against true times: true_s[s] per call (with a +-4% deterministic wobble),
@@ -16,7 +16,7 @@ static double drive(const double *true_s, const double *pred, int calls, int tai
                     const zen_auto_tune_params *tp, double *extra, int *explorations)
 {
     zen_auto_tune t;
-    zen_auto_tune_init(&t);
+    zen__auto_tune_init(&t);
     zen_sparse_scheme fastest = ZEN_SPARSE_BALANCED;
     for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
         if (true_s[s] < true_s[fastest])
@@ -27,11 +27,11 @@ static double drive(const double *true_s, const double *pred, int calls, int tai
     *explorations = 0;
     for (int call = 0; call < calls; call++) {
         int explored;
-        zen_sparse_scheme s = zen_auto_tune_choose(&t, tp, pred, &explored, NULL);
+        zen_sparse_scheme s = zen__auto_tune_choose(&t, tp, pred, &explored, NULL);
         *explorations += explored;
         double wobble = 0.96 + 0.08 * (double)(zt_rand(&rng) % 1000) / 1000.0;
         double took = true_s[s] * wobble;
-        zen_auto_tune_observe(&t, tp, took);
+        zen__auto_tune_observe(&t, tp, took);
         total += took;
         ideal += true_s[fastest] * wobble;
         if (call >= calls - tail && !explored)
@@ -101,7 +101,7 @@ static void test_exploration_budget(void **state)
     for (int b = 0; b < 3; b++) {
         zen_auto_tune_params tp = { 0.5, 5, budgets[b] };
         zen_auto_tune t;
-        zen_auto_tune_init(&t);
+        zen__auto_tune_init(&t);
         double pred[ZEN_SPARSE_SCHEME_COUNT] = { 0 };
         for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
             pred[s] = 1.0 + 0.01 * s; /* all look alike to the model */
@@ -109,7 +109,7 @@ static void test_exploration_budget(void **state)
         for (int call = 0; call < 1000; call++) {
             int explored;
             double c[ZEN_SPARSE_SCHEME_COUNT];
-            zen_sparse_scheme s = zen_auto_tune_choose(&t, &tp, pred, &explored, c);
+            zen_sparse_scheme s = zen__auto_tune_choose(&t, &tp, pred, &explored, c);
             double took = s == ZEN_SPARSE_BALANCED ? 1.0 : 4.0; /* the others are 4x */
             if (explored) {
                 double best = 1e300;
@@ -117,7 +117,7 @@ static void test_exploration_budget(void **state)
                     best = c[k] < best ? c[k] : best;
                 explore_extra += took - best;
             }
-            zen_auto_tune_observe(&t, &tp, took);
+            zen__auto_tune_observe(&t, &tp, took);
             total += took;
         }
         assert_true(explore_extra <= budgets[b] * total + 4.0);

@@ -9,7 +9,7 @@
 
 #include "coll/comm_internal.h"
 #include "common/alloc.h"
-#include "sparse/hier_hash.h"
+#include "sparse/wire/hier_hash.h"
 #include "testutil.h"
 
 enum {
@@ -277,7 +277,7 @@ static zen_status owners_agree(zen_comm *comm, void *arg)
     };
 
     uint32_t mine[SAMPLE], *all = malloc((size_t)n * SAMPLE * sizeof *all);
-    uint64_t seed0 = zen_comm_seeds(comm)[0];
+    uint64_t seed0 = zen__comm_seeds(comm)[0];
     for (uint32_t i = 0; i < SAMPLE; i++)
         mine[i] = zen_hh_owner(i * 2654435761u, seed0, (uint32_t)n);
     ZT_CHECK(comm, zen_allgather(comm, mine, all, SAMPLE, ZEN_I32) == ZEN_OK);
@@ -321,7 +321,7 @@ static zen_status alloc_failure_rank(zen_comm *comm, void *arg)
     if (b != ZEN_OK)
         return b == ZEN_ETIMEDOUT ? ZEN_EINTERNAL : b;
     if (r == 0) /* process-wide: the k-th allocation of whichever rank fails */
-        zen_alloc_fail_after(k);
+        zen__alloc_fail_after(k);
     zen_status s = zen_sparse_allreduce_dense(comm, &t, out, &o, NULL);
     if (s != ZEN_OK)
         return s == ZEN_ETIMEDOUT ? ZEN_EINTERNAL : s; /* a timeout means a rank hung */
@@ -352,7 +352,7 @@ static void test_alloc_failure(void **state)
     for (long k = 1; k <= 600; k += 10) {
         zen_status rs[3];
         zen_run_inproc(3, &base, alloc_failure_rank, &k, rs);
-        zen_alloc_fail_after(0);
+        zen__alloc_fail_after(0);
         for (int r = 0; r < 3; r++) {
             assert_true(rs[r] != ZEN_EINTERNAL && rs[r] != ZEN_ETIMEDOUT);
             failed += rs[r] != ZEN_OK;

@@ -3,9 +3,9 @@
 #include <string.h>
 
 #include "common/alloc.h"
-#include "sparse/bitmap.h"
-#include "sparse/coo.h"
-#include "sparse/universe.h"
+#include "sparse/wire/bitmap.h"
+#include "sparse/wire/coo.h"
+#include "sparse/wire/universe.h"
 #include "testutil.h"
 
 static const uint64_t seed0 = 0xabcdef12345ull;
@@ -14,8 +14,8 @@ static const uint64_t seed0 = 0xabcdef12345ull;
 static void make_sum(const uint32_t *U, size_t ulen, size_t every, uint32_t w, zen_coo *sum,
                      uint64_t *rng)
 {
-    zen_coo_reset(sum, sum->rows, w);
-    assert_int_equal(zen_coo_reserve(sum, ulen ? ulen : 1), ZEN_OK);
+    zen__coo_reset(sum, sum->rows, w);
+    assert_int_equal(zen__coo_reserve(sum, ulen ? ulen : 1), ZEN_OK);
     size_t m = 0;
     for (size_t t = 0; t < ulen; t++) {
         if (zt_rand(rng) % every != 0)
@@ -36,20 +36,20 @@ static void roundtrip(const zen_universe *u, uint32_t j, size_t every, uint32_t 
     make_sum(U, ulen, every, w, &sum, rng);
     uint32_t format;
     size_t bytes;
-    assert_int_equal(zen_hb_plan(&sum, ulen, &format, &bytes), ZEN_OK);
-    size_t bm = zen_hb_bitmap_bytes(ulen, sum.nnz, w), co = zen_hb_coo_bytes(sum.nnz, w);
+    assert_int_equal(zen__hb_plan(&sum, ulen, &format, &bytes), ZEN_OK);
+    size_t bm = zen__hb_bitmap_bytes(ulen, sum.nnz, w), co = zen__hb_coo_bytes(sum.nnz, w);
     assert_int_equal(bytes, bm < co ? bm : co);
     assert_int_equal(format, co < bm ? ZEN_HB_COO : ZEN_HB_BITMAP);
     for (uint32_t f = ZEN_HB_BITMAP; f <= ZEN_HB_COO; f++) { /* both formats decode the same */
         size_t b = f == ZEN_HB_COO ? co : bm;
         void *blob = malloc(b);
-        assert_int_equal(zen_hb_encode(&sum, u, j, f, blob, b), ZEN_OK);
-        assert_int_equal(zen_hb_decode_coo(blob, b, u, j, w, 1.0f, &back), ZEN_OK);
+        assert_int_equal(zen__hb_encode(&sum, u, j, f, blob, b), ZEN_OK);
+        assert_int_equal(zen__hb_decode_coo(blob, b, u, j, w, 1.0f, &back), ZEN_OK);
         assert_int_equal(back.nnz, sum.nnz);
         assert_memory_equal(back.idx, sum.idx, sum.nnz * 4 + 0);
         assert_memory_equal(back.val, sum.val, sum.nnz * w * 4 + 0);
         float *dense = calloc(u->rows * w + 1, 4);
-        assert_int_equal(zen_hb_decode_dense(blob, b, u, j, w, 2.0f, dense), ZEN_OK);
+        assert_int_equal(zen__hb_decode_dense(blob, b, u, j, w, 2.0f, dense), ZEN_OK);
         size_t k = 0;
         for (uint64_t i = 0; i < u->rows; i++)
             for (uint32_t c = 0; c < w; c++) {
@@ -63,8 +63,8 @@ static void roundtrip(const zen_universe *u, uint32_t j, size_t every, uint32_t 
         free(dense);
         free(blob);
     }
-    zen_coo_release(&sum);
-    zen_coo_release(&back);
+    zen__coo_release(&sum);
+    zen__coo_release(&back);
 }
 
 static void test_roundtrip(void **state)
@@ -75,13 +75,13 @@ static void test_roundtrip(void **state)
     for (size_t a = 0; a < 6; a++)
         for (uint32_t n = 1; n <= 5; n += 2) {
             zen_universe *u;
-            assert_int_equal(zen_universe_build(rows_list[a], n, seed0, &u), ZEN_OK);
+            assert_int_equal(zen__universe_build(rows_list[a], n, seed0, &u), ZEN_OK);
             for (uint32_t j = 0; j < n; j++)
                 for (size_t every = 1; every <= 1000; every *= 10) {
                     roundtrip(u, j, every, 1, &rng);
                     roundtrip(u, j, every, 8, &rng);
                 }
-            zen_universe_free(u);
+            zen__universe_free(u);
         }
 }
 
@@ -89,24 +89,24 @@ static void test_index_not_owned(void **state)
 {
     (void)state;
     zen_universe *u;
-    assert_int_equal(zen_universe_build(100, 3, seed0, &u), ZEN_OK);
+    assert_int_equal(zen__universe_build(100, 3, seed0, &u), ZEN_OK);
     uint32_t foreign = u->members[u->offsets[1]]; /* owned by 1, encoded by 0 */
     zen_coo sum = { 100, 1, 1, 1, &foreign, (float[]){ 1.0f } };
     size_t ulen = u->offsets[1];
     uint32_t format;
     size_t bytes;
-    assert_int_equal(zen_hb_plan(&sum, ulen, &format, &bytes), ZEN_OK);
+    assert_int_equal(zen__hb_plan(&sum, ulen, &format, &bytes), ZEN_OK);
     unsigned char blob[64];
     assert_int_equal(
-        zen_hb_encode(&sum, u, 0, ZEN_HB_BITMAP, blob, zen_hb_bitmap_bytes(ulen, 1, 1)),
+        zen__hb_encode(&sum, u, 0, ZEN_HB_BITMAP, blob, zen__hb_bitmap_bytes(ulen, 1, 1)),
         ZEN_EPROTO);
-    assert_int_equal(zen_hb_encode(&sum, u, 0, ZEN_HB_COO, blob, zen_hb_coo_bytes(1, 1)),
+    assert_int_equal(zen__hb_encode(&sum, u, 0, ZEN_HB_COO, blob, zen__hb_coo_bytes(1, 1)),
                      ZEN_EPROTO);
     /* the owner's own index encodes */
     uint32_t own = u->members[0];
     sum.idx = &own;
-    assert_int_equal(zen_hb_encode(&sum, u, 0, ZEN_HB_COO, blob, zen_hb_coo_bytes(1, 1)), ZEN_OK);
-    zen_universe_free(u);
+    assert_int_equal(zen__hb_encode(&sum, u, 0, ZEN_HB_COO, blob, zen__hb_coo_bytes(1, 1)), ZEN_OK);
+    zen__universe_free(u);
 }
 
 static void put32(unsigned char *p, uint32_t v)
@@ -118,7 +118,7 @@ static void test_malformed(void **state)
 {
     (void)state;
     zen_universe *u;
-    assert_int_equal(zen_universe_build(300, 2, seed0, &u), ZEN_OK);
+    assert_int_equal(zen__universe_build(300, 2, seed0, &u), ZEN_OK);
     const uint32_t *U = u->members;
     size_t ulen = u->offsets[1]; /* owner 0 */
     assert_true(ulen > 70 && ulen % 64 != 0);
@@ -134,62 +134,62 @@ static void test_malformed(void **state)
     b[8] = 1;
     b[8 + (ulen - 1) / 8] |= (unsigned char)(1u << ((ulen - 1) % 8));
     size_t good = 8 + 8 * words + 8;
-    assert_int_equal(zen_hb_check(b, good, u, 0, 1, &count), ZEN_OK);
+    assert_int_equal(zen__hb_check(b, good, u, 0, 1, &count), ZEN_OK);
     assert_int_equal(count, 2);
-    assert_int_equal(zen_hb_decode_coo(b, good, u, 0, 1, 1.0f, &out), ZEN_OK);
+    assert_int_equal(zen__hb_decode_coo(b, good, u, 0, 1, 1.0f, &out), ZEN_OK);
     assert_int_equal(out.idx[0], U[0]);
     assert_int_equal(out.idx[1], U[ulen - 1]);
     /* wrong lengths, a truncated header, a wrong width, a wrong owner, no universe */
-    assert_int_equal(zen_hb_check(b, good - 4, u, 0, 1, &count), ZEN_EPROTO);
-    assert_int_equal(zen_hb_check(b, good + 4, u, 0, 1, &count), ZEN_EPROTO);
-    assert_int_equal(zen_hb_check(b, 7, u, 0, 1, &count), ZEN_EPROTO);
-    assert_int_equal(zen_hb_check(b, good, u, 0, 2, &count), ZEN_EPROTO);
-    assert_int_equal(zen_hb_check(b, good, u, 2, 1, &count), ZEN_EPROTO);
-    assert_int_equal(zen_hb_check(b, good, NULL, 0, 1, &count), ZEN_EPROTO);
-    assert_int_equal(zen_hb_check(NULL, 0, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, good - 4, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, good + 4, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, 7, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, good, u, 0, 2, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, good, u, 2, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, good, NULL, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(NULL, 0, u, 0, 1, &count), ZEN_EPROTO);
     /* popcount disagreeing with count */
     put32(b + 4, 3);
-    assert_int_equal(zen_hb_check(b, good + 4, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, good + 4, u, 0, 1, &count), ZEN_EPROTO);
     put32(b + 4, 2);
     /* a bit past the universe */
     b[8] = 0;
     b[8 + ulen / 8] |= (unsigned char)(1u << (ulen % 8));
-    assert_int_equal(zen_hb_check(b, good, u, 0, 1, &count), ZEN_EPROTO);
-    assert_int_equal(zen_hb_decode_dense(b, good, u, 0, 1, 1.0f, dense), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, good, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_decode_dense(b, good, u, 0, 1, 1.0f, dense), ZEN_EPROTO);
     /* unknown format, count above the universe */
     put32(b, 7);
-    assert_int_equal(zen_hb_check(b, good, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, good, u, 0, 1, &count), ZEN_EPROTO);
     put32(b, ZEN_HB_COO);
     put32(b + 4, (uint32_t)ulen + 1);
-    assert_int_equal(zen_hb_check(b, 8 + (ulen + 1) * 8, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, 8 + (ulen + 1) * 8, u, 0, 1, &count), ZEN_EPROTO);
     /* COO rows: valid, then repeated, decreasing, out of range, owned by someone else */
     put32(b + 4, 3);
     put32(b + 8, U[0]);
     put32(b + 12, U[5]);
     put32(b + 16, U[ulen - 1]);
-    assert_int_equal(zen_hb_check(b, 32, u, 0, 1, &count), ZEN_OK);
-    assert_int_equal(zen_hb_decode_coo(b, 32, u, 0, 1, 1.0f, &out), ZEN_OK);
+    assert_int_equal(zen__hb_check(b, 32, u, 0, 1, &count), ZEN_OK);
+    assert_int_equal(zen__hb_decode_coo(b, 32, u, 0, 1, 1.0f, &out), ZEN_OK);
     assert_int_equal(out.nnz, 3);
     assert_int_equal(out.idx[2], U[ulen - 1]);
     put32(b + 12, U[0]);
-    assert_int_equal(zen_hb_check(b, 32, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, 32, u, 0, 1, &count), ZEN_EPROTO);
     put32(b + 12, U[5]);
     put32(b + 16, U[4]);
-    assert_int_equal(zen_hb_check(b, 32, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, 32, u, 0, 1, &count), ZEN_EPROTO);
     put32(b + 16, 300);
-    assert_int_equal(zen_hb_check(b, 32, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, 32, u, 0, 1, &count), ZEN_EPROTO);
     put32(b + 16, u->members[u->offsets[2] - 1]); /* owner 1's last row */
     assert_true(u->members[u->offsets[2] - 1] > U[5]);
-    assert_int_equal(zen_hb_check(b, 32, u, 0, 1, &count), ZEN_EPROTO);
-    assert_int_equal(zen_hb_decode_dense(b, 32, u, 0, 1, 1.0f, dense), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, 32, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_decode_dense(b, 32, u, 0, 1, 1.0f, dense), ZEN_EPROTO);
     /* a huge count with a width that would overflow the size computation */
     put32(b + 4, (uint32_t)ulen);
-    assert_int_equal(zen_hb_check(b, 32, u, 0, UINT32_MAX, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, 32, u, 0, UINT32_MAX, &count), ZEN_EPROTO);
     for (int i = 0; i < 300; i++)
         assert_true(dense[i] == 0.0f); /* failed decodes wrote nothing */
-    zen_coo_release(&out);
+    zen__coo_release(&out);
     free(dense);
-    zen_universe_free(u);
+    zen__universe_free(u);
 }
 
 int main(void)

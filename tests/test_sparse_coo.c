@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "common/alloc.h"
-#include "sparse/coo.h"
-#include "sparse/radix_sort.h"
+#include "sparse/wire/coo.h"
+#include "sparse/wire/radix_sort.h"
 #include "testutil.h"
 
 /* Dense reference: sum of rows of an (index, value) list, computed the obvious way. */
@@ -64,9 +64,9 @@ static void random_case(uint64_t *rng, size_t nnz, uint64_t rows, uint32_t w, in
     zen_coo coo;
     memset(&coo, 0, sizeof coo);
     uint64_t bad = 0;
-    assert_int_equal(zen_coo_from_tensor(&t, &coo, &bad), ZEN_OK);
+    assert_int_equal(zen__coo_from_tensor(&t, &coo, &bad), ZEN_OK);
     check_against(&coo, ref, rows, w);
-    zen_coo_release(&coo);
+    zen__coo_release(&coo);
     free(ref);
     free(idx);
     free(val);
@@ -98,7 +98,7 @@ static void test_coalesce_types_and_edges(void **state)
     zen_sparse_tensor t = { 10, 2, 5, ZEN_INDEX_I64, idx, ZEN_BF16, val };
     zen_coo coo;
     memset(&coo, 0, sizeof coo);
-    assert_int_equal(zen_coo_from_tensor(&t, &coo, NULL), ZEN_OK);
+    assert_int_equal(zen__coo_from_tensor(&t, &coo, NULL), ZEN_OK);
     assert_int_equal(coo.nnz, 3);
     uint32_t want_idx[] = { 0, 4, 9 };
     float want_val[] = { 3 + 7, 4 + 8, 9, 10, 1 + 5, 2 + 6 };
@@ -109,27 +109,27 @@ static void test_coalesce_types_and_edges(void **state)
     uint64_t bad = 0;
     int64_t neg[] = { 3, -1 };
     zen_sparse_tensor tn = { 10, 2, 2, ZEN_INDEX_I64, neg, ZEN_BF16, val };
-    assert_int_equal(zen_coo_from_tensor(&tn, &coo, &bad), ZEN_EINVAL);
+    assert_int_equal(zen__coo_from_tensor(&tn, &coo, &bad), ZEN_EINVAL);
     assert_true(bad == UINT64_MAX); /* -1 as u64 */
     uint32_t big[] = { 1, 10 };
     zen_sparse_tensor tb = { 10, 1, 2, ZEN_INDEX_U32, big, ZEN_F32, fv };
-    assert_int_equal(zen_coo_from_tensor(&tb, &coo, &bad), ZEN_EINVAL);
+    assert_int_equal(zen__coo_from_tensor(&tb, &coo, &bad), ZEN_EINVAL);
     assert_int_equal(bad, 10);
     zen_sparse_tensor tr = { (uint64_t)1 << 32, 1, 0, ZEN_INDEX_U32, NULL, ZEN_F32, NULL };
-    assert_int_equal(zen_coo_from_tensor(&tr, &coo, &bad), ZEN_EUNSUPPORTED);
+    assert_int_equal(zen__coo_from_tensor(&tr, &coo, &bad), ZEN_EUNSUPPORTED);
     zen_sparse_tensor tw = { 10, 0, 0, ZEN_INDEX_U32, NULL, ZEN_F32, NULL };
-    assert_int_equal(zen_coo_from_tensor(&tw, &coo, &bad), ZEN_EINVAL);
+    assert_int_equal(zen__coo_from_tensor(&tw, &coo, &bad), ZEN_EINVAL);
     zen_sparse_tensor td = { 10, 1, 1, ZEN_INDEX_U32, big, ZEN_F64, fv };
-    assert_int_equal(zen_coo_from_tensor(&td, &coo, &bad), ZEN_EINVAL);
+    assert_int_equal(zen__coo_from_tensor(&td, &coo, &bad), ZEN_EINVAL);
     zen_sparse_tensor tnull = { 10, 1, 1, ZEN_INDEX_U32, NULL, ZEN_F32, fv };
-    assert_int_equal(zen_coo_from_tensor(&tnull, &coo, &bad), ZEN_EINVAL);
+    assert_int_equal(zen__coo_from_tensor(&tnull, &coo, &bad), ZEN_EINVAL);
     /* the maximal row of a 2^32 - 1 row tensor is valid */
     uint32_t last = UINT32_MAX - 1;
     zen_sparse_tensor tl = { UINT32_MAX, 1, 1, ZEN_INDEX_U32, &last, ZEN_F32, fv };
-    assert_int_equal(zen_coo_from_tensor(&tl, &coo, &bad), ZEN_OK);
+    assert_int_equal(zen__coo_from_tensor(&tl, &coo, &bad), ZEN_OK);
     assert_int_equal(coo.nnz, 1);
     assert_int_equal(coo.idx[0], UINT32_MAX - 1);
-    zen_coo_release(&coo);
+    zen__coo_release(&coo);
 }
 
 static int cmp_pair(const void *a, const void *b)
@@ -155,7 +155,7 @@ static void test_radix_sort_stable(void **state)
                 ref[i] = ((uint64_t)k[i] << 32) | i; /* (key, position): stability order */
             }
             qsort(ref, n, 8, cmp_pair);
-            assert_int_equal(zen_radix_sort_kv(k, p, n, ranges[b]), ZEN_OK);
+            assert_int_equal(zen__radix_sort_kv(k, p, n, ranges[b]), ZEN_OK);
             for (size_t i = 0; i < n; i++) {
                 assert_int_equal(k[i], ref[i] >> 32);
                 assert_int_equal(p[i], (uint32_t)ref[i]);
@@ -178,7 +178,7 @@ static void test_merge(void **state)
         for (size_t r = 0; r < k; r++) {
             runs[r].rows = rows;
             runs[r].width = 3;
-            assert_int_equal(zen_coo_reserve(&runs[r], rows), ZEN_OK);
+            assert_int_equal(zen__coo_reserve(&runs[r], rows), ZEN_OK);
             size_t m = 0;
             for (uint32_t i = 0; i < rows; i++) {
                 if (zt_rand(&rng) % (r + 2) != 0)
@@ -195,14 +195,14 @@ static void test_merge(void **state)
         }
         zen_coo out;
         memset(&out, 0, sizeof out);
-        assert_int_equal(zen_coo_merge(runs, k, &out), ZEN_OK);
+        assert_int_equal(zen__coo_merge(runs, k, &out), ZEN_OK);
         if (k > 0)
             check_against(&out, ref, rows, 3);
         else
             assert_int_equal(out.nnz, 0);
-        zen_coo_release(&out);
+        zen__coo_release(&out);
         for (size_t r = 0; r < k; r++)
-            zen_coo_release(&runs[r]);
+            zen__coo_release(&runs[r]);
         free(ref);
     }
 }
@@ -220,16 +220,16 @@ static void test_alloc_failure(void **state)
     for (long k = 1; k <= 8; k++) {
         zen_coo coo;
         memset(&coo, 0, sizeof coo);
-        zen_alloc_fail_after(k);
-        zen_status st = zen_coo_from_tensor(&t, &coo, NULL);
-        zen_alloc_fail_after(0);
+        zen__alloc_fail_after(k);
+        zen_status st = zen__coo_from_tensor(&t, &coo, NULL);
+        zen__alloc_fail_after(0);
         assert_true(st == ZEN_OK || st == ZEN_ENOMEM);
         if (st == ZEN_OK) {
             assert_int_equal(coo.nnz, 50);
             for (size_t i = 0; i < 50; i++)
                 assert_true(coo.val[i] == 4.0f);
         }
-        zen_coo_release(&coo);
+        zen__coo_release(&coo);
     }
 }
 

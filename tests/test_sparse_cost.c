@@ -1,7 +1,7 @@
 /*
- * The sparse cost model (src/sparse/cost.c) against hand-computed values from the ZEN paper
+ * The sparse cost model (src/sparse/model/cost.c) against hand-computed values from the ZEN paper
  * (section 4.2 extreme cases, the inferred table of section 4.3, the byte formulas of the
- * appendix), and AUTO (src/sparse/profile.c): measured profiles of known index patterns and the
+ * appendix), and AUTO (src/sparse/model/profile.c): measured profiles of known index patterns and the
  * choice of the scheme with the smallest prediction.
  */
 #include <math.h>
@@ -12,7 +12,7 @@
 
 #include <zen/sparse.h>
 
-#include "sparse/cost.h"
+#include "sparse/model/cost.h"
 #include "testutil.h"
 
 /* 1 GB/s, no latency: the paper's model */
@@ -23,17 +23,17 @@ static void test_full_overlap(void **state)
 {
     (void)state;
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, 16, 0.001, ZEN_OVERLAP_IDENTICAL);
-    assert_float_equal(zen_cost_eq1_factor(16, p.gamma_n), 2.0 * 15 / 16, 1e-12);
-    assert_float_equal(zen_cost_eq2_factor(16, &p), 4.0, 1e-12);
+    zen__sparse_profile_model(&p, 16, 0.001, ZEN_OVERLAP_IDENTICAL);
+    assert_float_equal(zen__cost_eq1_factor(16, p.gamma_n), 2.0 * 15 / 16, 1e-12);
+    assert_float_equal(zen__cost_eq2_factor(16, &p), 4.0, 1e-12);
     double pred[ZEN_SPARSE_SCHEME_COUNT];
-    zen_sparse_predict(16, 1000000, 1, &p, &bw_only, 256, pred);
+    zen__sparse_predict(16, 1000000, 1, &p, &bw_only, 256, pred);
     /* BP's pull is COO here (d = 0.1%: COO is far below the bitmap), so Eq. 1 holds exactly */
     assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL] / pred[ZEN_SPARSE_BALANCED], 4.0 / 1.875,
                        1e-9);
     /* seconds: BP = (15/16) * 2 * nnz * 8 bytes / 1e9 with nnz = 1000 */
     assert_float_equal(pred[ZEN_SPARSE_BALANCED], 15.0 / 16 * 2 * 1000 * 8 / 1e9, 1e-15);
-    assert_int_equal(zen_sparse_cheapest(pred), ZEN_SPARSE_BALANCED);
+    assert_int_equal(zen__sparse_cheapest(pred), ZEN_SPARSE_BALANCED);
 }
 
 /* No overlap (gamma^k = k): HC is slightly better, n-1 against (n-1)(1+1/n). */
@@ -41,11 +41,11 @@ static void test_no_overlap(void **state)
 {
     (void)state;
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, 16, 0.0001, ZEN_OVERLAP_DISJOINT);
-    assert_float_equal(zen_cost_eq2_factor(16, &p), 15.0, 1e-12);
-    assert_float_equal(zen_cost_eq1_factor(16, p.gamma_n), 15.0 * 17 / 16, 1e-12);
+    zen__sparse_profile_model(&p, 16, 0.0001, ZEN_OVERLAP_DISJOINT);
+    assert_float_equal(zen__cost_eq2_factor(16, &p), 15.0, 1e-12);
+    assert_float_equal(zen__cost_eq1_factor(16, p.gamma_n), 15.0 * 17 / 16, 1e-12);
     double pred[ZEN_SPARSE_SCHEME_COUNT];
-    zen_sparse_predict(16, 1000000, 1, &p, &bw_only, 256, pred);
+    zen__sparse_predict(16, 1000000, 1, &p, &bw_only, 256, pred);
     assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL] / pred[ZEN_SPARSE_BALANCED], 16.0 / 17, 1e-9);
     assert_true(pred[ZEN_SPARSE_HIERARCHICAL] < pred[ZEN_SPARSE_BALANCED]);
 }
@@ -67,9 +67,9 @@ static void test_paper_table(void **state)
 
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         zen_sparse_profile p;
-        zen_sparse_profile_model(&p, rows[i].n, rows[i].d, ZEN_OVERLAP_RANDOM);
-        double hc = zen_cost_eq2_factor(rows[i].n, &p),
-               bp = zen_cost_eq1_factor(rows[i].n, p.gamma_n);
+        zen__sparse_profile_model(&p, rows[i].n, rows[i].d, ZEN_OVERLAP_RANDOM);
+        double hc = zen__cost_eq2_factor(rows[i].n, &p),
+               bp = zen__cost_eq1_factor(rows[i].n, p.gamma_n);
         /* the table is printed with 2 decimals (1 for n = 32) and rounds loosely: for n = 8,
          * d = 0.01 the exact BP factor is (7/8)(1 + (1 - 0.99^8)/0.01) = 7.6348, printed 7.64 */
         double tol = rows[i].n == 32 ? 0.051 : 0.0075;
@@ -82,11 +82,11 @@ static void test_paper_table(void **state)
     /* n = 16, d = 0.05: BP; n = 8, d = 0.05: HC -- through the full predictor */
     zen_sparse_profile p;
     double pred[ZEN_SPARSE_SCHEME_COUNT];
-    zen_sparse_profile_model(&p, 16, 0.05, ZEN_OVERLAP_RANDOM);
-    zen_sparse_predict(16, 1 << 20, 1, &p, &bw_only, 256, pred);
+    zen__sparse_profile_model(&p, 16, 0.05, ZEN_OVERLAP_RANDOM);
+    zen__sparse_predict(16, 1 << 20, 1, &p, &bw_only, 256, pred);
     assert_true(pred[ZEN_SPARSE_BALANCED] < pred[ZEN_SPARSE_HIERARCHICAL]);
-    zen_sparse_profile_model(&p, 8, 0.001, ZEN_OVERLAP_RANDOM);
-    zen_sparse_predict(8, 1 << 20, 1, &p, &bw_only, 256, pred);
+    zen__sparse_profile_model(&p, 8, 0.001, ZEN_OVERLAP_RANDOM);
+    zen__sparse_predict(8, 1 << 20, 1, &p, &bw_only, 256, pred);
     assert_true(pred[ZEN_SPARSE_HIERARCHICAL] < pred[ZEN_SPARSE_BALANCED]);
 }
 
@@ -95,11 +95,11 @@ static void test_scheme_volumes(void **state)
 {
     (void)state;
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, 4, 0.1, ZEN_OVERLAP_IDENTICAL);
+    zen__sparse_profile_model(&p, 4, 0.1, ZEN_OVERLAP_IDENTICAL);
     p.skew = 2.0;
     p.skew_n = 2.0;
     double pred[ZEN_SPARSE_SCHEME_COUNT];
-    zen_sparse_predict(4, 1000, 1, &p, &bw_only, 256, pred);
+    zen__sparse_predict(4, 1000, 1, &p, &bw_only, 256, pred);
     /* dense ring: 2 * 3/4 * 4000 bytes */
     assert_float_equal(pred[ZEN_SPARSE_DENSE], 6000 / 1e9, 1e-15);
     /* allgather: 3 * 100 entries * 8 bytes */
@@ -118,7 +118,7 @@ static void test_scheme_volumes(void **state)
      * ring 2(n-1) = 6 steps; HC 2 rounds x (size, payload); ALLGATHER 2 steps of 3 messages;
      * PS/BLOCK 4 such steps; BP 2 such steps plus 2 Bruck allgathers of log2 n steps */
     zen_net_model lat = { .bytes_per_s = 1e30, .latency_s = 1e-6 };
-    zen_sparse_predict(4, 1000, 1, &p, &lat, 256, pred);
+    zen__sparse_predict(4, 1000, 1, &p, &lat, 256, pred);
     assert_float_equal(pred[ZEN_SPARSE_DENSE], 6e-6, 1e-12);
     assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 4e-6, 1e-12);
     assert_float_equal(pred[ZEN_SPARSE_ALLGATHER], 2 * 1.2e-6, 1e-12);
@@ -127,8 +127,8 @@ static void test_scheme_volumes(void **state)
     assert_float_equal(pred[ZEN_SPARSE_BALANCED], 2 * 1.2e-6 + 4e-6, 1e-12);
     assert_float_equal(pred[ZEN_SPARSE_AUTO], 2.4e-6, 1e-12);
     /* non-power-of-two rank counts add the fold and unfold steps */
-    zen_sparse_profile_model(&p, 5, 0.1, ZEN_OVERLAP_IDENTICAL);
-    zen_sparse_predict(5, 1000, 1, &p, &bw_only, 256, pred);
+    zen__sparse_profile_model(&p, 5, 0.1, ZEN_OVERLAP_IDENTICAL);
+    zen__sparse_predict(5, 1000, 1, &p, &bw_only, 256, pred);
     assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 4 * 100 * 8 / 1e9, 1e-15);
 }
 
@@ -140,16 +140,16 @@ static void test_balanced_latency_128(void **state)
 {
     (void)state;
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, 128, 0.0113, ZEN_OVERLAP_IDENTICAL);
+    zen__sparse_profile_model(&p, 128, 0.0113, ZEN_OVERLAP_IDENTICAL);
     zen_net_model net = { .bytes_per_s = 25e9 / 8, .latency_s = 10e-6 };
     double pred[ZEN_SPARSE_SCHEME_COUNT];
-    zen_sparse_predict(128, 40000000, 1, &p, &net, 256, pred);
+    zen__sparse_predict(128, 40000000, 1, &p, &net, 256, pred);
     assert_true(pred[ZEN_SPARSE_BALANCED] < pred[ZEN_SPARSE_PS]);
     double conc = 10e-6 * (1 + 126 * 0.1);
     double bytes = 127.0 / 128 * 2 * 0.0113 * 4e7 * 8; /* push + COO pull, 8 bytes per entry */
     assert_float_equal(pred[ZEN_SPARSE_BALANCED], 2 * conc + 14 * 10e-6 + bytes / (25e9 / 8), 1e-9);
     setenv("ZEN_SPARSE_PULL_BRUCK_MAX_BYTES", "0", 1);
-    zen_sparse_predict(128, 40000000, 1, &p, &net, 256, pred);
+    zen__sparse_predict(128, 40000000, 1, &p, &net, 256, pred);
     unsetenv("ZEN_SPARSE_PULL_BRUCK_MAX_BYTES");
     assert_true(pred[ZEN_SPARSE_BALANCED] > pred[ZEN_SPARSE_PS]);
 }
@@ -160,12 +160,12 @@ static void test_dense_crossover(void **state)
     (void)state;
     zen_sparse_profile p;
     double pred[ZEN_SPARSE_SCHEME_COUNT];
-    zen_sparse_profile_model(&p, 8, 0.6, ZEN_OVERLAP_RANDOM);
-    zen_sparse_predict(8, 1 << 20, 1, &p, &bw_only, 256, pred);
-    assert_int_equal(zen_sparse_cheapest(pred), ZEN_SPARSE_DENSE);
-    zen_sparse_profile_model(&p, 8, 0.0001, ZEN_OVERLAP_RANDOM);
-    zen_sparse_predict(8, 1 << 20, 1, &p, &bw_only, 256, pred);
-    assert_int_not_equal(zen_sparse_cheapest(pred), ZEN_SPARSE_DENSE);
+    zen__sparse_profile_model(&p, 8, 0.6, ZEN_OVERLAP_RANDOM);
+    zen__sparse_predict(8, 1 << 20, 1, &p, &bw_only, 256, pred);
+    assert_int_equal(zen__sparse_cheapest(pred), ZEN_SPARSE_DENSE);
+    zen__sparse_profile_model(&p, 8, 0.0001, ZEN_OVERLAP_RANDOM);
+    zen__sparse_predict(8, 1 << 20, 1, &p, &bw_only, 256, pred);
+    assert_int_not_equal(zen__sparse_cheapest(pred), ZEN_SPARSE_DENSE);
 }
 
 /* ---- AUTO on inproc ranks ---- */
@@ -304,7 +304,7 @@ static void test_net_models(void **state)
     zen_net_model net;
     setenv("ZEN_NET_GBPS", "8", 1);
     setenv("ZEN_NET_LAT_US", "30", 1);
-    zen_net_model_for(ZEN_TRANSPORT_TCP, &net);
+    zen__net_model_for(ZEN_TRANSPORT_TCP, &net);
     assert_float_equal(net.bytes_per_s, 1e9, 1e-3);
     assert_float_equal(net.latency_s, 30e-6, 1e-15);
     assert_float_equal(net.overhead_s, 0, 0);
@@ -312,17 +312,17 @@ static void test_net_models(void **state)
     unsetenv("ZEN_NET_LAT_US");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     zen_net_model one, many;
-    zen_net_model_for_ranks(ZEN_TRANSPORT_INPROC, 1, &one);
-    zen_net_model_for_ranks(ZEN_TRANSPORT_INPROC, (int)cores * 4, &many);
+    zen__net_model_for_ranks(ZEN_TRANSPORT_INPROC, 1, &one);
+    zen__net_model_for_ranks(ZEN_TRANSPORT_INPROC, (int)cores * 4, &many);
     assert_float_equal(many.bytes_per_s, one.bytes_per_s / 4, 1e-3);
     assert_float_equal(many.latency_s, one.latency_s * 4, 1e-15);
     assert_float_equal(many.overhead_s, many.latency_s, 0);
     /* serial issue: ALLGATHER on 4 ranks = 2 steps x (1 + 2 extra messages) latencies */
     zen_sparse_profile p;
     double pred[ZEN_SPARSE_SCHEME_COUNT];
-    zen_sparse_profile_model(&p, 4, 0.1, ZEN_OVERLAP_IDENTICAL);
+    zen__sparse_profile_model(&p, 4, 0.1, ZEN_OVERLAP_IDENTICAL);
     zen_net_model serial = { .bytes_per_s = 1e30, .latency_s = 1e-6, .overhead_s = 1e-6 };
-    zen_sparse_predict(4, 1000, 1, &p, &serial, 256, pred);
+    zen__sparse_predict(4, 1000, 1, &p, &serial, 256, pred);
     assert_float_equal(pred[ZEN_SPARSE_ALLGATHER], 6e-6, 1e-12);
     assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 4e-6, 1e-12);
 }
@@ -334,14 +334,14 @@ static void test_auto_follows_net(void **state)
     (void)state;
     zen_sparse_profile p;
     double pred[ZEN_SPARSE_SCHEME_COUNT];
-    zen_sparse_profile_model(&p, 16, 0.01, ZEN_OVERLAP_RANDOM);
+    zen__sparse_profile_model(&p, 16, 0.01, ZEN_OVERLAP_RANDOM);
     zen_net_model slow = { .bytes_per_s = 1e6, .latency_s = 0 };
-    zen_sparse_predict(16, 1 << 20, 1, &p, &slow, 256, pred);
-    assert_int_not_equal(zen_sparse_cheapest(pred), ZEN_SPARSE_DENSE);
+    zen__sparse_predict(16, 1 << 20, 1, &p, &slow, 256, pred);
+    assert_int_not_equal(zen__sparse_cheapest(pred), ZEN_SPARSE_DENSE);
     zen_net_model laggy = { .bytes_per_s = 1e15, .latency_s = 1.0 };
-    zen_sparse_predict(16, 1 << 20, 1, &p, &laggy, 256, pred);
+    zen__sparse_predict(16, 1 << 20, 1, &p, &laggy, 256, pred);
     /* ALLGATHER: 2 steps of 15 messages = 2 (1 + 14 x 0.1) = 4.8 s; HC: 8 steps */
-    assert_int_equal(zen_sparse_cheapest(pred), ZEN_SPARSE_ALLGATHER);
+    assert_int_equal(zen__sparse_cheapest(pred), ZEN_SPARSE_ALLGATHER);
     assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 8.0, 1e-6);
 }
 

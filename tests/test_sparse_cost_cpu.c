@@ -1,5 +1,5 @@
 /*
- * The compute term of the sparse cost model (src/sparse/cost.c, zen_cpu_model): each constant
+ * The compute term of the sparse cost model (src/sparse/model/cost.c, zen_cpu_model): each constant
  * alone against the work written out by hand for a small tensor (cost.h lists what each scheme
  * does), the overlap rule (transport CPU against the wire: max; kernels: added; both / share),
  * the network models AUTO gets, and the constants file of `zen simulate --calibrate`.
@@ -17,7 +17,7 @@
 
 #include <zen/sparse.h>
 
-#include "sparse/cost.h"
+#include "sparse/model/cost.h"
 #include "testutil.h"
 
 #define NS 1e-9
@@ -26,11 +26,11 @@ static void predict(const zen_cpu_model *cpu, double density, int dense_output,
                     double out[ZEN_SPARSE_SCHEME_COUNT])
 {
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, 4, density, ZEN_OVERLAP_IDENTICAL);
+    zen__sparse_profile_model(&p, 4, density, ZEN_OVERLAP_IDENTICAL);
     p.dense_output = dense_output;
     zen_net_model net = { .bytes_per_s = 1e30, .latency_s = 0 };
     net.cpu = *cpu;
-    zen_sparse_predict(4, 1000, 2, &p, &net, 256, out);
+    zen__sparse_predict(4, 1000, 2, &p, &net, 256, out);
 }
 
 static void expect(const double *got, const double *want_ns)
@@ -158,37 +158,37 @@ static void test_overlap_and_share(void **state)
 {
     (void)state;
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, 4, 0.1, ZEN_OVERLAP_IDENTICAL);
+    zen__sparse_profile_model(&p, 4, 0.1, ZEN_OVERLAP_IDENTICAL);
     zen_net_model net = { .bytes_per_s = 1e9, .latency_s = 0 }; /* 1 ns per byte */
     double base[ZEN_SPARSE_SCHEME_COUNT], t[ZEN_SPARSE_SCHEME_COUNT], cpu[ZEN_SPARSE_SCHEME_COUNT];
-    zen_sparse_predict(4, 1000, 2, &p, &net, 256, base);
+    zen__sparse_predict(4, 1000, 2, &p, &net, 256, base);
     /* allgather moves 3 x 100 x 12 = 3600 bytes: 3.6 us on the wire */
     assert_float_equal(base[ZEN_SPARSE_ALLGATHER], 3600 * NS, 1e-15);
 
     net.cpu.wire_byte = 0.5; /* the transport keeps up with the link: hidden */
-    zen_sparse_predict_split(4, 1000, 2, &p, &net, 256, t, cpu);
+    zen__sparse_predict_split(4, 1000, 2, &p, &net, 256, t, cpu);
     for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
         assert_float_equal(t[s], base[s], 1e-15);
         assert_float_equal(cpu[s], 0, 1e-20);
     }
     net.cpu.wire_byte = 2; /* the CPU is the limit: 2 ns per byte instead of 1 */
-    zen_sparse_predict_split(4, 1000, 2, &p, &net, 256, t, cpu);
+    zen__sparse_predict_split(4, 1000, 2, &p, &net, 256, t, cpu);
     assert_float_equal(t[ZEN_SPARSE_ALLGATHER], 7200 * NS, 1e-15);
     assert_float_equal(cpu[ZEN_SPARSE_ALLGATHER], 3600 * NS, 1e-15);
     net.cpu.share = 0.5; /* half a core: 4 ns per byte */
-    zen_sparse_predict_split(4, 1000, 2, &p, &net, 256, t, cpu);
+    zen__sparse_predict_split(4, 1000, 2, &p, &net, 256, t, cpu);
     assert_float_equal(t[ZEN_SPARSE_ALLGATHER], 14400 * NS, 1e-15);
 
     /* kernels add: sort 1 ns per index = 100 ns on top of the wire, 200 ns at half a core */
     net.cpu = (zen_cpu_model){ .sort = 1, .share = 0.5 };
-    zen_sparse_predict_split(4, 1000, 2, &p, &net, 256, t, cpu);
+    zen__sparse_predict_split(4, 1000, 2, &p, &net, 256, t, cpu);
     for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
         double extra = s == ZEN_SPARSE_BALANCED ? 400 : 200;
         assert_float_equal(t[s], base[s] + extra * NS, 1e-15);
         assert_float_equal(cpu[s], extra * NS, 1e-15);
     }
     /* AUTO is the cheapest total, and carries that scheme's compute part */
-    zen_sparse_scheme best = zen_sparse_cheapest(t);
+    zen_sparse_scheme best = zen__sparse_cheapest(t);
     assert_float_equal(t[ZEN_SPARSE_AUTO], t[best], 0);
     assert_float_equal(cpu[ZEN_SPARSE_AUTO], cpu[best], 0);
 }
@@ -199,13 +199,13 @@ static void test_compute_changes_choice(void **state)
 {
     (void)state;
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, 64, 0.01, ZEN_OVERLAP_IDENTICAL);
+    zen__sparse_profile_model(&p, 64, 0.01, ZEN_OVERLAP_IDENTICAL);
     zen_net_model net = { .bytes_per_s = 1e30, .latency_s = 0 };
     net.cpu = (zen_cpu_model){ .merge = 10, .merge2 = 1, .copy_byte = 0.1, .share = 1 };
     double t[ZEN_SPARSE_SCHEME_COUNT];
-    zen_sparse_predict(64, 1 << 20, 8, &p, &net, 256, t);
+    zen__sparse_predict(64, 1 << 20, 8, &p, &net, 256, t);
     assert_true(t[ZEN_SPARSE_HIERARCHICAL] < t[ZEN_SPARSE_ALLGATHER]);
-    assert_int_not_equal(zen_sparse_cheapest(t), ZEN_SPARSE_ALLGATHER);
+    assert_int_not_equal(zen__sparse_cheapest(t), ZEN_SPARSE_ALLGATHER);
 }
 
 /* The models AUTO gets: the tunables' constants; inproc counts no transport CPU and gives each
@@ -216,19 +216,19 @@ static void test_net_model_constants(void **state)
     setenv("ZEN_SPARSE_NS_PER_SORT", "3.5", 1);
     setenv("ZEN_SPARSE_NS_PER_WIRE_BYTE", "0.75", 1);
     zen_net_model tcp, inproc;
-    zen_net_model_for_ranks(ZEN_TRANSPORT_TCP, 8, &tcp);
+    zen__net_model_for_ranks(ZEN_TRANSPORT_TCP, 8, &tcp);
     assert_float_equal(tcp.cpu.sort, 3.5, 0);
     assert_float_equal(tcp.cpu.wire_byte, 0.75, 0);
     assert_float_equal(tcp.cpu.share, 1, 0);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    zen_net_model_for_ranks(ZEN_TRANSPORT_INPROC, (int)cores * 4, &inproc);
+    zen__net_model_for_ranks(ZEN_TRANSPORT_INPROC, (int)cores * 4, &inproc);
     assert_float_equal(inproc.cpu.sort, 3.5, 0);
     assert_float_equal(inproc.cpu.wire_byte, 0, 0);
     assert_float_equal(inproc.cpu.share, 0.25, 1e-12);
     setenv("ZEN_SPARSE_CPU_SHARE", "0.5", 1);
-    zen_net_model_for_ranks(ZEN_TRANSPORT_INPROC, (int)cores * 4, &inproc);
+    zen__net_model_for_ranks(ZEN_TRANSPORT_INPROC, (int)cores * 4, &inproc);
     assert_float_equal(inproc.cpu.share, 0.5, 0);
-    zen_net_model_for_ranks(ZEN_TRANSPORT_TCP, 8, &tcp);
+    zen__net_model_for_ranks(ZEN_TRANSPORT_TCP, 8, &tcp);
     assert_float_equal(tcp.cpu.share, 0.5, 0);
     unsetenv("ZEN_SPARSE_CPU_SHARE");
     unsetenv("ZEN_SPARSE_NS_PER_SORT");
@@ -244,7 +244,7 @@ static int same_model(const zen_cpu_model *a, const zen_cpu_model *b)
     return 1;
 }
 
-/* The constants file: what zen_cpu_model_write prints reads back; comments and other settings
+/* The constants file: what zen__cpu_model_write prints reads back; comments and other settings
  * are skipped, missing keys keep their value, a bad number is refused. */
 static void test_file_round_trip(void **state)
 {
@@ -255,32 +255,32 @@ static void test_file_round_trip(void **state)
     FILE *f = fdopen(fd, "w");
     zen_cpu_model m = { 4.25, 7.5, 3.125, 1.75, 0.875, 0.0625, 0.09375, 0.40625, 0.25 };
     fprintf(f, "# comment\nZEN_OTHER=1\n");
-    assert_int_equal(zen_cpu_model_write(&m, f), ZEN_OK);
+    assert_int_equal(zen__cpu_model_write(&m, f), ZEN_OK);
     fclose(f);
     zen_cpu_model back = { 0 };
-    assert_int_equal(zen_cpu_model_read(path, &back), ZEN_OK);
+    assert_int_equal(zen__cpu_model_read(path, &back), ZEN_OK);
     assert_true(same_model(&m, &back));
 
     f = fopen(path, "w");
     fprintf(f, "export ZEN_SPARSE_NS_PER_HASH=9\n");
     fclose(f);
     back = m;
-    assert_int_equal(zen_cpu_model_read(path, &back), ZEN_OK);
+    assert_int_equal(zen__cpu_model_read(path, &back), ZEN_OK);
     assert_float_equal(back.hash, 9, 0);
     assert_float_equal(back.sort, m.sort, 0);
 
     f = fopen(path, "w");
     fprintf(f, "ZEN_SPARSE_NS_PER_SORT=fast\n");
     fclose(f);
-    assert_int_equal(zen_cpu_model_read(path, &back), ZEN_ECORRUPT);
+    assert_int_equal(zen__cpu_model_read(path, &back), ZEN_ECORRUPT);
     f = fopen(path, "w"); /* any text without a constant (`--cpu /etc/passwd`) is refused */
     fprintf(f, "root:x:0:0:root:/root:/bin/bash\nZEN_OTHER=1\n");
     fclose(f);
-    assert_int_equal(zen_cpu_model_read(path, &back), ZEN_ECORRUPT);
+    assert_int_equal(zen__cpu_model_read(path, &back), ZEN_ECORRUPT);
     remove(path);
-    assert_int_equal(zen_cpu_model_read(path, &back), ZEN_EIO);
-    assert_int_equal(zen_cpu_model_read("/dev/zero", &back), ZEN_EIO); /* not a regular file */
-    assert_int_equal(zen_cpu_model_read("/tmp", &back), ZEN_EIO);
+    assert_int_equal(zen__cpu_model_read(path, &back), ZEN_EIO);
+    assert_int_equal(zen__cpu_model_read("/dev/zero", &back), ZEN_EIO); /* not a regular file */
+    assert_int_equal(zen__cpu_model_read("/tmp", &back), ZEN_EIO);
 }
 
 /* A real calibration: every constant measured (positive, finite), share 1, and its file reads
@@ -289,7 +289,7 @@ static void test_calibrate_round_trip(void **state)
 {
     (void)state;
     zen_cpu_model m;
-    assert_int_equal(zen_cpu_calibrate(&m), ZEN_OK);
+    assert_int_equal(zen__cpu_calibrate(&m), ZEN_OK);
     const double *x = (const double *)&m;
     for (size_t i = 0; i < sizeof m / sizeof(double); i++)
         assert_true(x[i] > 0 && isfinite(x[i]));
@@ -298,10 +298,10 @@ static void test_calibrate_round_trip(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     FILE *f = fdopen(fd, "w");
-    assert_int_equal(zen_cpu_model_write(&m, f), ZEN_OK);
+    assert_int_equal(zen__cpu_model_write(&m, f), ZEN_OK);
     fclose(f);
     zen_cpu_model back = { 0 };
-    assert_int_equal(zen_cpu_model_read(path, &back), ZEN_OK);
+    assert_int_equal(zen__cpu_model_read(path, &back), ZEN_OK);
     remove(path);
     assert_true(same_model(&m, &back));
 }

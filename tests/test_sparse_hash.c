@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sparse/hier_hash.h"
-#include "sparse/universe.h"
+#include "sparse/wire/hier_hash.h"
+#include "sparse/wire/universe.h"
 #include "testutil.h"
 
 static const uint64_t seeds[4] = { 0x1234567890abcdefull, 0x0fedcba987654321ull, 3, 4 };
@@ -42,7 +42,7 @@ static double imbalance(const zen_hh_result *r, uint32_t n)
 
 static void partition(zen_hh_config *cfg, const uint32_t *idx, size_t nnz, zen_hh_result *r)
 {
-    assert_int_equal(zen_hh_partition(cfg, idx, nnz, r), ZEN_OK);
+    assert_int_equal(zen__hh_partition(cfg, idx, nnz, r), ZEN_OK);
     check_partition(r, idx, nnz, cfg->nowners);
 }
 
@@ -82,16 +82,16 @@ static void test_small_and_edges(void **state)
     (void)state;
     uint32_t idx[] = { 0, 1, 2, 3, 5, 8, 13, UINT32_MAX - 1 };
     for (uint32_t n = 1; n <= 17; n += 4) {
-        zen_hh_config cfg = zen_hh_config_default(n, seeds);
+        zen_hh_config cfg = zen__hh_config_default(n, seeds);
         zen_hh_result r;
         for (size_t nnz = 0; nnz <= 8; nnz++) {
             partition(&cfg, idx, nnz, &r);
-            zen_hh_result_free(&r);
+            zen__hh_result_free(&r);
         }
     }
-    zen_hh_config bad = zen_hh_config_default(0, seeds);
+    zen_hh_config bad = zen__hh_config_default(0, seeds);
     zen_hh_result r;
-    assert_int_equal(zen_hh_partition(&bad, idx, 8, &r), ZEN_EINVAL);
+    assert_int_equal(zen__hh_partition(&bad, idx, 8, &r), ZEN_EINVAL);
 }
 
 static void test_balance(void **state)
@@ -106,7 +106,7 @@ static void test_balance(void **state)
             make_indices(idx, kind == 1 ? nnz : nnz, kind == 1 ? nnz * 100 : rows, kind, &rng);
         assert_true(m >= 100000);
         for (uint32_t n = 8; n <= 16; n *= 2) {
-            zen_hh_config cfg = zen_hh_config_default(n, seeds);
+            zen_hh_config cfg = zen__hh_config_default(n, seeds);
             zen_hh_result r;
             partition(&cfg, idx, m, &r);
             double imb = imbalance(&r, n);
@@ -115,7 +115,7 @@ static void test_balance(void **state)
             assert_true(imb < 1.1);
             assert_true(r.serial_items < m / 10); /* k = 3 at load 0.5: about 3% */
             assert_int_equal(r.passes, 1);
-            zen_hh_result_free(&r);
+            zen__hh_result_free(&r);
         }
     }
     free(idx);
@@ -133,11 +133,11 @@ static void test_skew_needs_hashing(void **state)
     for (size_t i = 0; i < m; i++)
         first += idx[i] < (nnz * 100) / 8;
     assert_true(first == m); /* all of it in the first of 8 even ranges */
-    zen_hh_config cfg = zen_hh_config_default(8, seeds);
+    zen_hh_config cfg = zen__hh_config_default(8, seeds);
     zen_hh_result r;
     partition(&cfg, idx, m, &r);
     assert_true(imbalance(&r, 8) < 1.1);
-    zen_hh_result_free(&r);
+    zen__hh_result_free(&r);
     free(idx);
 }
 
@@ -148,7 +148,7 @@ static void test_serial_overflow(void **state)
     uint32_t *idx = malloc(nnz * sizeof *idx);
     for (size_t i = 0; i < nnz; i++)
         idx[i] = (uint32_t)(i * 7);
-    zen_hh_config cfg = zen_hh_config_default(4, seeds);
+    zen_hh_config cfg = zen__hh_config_default(4, seeds);
     cfg.slots_per_owner = 16; /* 64 slots for 5000 items: nearly all go serial */
     cfg.serial_per_owner = 2; /* and serial memory overflows many times */
     for (int threads = 1; threads <= 4; threads *= 4) {
@@ -157,7 +157,7 @@ static void test_serial_overflow(void **state)
         partition(&cfg, idx, nnz, &r);
         assert_true(r.passes > 1);
         assert_true(r.serial_items >= nnz - 64);
-        zen_hh_result_free(&r);
+        zen__hh_result_free(&r);
     }
     free(idx);
 }
@@ -175,7 +175,7 @@ static void test_threads_and_count_same_partition(void **state)
     uint32_t *idx = malloc(nnz * sizeof *idx);
     uint64_t rng = 1;
     size_t m = make_indices(idx, nnz, 50000000, 0, &rng);
-    zen_hh_config cfg = zen_hh_config_default(16, seeds);
+    zen_hh_config cfg = zen__hh_config_default(16, seeds);
     zen_hh_result ref;
     partition(&cfg, idx, m, &ref);
     for (size_t j = 0; j < 16; j++)
@@ -190,9 +190,9 @@ static void test_threads_and_count_same_partition(void **state)
         for (size_t j = 0; j < 16; j++)
             qsort(r.pos + r.offsets[j], r.offsets[j + 1] - r.offsets[j], 4, cmp_u32);
         assert_memory_equal(r.pos, ref.pos, m * sizeof *r.pos);
-        zen_hh_result_free(&r);
+        zen__hh_result_free(&r);
     }
-    zen_hh_result_free(&ref);
+    zen__hh_result_free(&ref);
     free(idx);
 }
 
@@ -215,7 +215,7 @@ static void test_count_and_hash_same_owners_many(void **state)
             for (size_t i = 1; i < m; i += 2)
                 idx[i] = idx[i - 1];
         uint64_t sd[2] = { seeds[0], seeds[1] + (uint64_t)t }; /* check_partition uses seeds[0] */
-        zen_hh_config hash = zen_hh_config_default(n, sd), count = hash;
+        zen_hh_config hash = zen__hh_config_default(n, sd), count = hash;
         hash.serial_per_owner = t % 5 == 4 ? 1 : 0;
         count.method = ZEN_HH_COUNT;
         zen_hh_result a, b;
@@ -230,8 +230,8 @@ static void test_count_and_hash_same_owners_many(void **state)
         }
         if (m)
             assert_memory_equal(a.pos, b.pos, m * sizeof *a.pos);
-        zen_hh_result_free(&a);
-        zen_hh_result_free(&b);
+        zen__hh_result_free(&a);
+        zen__hh_result_free(&b);
         free(idx);
     }
 }
@@ -244,7 +244,7 @@ static void test_universe(void **state)
         for (uint32_t n = 1; n <= 16; n += 5) {
             uint64_t rows = rows_list[a];
             zen_universe *u;
-            assert_int_equal(zen_universe_build(rows, n, seeds[0], &u), ZEN_OK);
+            assert_int_equal(zen__universe_build(rows, n, seeds[0], &u), ZEN_OK);
             assert_int_equal(u->offsets[n], rows);
             unsigned char *seen = calloc(rows + 1, 1);
             for (uint32_t j = 0; j < n; j++)
@@ -257,39 +257,39 @@ static void test_universe(void **state)
                         assert_true(u->members[t - 1] < i);
                 }
             free(seen);
-            zen_universe_free(u);
+            zen__universe_free(u);
         }
     /* the cache hands out one shared entry per key and distinct ones for distinct keys */
     const zen_universe *a, *b, *c;
-    assert_int_equal(zen_universe_get(5000, 4, seeds[0], &a), ZEN_OK);
-    assert_int_equal(zen_universe_get(5000, 4, seeds[0], &b), ZEN_OK);
-    assert_int_equal(zen_universe_get(5000, 5, seeds[0], &c), ZEN_OK);
+    assert_int_equal(zen__universe_get(5000, 4, seeds[0], &a), ZEN_OK);
+    assert_int_equal(zen__universe_get(5000, 4, seeds[0], &b), ZEN_OK);
+    assert_int_equal(zen__universe_get(5000, 5, seeds[0], &c), ZEN_OK);
     assert_ptr_equal(a, b);
     assert_ptr_not_equal(a, c);
     assert_int_equal(c->n, 5);
     /* members are built on demand, once, and match a complete build */
     assert_null(a->members);
-    assert_int_equal(zen_universe_members(a), ZEN_OK);
+    assert_int_equal(zen__universe_members(a), ZEN_OK);
     assert_non_null(a->members);
     const uint32_t *first = a->members;
-    assert_int_equal(zen_universe_members(b), ZEN_OK);
+    assert_int_equal(zen__universe_members(b), ZEN_OK);
     assert_ptr_equal(b->members, first);
     zen_universe *full;
-    assert_int_equal(zen_universe_build(5000, 4, seeds[0], &full), ZEN_OK);
+    assert_int_equal(zen__universe_build(5000, 4, seeds[0], &full), ZEN_OK);
     assert_memory_equal(full->offsets, a->offsets, 5 * sizeof *a->offsets);
     assert_memory_equal(full->members, a->members, 5000 * sizeof *a->members);
-    zen_universe_free(full);
+    zen__universe_free(full);
     /* more distinct keys than cache slots while all are held: private copies, still correct */
     const zen_universe *many[8];
     for (int i = 0; i < 8; i++) {
-        assert_int_equal(zen_universe_get(100 + (uint64_t)i, 3, seeds[0], &many[i]), ZEN_OK);
+        assert_int_equal(zen__universe_get(100 + (uint64_t)i, 3, seeds[0], &many[i]), ZEN_OK);
         assert_int_equal(many[i]->rows, 100 + (uint64_t)i);
     }
     for (int i = 0; i < 8; i++)
-        zen_universe_put(many[i]);
-    zen_universe_put(a);
-    zen_universe_put(b);
-    zen_universe_put(c);
+        zen__universe_put(many[i]);
+    zen__universe_put(a);
+    zen__universe_put(b);
+    zen__universe_put(c);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * Hierarchical sparse sync across hosts (src/sparse/hier_host.c) on 8 inproc ranks emulated as
+ * Hierarchical sparse sync across hosts (src/sparse/scheme/hier_host.c) on 8 inproc ranks emulated as
  * 4 hosts x 2, 2 hosts x 4 and 3 hosts of 3+3+2 ranks (opts.ranks_per_host and
  * ZEN_SPARSE_RANKS_PER_HOST), against a dense sum every rank computes locally from all ranks'
  * inputs (any rank can regenerate any rank's input). Values are small integers, so every order of
@@ -20,7 +20,7 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
-#include "sparse/hier_host.h"
+#include "sparse/scheme/hier_host.h"
 #include "testutil.h"
 
 #define NRANKS 8
@@ -75,8 +75,8 @@ static zen_status one_case(zen_comm *comm, const zen_sparse_options *o, uint32_t
     int n = zen_comm_size(comm);
     input in;
     make_input(zen_comm_rank(comm), w, seed, &in);
-    float *ref = zen_malloc_array((size_t)ROWS * w, sizeof *ref);
-    float *out = zen_malloc_array((size_t)ROWS * w, sizeof *out);
+    float *ref = zen__malloc_array((size_t)ROWS * w, sizeof *ref);
+    float *out = zen__malloc_array((size_t)ROWS * w, sizeof *out);
     ZT_CHECK(comm, ref && out);
     reference(n, w, seed, ref);
     if (o->average)
@@ -109,8 +109,8 @@ static zen_status one_case(zen_comm *comm, const zen_sparse_options *o, uint32_t
         fprintf(stderr, "rank %d: scheme %s w %u seed %llu dense %d rph %d: %s %s\n",
                 zen_comm_rank(comm), zen_sparse_scheme_name(o->scheme), w, (unsigned long long)seed,
                 dense, o->ranks_per_host, zen_status_name(st), zen_comm_last_error(comm));
-    zen_free(ref);
-    zen_free(out);
+    zen__free(ref);
+    zen__free(out);
     ZT_CHECK(comm, st == ZEN_OK);
     ZT_CHECK(comm, ok);
     return ZEN_OK;
@@ -258,7 +258,7 @@ static zen_status auto_rank(zen_comm *comm, void *argp)
         ZT_CHECK(comm, st_.hosts == 4 && st_.predicted_hier_s > 0);
         zen_sparse_scheme flat = schemes[s];
         if (flat == ZEN_SPARSE_AUTO) /* the flat choice is the cheapest flat prediction */
-            flat = zen_sparse_cheapest(st_.predicted_s);
+            flat = zen__sparse_cheapest(st_.predicted_s);
         ZT_CHECK(comm, st_.hierarchical == (st_.predicted_hier_s < st_.predicted_s[flat]));
         if (zen_comm_rank(comm) == 0)
             took[st_.hierarchical]++;
@@ -293,24 +293,24 @@ static void test_cost_rules(void **state)
     zen_hier_shape one_host = { 8, 1, 8, 8, 1000, 1, 0 };
     zen_hier_shape one_per_host = { 8, 8, 1, 1, 1000, 1, 0 };
     zen_hier_shape two_by_four = { 8, 2, 4, 4, 1000, 1, 0 };
-    assert_int_equal(zen_sparse_hier_pays(&one_host, 1.0, 1e-9), 0);
-    assert_int_equal(zen_sparse_hier_pays(&one_per_host, 1.0, 1e-9), 0);
-    assert_int_equal(zen_sparse_hier_pays(&two_by_four, 1.0, 0.5), 1);
-    assert_int_equal(zen_sparse_hier_pays(&two_by_four, 1.0, 1.0), 0);
+    assert_int_equal(zen__sparse_hier_pays(&one_host, 1.0, 1e-9), 0);
+    assert_int_equal(zen__sparse_hier_pays(&one_per_host, 1.0, 1e-9), 0);
+    assert_int_equal(zen__sparse_hier_pays(&two_by_four, 1.0, 0.5), 1);
+    assert_int_equal(zen__sparse_hier_pays(&two_by_four, 1.0, 1.0), 0);
 
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, 64, 0.001, ZEN_OVERLAP_RANDOM);
+    zen__sparse_profile_model(&p, 64, 0.001, ZEN_OVERLAP_RANDOM);
     p.levels = 0;
-    assert_true(fabs(zen_hier_gamma_at(&p, 64, 1) - 1) < 1e-12);
-    assert_true(fabs(zen_hier_gamma_at(&p, 64, 64) - p.gamma_n) < 1e-12);
+    assert_true(fabs(zen__hier_gamma_at(&p, 64, 1) - 1) < 1e-12);
+    assert_true(fabs(zen__hier_gamma_at(&p, 64, 64) - p.gamma_n) < 1e-12);
     double prev = 1;
     for (int k = 2; k <= 64; k++) {
-        double g = zen_hier_gamma_at(&p, 64, k);
+        double g = zen__hier_gamma_at(&p, 64, k);
         assert_true(g >= prev && g <= p.gamma_n + 1e-12);
         prev = g;
     }
-    zen_sparse_profile_model(&p, 64, 0.001, ZEN_OVERLAP_RANDOM); /* measured levels are used */
-    assert_true(fabs(zen_hier_gamma_at(&p, 64, 8) - p.gamma[3]) < 1e-12);
+    zen__sparse_profile_model(&p, 64, 0.001, ZEN_OVERLAP_RANDOM); /* measured levels are used */
+    assert_true(fabs(zen__hier_gamma_at(&p, 64, 8) - p.gamma[3]) < 1e-12);
 }
 
 /* With an infinitely fast host, the hierarchical form costs the inter-host sync of one shard:
@@ -321,21 +321,21 @@ static void test_cost_composition(void **state)
     zen_net_model inter = { .bytes_per_s = 1.25e9, .latency_s = 20e-6 };
     zen_net_model intra = { .bytes_per_s = 1e30, .latency_s = 0 };
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, 32, 0.01, ZEN_OVERLAP_IDENTICAL); /* gamma = 1 everywhere */
+    zen__sparse_profile_model(&p, 32, 0.01, ZEN_OVERLAP_IDENTICAL); /* gamma = 1 everywhere */
     zen_hier_shape sh = { 32, 4, 8, 8, 1 << 20, 4, 1 };
     zen_sparse_scheme used = ZEN_SPARSE_AUTO;
-    double t = zen_sparse_predict_hier(&sh, &p, &inter, &intra, 256, ZEN_SPARSE_BALANCED, &used);
+    double t = zen__sparse_predict_hier(&sh, &p, &inter, &intra, 256, ZEN_SPARSE_BALANCED, &used);
     assert_int_equal(used, ZEN_SPARSE_BALANCED);
     zen_sparse_profile q;
-    zen_sparse_profile_model(&q, 4, 0.01, ZEN_OVERLAP_IDENTICAL);
+    zen__sparse_profile_model(&q, 4, 0.01, ZEN_OVERLAP_IDENTICAL);
     double pred[ZEN_SPARSE_SCHEME_COUNT];
-    zen_sparse_predict(4, (1 << 20) / 8, 4, &q, &inter, 256, pred);
+    zen__sparse_predict(4, (1 << 20) / 8, 4, &q, &inter, 256, pred);
     double expect = pred[ZEN_SPARSE_BALANCED] + 3 * inter.latency_s;
     assert_true(fabs(t - expect) <= 1e-9 * expect);
 
     /* AUTO across hosts takes the cheapest inter prediction */
-    t = zen_sparse_predict_hier(&sh, &p, &inter, &intra, 256, ZEN_SPARSE_AUTO, &used);
-    assert_int_equal(used, zen_sparse_cheapest(pred));
+    t = zen__sparse_predict_hier(&sh, &p, &inter, &intra, 256, ZEN_SPARSE_AUTO, &used);
+    assert_int_equal(used, zen__sparse_cheapest(pred));
     assert_true(fabs(t - (pred[used] + 3 * inter.latency_s)) <= 1e-9 * t);
 }
 
@@ -347,26 +347,26 @@ static void test_cost_decisions(void **state)
     zen_net_model inter = { .bytes_per_s = 1.25e9, .latency_s = 20e-6 }, intra;
     setenv("ZEN_NET_INTRA_GBPS", "0", 1);
     setenv("ZEN_NET_INTRA_LAT_US", "0", 1);
-    zen_net_model_intra(&inter, &intra);
+    zen__net_model_intra(&inter, &intra);
     assert_true(fabs(intra.bytes_per_s - 10 * inter.bytes_per_s) < 1);
     assert_true(fabs(intra.latency_s - inter.latency_s / 5) < 1e-15);
 
     double flat[ZEN_SPARSE_SCHEME_COUNT];
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, 64, 0.05, ZEN_OVERLAP_IDENTICAL);
+    zen__sparse_profile_model(&p, 64, 0.05, ZEN_OVERLAP_IDENTICAL);
     zen_hier_shape sh = { 64, 8, 8, 8, 1 << 18, 16, 1 };
-    zen_sparse_predict(64, sh.rows, sh.width, &p, &inter, 256, flat);
-    double h = zen_sparse_predict_hier(&sh, &p, &inter, &intra, 256, ZEN_SPARSE_BALANCED, NULL);
-    assert_true(zen_sparse_hier_pays(&sh, flat[ZEN_SPARSE_BALANCED], h));
+    zen__sparse_predict(64, sh.rows, sh.width, &p, &inter, 256, flat);
+    double h = zen__sparse_predict_hier(&sh, &p, &inter, &intra, 256, ZEN_SPARSE_BALANCED, NULL);
+    assert_true(zen__sparse_hier_pays(&sh, flat[ZEN_SPARSE_BALANCED], h));
 
-    zen_sparse_profile_model(&p, 64, 1e-6, ZEN_OVERLAP_DISJOINT);
+    zen__sparse_profile_model(&p, 64, 1e-6, ZEN_OVERLAP_DISJOINT);
     zen_hier_shape big = { 64, 8, 8, 8, (uint64_t)1 << 30, 1, 1 };
-    zen_sparse_predict(64, big.rows, big.width, &p, &inter, 256, flat);
-    h = zen_sparse_predict_hier(&big, &p, &inter, &intra, 256, ZEN_SPARSE_BALANCED, NULL);
-    assert_false(zen_sparse_hier_pays(&big, flat[ZEN_SPARSE_BALANCED], h));
+    zen__sparse_predict(64, big.rows, big.width, &p, &inter, 256, flat);
+    h = zen__sparse_predict_hier(&big, &p, &inter, &intra, 256, ZEN_SPARSE_BALANCED, NULL);
+    assert_false(zen__sparse_hier_pays(&big, flat[ZEN_SPARSE_BALANCED], h));
 
     setenv("ZEN_NET_INTRA_GBPS", "800", 1);
-    zen_net_model_intra(&inter, &intra);
+    zen__net_model_intra(&inter, &intra);
     assert_true(fabs(intra.bytes_per_s - 1e11) < 1);
     unsetenv("ZEN_NET_INTRA_GBPS");
     unsetenv("ZEN_NET_INTRA_LAT_US");
@@ -416,8 +416,9 @@ static zen_status launcher_rank(zen_comm *comm, void *argp)
             zen_status st = one_case(comm, &o, 4, 400 + (uint64_t)s, (s + hier) % 2, &stats);
             if (st != ZEN_OK)
                 return st;
-            zen_sparse_scheme flat =
-                schemes[s] == ZEN_SPARSE_AUTO ? zen_sparse_cheapest(stats.predicted_s) : schemes[s];
+            zen_sparse_scheme flat = schemes[s] == ZEN_SPARSE_AUTO
+                                         ? zen__sparse_cheapest(stats.predicted_s)
+                                         : schemes[s];
             int expect = hier == ZEN_SPARSE_HIER_ON ||
                          (hier == ZEN_SPARSE_HIER_AUTO && stats.predicted_hier_s > 0 &&
                           stats.predicted_hier_s < stats.predicted_s[flat]);

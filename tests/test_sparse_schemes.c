@@ -14,7 +14,7 @@
 #include <zen/sparse.h>
 
 #include "common/alloc.h"
-#include "sparse/xchg.h"
+#include "sparse/wire/xchg.h"
 #include "testutil.h"
 
 static const zen_sparse_scheme schemes[] = { ZEN_SPARSE_HIERARCHICAL, ZEN_SPARSE_ALLGATHER,
@@ -319,18 +319,18 @@ static zen_status wire_rank(zen_comm *comm, void *arg)
     buf[1] = 5;
     buf[2] = 9;
     vals[0] = vals[1] = vals[2] = 1.0f;
-    ZT_CHECK(comm, zen_coo_view(comm, 0, (uint8_t *)buf, 24, 10, 1, 0, 10, &view) == ZEN_OK);
+    ZT_CHECK(comm, zen__coo_view(comm, 0, (uint8_t *)buf, 24, 10, 1, 0, 10, &view) == ZEN_OK);
     ZT_CHECK(comm, view.nnz == 3 && view.idx[2] == 9 && view.val[0] == 1.0f);
     /* not a whole number of entries */
-    ZT_CHECK(comm, zen_coo_view(comm, 0, (uint8_t *)buf, 23, 10, 1, 0, 10, &view) == ZEN_EPROTO);
+    ZT_CHECK(comm, zen__coo_view(comm, 0, (uint8_t *)buf, 23, 10, 1, 0, 10, &view) == ZEN_EPROTO);
     /* index outside the rows, or outside the owner's range */
-    ZT_CHECK(comm, zen_coo_view(comm, 0, (uint8_t *)buf, 24, 9, 1, 0, 9, &view) == ZEN_EPROTO);
-    ZT_CHECK(comm, zen_coo_view(comm, 0, (uint8_t *)buf, 24, 10, 1, 2, 10, &view) == ZEN_EPROTO);
+    ZT_CHECK(comm, zen__coo_view(comm, 0, (uint8_t *)buf, 24, 9, 1, 0, 9, &view) == ZEN_EPROTO);
+    ZT_CHECK(comm, zen__coo_view(comm, 0, (uint8_t *)buf, 24, 10, 1, 2, 10, &view) == ZEN_EPROTO);
     /* unsorted or duplicated */
     buf[1] = 1;
-    ZT_CHECK(comm, zen_coo_view(comm, 0, (uint8_t *)buf, 24, 10, 1, 0, 10, &view) == ZEN_EPROTO);
+    ZT_CHECK(comm, zen__coo_view(comm, 0, (uint8_t *)buf, 24, 10, 1, 0, 10, &view) == ZEN_EPROTO);
     buf[1] = 0;
-    ZT_CHECK(comm, zen_coo_view(comm, 0, (uint8_t *)buf, 24, 10, 1, 0, 10, &view) == ZEN_EPROTO);
+    ZT_CHECK(comm, zen__coo_view(comm, 0, (uint8_t *)buf, 24, 10, 1, 0, 10, &view) == ZEN_EPROTO);
     return ZEN_OK;
 }
 
@@ -374,9 +374,9 @@ static void test_out_of_memory(void **state)
             int failures = 0;
             for (long k = 1; k < 400; k += 3) {
                 zen_status status[3];
-                zen_alloc_fail_after(k);
+                zen__alloc_fail_after(k);
                 zen_status st = zen_run_inproc(n, NULL, oom_rank, &a, status);
-                zen_alloc_fail_after(0);
+                zen__alloc_fail_after(0);
                 /* a wrong result is never acceptable, only a failed call */
                 for (int r = 0; r < n && st != ZEN_OK; r++)
                     assert_int_not_equal(status[r], ZEN_EINTERNAL);

@@ -1,4 +1,4 @@
-/* Gradient trace files (src/sparse/trace.c): round trip, and every corruption is detected. */
+/* Gradient trace files (src/sparse/trace/trace.c): round trip, and every corruption is detected. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

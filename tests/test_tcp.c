@@ -63,7 +63,7 @@ static int sc_p2p(zen_comm *c)
             CHECK(zen_irecv(c, rb, len, prev, 100 + k, &rq) == ZEN_OK);
         }
         CHECK(zen_request_wait(rq, -1, &got) == ZEN_OK);
-        zen_request_free(rq);
+        zen_request_destroy(rq);
         CHECK(got == len);
         for (size_t i = 0; i < len; i++)
             CHECK(rb[i] == pattern(prev, i, k));
@@ -102,10 +102,10 @@ static int sc_p2p(zen_comm *c)
         zen_request *rq = NULL;
         CHECK(zen_irecv(c, small, sizeof small, 1, 10, &rq) == ZEN_OK);
         CHECK(zen_request_wait(rq, -1, NULL) == ZEN_EPROTO);
-        zen_request_free(rq);
+        zen_request_destroy(rq);
         CHECK(strstr(zen_comm_last_error(c), "rank 1") != NULL);
         /* The unexpected path: the message is already buffered when the receive is posted. */
-        zen_sleep_ns(50 * 1000000);
+        zen__sleep_ns(50 * 1000000);
         CHECK(zen_recv(c, small, sizeof small, 1, 11, NULL) == ZEN_EPROTO);
         double again[8];
         CHECK(zen_send(c, again, 0, 1, 12) == ZEN_OK);
@@ -138,7 +138,7 @@ static int sc_big(zen_comm *c)
             CHECK(zen_irecv(c, rb, len, peer, 1, &rq) == ZEN_OK);
         size_t got = 0;
         CHECK(zen_request_wait(rq, -1, &got) == ZEN_OK);
-        zen_request_free(rq);
+        zen_request_destroy(rq);
         CHECK(got == len);
         for (size_t i = 0; i < len; i++)
             CHECK(rb[i] == pattern(peer, i, round));
@@ -254,7 +254,7 @@ static int sc_stall(zen_comm *c)
         memset(frame, 0, sizeof frame);
         const unsigned char head[8] = { 'Z', 'E', 'N', 'F', 1, 0, 1, 0 };
         memcpy(frame, head, sizeof head);
-        uint64_t tag = zen_comm_user_tag(c, 5);
+        uint64_t tag = zen__comm_user_tag(c, 5);
         for (int i = 0; i < 8; i++) {
             frame[8 + i] = (unsigned char)(tag >> (8 * i));
             frame[16 + i] = (unsigned char)(i == 0 ? 100 : 0); /* announces 100 bytes */
@@ -267,7 +267,7 @@ static int sc_stall(zen_comm *c)
         zen_request *rq = NULL;
         CHECK(zen_irecv(c, &v, sizeof v, 0, 6, &rq) == ZEN_OK);
         zen_status st = zen_request_wait(rq, 30, NULL);
-        zen_request_free(rq);
+        zen_request_destroy(rq);
         CHECK(st == ZEN_EPEER);
     } else {
         char buf[100];
@@ -288,7 +288,7 @@ static int sc_sendstall(zen_comm *c)
     size_t len = (size_t)128 << 20;
     char *buf = calloc(1, len);
     CHECK(buf);
-    zen_sleep_ns(100 * 1000000);
+    zen__sleep_ns(100 * 1000000);
     CHECK(zen_send(c, buf, len, 1, 1) == ZEN_ETIMEDOUT);
     CHECK(strstr(zen_comm_last_error(c), "to rank 1 made no progress") != NULL);
     free(buf);
@@ -500,7 +500,7 @@ static void run_job(const struct job *j, int *status)
                 fprintf(stderr, "%s: rank %d hangs; killing it\n", j->scenario, r);
                 kill(pids[r], SIGKILL);
             }
-            zen_sleep_ns(5 * 1000000);
+            zen__sleep_ns(5 * 1000000);
         }
     }
 }

@@ -168,7 +168,7 @@ static void set_mig(tp_plan *p, int s, double local, const double *to)
 
 static zen_status forced_plan_for(int step, tp_plan *p)
 {
-    tp_plan_reset(p);
+    zen__tp_plan_reset(p);
     switch (step) {
     case 0: {
         double to[4] = { 0, 0.25, 0.25, 0.25 };
@@ -206,13 +206,13 @@ static zen_status migrate_exact_rank(zen_comm *c, void *arg)
     tp_mlp t;
     ZT_CHECK(c, mlp_create(c, &o, &ref, &t) == ZEN_OK);
     tp_plan p;
-    ZT_CHECK(c, tp_plan_init(&p, t.n) == ZEN_OK);
+    ZT_CHECK(c, zen__tp_plan_init(&p, t.n) == ZEN_OK);
     for (int step = 0; step < 7; step++) {
         if (step == 6) {
-            tp_plan_reset(&p);
-            ZT_CHECK(c, tp_group_force_plan(t.g, &p) == ZEN_OK);
+            zen__tp_plan_reset(&p);
+            ZT_CHECK(c, zen__tp_group_force_plan(t.g, &p) == ZEN_OK);
         } else if (forced_plan_for(step, &p) == ZEN_OK) {
-            ZT_CHECK(c, tp_group_force_plan(t.g, &p) == ZEN_OK);
+            ZT_CHECK(c, zen__tp_group_force_plan(t.g, &p) == ZEN_OK);
         }
         if (step == 0) /* rank 0 sends columns of both layers, the others help */
             ZT_CHECK(c, t.r == 0 ? t.l1->n_out == 6 && t.l2->n_out == 3
@@ -227,7 +227,7 @@ static zen_status migrate_exact_rank(zen_comm *c, void *arg)
     zen_tp_stats st;
     ZT_CHECK(c, zen_tp_group_stats(t.g, &st) == ZEN_OK);
     ZT_CHECK(c, st.balance == ZEN_BALANCE_MIGRATE && st.migrated_cols == 0);
-    tp_plan_free(&p);
+    zen__tp_plan_free(&p);
     mlp_destroy(&t);
     return ZEN_OK;
 }
@@ -282,11 +282,11 @@ static zen_status resize_rank(zen_comm *c, void *argp)
     for (int j = 0; j < l->K; j++)
         l->score[j] = a->index_order ? (float)(l->K - 1 - j) : (float)((j * 7 + 3) % l->K);
     tp_plan p;
-    ZT_CHECK(c, tp_plan_init(&p, n) == ZEN_OK);
+    ZT_CHECK(c, zen__tp_plan_init(&p, n) == ZEN_OK);
     p.local[0] = 0.6;
     p.prune[0] = 0.4;
     p.straggler_mask = 1;
-    ZT_CHECK(c, tp_group_force_plan(g, &p) == ZEN_OK);
+    ZT_CHECK(c, zen__tp_group_force_plan(g, &p) == ZEN_OK);
     int keep = (int)ceil(l->K * 0.6 - 1e-9);
     if (r == 0) {
         ZT_CHECK(c, l->n_local == keep && l->permuted == !a->index_order);
@@ -377,7 +377,7 @@ static zen_status resize_rank(zen_comm *c, void *argp)
     free(dx);
     free(x);
     free(dy);
-    tp_plan_free(&p);
+    zen__tp_plan_free(&p);
     zen_tp_linear_destroy(l);
     zen_tp_group_destroy(g);
     return ZEN_OK;
@@ -435,19 +435,19 @@ static zen_status priority_rank(zen_comm *c, void *arg)
         for (int i = 0; i < OUT; i++)
             w.data[i * IN + j] += (i == 1 ? -1.0f : 1.0f) * change[j] / OUT;
     }
-    tp_layer_refresh_scores(l);
+    zen__tp_layer_refresh_scores(l);
     float score1[IN];
     for (int j = 0; j < IN; j++) {
         ZT_CHECK(c, fabs(l->score[j] - change[j]) < 1e-5);
         score1[j] = l->score[j];
     }
     tp_plan p;
-    ZT_CHECK(c, tp_plan_init(&p, 1) == ZEN_OK);
+    ZT_CHECK(c, zen__tp_plan_init(&p, 1) == ZEN_OK);
     p.local[0] = 0.5;
     p.prune[0] = 0.5;
     float before[OUT * IN];
     ZT_CHECK(c, zen_tp_linear_export_weight(l, before) == ZEN_OK);
-    ZT_CHECK(c, tp_group_force_plan(g, &p) == ZEN_OK);
+    ZT_CHECK(c, zen__tp_group_force_plan(g, &p) == ZEN_OK);
     /* kept = the 5 largest changes (6..10) */
     for (int j = 0; j < IN; j++)
         ZT_CHECK(c, kept(l, j) == (change[j] > 5.5f));
@@ -464,7 +464,7 @@ static zen_status priority_rank(zen_comm *c, void *arg)
     for (int pp = 0; pp < IN; pp++)
         for (int i = 0; i < OUT; i++)
             w.data[i * IN + pp] += pp < l->n_local ? 0.1f : 100.0f;
-    tp_layer_refresh_scores(l);
+    zen__tp_layer_refresh_scores(l);
     for (int j = 0; j < IN; j++) {
         if (kept(l, j))
             ZT_CHECK(c, fabs(l->score[j] - 0.1f * OUT) < 1e-4);
@@ -472,10 +472,10 @@ static zen_status priority_rank(zen_comm *c, void *arg)
             ZT_CHECK(c, l->score[j] == score1[j]);
     }
     /* now the stale pruned columns outrank the kept ones and rotate in */
-    ZT_CHECK(c, tp_layer_apply_plan(l) == ZEN_OK);
+    ZT_CHECK(c, zen__tp_layer_apply_plan(l) == ZEN_OK);
     for (int j = 0; j < IN; j++)
         ZT_CHECK(c, kept(l, j) == (change[j] < 5.5f));
-    tp_plan_free(&p);
+    zen__tp_plan_free(&p);
     zen_tp_linear_destroy(l);
     zen_tp_group_destroy(g);
     return ZEN_OK;
@@ -657,16 +657,16 @@ static zen_status mismatch_rank(zen_comm *c, void *arg)
     ZT_CHECK(c, zen_tp_group_create(c, &o, &g) == ZEN_OK);
     ZT_CHECK(c, zen_tp_linear_create(g, ZEN_TP_COLUMN, 8, 4, 0, &l) == ZEN_OK);
     tp_plan p;
-    ZT_CHECK(c, tp_plan_init(&p, 2) == ZEN_OK);
+    ZT_CHECK(c, zen__tp_plan_init(&p, 2) == ZEN_OK);
     double share = zen_comm_rank(c) == 0 ? 0.5 : 0.25; /* a deliberate disagreement */
     p.local[0] = 1.0 - share;
     p.mig[1] = share;
-    ZT_CHECK(c, tp_group_force_plan(g, &p) == ZEN_OK);
+    ZT_CHECK(c, zen__tp_group_force_plan(g, &p) == ZEN_OK);
     float x[2 * 8] = { 0 }, y[2 * 2];
     zen_status st = zen_tp_linear_forward(l, x, 2, y, 1);
     if (st != ZEN_OK && st != ZEN_EABORTED)
         ZT_CHECK(c, strstr(zen_comm_last_error(c), "peer") != NULL);
-    tp_plan_free(&p);
+    zen__tp_plan_free(&p);
     zen_tp_linear_destroy(l);
     zen_tp_group_destroy(g);
     return st;
@@ -698,9 +698,9 @@ static zen_status spikes_rank(zen_comm *c, void *arg)
     double want = 0;
     for (int i = 0; i < 11; i++)
         want += 2.0 * 1000.0 * (i + 1) * (i == 4 ? 3.0 : 1.0);
-    ZT_CHECK(c, fabs(tp_step_norm_ns(g) - want) < 1e-6 * want);
+    ZT_CHECK(c, fabs(zen__tp_step_norm_ns(g) - want) < 1e-6 * want);
     g->samples[4].ns = g->samples[4].flops * 2.5; /* moderate slowness is kept as measured */
-    ZT_CHECK(c, fabs(tp_step_norm_ns(g) - (want - 2.0 * 5000 * 0.5)) < 1e-6 * want);
+    ZT_CHECK(c, fabs(zen__tp_step_norm_ns(g) - (want - 2.0 * 5000 * 0.5)) < 1e-6 * want);
     zen_tp_group_destroy(g);
     return ZEN_OK;
 }

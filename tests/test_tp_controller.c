@@ -53,14 +53,14 @@ static void test_no_straggler(void **state)
     (void)state;
     double t[4] = { 1.0, 1.05, 0.97, 1.02 };
     tp_plan p;
-    assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&p, 4), ZEN_OK);
     for (int mode = 0; mode < 4; mode++) {
         tp_ctl_input in = input(4, t, (zen_tp_balance)mode);
-        tp_decide(&in, NULL, &p);
+        zen__tp_decide(&in, NULL, &p);
         assert_true(p.straggler_mask == 0);
-        assert_false(tp_plan_is_active(&p));
+        assert_false(zen__tp_plan_is_active(&p));
     }
-    tp_plan_free(&p);
+    zen__tp_plan_free(&p);
 }
 
 static void test_detection_and_none(void **state)
@@ -68,41 +68,41 @@ static void test_detection_and_none(void **state)
     (void)state;
     double t[4] = { 1.0, 3.0, 1.0, 1.0 };
     tp_plan p, prev;
-    assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
-    assert_int_equal(tp_plan_init(&prev, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&p, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&prev, 4), ZEN_OK);
     tp_ctl_input in = input(4, t, ZEN_BALANCE_NONE);
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_true(p.straggler_mask == 2); /* detected, but NONE never acts */
-    assert_false(tp_plan_is_active(&p));
+    assert_false(zen__tp_plan_is_active(&p));
     /* 1.08 x median: below 1 + delta, but above 1 + delta/2 for a rank that already was one */
     double t2[4] = { 1.08, 1.0, 1.0, 1.0 };
     in = input(4, t2, ZEN_BALANCE_RESIZE);
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_true(p.straggler_mask == 0);
     prev.straggler_mask = 1;
-    tp_decide(&in, &prev, &p);
+    zen__tp_decide(&in, &prev, &p);
     assert_true(p.straggler_mask == 1);
     /* a rank without a measurement yet: the previous plan is kept as is */
     double t3[4] = { 0.0, 5.0, 1.0, 1.0 };
     prev.local[1] = 0.7;
     prev.prune[1] = 0.3;
     in = input(4, t3, ZEN_BALANCE_RESIZE);
-    tp_decide(&in, &prev, &p);
+    zen__tp_decide(&in, &prev, &p);
     assert_true(p.straggler_mask == 1 && p.local[1] == 0.7 && p.prune[1] == 0.3);
-    tp_plan_free(&p);
-    tp_plan_free(&prev);
+    zen__tp_plan_free(&p);
+    zen__tp_plan_free(&prev);
 }
 
 static void test_resize(void **state)
 {
     (void)state;
     tp_plan p;
-    assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&p, 4), ZEN_OK);
     const double slow[] = { 1.5, 2.0, 4.0, 8.0 };
     for (size_t i = 0; i < 4; i++) {
         double t[4] = { 1.0, 1.0, slow[i], 0.9 };
         tp_ctl_input in = input(4, t, ZEN_BALANCE_RESIZE);
-        tp_decide(&in, NULL, &p);
+        zen__tp_decide(&in, NULL, &p);
         assert_true(p.straggler_mask == 4);
         double tstar = 1.0; /* slowest non-straggler */
         double f = 1.0 - tstar / slow[i];
@@ -115,27 +115,27 @@ static void test_resize(void **state)
         for (size_t k = 0; k < 5; k++) {
             int K = Ks[k], cnt[4];
             tp_counts c = { 0, 0, 0, cnt };
-            tp_plan_counts(&p, 2, K, &c);
+            zen__tp_plan_counts(&p, 2, K, &c);
             int keep = (int)ceil(K * tstar / slow[i] - 1e-9);
             int floor_keep = (int)ceil(K * 0.5 - 1e-9);
             keep = keep < floor_keep ? floor_keep : keep > K ? K : keep;
             assert_int_equal(c.local, keep);
             assert_int_equal(c.prune, K - keep);
             assert_int_equal(c.mig_total, 0);
-            tp_plan_counts(&p, 0, K, &c);
+            zen__tp_plan_counts(&p, 0, K, &c);
             assert_int_equal(c.local, K);
         }
     }
-    tp_plan_free(&p);
+    zen__tp_plan_free(&p);
 }
 
 /* Lossless migration balances every participating rank at the same time T = n / sum(1/t). */
 static void check_balanced_migration(const double *t, int n, uint64_t want_mask)
 {
     tp_plan p;
-    assert_int_equal(tp_plan_init(&p, n), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&p, n), ZEN_OK);
     tp_ctl_input in = input(n, t, ZEN_BALANCE_MIGRATE);
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_true(p.straggler_mask == want_mask);
     double speed = 0;
     for (int r = 0; r < n; r++)
@@ -152,7 +152,7 @@ static void check_balanced_migration(const double *t, int n, uint64_t want_mask)
             assert_float_equal(migrated(&p, r), 0.0, 0.0);
     }
     assert_float_equal(total, n, 1e-9); /* no work lost */
-    tp_plan_free(&p);
+    zen__tp_plan_free(&p);
 }
 
 static void test_migrate(void **state)
@@ -172,18 +172,18 @@ static void test_semi(void **state)
 {
     (void)state;
     tp_plan p;
-    assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&p, 4), ZEN_OK);
     /* light straggler: resizing alone balances, no migration */
     double light[4] = { 1.6, 1, 1, 1 };
     tp_ctl_input in = input(4, light, ZEN_BALANCE_SEMI);
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_float_equal(p.prune[0], 1 - 1 / 1.6, 1e-12);
     assert_float_equal(migrated(&p, 0), 0.0, 0.0);
     /* heavy straggler, free network: prune the cap, migrate the rest, balanced at
      * T = ((1 - rho) + 3) / (1/8 + 3) */
     double heavy[4] = { 8, 1, 1, 1 };
     in = input(4, heavy, ZEN_BALANCE_SEMI);
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     double T = (0.5 + 3.0) / (1.0 / 8 + 3.0);
     assert_float_equal(p.prune[0], 0.5, 1e-12);
     assert_float_equal(p.local[0] * 8, T, 1e-9);
@@ -191,21 +191,21 @@ static void test_semi(void **state)
     for (int a = 1; a < 4; a++)
         assert_float_equal(rank_time(&p, heavy, a), T, 1e-9);
     /* cost model: migrating pays iff max(T, t*) + cost < t_s (1 - rho) = 4 */
-    double cost_ok = tp_migration_cost_ms(&in, &p);
+    double cost_ok = zen__tp_migration_cost_ms(&in, &p);
     assert_true(cost_ok == 0.0);
     in.bandwidth_Bps = 1e6; /* source sends 0.36 x 6e5 + 3e3 bytes: ~219 ms, far too slow */
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_float_equal(p.prune[0], 0.5, 1e-12);
     assert_float_equal(migrated(&p, 0), 0.0, 0.0);
     /* a cost just below the saving still migrates: saving 4 - T; latency is paid per round */
     in.bandwidth_Bps = INFINITY;
     in.latency_s = (4.0 - T) * 0.9 / 1e3 / in.mig_rounds;
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_true(migrated(&p, 0) > 0);
     in.latency_s = (4.0 - T) * 1.1 / 1e3 / in.mig_rounds;
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_float_equal(migrated(&p, 0), 0.0, 0.0);
-    tp_plan_free(&p);
+    zen__tp_plan_free(&p);
 }
 
 /* A straggler slow from outside (its time raised by the whole-step detector, its own GEMM times
@@ -217,45 +217,45 @@ static void test_semi_outside_resizes_only(void **state)
     double raised[4] = { 8, 1, 1, 0.98 };
     double gemm_outside[4] = { 1.8, 1, 1, 0.98 }, gemm_slow[4] = { 8, 1, 1, 0.98 };
     tp_plan p;
-    assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&p, 4), ZEN_OK);
     tp_ctl_input in = input(4, raised, ZEN_BALANCE_SEMI);
     in.gemm_ms = gemm_slow;
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_true(migrated(&p, 0) > 0); /* free network: a GEMM straggler migrates */
     in.gemm_ms = gemm_outside;
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_float_equal(migrated(&p, 0), 0.0, 0.0);
     assert_float_equal(p.prune[0], 0.5, 1e-12); /* at the cap: the raised time needs more */
     assert_int_equal(p.straggler_mask, 1);
-    tp_plan_free(&p);
+    zen__tp_plan_free(&p);
 }
 
 static void test_hysteresis(void **state)
 {
     (void)state;
     tp_plan p, prev;
-    assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
-    assert_int_equal(tp_plan_init(&prev, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&p, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&prev, 4), ZEN_OK);
     double t[4] = { 1.5, 1, 1, 1 };
     tp_ctl_input in = input(4, t, ZEN_BALANCE_RESIZE);
-    tp_decide(&in, NULL, &prev);
+    zen__tp_decide(&in, NULL, &prev);
     double t2[4] = { 1.55, 1, 1, 1 }; /* prune 0.333 -> 0.355: within 0.05, keep */
     in.t_ms = t2;
-    tp_decide(&in, &prev, &p);
+    zen__tp_decide(&in, &prev, &p);
     assert_true(p.prune[0] == prev.prune[0]);
     double t3[4] = { 2.0, 1, 1, 1 }; /* prune 0.5: moves */
     in.t_ms = t3;
-    tp_decide(&in, &prev, &p);
+    zen__tp_decide(&in, &prev, &p);
     assert_float_equal(p.prune[0], 0.5, 1e-12);
-    tp_plan_free(&p);
-    tp_plan_free(&prev);
+    zen__tp_plan_free(&p);
+    zen__tp_plan_free(&prev);
 }
 
 static void test_counts_split(void **state)
 {
     (void)state;
     tp_plan p;
-    assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&p, 4), ZEN_OK);
     p.local[0] = 0.2;
     p.prune[0] = 0.1;
     p.mig[1] = 0.5;
@@ -264,7 +264,7 @@ static void test_counts_split(void **state)
     for (int K = 1; K <= 50; K++) {
         int cnt[4];
         tp_counts c = { 0, 0, 0, cnt };
-        tp_plan_counts(&p, 0, K, &c);
+        zen__tp_plan_counts(&p, 0, K, &c);
         assert_int_equal(c.local + c.prune + c.mig_total, K);
         assert_int_equal(cnt[1] + cnt[2] + cnt[3], c.mig_total);
         assert_int_equal(cnt[0], 0);
@@ -273,7 +273,7 @@ static void test_counts_split(void **state)
         assert_int_equal(c.mig_total, want_mig < K - c.prune ? want_mig : K - c.prune);
         assert_true(fabs(cnt[1] - 0.5 / 0.7 * c.mig_total) < 1.0);
     }
-    tp_plan_free(&p);
+    zen__tp_plan_free(&p);
 }
 
 static void test_parse_slow(void **state)
@@ -327,10 +327,10 @@ static void test_rotation(void **state)
     for (uint64_t step = 0; step < 30; step++) {
         int who = (int)((1 + step / 3) % 4);
         for (int r = 0; r < 4; r++)
-            assert_float_equal(tp_slow_factor(&o, 4, r, step), r == who ? 4.0 : 1.0, 0);
+            assert_float_equal(zen__tp_slow_factor(&o, 4, r, step), r == who ? 4.0 : 1.0, 0);
     }
     o.slow_rotate = 0;
-    assert_float_equal(tp_slow_factor(&o, 4, 1, 1000), 4.0, 0);
+    assert_float_equal(zen__tp_slow_factor(&o, 4, 1, 1000), 4.0, 0);
 }
 
 /* ---- migration cost model: concurrency, SEMI's choice, learning the cost ---- */
@@ -356,10 +356,10 @@ static void test_cost_concurrency(void **state)
     in.bandwidth_Bps = 1e8;
     in.latency_s = 1e-4;
     tp_plan one, three, disjoint, shared;
-    assert_int_equal(tp_plan_init(&one, 4), ZEN_OK);
-    assert_int_equal(tp_plan_init(&three, 4), ZEN_OK);
-    assert_int_equal(tp_plan_init(&disjoint, 4), ZEN_OK);
-    assert_int_equal(tp_plan_init(&shared, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&one, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&three, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&disjoint, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&shared, 4), ZEN_OK);
     one.mig[0 * 4 + 1] = 0.6; /* 0.6 of rank 0's K to one helper */
     for (int a = 1; a < 4; a++)
         three.mig[0 * 4 + a] = 0.2;                          /* the same 0.6 over three helpers */
@@ -368,32 +368,33 @@ static void test_cost_concurrency(void **state)
     double lat_ms = 1e3 * RND * 1e-4;
     /* one helper: the source sends 0.6 OF + OP, receives 0.6 IF + IP; it sends more */
     double c1 = 1e3 * (0.6 * OF + OP) / 1e8 + lat_ms;
-    assert_near(tp_migration_cost_ms(&in, &one), c1, 1e-9);
+    assert_near(zen__tp_migration_cost_ms(&in, &one), c1, 1e-9);
     /* three helpers: the source's link carries 3 pairs; only the per-pair bytes grow */
     double c3 = 1e3 * (0.6 * OF + 3 * OP) / 1e8 + lat_ms;
-    assert_near(tp_migration_cost_ms(&in, &three), c3, 1e-9);
+    assert_near(zen__tp_migration_cost_ms(&in, &three), c3, 1e-9);
     assert_near(c3 - c1, 1e3 * 2 * OP / 1e8, 1e-9);
     /* disjoint pairs run in parallel: as one pair with 0.3 */
     double cd = 1e3 * (0.3 * OF + OP) / 1e8 + lat_ms;
-    assert_near(tp_migration_cost_ms(&in, &disjoint), cd, 1e-9);
+    assert_near(zen__tp_migration_cost_ms(&in, &disjoint), cd, 1e-9);
     /* a shared helper receives from both: its link is the busiest */
     double cs = 1e3 * 2 * (0.3 * OF + OP) / 1e8 + lat_ms;
-    assert_near(tp_migration_cost_ms(&in, &shared), cs, 1e-9);
+    assert_near(zen__tp_migration_cost_ms(&in, &shared), cs, 1e-9);
     /* when replies dominate, the source's incoming bytes set the time */
     in.mig_in_per_pair = 4e5;
-    assert_near(tp_migration_cost_ms(&in, &three), 1e3 * (0.6 * IF + 3 * 4e5) / 1e8 + lat_ms, 1e-9);
+    assert_near(zen__tp_migration_cost_ms(&in, &three), 1e3 * (0.6 * IF + 3 * 4e5) / 1e8 + lat_ms,
+                1e-9);
     in.mig_in_per_pair = IP;
     /* latency alone does not depend on the number of helpers */
     in.bandwidth_Bps = INFINITY;
-    assert_near(tp_migration_cost_ms(&in, &one), lat_ms, 1e-12);
-    assert_near(tp_migration_cost_ms(&in, &three), lat_ms, 1e-12);
+    assert_near(zen__tp_migration_cost_ms(&in, &one), lat_ms, 1e-12);
+    assert_near(zen__tp_migration_cost_ms(&in, &three), lat_ms, 1e-12);
     /* no migration, no cost */
-    tp_plan_reset(&one);
-    assert_near(tp_migration_cost_ms(&in, &one), 0.0, 0.0);
-    tp_plan_free(&one);
-    tp_plan_free(&three);
-    tp_plan_free(&disjoint);
-    tp_plan_free(&shared);
+    zen__tp_plan_reset(&one);
+    assert_near(zen__tp_migration_cost_ms(&in, &one), 0.0, 0.0);
+    zen__tp_plan_free(&one);
+    zen__tp_plan_free(&three);
+    zen__tp_plan_free(&disjoint);
+    zen__tp_plan_free(&shared);
 }
 
 /* SEMI's migration trial for one heavy straggler s = 0 over helpers 1..3 that all have spare
@@ -425,14 +426,14 @@ static void test_semi_choice(void **state)
     double t[4] = { 38.6, 9.65, 9.7, 9.6 };
     double capped = 38.6 * 0.5;
     tp_plan p;
-    assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&p, 4), ZEN_OK);
     tp_ctl_input in = input(4, t, ZEN_BALANCE_SEMI);
     /* fast link: migration must win */
     in.bandwidth_Bps = 4e7;
     in.latency_s = 5e-5;
     semi_expect e = semi_expected(t, 4e7, 5e-5);
     assert_true(e.T + e.model < capped); /* the premise of this case */
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_near(p.target_ms, e.T, 1e-9);
     assert_near(p.model_ms, e.model, 1e-9);
     assert_near(p.cost_ms, e.model, 1e-9);
@@ -446,7 +447,7 @@ static void test_semi_choice(void **state)
     in.latency_s = 3e-4;
     e = semi_expected(t, 2e6, 3e-4);
     assert_true(e.T + e.model > capped);
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_near(p.model_ms, e.model, 1e-9);
     assert_near(p.prune[0], 0.5, 1e-12);
     assert_near(p.local[0], 0.5, 1e-12);
@@ -454,23 +455,23 @@ static void test_semi_choice(void **state)
     /* the learned scale multiplies the model: migrate exactly when T + scale x model < capped */
     double pays_at = (capped - e.T) / e.model; /* the scale at which both plans tie */
     in.cost_scale = pays_at * 0.95;
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_true(migrated(&p, 0) > 0);
     assert_near(p.cost_ms, pays_at * 0.95 * e.model, 1e-9);
     in.cost_scale = pays_at * 1.05;
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_near(migrated(&p, 0), 0.0, 0.0);
     /* probe: with nothing learned SEMI tries migration once if it pays at a quarter of the model */
     in.cost_scale = 0;
     in.probe = 1;
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     int want_probe = e.T + 0.25 * e.model < capped;
     assert_int_equal(p.probe, want_probe);
     assert_int_equal(migrated(&p, 0) > 0, want_probe);
     in.latency_s = 1e-2; /* hopeless even at a quarter: no probe */
     e = semi_expected(t, 2e6, 1e-2);
     assert_true(e.T + 0.25 * e.model > capped);
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_false(p.probe);
     assert_near(migrated(&p, 0), 0.0, 0.0);
     /* just above the cap (2.08x): migration could save under 5% of the capped time, not worth
@@ -483,21 +484,21 @@ static void test_semi_choice(void **state)
     e = semi_expected(tb, 2e7, 3e-5);
     double capb = 20.2 * 0.5, gain = capb - (e.T > 9.7 ? e.T : 9.7);
     assert_true(gain > 0 && gain < 0.05 * capb && e.model > gain && 0.25 * e.model < gain);
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_false(p.probe);
     assert_near(migrated(&p, 0), 0.0, 0.0);
     in.bandwidth_Bps = INFINITY;
     in.latency_s = 0;
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_true(migrated(&p, 0) > 0 && !p.probe);
     /* 2x: resizing alone balances, whatever the link */
     double t2[4] = { 19.3, 9.65, 9.7, 9.6 };
     in = input(4, t2, ZEN_BALANCE_SEMI);
     in.probe = 1;
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_near(p.prune[0], 1 - 9.7 / 19.3, 1e-12);
     assert_near(migrated(&p, 0), 0.0, 0.0);
-    tp_plan_free(&p);
+    zen__tp_plan_free(&p);
 }
 
 /* Step time of a period under plan p on a host whose non-tp work takes base ms and whose
@@ -523,26 +524,26 @@ static void test_learn_scale(void **state)
     assert_true(e.T + e.model > 38.6 * 0.5 && e.T + true_ratio * e.model < 38.6 * 0.5);
     tp_learn L;
     memset(&L, 0, sizeof L);
-    tp_learn_apply(&L, &in); /* nothing learned: model as is, no probe without a base */
+    zen__tp_learn_apply(&L, &in); /* nothing learned: model as is, no probe without a base */
     assert_true(in.cost_scale == 1.0 && !in.probe && !in.probe_resize);
     tp_plan none, mig, res;
-    assert_int_equal(tp_plan_init(&none, 4), ZEN_OK);
-    assert_int_equal(tp_plan_init(&mig, 4), ZEN_OK);
-    assert_int_equal(tp_plan_init(&res, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&none, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&mig, 4), ZEN_OK);
+    assert_int_equal(zen__tp_plan_init(&res, 4), ZEN_OK);
     /* first period, no plan yet: base = step - max t */
-    tp_learn_observe(&L, &in, &none, base + 38.6);
+    zen__tp_learn_observe(&L, &in, &none, base + 38.6);
     assert_true(L.used && L.base_valid && L.scale_n == 0);
     assert_near(L.base_ms, base, 1e-9);
     assert_near(L.crit_ms, 38.6, 1e-12);
     /* the model says resize; with a base and no scale SEMI probes migration once */
-    tp_decide(&in, NULL, &res);
-    tp_learn_apply(&L, &in);
+    zen__tp_decide(&in, NULL, &res);
+    zen__tp_learn_apply(&L, &in);
     assert_true(in.probe && !in.probe_resize && in.cost_scale == 1.0);
-    tp_decide(&in, NULL, &mig);
+    zen__tp_decide(&in, NULL, &mig);
     in.probe = 0;
     assert_true(mig.probe && !res.probe);
     assert_true(migrated(&mig, 0) > 0 && migrated(&res, 0) == 0);
-    double model = tp_migration_cost_ms(&in, &mig);
+    double model = zen__tp_migration_cost_ms(&in, &mig);
     assert_near(model, e.model, 1e-9);
     /* migration periods whose real overhead is 0.3 x model, with +-10% noise: the scale is the
      * EMA of observed / model, first value taken as is */
@@ -550,7 +551,7 @@ static void test_learn_scale(void **state)
     for (int k = 0; k < 12; k++) {
         double noise = (k % 2 ? -0.1 : 0.1) * true_ratio * model;
         double step = period_ms(&mig, t, base, true_ratio * model + noise);
-        tp_learn_observe(&L, &in, &mig, step);
+        zen__tp_learn_observe(&L, &in, &mig, step);
         double ratio = (step - base - period_ms(&mig, t, 0, 0)) / model;
         want = k == 0 ? ratio : alpha * ratio + (1 - alpha) * want;
         assert_true(L.used);
@@ -564,18 +565,18 @@ static void test_learn_scale(void **state)
     assert_int_equal(L.base_age, 12);
     /* with the learned scale, SEMI now migrates where the raw model resized... */
     L.base_age = 9;
-    tp_learn_apply(&L, &in);
+    zen__tp_learn_apply(&L, &in);
     assert_true(in.cost_scale == L.scale && !in.probe && !in.probe_resize);
     tp_plan p;
-    assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
-    tp_decide(&in, NULL, &p);
+    assert_int_equal(zen__tp_plan_init(&p, 4), ZEN_OK);
+    zen__tp_decide(&in, NULL, &p);
     assert_true(38.6 * 0.5 > p.target_ms + L.scale * model);
     assert_true(migrated(&p, 0) > 0 && !p.probe);
     /* ...except for one resized period once the base is TP_REFRESH_ROUNDS (10) rounds old */
     L.base_age = 10;
-    tp_learn_apply(&L, &in);
+    zen__tp_learn_apply(&L, &in);
     assert_true(!in.probe && in.probe_resize);
-    tp_decide(&in, NULL, &p);
+    zen__tp_decide(&in, NULL, &p);
     assert_true(p.probe && migrated(&p, 0) == 0.0 && p.prune[0] == 0.5);
     in.probe_resize = 0;
     /* the straggler moved: the timings no longer describe the period, nothing is learned */
@@ -583,30 +584,30 @@ static void test_learn_scale(void **state)
     tp_ctl_input in2 = in;
     in2.t_ms = moved;
     double before = L.scale;
-    tp_learn_observe(&L, &in2, &mig, 50.0);
+    zen__tp_learn_observe(&L, &in2, &mig, 50.0);
     assert_false(L.used);
     assert_true(L.scale == before && L.scale_n == 12);
     /* a period that only resized updates the base (EMA); a migration that cost less than
      * nothing is clamped to the smallest ratio instead of making migration free */
-    tp_learn_observe(&L, &in, &res, 26.0 + 38.6 * 0.5);
+    zen__tp_learn_observe(&L, &in, &res, 26.0 + 38.6 * 0.5);
     assert_true(L.used && L.base_age == 0);
     assert_near(L.base_ms, alpha * 26.0 + (1 - alpha) * base, 1e-9);
     /* resizing for 10 rounds makes the scale stale: migration is probed again */
     L.scale_age = 9;
-    tp_learn_apply(&L, &in);
+    zen__tp_learn_apply(&L, &in);
     assert_false(in.probe);
     L.scale_age = 10;
-    tp_learn_apply(&L, &in);
+    zen__tp_learn_apply(&L, &in);
     assert_true(in.probe && !in.probe_resize);
-    tp_learn_observe(&L, &in, &mig, 1.0);
+    zen__tp_learn_observe(&L, &in, &mig, 1.0);
     assert_near(L.scale, alpha * 0.05 + (1 - alpha) * before, 1e-9);
     /* no step time: nothing happens */
-    tp_learn_observe(&L, &in, &mig, -1);
+    zen__tp_learn_observe(&L, &in, &mig, -1);
     assert_false(L.used);
-    tp_plan_free(&p);
-    tp_plan_free(&none);
-    tp_plan_free(&mig);
-    tp_plan_free(&res);
+    zen__tp_plan_free(&p);
+    zen__tp_plan_free(&none);
+    zen__tp_plan_free(&mig);
+    zen__tp_plan_free(&res);
 }
 
 /* ---- link calibration: every rank of every size ends with a measured link, the same within

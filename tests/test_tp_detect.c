@@ -74,7 +74,7 @@ static void test_jitter_not_flagged(void **state)
                 gap[r] += 2 * STEP; /* all waited for long: nobody stands out */
         }
         tp_detect_in in = det_input(4, gemm, gap);
-        assert_true(tp_detect_decide(&in, hist, t) == 0);
+        assert_true(zen__tp_detect_decide(&in, hist, t) == 0);
         for (int r = 0; r < 4; r++)
             assert_true(t[r] == gemm[r]);
     }
@@ -95,7 +95,7 @@ static void test_isolated_spikes_not_flagged(void **state)
         blamed[spiked][round] = 1;
         tp_detect_in in = det_input(4, gemm, gap);
         in.prev_mask = mask;
-        mask = tp_detect_decide(&in, hist, t);
+        mask = zen__tp_detect_decide(&in, hist, t);
         for (int r = 0; r < 4; r++) {
             assert_true(recent(blamed[r], round) <= 2);
             assert_int_equal((int)((mask >> r) & 1), recent(blamed[r], round) > WINDOW / 2);
@@ -116,7 +116,7 @@ static void test_majority_rule(void **state)
         double gemm[3] = { 10, 10, 10 }, gap[3] = { 1, pattern[round] ? 15 : 2, 0 }, t[3];
         tp_detect_in in = det_input(3, gemm, gap);
         in.prev_mask = mask;
-        mask = tp_detect_decide(&in, hist, t);
+        mask = zen__tp_detect_decide(&in, hist, t);
         assert_int_equal(mask, recent(pattern, round) >= 3 ? 2u : 0u);
     }
     /* hysteresis: once flagged, rank 1 stays blamed at an excess of 0.3 x STEP (between half
@@ -128,7 +128,7 @@ static void test_majority_rule(void **state)
         double gap[4] = { 1, round < 5 ? 15 : 1 + 0.3 * STEP, round < 5 ? 0 : 1 + 0.3 * STEP, 0 };
         tp_detect_in in = det_input(4, gemm, gap);
         in.prev_mask = mask;
-        mask = tp_detect_decide(&in, h4, t);
+        mask = zen__tp_detect_decide(&in, h4, t);
         assert_int_equal(mask, round >= 2 ? 2u : 0u);
     }
     /* below the absolute floor a gap is noise even when large relative to a short step */
@@ -137,7 +137,7 @@ static void test_majority_rule(void **state)
         double gemm[2] = { 0.1, 0.1 }, gap[2] = { 0, 0.9 }, t[2];
         tp_detect_in in = det_input(2, gemm, gap);
         in.step_ms = 2.0;
-        assert_true(tp_detect_decide(&in, h2, t) == 0);
+        assert_true(zen__tp_detect_decide(&in, h2, t) == 0);
     }
     /* a round where some rank has no GEMM timing yet blames nobody and flags nobody; it counts
      * as a clean round in the window */
@@ -150,7 +150,7 @@ static void test_majority_rule(void **state)
         double gemm[2] = { 10, measured ? 10 : 0 }, gap[2] = { 0, 30 }, t[2];
         tp_detect_in in = det_input(2, gemm, gap);
         in.prev_mask = mask;
-        mask = tp_detect_decide(&in, h3, t);
+        mask = zen__tp_detect_decide(&in, h3, t);
         assert_int_equal(mask, measured && recent(measured_blame, round) >= 3 ? 2u : 0u);
     }
 }
@@ -187,15 +187,15 @@ static void test_resize_covers_whole_step(void **state)
         double t[4];
         for (int round = 0; round < WINDOW; round++) {
             tp_detect_in in = det_input(4, cases[c].gemm, cases[c].gap);
-            uint64_t mask = tp_detect_decide(&in, hist, t);
+            uint64_t mask = zen__tp_detect_decide(&in, hist, t);
             assert_int_equal(mask, round >= 2 ? 8u : 0u);
         }
         for (int r = 0; r < 3; r++)
             assert_true(t[r] == cases[c].gemm[r]);
         tp_plan p;
-        assert_int_equal(tp_plan_init(&p, 4), ZEN_OK);
+        assert_int_equal(zen__tp_plan_init(&p, 4), ZEN_OK);
         tp_ctl_input in = resize_input(4, t);
-        tp_decide(&in, NULL, &p);
+        zen__tp_decide(&in, NULL, &p);
         assert_int_equal(p.straggler_mask, 8u);
         assert_float_equal(p.local[3], cases[c].expect_keep, 1e-9);
         if (cases[c].expect_keep > 0.5) {
@@ -206,11 +206,11 @@ static void test_resize_covers_whole_step(void **state)
             assert_float_equal(whole_step(cases[c].gap[3], cases[c].gemm[3], p.local[3]), ref,
                                1e-9);
         }
-        tp_plan_free(&p);
+        zen__tp_plan_free(&p);
     }
     /* the effective time never undercuts the GEMM time and is the GEMM time without excess */
-    assert_float_equal(tp_detect_effective_ms(30, -5, 20), 30, 0);
-    assert_float_equal(tp_detect_effective_ms(30, 15, 20), 20 / (1 - 15.0 / 30), 1e-12);
+    assert_float_equal(zen__tp_detect_effective_ms(30, -5, 20), 30, 0);
+    assert_float_equal(zen__tp_detect_effective_ms(30, 15, 20), 20 / (1 - 15.0 / 30), 1e-12);
 }
 
 /* ---- a tp group: injected step times, the same flags and plan on every rank ---- */

@@ -257,11 +257,11 @@ static zen_status alloc_fail_rank(zen_comm *comm, void *arg)
     for (long k = 1; k < 200 && !succeeded; k++) {
         zen_tp_group *g = NULL;
         zen_tp_linear *l = NULL;
-        zen_alloc_fail_after(k);
+        zen__alloc_fail_after(k);
         zen_status st = zen_tp_group_create(comm, &o, &g);
         if (st == ZEN_OK)
             st = zen_tp_linear_create(g, ZEN_TP_ROW, 8, 4, 1, &l);
-        zen_alloc_fail_after(0);
+        zen__alloc_fail_after(0);
         ZT_CHECK(comm, st == ZEN_OK || st == ZEN_ENOMEM);
         succeeded = st == ZEN_OK;
         zen_tp_linear_destroy(l);

@@ -48,7 +48,7 @@ static void test_bad_values_are_ignored(void **state)
         setenv(full, bad[i].value, 1);
         zen_param_info p = info_of(full);
         const char *dflt = p.default_value;
-        assert_string_equal(zen_param_str(bad[i].name), dflt);
+        assert_string_equal(zen__param_str(bad[i].name), dflt);
         if (*bad[i].value) {
             assert_string_equal(p.source, "ignored");
             assert_non_null(p.problem);
@@ -59,25 +59,25 @@ static void test_bad_values_are_ignored(void **state)
         }
         unsetenv(full);
     }
-    assert_true(zen_param_timeout("TIMEOUT_S") == 300.0);
+    assert_true(zen__param_timeout("TIMEOUT_S") == 300.0);
 }
 
 static void test_good_values_are_taken(void **state)
 {
     (void)state;
     setenv("ZEN_RING_CHUNK_BYTES", "1024", 1);
-    assert_int_equal(zen_param_long("RING_CHUNK_BYTES"), 1024);
+    assert_int_equal(zen__param_long("RING_CHUNK_BYTES"), 1024);
     assert_string_equal(info_of("ZEN_RING_CHUNK_BYTES").source, "env");
     unsetenv("ZEN_RING_CHUNK_BYTES");
     setenv("ZEN_ALLREDUCE_ALGO", "RING", 1);
-    assert_string_equal(zen_param_str("ALLREDUCE_ALGO"), "RING");
+    assert_string_equal(zen__param_str("ALLREDUCE_ALGO"), "RING");
     unsetenv("ZEN_ALLREDUCE_ALGO");
     setenv("ZEN_TIMEOUT_S", "2.5", 1);
-    assert_true(zen_param_timeout("TIMEOUT_S") == 2.5);
+    assert_true(zen__param_timeout("TIMEOUT_S") == 2.5);
     setenv("ZEN_TIMEOUT_S", "inf", 1);
-    assert_true(isinf(zen_param_timeout("TIMEOUT_S")));
+    assert_true(isinf(zen__param_timeout("TIMEOUT_S")));
     setenv("ZEN_TIMEOUT_S", "9.3e9", 1); /* past 2^63 ns: no deadline, not an overflow */
-    assert_true(isinf(zen_param_timeout("TIMEOUT_S")));
+    assert_true(isinf(zen__param_timeout("TIMEOUT_S")));
     assert_string_equal(info_of("ZEN_TIMEOUT_S").source, "env");
     unsetenv("ZEN_TIMEOUT_S");
 }

@@ -50,7 +50,7 @@ static zen_status wait_range(p2p_rank *p, int from, int to)
     for (int i = from; i < to; i++) {
         if (st == ZEN_OK)
             st = zen_request_wait(p->reqs[i], -1.0, NULL);
-        zen_request_free(p->reqs[i]);
+        zen_request_destroy(p->reqs[i]);
         p->reqs[i] = NULL;
     }
     return st;
@@ -60,7 +60,7 @@ static zen_status wait_range(p2p_rank *p, int from, int to)
 static void cancel_posted(p2p_rank *p)
 {
     for (int i = 0; i < p->posted; i++) {
-        zen_request_free(p->reqs[i]);
+        zen_request_destroy(p->reqs[i]);
         p->reqs[i] = NULL;
     }
     p->posted = 0;

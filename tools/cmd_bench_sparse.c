@@ -717,7 +717,7 @@ static void help(void)
         "by any rank in one call (including the call's small control messages). ideal: a\n"
         "perfectly balanced push/pull with COO, (n-1)/n (nnz/rank + nnz of sum)(4+4w) bytes.\n"
         "imb_push/imb_pull: paper Def. 8 (1 = perfect; 0 = not applicable to the scheme).\n"
-        "model_us: the cost model's prediction (network and CPU kernels, src/sparse/cost.c,\n"
+        "model_us: the cost model's prediction (network and CPU kernels, src/sparse/model/cost.c,\n"
         "before AUTO's online correction) as AUTO saw it on its last call, shown when auto is\n"
         "among the schemes; ZEN_NET_GBPS, ZEN_NET_LAT_US and ZEN_SPARSE_NS_PER_* set what it\n"
         "assumes. bench/sparse_grid.sh runs the issue #14 grid and tabulates AUTO and the model.\n"

@@ -23,19 +23,19 @@ static void ensure_sodium(void)
         abort(); /* no randomness source: nothing in the job could be trusted */
 }
 
-void zen_job_key_from_secret(zen_job_key *key, const void *secret, size_t len)
+void zen__job_key_from_secret(zen_job_key *key, const void *secret, size_t len)
 {
     ensure_sodium();
     crypto_hash_sha256(key->k, secret, len);
     key->set = 1;
 }
 
-zen_status zen_job_key_from_env(zen_job_key *key, char *err, size_t err_size)
+zen_status zen__job_key_from_env(zen_job_key *key, char *err, size_t err_size)
 {
     memset(key, 0, sizeof *key);
     const char *s = getenv("ZEN_JOB_SECRET");
     if (s && *s) {
-        zen_job_key_from_secret(key, s, strlen(s));
+        zen__job_key_from_secret(key, s, strlen(s));
         return ZEN_OK;
     }
     const char *path = getenv("ZEN_JOB_SECRET_FILE");
@@ -43,7 +43,7 @@ zen_status zen_job_key_from_env(zen_job_key *key, char *err, size_t err_size)
         return ZEN_OK;
     uint64_t size = 0;
     char why[512];
-    FILE *f = zen_open_input(path, ZEN_AUTH_SECRET_MAX, &size, why, sizeof why);
+    FILE *f = zen__open_input(path, ZEN_AUTH_SECRET_MAX, &size, why, sizeof why);
     if (!f) {
         snprintf(err, err_size, "ZEN_JOB_SECRET_FILE: %s", why);
         return ZEN_EINVAL;
@@ -57,19 +57,19 @@ zen_status zen_job_key_from_env(zen_job_key *key, char *err, size_t err_size)
         snprintf(err, err_size, "ZEN_JOB_SECRET_FILE %s is empty", path);
         return ZEN_EINVAL;
     }
-    zen_job_key_from_secret(key, buf, n);
+    zen__job_key_from_secret(key, buf, n);
     sodium_memzero(buf, sizeof buf);
     return ZEN_OK;
 }
 
-void zen_auth_nonce(unsigned char nonce[ZEN_AUTH_NONCE_BYTES])
+void zen__auth_nonce(unsigned char nonce[ZEN_AUTH_NONCE_BYTES])
 {
     ensure_sodium();
     randombytes_buf(nonce, ZEN_AUTH_NONCE_BYTES);
 }
 
-void zen_auth_mac(const zen_job_key *key, const char label[8], const unsigned char *transcript,
-                  size_t len, unsigned char mac[ZEN_AUTH_MAC_BYTES])
+void zen__auth_mac(const zen_job_key *key, const char label[8], const unsigned char *transcript,
+                   size_t len, unsigned char mac[ZEN_AUTH_MAC_BYTES])
 {
     ensure_sodium();
     crypto_auth_hmacsha256_state st;
@@ -79,10 +79,10 @@ void zen_auth_mac(const zen_job_key *key, const char label[8], const unsigned ch
     crypto_auth_hmacsha256_final(&st, mac);
 }
 
-int zen_auth_verify(const zen_job_key *key, const char label[8], const unsigned char *transcript,
-                    size_t len, const unsigned char mac[ZEN_AUTH_MAC_BYTES])
+int zen__auth_verify(const zen_job_key *key, const char label[8], const unsigned char *transcript,
+                     size_t len, const unsigned char mac[ZEN_AUTH_MAC_BYTES])
 {
     unsigned char want[ZEN_AUTH_MAC_BYTES];
-    zen_auth_mac(key, label, transcript, len, want);
+    zen__auth_mac(key, label, transcript, len, want);
     return sodium_memcmp(want, mac, sizeof want) == 0;
 }

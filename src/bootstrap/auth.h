@@ -27,20 +27,20 @@ typedef struct zen_job_key {
 /* The job key from ZEN_JOB_SECRET, else the contents of ZEN_JOB_SECRET_FILE (a regular file of
  * at most ZEN_AUTH_SECRET_MAX bytes; one trailing newline is ignored), else key->set = 0.
  * ZEN_EINVAL with a reason in err when the file cannot be read or the secret is empty. */
-zen_status zen_job_key_from_env(zen_job_key *key, char *err, size_t err_size);
+zen_status zen__job_key_from_env(zen_job_key *key, char *err, size_t err_size);
 
 /* The job key of an explicit secret (len > 0), e.g. one a launcher passed through a store. */
-void zen_job_key_from_secret(zen_job_key *key, const void *secret, size_t len);
+void zen__job_key_from_secret(zen_job_key *key, const void *secret, size_t len);
 
 /* Fill a nonce with random bytes (libsodium's CSPRNG). */
-void zen_auth_nonce(unsigned char nonce[ZEN_AUTH_NONCE_BYTES]);
+void zen__auth_nonce(unsigned char nonce[ZEN_AUTH_NONCE_BYTES]);
 
 /* HMAC-SHA256 under key of label (8 bytes, separates the two directions) and transcript. */
-void zen_auth_mac(const zen_job_key *key, const char label[8], const unsigned char *transcript,
-                  size_t len, unsigned char mac[ZEN_AUTH_MAC_BYTES]);
+void zen__auth_mac(const zen_job_key *key, const char label[8], const unsigned char *transcript,
+                   size_t len, unsigned char mac[ZEN_AUTH_MAC_BYTES]);
 
-/* 1 when mac is zen_auth_mac of the same inputs (constant-time compare), else 0. */
-int zen_auth_verify(const zen_job_key *key, const char label[8], const unsigned char *transcript,
-                    size_t len, const unsigned char mac[ZEN_AUTH_MAC_BYTES]);
+/* 1 when mac is zen__auth_mac of the same inputs (constant-time compare), else 0. */
+int zen__auth_verify(const zen_job_key *key, const char label[8], const unsigned char *transcript,
+                     size_t len, const unsigned char mac[ZEN_AUTH_MAC_BYTES]);
 
 #endif

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int zen_parse_int(const char *s, long lo, long hi, int *out)
+int zen__parse_int(const char *s, long lo, long hi, int *out)
 {
     if (!s || !*s)
         return -1;
@@ -37,14 +37,14 @@ static zen_status read_int(const char *const *names, long lo, long hi, int *out,
     *out = -1;
     if (!v)
         return ZEN_OK;
-    if (zen_parse_int(v, lo, hi, out) != 0) {
+    if (zen__parse_int(v, lo, hi, out) != 0) {
         *bad = which;
         return ZEN_EINVAL;
     }
     return ZEN_OK;
 }
 
-zen_status zen_env_read(zen_env_info *info, const char **bad)
+zen_status zen__env_read(zen_env_info *info, const char **bad)
 {
     static const char *const rank_vars[] = { "ZEN_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
                                              NULL };

@@ -19,9 +19,9 @@
 #define HEAD_BYTES   16
 #define MSG_BYTES    (HEAD_BYTES + ZEN_HOST_ID_MAX + sizeof(zen_shm_blob))
 
-void zen_host_identity(char *out, size_t cap)
+void zen__host_identity(char *out, size_t cap)
 {
-    const char *fixed = zen_param_str("HOST_ID");
+    const char *fixed = zen__param_str("HOST_ID");
     if (fixed && *fixed) {
         snprintf(out, cap, "%s", fixed);
         return;
@@ -61,7 +61,7 @@ static zen_status exchange(int rank, int size, int *fds, int64_t deadline, const
         if (p == rank)
             continue;
         struct iovec iov = { .iov_base = msg, .iov_len = sizeof msg };
-        int rc = zen_sock_writev_all(fds[p], &iov, 1, 0, deadline);
+        int rc = zen__sock_writev_all(fds[p], &iov, 1, 0, deadline);
         if (rc < 0) {
             ZEN_ERROR("bootstrap", "rank %d: sending the host identity to rank %d failed: %s", rank,
                       p, strerror(-rc));
@@ -72,7 +72,7 @@ static zen_status exchange(int rank, int size, int *fds, int64_t deadline, const
         if (p == rank)
             continue;
         unsigned char in[MSG_BYTES];
-        int rc = zen_sock_read_all(fds[p], in, sizeof in, deadline);
+        int rc = zen__sock_read_all(fds[p], in, sizeof in, deadline);
         if (rc < 0) {
             ZEN_ERROR("bootstrap",
                       "rank %d: no host identity from rank %d (%s): do all ranks use the same "
@@ -125,7 +125,7 @@ static zen_status choose(zen_transport_kind want, int rank, int size, int *fds, 
                          char (*ids)[ZEN_HOST_ID_MAX], const zen_shm_blob *blobs, zen_shm_boot **b,
                          zen_transport **out, zen_transport_kind *kind)
 {
-    int *host_of = zen_malloc_array((size_t)size, sizeof *host_of);
+    int *host_of = zen__malloc_array((size_t)size, sizeof *host_of);
     if (!host_of)
         return ZEN_ENOMEM;
     int nhosts = group_hosts(size, ids, host_of);
@@ -145,52 +145,52 @@ static zen_status choose(zen_transport_kind want, int rank, int size, int *fds, 
     } else if (nhosts == size && size > 1) {
         /* one rank per host: nothing to share */
         *kind = ZEN_TRANSPORT_TCP;
-        zen_shm_boot_cancel(*b);
+        zen__shm_boot_cancel(*b);
         *b = NULL;
-        st = zen_transport_tcp_create(rank, size, fds, timeout_s, out);
+        st = zen__transport_tcp_create(rank, size, fds, timeout_s, out);
     } else {
         *kind = nhosts == 1 ? ZEN_TRANSPORT_SHM : ZEN_TRANSPORT_MIXED;
         char err[512];
         zen_shm_boot *boot = *b;
         *b = NULL;
-        st = zen_transport_shm_create(rank, size, fds, host_of, blobs, boot, timeout_s, out, err,
-                                      sizeof err);
+        st = zen__transport_shm_create(rank, size, fds, host_of, blobs, boot, timeout_s, out, err,
+                                       sizeof err);
         if (st != ZEN_OK)
             ZEN_ERROR("bootstrap", "%s", err[0] ? err : "shm transport setup failed");
     }
-    zen_free(host_of);
+    zen__free(host_of);
     return st;
 }
 
-zen_status zen_bootstrap_host_transport(zen_transport_kind want, int rank, int size,
-                                        const char *master_addr, int master_port,
-                                        const zen_store *store, double timeout_s,
-                                        zen_transport **out, zen_transport_kind *kind)
+zen_status zen__bootstrap_host_transport(zen_transport_kind want, int rank, int size,
+                                         const char *master_addr, int master_port,
+                                         const zen_store *store, double timeout_s,
+                                         zen_transport **out, zen_transport_kind *kind)
 {
     *out = NULL;
     if (!store && (master_port < 1 || master_port > 65535)) {
         ZEN_ERROR("init", "master port %d is not a port number", master_port);
         return ZEN_EINVAL;
     }
-    int *fds = zen_malloc_array((size_t)size, sizeof *fds);
-    char(*ids)[ZEN_HOST_ID_MAX] = zen_calloc((size_t)size, sizeof *ids);
-    zen_shm_blob *blobs = zen_calloc((size_t)size, sizeof *blobs);
+    int *fds = zen__malloc_array((size_t)size, sizeof *fds);
+    char(*ids)[ZEN_HOST_ID_MAX] = zen__calloc((size_t)size, sizeof *ids);
+    zen_shm_blob *blobs = zen__calloc((size_t)size, sizeof *blobs);
     zen_shm_boot *b = NULL;
     zen_shm_blob mine;
     zen_status st = fds && ids && blobs ? ZEN_OK : ZEN_ENOMEM;
     /* listen before the exchange: a peer may connect as soon as it has our blob */
-    if (st == ZEN_OK && (st = zen_shm_boot_begin(&b, &mine)) != ZEN_OK)
+    if (st == ZEN_OK && (st = zen__shm_boot_begin(&b, &mine)) != ZEN_OK)
         ZEN_ERROR("bootstrap", "rank %d: cannot open the shm setup socket", rank);
     char err[512];
     int64_t t0 = zen_now_ns();
     if (st == ZEN_OK)
-        st = store ? zen_store_rendezvous(store, rank, size, master_addr, timeout_s, fds, err,
-                                          sizeof err)
-                   : zen_rendezvous(rank, size, master_addr, master_port, timeout_s, fds, err,
-                                    sizeof err);
+        st = store ? zen__store_rendezvous(store, rank, size, master_addr, timeout_s, fds, err,
+                                           sizeof err)
+                   : zen__rendezvous(rank, size, master_addr, master_port, timeout_s, fds, err,
+                                     sizeof err);
     if (st == ZEN_OK) {
         char id[ZEN_HOST_ID_MAX];
-        zen_host_identity(id, sizeof id);
+        zen__host_identity(id, sizeof id);
         int64_t deadline = zen_deadline_after(timeout_s);
         st = exchange(rank, size, fds, deadline, id, &mine, ids, blobs);
         if (st == ZEN_OK)
@@ -203,9 +203,9 @@ zen_status zen_bootstrap_host_transport(zen_transport_kind want, int rank, int s
     if (st == ZEN_OK)
         ZEN_INFO("init", "rank %d of %d connected to its peers in %.3f s (%s)", rank, size,
                  (double)(zen_now_ns() - t0) / 1e9, zen_transport_name(*kind));
-    zen_shm_boot_cancel(b);
-    zen_free(fds);
-    zen_free(ids);
-    zen_free(blobs);
+    zen__shm_boot_cancel(b);
+    zen__free(fds);
+    zen__free(ids);
+    zen__free(blobs);
     return st;
 }

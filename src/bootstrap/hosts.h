@@ -22,18 +22,18 @@
 #define ZEN_HOST_ID_MAX 128
 
 /* This process's host identity (NUL-terminated, at most ZEN_HOST_ID_MAX - 1 characters). */
-void zen_host_identity(char *out, size_t cap);
+void zen__host_identity(char *out, size_t cap);
 
 /*
  * Rendezvous, host exchange and transport: shm among the ranks of one host, tcp to the others.
  * want (ZEN_TRANSPORT_AUTO or ZEN_TRANSPORT_SHM; SHM fails with ZEN_EINVAL, naming them, when
- * some ranks are on other hosts). store: the address table comes through it (zen_store_rendezvous)
+ * some ranks are on other hosts). store: the address table comes through it (zen__store_rendezvous)
  * instead of rank 0's master port when not NULL. *kind gets what the job uses, the same on every rank: SHM (one
  * host), TCP (one rank per host) or MIXED. Errors are logged, naming the peer.
  */
-zen_status zen_bootstrap_host_transport(zen_transport_kind want, int rank, int size,
-                                        const char *master_addr, int master_port,
-                                        const zen_store *store, double timeout_s,
-                                        zen_transport **out, zen_transport_kind *kind);
+zen_status zen__bootstrap_host_transport(zen_transport_kind want, int rank, int size,
+                                         const char *master_addr, int master_port,
+                                         const zen_store *store, double timeout_s,
+                                         zen_transport **out, zen_transport_kind *kind);
 
 #endif

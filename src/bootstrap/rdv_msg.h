@@ -56,32 +56,33 @@ typedef struct zen_rdv_challenge {
 
 /* Header check of len bytes at b: 0 ours with this kind, -1 not ours (short, magic, kind),
  * -2 ours but another protocol version. */
-int zen_rdv_check_head(const unsigned char *b, size_t len, uint16_t kind);
-void zen_rdv_put_head(unsigned char *b, uint16_t kind);
+int zen__rdv_check_head(const unsigned char *b, size_t len, uint16_t kind);
+void zen__rdv_put_head(unsigned char *b, uint16_t kind);
 
-void zen_rdv_encode_first(unsigned char b[ZEN_RDV_FIRST_BYTES], const zen_rdv_first *m);
+void zen__rdv_encode_first(unsigned char b[ZEN_RDV_FIRST_BYTES], const zen_rdv_first *m);
 /* 0, -1 (not a REGISTER/HELLO of ours) or -2 (other version: m->rank and size still filled). */
-int zen_rdv_parse_first(const unsigned char *b, size_t len, zen_rdv_first *m);
+int zen__rdv_parse_first(const unsigned char *b, size_t len, zen_rdv_first *m);
 
-void zen_rdv_encode_challenge(unsigned char b[ZEN_RDV_CHALLENGE_BYTES], const zen_rdv_challenge *c);
-int zen_rdv_parse_challenge(const unsigned char *b, size_t len, zen_rdv_challenge *c);
+void zen__rdv_encode_challenge(unsigned char b[ZEN_RDV_CHALLENGE_BYTES],
+                               const zen_rdv_challenge *c);
+int zen__rdv_parse_challenge(const unsigned char *b, size_t len, zen_rdv_challenge *c);
 
 /* ACK and the TABLE head: kind, rank (ACK) or 0, world size. 0 or -1. */
-void zen_rdv_encode_ack(unsigned char b[ZEN_RDV_ACK_BYTES], uint16_t kind, uint32_t rank,
-                        uint32_t size);
-int zen_rdv_parse_ack(const unsigned char *b, size_t len, uint16_t kind, uint32_t *rank,
-                      uint32_t *size);
+void zen__rdv_encode_ack(unsigned char b[ZEN_RDV_ACK_BYTES], uint16_t kind, uint32_t rank,
+                         uint32_t size);
+int zen__rdv_parse_ack(const unsigned char *b, size_t len, uint16_t kind, uint32_t *rank,
+                       uint32_t *size);
 
 /* TABLE entry p: address (network order) and port. */
-void zen_rdv_encode_entry(unsigned char b[ZEN_RDV_TABLE_ENTRY_BYTES], uint32_t addr_be,
-                          uint16_t port);
-void zen_rdv_parse_entry(const unsigned char b[ZEN_RDV_TABLE_ENTRY_BYTES], uint32_t *addr_be,
-                         uint16_t *port);
+void zen__rdv_encode_entry(unsigned char b[ZEN_RDV_TABLE_ENTRY_BYTES], uint32_t addr_be,
+                           uint16_t port);
+void zen__rdv_parse_entry(const unsigned char b[ZEN_RDV_TABLE_ENTRY_BYTES], uint32_t *addr_be,
+                          uint16_t *port);
 
 /* The transcript both proofs cover: the FIRST bytes, then the CHALLENGE's first 48 bytes (head,
  * answering rank, size, nonce). out has ZEN_RDV_TRANSCRIPT_BYTES. */
-void zen_rdv_transcript(unsigned char *out, const unsigned char first[ZEN_RDV_FIRST_BYTES],
-                        const unsigned char challenge[ZEN_RDV_CHALLENGE_BYTES]);
+void zen__rdv_transcript(unsigned char *out, const unsigned char first[ZEN_RDV_FIRST_BYTES],
+                         const unsigned char challenge[ZEN_RDV_CHALLENGE_BYTES]);
 
 /* Labels of the two proofs: the answering side ("server") and the connecting side. */
 #define ZEN_RDV_LABEL_SERVER "zenrdvS2"

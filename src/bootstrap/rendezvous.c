@@ -106,7 +106,7 @@ static void list_missing(const int *fds, int from, int size, int skip, char *out
 static int write_bytes(int fd, const void *buf, size_t len, int64_t deadline)
 {
     struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-    return zen_sock_writev_all(fd, &iov, 1, 0, deadline);
+    return zen__sock_writev_all(fd, &iov, 1, 0, deadline);
 }
 
 /* Text for a negative errno from tcp_sock (-EPIPE there means the peer closed). */
@@ -174,7 +174,7 @@ static int advance_handshake(rdv *r, pending *p, uint16_t kind)
         return 2;
     p->got += (size_t)n;
     zen_rdv_first m;
-    if (p->stage == 0 && p->got >= 16 && zen_rdv_parse_first(p->first, p->got, &m) == -2) {
+    if (p->stage == 0 && p->got >= 16 && zen__rdv_parse_first(p->first, p->got, &m) == -2) {
         rdv_refuse(r, "%s, claiming rank %u of %u, speaks rendezvous version %u, this is %u",
                    p->host, m.rank, m.size, zen_get_u16(p->first + 4), ZEN_RDV_VERSION);
         return PEER_DROP;
@@ -188,27 +188,27 @@ static int advance_handshake(rdv *r, pending *p, uint16_t kind)
         return 2;
     p->got = 0;
     if (p->stage == 0) {
-        if (zen_rdv_parse_first(p->first, sizeof p->first, &m) != 0 || m.kind != kind) {
+        if (zen__rdv_parse_first(p->first, sizeof p->first, &m) != 0 || m.kind != kind) {
             ZEN_WARN("bootstrap", "rank %d: ignoring a malformed handshake from %s", r->rank,
                      p->host);
             return PEER_DROP;
         }
         zen_rdv_challenge c = { .rank = (uint32_t)r->rank, .size = (uint32_t)r->size };
-        zen_auth_nonce(c.nonce);
-        zen_rdv_encode_challenge(p->challenge, &c);
+        zen__auth_nonce(c.nonce);
+        zen__rdv_encode_challenge(p->challenge, &c);
         if (r->key->set) {
             unsigned char t[ZEN_RDV_TRANSCRIPT_BYTES];
-            zen_rdv_transcript(t, p->first, p->challenge);
-            zen_auth_mac(r->key, ZEN_RDV_LABEL_SERVER, t, sizeof t, c.mac);
-            zen_rdv_encode_challenge(p->challenge, &c);
+            zen__rdv_transcript(t, p->first, p->challenge);
+            zen__auth_mac(r->key, ZEN_RDV_LABEL_SERVER, t, sizeof t, c.mac);
+            zen__rdv_encode_challenge(p->challenge, &c);
         }
         if (write_bytes(p->fd, p->challenge, sizeof p->challenge, p->deadline) < 0)
             return PEER_DROP;
         p->stage = 1;
         return 2;
     }
-    return zen_rdv_check_head(p->proof, sizeof p->proof, ZEN_RDV_PROOF) == 0 ? PEER_KEEP
-                                                                             : PEER_DROP;
+    return zen__rdv_check_head(p->proof, sizeof p->proof, ZEN_RDV_PROOF) == 0 ? PEER_KEEP
+                                                                              : PEER_DROP;
 }
 
 /* The proof check of a complete handshake: 1 authenticated, 0 no secret on either side, -1
@@ -225,8 +225,8 @@ static int check_proof(rdv *r, const pending *p, const zen_rdv_first *m)
         return has ? -1 : 0;
     }
     unsigned char t[ZEN_RDV_TRANSCRIPT_BYTES];
-    zen_rdv_transcript(t, p->first, p->challenge);
-    if (!has || !zen_auth_verify(r->key, ZEN_RDV_LABEL_CLIENT, t, sizeof t, p->proof + 8)) {
+    zen__rdv_transcript(t, p->first, p->challenge);
+    if (!has || !zen__auth_verify(r->key, ZEN_RDV_LABEL_CLIENT, t, sizeof t, p->proof + 8)) {
         rdv_refuse(r, "%s, claiming rank %u, failed authentication (%s)", p->host, m->rank,
                    has ? "wrong job secret" : "no job secret");
         return -1;
@@ -253,9 +253,9 @@ static int watched_closed(int fd)
 static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const int *watch,
                                    on_peer_fn on_peer)
 {
-    pending *pd = zen_calloc(MAX_PENDING, sizeof *pd);
-    struct pollfd *pf = zen_calloc((size_t)(1 + MAX_PENDING + r->size), sizeof *pf);
-    unsigned char *quiet = zen_calloc((size_t)r->size, 1); /* watched fds that sent data */
+    pending *pd = zen__calloc(MAX_PENDING, sizeof *pd);
+    struct pollfd *pf = zen__calloc((size_t)(1 + MAX_PENDING + r->size), sizeof *pf);
+    unsigned char *quiet = zen__calloc((size_t)r->size, 1); /* watched fds that sent data */
     zen_status st = pd && pf && quiet ? ZEN_OK : ZEN_ENOMEM;
     if (st != ZEN_OK)
         rdv_fail(r, st, "no memory for the handshake table");
@@ -314,7 +314,7 @@ static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const i
             if (a == 2)
                 continue;
             zen_rdv_first m;
-            int auth = a == PEER_KEEP ? (zen_rdv_parse_first(pd[i].first, sizeof pd[i].first, &m),
+            int auth = a == PEER_KEEP ? (zen__rdv_parse_first(pd[i].first, sizeof pd[i].first, &m),
                                          check_proof(r, &pd[i], &m))
                                       : -1;
             int verdict = auth < 0 ? PEER_DROP : on_peer(r, pd[i].fd, &m, auth, pd[i].host, &st);
@@ -327,7 +327,7 @@ static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const i
             struct sockaddr_in sa;
             socklen_t slen = sizeof sa;
             int fd = accept(listen_fd, (struct sockaddr *)&sa, &slen);
-            if (fd >= 0 && (npd == MAX_PENDING || zen_sock_nonblock(fd) != 0)) {
+            if (fd >= 0 && (npd == MAX_PENDING || zen__sock_nonblock(fd) != 0)) {
                 ZEN_WARN("bootstrap", "rank %d: %d handshakes in progress; closing a new one",
                          r->rank, npd);
                 close(fd);
@@ -338,15 +338,15 @@ static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const i
                 p->deadline = zen_now_ns() + HANDSHAKE_NS;
                 snprintf(p->host, sizeof p->host, "?");
                 if (slen >= sizeof sa)
-                    zen_sock_ntoa(sa.sin_addr.s_addr, p->host, sizeof p->host);
+                    zen__sock_ntoa(sa.sin_addr.s_addr, p->host, sizeof p->host);
             }
         }
     }
     for (int i = 0; pd && i < npd; i++)
         close(pd[i].fd);
-    zen_free(pd);
-    zen_free(pf);
-    zen_free(quiet);
+    zen__free(pd);
+    zen__free(pf);
+    zen__free(quiet);
     return st;
 }
 
@@ -366,18 +366,18 @@ static int client_handshake(rdv *r, int fd, zen_rdv_first *m, int expect, char *
     unsigned char proof[ZEN_RDV_PROOF_BYTES] = { 0 };
     *refused = 0;
     m->flags = r->key->set ? ZEN_RDV_FLAG_AUTH : 0;
-    zen_auth_nonce(m->nonce);
-    zen_rdv_encode_first(first, m);
+    zen__auth_nonce(m->nonce);
+    zen__rdv_encode_first(first, m);
     int rc = write_bytes(fd, first, sizeof first, r->deadline);
     if (rc == 0)
-        rc = zen_sock_read_all(fd, ch, sizeof ch, r->deadline);
+        rc = zen__sock_read_all(fd, ch, sizeof ch, r->deadline);
     if (rc < 0) {
         snprintf(why, n, "%s%s", why_rc(rc),
                  rc == -EPIPE ? " (it refused this rank: see its log)" : "");
         return rc;
     }
     zen_rdv_challenge c;
-    if (zen_rdv_parse_challenge(ch, sizeof ch, &c) != 0 || c.rank != (uint32_t)expect) {
+    if (zen__rdv_parse_challenge(ch, sizeof ch, &c) != 0 || c.rank != (uint32_t)expect) {
         snprintf(why, n,
                  "it answered as rank %u (rendezvous version %u), expected rank %d "
                  "(version %u)",
@@ -386,8 +386,8 @@ static int client_handshake(rdv *r, int fd, zen_rdv_first *m, int expect, char *
         return -1;
     }
     unsigned char t[ZEN_RDV_TRANSCRIPT_BYTES];
-    zen_rdv_transcript(t, first, ch);
-    if (r->key->set && !zen_auth_verify(r->key, ZEN_RDV_LABEL_SERVER, t, sizeof t, c.mac)) {
+    zen__rdv_transcript(t, first, ch);
+    if (r->key->set && !zen__auth_verify(r->key, ZEN_RDV_LABEL_SERVER, t, sizeof t, c.mac)) {
         snprintf(why, n,
                  "it did not prove the job secret (a stranger, or a rank started "
                  "without the same ZEN_JOB_SECRET)");
@@ -395,9 +395,9 @@ static int client_handshake(rdv *r, int fd, zen_rdv_first *m, int expect, char *
         return -1;
     }
     /* a world-size disagreement still gets our proof, so the other side can name it too */
-    zen_rdv_put_head(proof, ZEN_RDV_PROOF);
+    zen__rdv_put_head(proof, ZEN_RDV_PROOF);
     if (r->key->set)
-        zen_auth_mac(r->key, ZEN_RDV_LABEL_CLIENT, t, sizeof t, proof + 8);
+        zen__auth_mac(r->key, ZEN_RDV_LABEL_CLIENT, t, sizeof t, proof + 8);
     if ((rc = write_bytes(fd, proof, sizeof proof, r->deadline)) < 0) {
         snprintf(why, n, "%s", why_rc(rc));
         return rc;
@@ -458,16 +458,16 @@ static zen_status serve_registrations(rdv *r, uint32_t master, int master_port)
     uint16_t bound = 0;
     /* listen where MASTER_ADDR points, not on every interface (0.0.0.0 only when asked for, or
      * when that address is not local, e.g. a NAT name) */
-    int mfd = zen_sock_listen(master, (uint16_t)master_port, 1, &bound);
+    int mfd = zen__sock_listen(master, (uint16_t)master_port, 1, &bound);
     if (mfd == -EADDRNOTAVAIL && master != htonl(INADDR_ANY)) {
         ZEN_WARN("bootstrap", "master address is not local; listening on every interface");
-        mfd = zen_sock_listen(htonl(INADDR_ANY), (uint16_t)master_port, 1, &bound);
+        mfd = zen__sock_listen(htonl(INADDR_ANY), (uint16_t)master_port, 1, &bound);
     }
     if (mfd < 0)
         return rdv_fail(r, mfd == -EADDRINUSE ? ZEN_EBUSY : ZEN_ESYS,
                         "cannot listen on master port %d: %s%s", master_port, strerror(-mfd),
                         mfd == -EADDRINUSE ? " (another job? choose another ZEN_MASTER_PORT)" : "");
-    r->reg = zen_malloc_array((size_t)r->size, sizeof *r->reg);
+    r->reg = zen__malloc_array((size_t)r->size, sizeof *r->reg);
     if (!r->reg) {
         close(mfd);
         return rdv_fail(r, ZEN_ENOMEM, "no memory for %d registrations", r->size);
@@ -487,15 +487,15 @@ static zen_status serve_registrations(rdv *r, uint32_t master, int master_port)
                       refused_note(r, note, sizeof note));
     }
     size_t tbytes = ZEN_RDV_TABLE_HEAD_BYTES + (size_t)r->size * ZEN_RDV_TABLE_ENTRY_BYTES;
-    unsigned char *tb = st == ZEN_OK ? zen_calloc(1, tbytes) : NULL;
+    unsigned char *tb = st == ZEN_OK ? zen__calloc(1, tbytes) : NULL;
     if (st == ZEN_OK && !tb)
         st = rdv_fail(r, ZEN_ENOMEM, "no memory for a rank table of %zu bytes", tbytes);
     if (st == ZEN_OK) {
-        zen_rdv_encode_ack(tb, ZEN_RDV_TABLE, 0, (uint32_t)r->size);
+        zen__rdv_encode_ack(tb, ZEN_RDV_TABLE, 0, (uint32_t)r->size);
         for (int p = 0; p < r->size; p++)
-            zen_rdv_encode_entry(tb + ZEN_RDV_TABLE_HEAD_BYTES +
-                                     (size_t)p * ZEN_RDV_TABLE_ENTRY_BYTES,
-                                 r->table[p].addr, r->table[p].port);
+            zen__rdv_encode_entry(tb + ZEN_RDV_TABLE_HEAD_BYTES +
+                                      (size_t)p * ZEN_RDV_TABLE_ENTRY_BYTES,
+                                  r->table[p].addr, r->table[p].port);
         for (int p = 1; p < r->size && st == ZEN_OK; p++) {
             int rc = write_bytes(r->reg[p], tb, tbytes, r->deadline);
             if (rc < 0)
@@ -503,10 +503,10 @@ static zen_status serve_registrations(rdv *r, uint32_t master, int master_port)
                               why_rc(rc));
         }
     }
-    zen_free(tb);
+    zen__free(tb);
     for (int p = 0; p < r->size; p++)
         close_fd(&r->reg[p]);
-    zen_free(r->reg);
+    zen__free(r->reg);
     r->reg = NULL;
     return st;
 }
@@ -515,14 +515,14 @@ static zen_status serve_registrations(rdv *r, uint32_t master, int master_port)
 static zen_status register_with_master(rdv *r, uint32_t master, int master_port, int have_ifaddr)
 {
     char host[32];
-    zen_sock_ntoa(master, host, sizeof host);
+    zen__sock_ntoa(master, host, sizeof host);
     int warned = 0;
     for (;;) {
         int fd;
         for (;;) {
             int64_t attempt = zen_now_ns() + 2 * (int64_t)1000000000;
-            fd = zen_sock_connect(master, (uint16_t)master_port,
-                                  attempt < r->deadline ? attempt : r->deadline);
+            fd = zen__sock_connect(master, (uint16_t)master_port,
+                                   attempt < r->deadline ? attempt : r->deadline);
             if (fd >= 0)
                 break;
             if (zen_now_ns() >= r->deadline)
@@ -530,7 +530,7 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
                                 "cannot reach rank 0 at %s:%d within %.1f s (%s): is rank 0 "
                                 "running with the same ZEN_MASTER_ADDR and ZEN_MASTER_PORT?",
                                 host, master_port, r->timeout_s, strerror(-fd));
-            zen_sleep_ns(50 * 1000000);
+            zen__sleep_ns(50 * 1000000);
         }
         if (!have_ifaddr) {
             struct sockaddr_in sa;
@@ -539,7 +539,7 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
                 r->my_addr = sa.sin_addr.s_addr;
         }
         if (r->listen_fd < 0) {
-            r->listen_fd = zen_sock_listen(r->my_addr, 0, 0, &r->listen_port);
+            r->listen_fd = zen__sock_listen(r->my_addr, 0, 0, &r->listen_port);
             if (r->listen_fd < 0) {
                 close(fd);
                 return rdv_fail(r, ZEN_ESYS, "cannot listen: %s", strerror(-r->listen_fd));
@@ -561,7 +561,7 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
                              "rank %d: the process at %s:%d is not this job's rank "
                              "0 (%s); retrying",
                              r->rank, host, master_port, why);
-                zen_sleep_ns(200 * 1000000);
+                zen__sleep_ns(200 * 1000000);
                 continue;
             }
             return rdv_fail(r,
@@ -576,7 +576,7 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
         /* Rank 0 names the missing ranks at the common deadline; wait a little past it so it
          * does (and then learn of it from the closed connection) instead of leaving first,
          * which rank 0 would take for this rank's death. */
-        int rc = zen_sock_read_all(fd, th, sizeof th, zen_ns_add_sat(r->deadline, TABLE_GRACE_NS));
+        int rc = zen__sock_read_all(fd, th, sizeof th, zen_ns_add_sat(r->deadline, TABLE_GRACE_NS));
         if (rc == -ETIMEDOUT)
             st = rdv_fail(r, ZEN_ETIMEDOUT,
                           "rank 0 did not send the rank table within %.1f s: some ranks never "
@@ -587,17 +587,17 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
                           "rank 0 closed the rendezvous connection before sending the rank table "
                           "(%s): it refused this rank or failed, see its log",
                           why_rc(rc));
-        else if (zen_rdv_parse_ack(th, sizeof th, ZEN_RDV_TABLE, &zero, &tsize) != 0 ||
+        else if (zen__rdv_parse_ack(th, sizeof th, ZEN_RDV_TABLE, &zero, &tsize) != 0 ||
                  tsize != (uint32_t)r->size)
             st = rdv_fail(r, ZEN_EPROTO, "rank 0 sent a malformed rank table");
         for (int p = 0; p < r->size && st == ZEN_OK; p++) {
             unsigned char e[ZEN_RDV_TABLE_ENTRY_BYTES];
-            if ((rc = zen_sock_read_all(fd, e, sizeof e, r->deadline)) < 0) {
+            if ((rc = zen__sock_read_all(fd, e, sizeof e, r->deadline)) < 0) {
                 st = rdv_fail(r, ZEN_EPEER, "reading the rank table from rank 0 failed: %s",
                               why_rc(rc));
                 break;
             }
-            zen_rdv_parse_entry(e, &r->table[p].addr, &r->table[p].port);
+            zen__rdv_parse_entry(e, &r->table[p].addr, &r->table[p].port);
         }
         close(fd);
         return st;
@@ -612,8 +612,8 @@ static zen_status connect_lower(rdv *r)
 {
     for (int j = 0; j < r->rank; j++) {
         char host[32];
-        zen_sock_ntoa(r->table[j].addr, host, sizeof host);
-        int fd = zen_sock_connect(r->table[j].addr, r->table[j].port, r->deadline);
+        zen__sock_ntoa(r->table[j].addr, host, sizeof host);
+        int fd = zen__sock_connect(r->table[j].addr, r->table[j].port, r->deadline);
         if (fd < 0)
             return rdv_fail(r, fd == -ETIMEDOUT ? ZEN_ETIMEDOUT : ZEN_EPEER,
                             "cannot connect to rank %d at %s:%u: %s%s", j, host, r->table[j].port,
@@ -628,10 +628,10 @@ static zen_status connect_lower(rdv *r)
         unsigned char ack[ZEN_RDV_ACK_BYTES];
         uint32_t arank = 0, asize = 0;
         int rc = client_handshake(r, fd, &m, j, why, sizeof why, &refused);
-        if (rc == 0 && (rc = zen_sock_read_all(fd, ack, sizeof ack, r->deadline)) < 0)
+        if (rc == 0 && (rc = zen__sock_read_all(fd, ack, sizeof ack, r->deadline)) < 0)
             snprintf(why, sizeof why, "%s%s", why_rc(rc),
                      rc == -EPIPE ? " (it refused this rank: see its log)" : "");
-        if (rc == 0 && (zen_rdv_parse_ack(ack, sizeof ack, ZEN_RDV_ACK, &arank, &asize) != 0 ||
+        if (rc == 0 && (zen__rdv_parse_ack(ack, sizeof ack, ZEN_RDV_ACK, &arank, &asize) != 0 ||
                         arank != (uint32_t)j || asize != (uint32_t)r->size)) {
             snprintf(why, sizeof why, "malformed handshake answer");
             rc = -1;
@@ -674,7 +674,7 @@ static int on_hello(rdv *r, int fd, const zen_rdv_first *m, int authenticated, c
         return PEER_DROP;
     }
     unsigned char ack[ZEN_RDV_ACK_BYTES];
-    zen_rdv_encode_ack(ack, ZEN_RDV_ACK, (uint32_t)r->rank, (uint32_t)r->size);
+    zen__rdv_encode_ack(ack, ZEN_RDV_ACK, (uint32_t)r->rank, (uint32_t)r->size);
     int rc = write_bytes(fd, ack, sizeof ack, r->deadline);
     if (rc < 0) {
         rdv_refuse(r, "answering the handshake of rank %d failed: %s", peer, why_rc(rc));
@@ -727,16 +727,16 @@ static void rdv_init(rdv *r, int rank, int size, double timeout_s, const zen_job
         fds[p] = -1;
 }
 
-zen_status zen_rendezvous_mesh(int rank, int size, const uint32_t *addrs_be, const uint16_t *ports,
-                               int listen_fd, const zen_job_key *key, double timeout_s, int *fds,
-                               char *err, size_t err_size)
+zen_status zen__rendezvous_mesh(int rank, int size, const uint32_t *addrs_be, const uint16_t *ports,
+                                int listen_fd, const zen_job_key *key, double timeout_s, int *fds,
+                                char *err, size_t err_size)
 {
     static const zen_job_key none;
     rdv r;
     rdv_init(&r, rank, size, timeout_s, key ? key : &none, fds, err, err_size);
     if (size == 1)
         return ZEN_OK;
-    r.table = zen_calloc((size_t)size, sizeof *r.table);
+    r.table = zen__calloc((size_t)size, sizeof *r.table);
     if (!r.table)
         return rdv_fail(&r, ZEN_ENOMEM, "no memory for a rank table of %d", size);
     for (int p = 0; p < size; p++) {
@@ -745,7 +745,7 @@ zen_status zen_rendezvous_mesh(int rank, int size, const uint32_t *addrs_be, con
     }
     r.listen_fd = listen_fd;
     zen_status st = mesh(&r);
-    zen_free(r.table);
+    zen__free(r.table);
     if (st != ZEN_OK)
         for (int p = 0; p < size; p++)
             close_fd(&fds[p]);
@@ -757,28 +757,28 @@ static int is_loopback(uint32_t addr_be)
     return (ntohl(addr_be) >> 24) == 127;
 }
 
-zen_status zen_rendezvous_keyed(int rank, int size, const char *master_addr, int master_port,
-                                double timeout_s, const zen_job_key *key, int *fds, char *err,
-                                size_t err_size)
+zen_status zen__rendezvous_keyed(int rank, int size, const char *master_addr, int master_port,
+                                 double timeout_s, const zen_job_key *key, int *fds, char *err,
+                                 size_t err_size)
 {
     rdv r;
     rdv_init(&r, rank, size, timeout_s, key, fds, err, err_size);
     if (size == 1)
         return ZEN_OK;
-    r.table = zen_calloc((size_t)size, sizeof *r.table);
+    r.table = zen__calloc((size_t)size, sizeof *r.table);
     if (!r.table)
         return rdv_fail(&r, ZEN_ENOMEM, "no memory for a rank table of %d", size);
     zen_status st = ZEN_OK;
     uint32_t master = 0;
-    const char *ifaddr = zen_param_str("SOCKET_IFADDR");
+    const char *ifaddr = zen__param_str("SOCKET_IFADDR");
     int have_ifaddr = ifaddr && *ifaddr;
-    if (zen_sock_resolve(master_addr ? master_addr : "127.0.0.1", &master) != 0)
+    if (zen__sock_resolve(master_addr ? master_addr : "127.0.0.1", &master) != 0)
         st = rdv_fail(&r, ZEN_EINVAL, "cannot resolve the master address '%s'",
                       master_addr ? master_addr : "");
-    else if (have_ifaddr && zen_sock_resolve(ifaddr, &r.my_addr) != 0)
+    else if (have_ifaddr && zen__sock_resolve(ifaddr, &r.my_addr) != 0)
         st = rdv_fail(&r, ZEN_EINVAL, "cannot parse ZEN_SOCKET_IFADDR '%s'", ifaddr);
     if (st == ZEN_OK && !key->set) {
-        if (zen_param_long("REQUIRE_SECRET") == 1)
+        if (zen__param_long("REQUIRE_SECRET") == 1)
             st = rdv_fail(&r, ZEN_EINVAL,
                           "ZEN_REQUIRE_SECRET=1 but no job secret: set ZEN_JOB_SECRET or "
                           "ZEN_JOB_SECRET_FILE on every rank (zen launch does)");
@@ -792,7 +792,7 @@ zen_status zen_rendezvous_keyed(int rank, int size, const char *master_addr, int
     if (st == ZEN_OK && rank == 0) {
         if (!have_ifaddr)
             r.my_addr = master == htonl(INADDR_ANY) ? htonl(INADDR_LOOPBACK) : master;
-        r.listen_fd = zen_sock_listen(r.my_addr, 0, 0, &r.listen_port);
+        r.listen_fd = zen__sock_listen(r.my_addr, 0, 0, &r.listen_port);
         if (r.listen_fd < 0) {
             st = rdv_fail(&r, ZEN_ESYS, "cannot listen: %s", strerror(-r.listen_fd));
         } else {
@@ -806,27 +806,27 @@ zen_status zen_rendezvous_keyed(int rank, int size, const char *master_addr, int
     if (st == ZEN_OK)
         st = mesh(&r);
     close_fd(&r.listen_fd);
-    zen_free(r.table);
+    zen__free(r.table);
     if (st != ZEN_OK)
         for (int p = 0; p < size; p++)
             close_fd(&fds[p]);
     return st;
 }
 
-zen_status zen_rendezvous(int rank, int size, const char *master_addr, int master_port,
-                          double timeout_s, int *fds, char *err, size_t err_size)
+zen_status zen__rendezvous(int rank, int size, const char *master_addr, int master_port,
+                           double timeout_s, int *fds, char *err, size_t err_size)
 {
     zen_job_key key;
     err[0] = '\0';
     for (int p = 0; p < size; p++)
         fds[p] = -1;
-    zen_status st = zen_job_key_from_env(&key, err, err_size);
+    zen_status st = zen__job_key_from_env(&key, err, err_size);
     if (st != ZEN_OK) {
         ZEN_ERROR("bootstrap", "rank %d: %s", rank, err);
         return st;
     }
-    st = zen_rendezvous_keyed(rank, size, master_addr, master_port, timeout_s, &key, fds, err,
-                              err_size);
+    st = zen__rendezvous_keyed(rank, size, master_addr, master_port, timeout_s, &key, fds, err,
+                               err_size);
     memset(&key, 0, sizeof key);
     return st;
 }

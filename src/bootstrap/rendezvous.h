@@ -31,21 +31,21 @@
  * On failure every socket is closed, the fds are -1 and err holds a message naming the missing
  * or misbehaving ranks (also logged).
  */
-zen_status zen_rendezvous(int rank, int size, const char *master_addr, int master_port,
-                          double timeout_s, int *fds, char *err, size_t err_size);
+zen_status zen__rendezvous(int rank, int size, const char *master_addr, int master_port,
+                           double timeout_s, int *fds, char *err, size_t err_size);
 
-/* The same with the job key given (zen_rendezvous reads it with zen_job_key_from_env). */
-zen_status zen_rendezvous_keyed(int rank, int size, const char *master_addr, int master_port,
-                                double timeout_s, const zen_job_key *key, int *fds, char *err,
-                                size_t err_size);
+/* The same with the job key given (zen__rendezvous reads it with zen__job_key_from_env). */
+zen_status zen__rendezvous_keyed(int rank, int size, const char *master_addr, int master_port,
+                                 double timeout_s, const zen_job_key *key, int *fds, char *err,
+                                 size_t err_size);
 
 /*
  * Step 4 alone, for rendezvous paths that exchange the address table another way (a c10d
  * store): addrs_be/ports hold every rank's data listener, listen_fd is this rank's (not closed
- * here), key may be NULL (no secret). Same fds/err contract as zen_rendezvous.
+ * here), key may be NULL (no secret). Same fds/err contract as zen__rendezvous.
  */
-zen_status zen_rendezvous_mesh(int rank, int size, const uint32_t *addrs_be, const uint16_t *ports,
-                               int listen_fd, const zen_job_key *key, double timeout_s, int *fds,
-                               char *err, size_t err_size);
+zen_status zen__rendezvous_mesh(int rank, int size, const uint32_t *addrs_be, const uint16_t *ports,
+                                int listen_fd, const zen_job_key *key, double timeout_s, int *fds,
+                                char *err, size_t err_size);
 
 #endif

@@ -49,7 +49,7 @@ static zen_status store_fail(int rank, char *err, size_t err_size, zen_status st
 static uint32_t route_local_addr(const char *host)
 {
     uint32_t dest = 0, local = htonl(INADDR_LOOPBACK);
-    if (!host || !*host || zen_sock_resolve(host, &dest) != 0 || dest == htonl(INADDR_ANY))
+    if (!host || !*host || zen__sock_resolve(host, &dest) != 0 || dest == htonl(INADDR_ANY))
         return local;
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
     if (fd < 0)
@@ -116,8 +116,9 @@ static zen_status read_endpoints(const zen_store *store, int rank, int size, int
     return ZEN_OK;
 }
 
-zen_status zen_store_rendezvous(const zen_store *store, int rank, int size, const char *master_addr,
-                                double timeout_s, int *fds, char *err, size_t err_size)
+zen_status zen__store_rendezvous(const zen_store *store, int rank, int size,
+                                 const char *master_addr, double timeout_s, int *fds, char *err,
+                                 size_t err_size)
 {
     int64_t deadline = zen_deadline_after(timeout_s);
     err[0] = '\0';
@@ -125,28 +126,28 @@ zen_status zen_store_rendezvous(const zen_store *store, int rank, int size, cons
         fds[p] = -1;
     if (size == 1)
         return ZEN_OK;
-    const char *ifaddr = zen_param_str("SOCKET_IFADDR");
+    const char *ifaddr = zen__param_str("SOCKET_IFADDR");
     uint32_t my_addr = 0;
     if (ifaddr && *ifaddr) {
-        if (zen_sock_resolve(ifaddr, &my_addr) != 0)
+        if (zen__sock_resolve(ifaddr, &my_addr) != 0)
             return store_fail(rank, err, err_size, ZEN_EINVAL,
                               "cannot parse ZEN_SOCKET_IFADDR '%s'", ifaddr);
     } else {
         my_addr = route_local_addr(master_addr);
     }
     uint16_t my_port = 0;
-    int listen_fd = zen_sock_listen(my_addr, 0, 0, &my_port);
+    int listen_fd = zen__sock_listen(my_addr, 0, 0, &my_port);
     if (listen_fd < 0)
         return store_fail(rank, err, err_size, ZEN_ESYS, "cannot listen: %s", strerror(-listen_fd));
-    uint32_t *addrs = zen_calloc((size_t)size, sizeof *addrs);
-    uint16_t *ports = zen_calloc((size_t)size, sizeof *ports);
+    uint32_t *addrs = zen__calloc((size_t)size, sizeof *addrs);
+    uint16_t *ports = zen__calloc((size_t)size, sizeof *ports);
     zen_status st = ZEN_OK;
     if (!addrs || !ports)
         st = store_fail(rank, err, err_size, ZEN_ENOMEM, "no memory for %d addresses", size);
     if (st == ZEN_OK) {
         char key[32], value[ENDPOINT_CAP], host[ENDPOINT_CAP];
         snprintf(key, sizeof key, "zen/tcp/%d", rank);
-        snprintf(value, sizeof value, "%s:%u", zen_sock_ntoa(my_addr, host, sizeof host), my_port);
+        snprintf(value, sizeof value, "%s:%u", zen__sock_ntoa(my_addr, host, sizeof host), my_port);
         st = store->set(store->ctx, key, value, strlen(value));
         if (st != ZEN_OK)
             st = store_fail(rank, err, err_size, st, "publishing key '%s' in the store: %s", key,
@@ -158,15 +159,15 @@ zen_status zen_store_rendezvous(const zen_store *store, int rank, int size, cons
     zen_job_key key;
     memset(&key, 0, sizeof key);
     if (st == ZEN_OK)
-        st = zen_job_key_from_env(&key, err, err_size);
+        st = zen__job_key_from_env(&key, err, err_size);
     if (st == ZEN_OK) {
         double left = (double)(deadline - zen_now_ns()) / 1e9;
-        st = zen_rendezvous_mesh(rank, size, addrs, ports, listen_fd, &key,
-                                 left > 0.001 ? left : 0.001, fds, err, err_size);
+        st = zen__rendezvous_mesh(rank, size, addrs, ports, listen_fd, &key,
+                                  left > 0.001 ? left : 0.001, fds, err, err_size);
     }
     memset(&key, 0, sizeof key);
     close(listen_fd);
-    zen_free(addrs);
-    zen_free(ports);
+    zen__free(addrs);
+    zen__free(ports);
     return st;
 }

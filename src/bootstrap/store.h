@@ -4,7 +4,7 @@
  *
  * Outline: this rank opens its data listener, publishes "zen/tcp/<rank>" = "a.b.c.d:port",
  * reads every other rank's key (each get waits for what is left of the one deadline), then runs
- * the same HELLO mesh as the env rendezvous (zen_rendezvous_mesh). Store traffic: one set and
+ * the same HELLO mesh as the env rendezvous (zen__rendezvous_mesh). Store traffic: one set and
  * size-1 gets of about 22 bytes per rank.
  */
 #ifndef ZEN_BOOTSTRAP_STORE_H
@@ -17,9 +17,10 @@
 /*
  * fds (size entries) receives one connected socket per peer, -1 at fds[rank]. master_addr (may be
  * NULL) only picks this rank's interface: the one that routes there. Failure contract as for
- * zen_rendezvous: sockets closed, err names the rank that is missing or misbehaves.
+ * zen__rendezvous: sockets closed, err names the rank that is missing or misbehaves.
  */
-zen_status zen_store_rendezvous(const zen_store *store, int rank, int size, const char *master_addr,
-                                double timeout_s, int *fds, char *err, size_t err_size);
+zen_status zen__store_rendezvous(const zen_store *store, int rank, int size,
+                                 const char *master_addr, double timeout_s, int *fds, char *err,
+                                 size_t err_size);
 
 #endif

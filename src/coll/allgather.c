@@ -25,45 +25,45 @@ static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, siz
     size_t es = zen_dtype_size(dtype), extent = 0;
     for (int j = 0; j < comm->size; j++) {
         if (displs[j] > SIZE_MAX - counts[j])
-            return zen_fail(comm, ZEN_EINVAL, "%s: block %d overflows size_t", name, j);
+            return zen__fail(comm, ZEN_EINVAL, "%s: block %d overflows size_t", name, j);
         if (displs[j] + counts[j] > extent)
             extent = displs[j] + counts[j];
     }
     size_t bytes;
-    zen_status st = zen_coll_bytes(comm, name, extent, dtype, &bytes);
+    zen_status st = zen__coll_bytes(comm, name, extent, dtype, &bytes);
     if (st == ZEN_OK && sendcount != counts[r])
-        st = zen_fail(comm, ZEN_EINVAL, "%s: sendcount %zu but recvcounts[%d] is %zu", name,
-                      sendcount, r, counts[r]);
+        st = zen__fail(comm, ZEN_EINVAL, "%s: sendcount %zu but recvcounts[%d] is %zu", name,
+                       sendcount, r, counts[r]);
     if (st == ZEN_OK)
-        st = zen_coll_check_buf(comm, name, "sendbuf", sendbuf, sendcount);
+        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, sendcount);
     if (st == ZEN_OK)
-        st = zen_coll_check_buf(comm, name, "recvbuf", recvbuf, extent);
+        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, extent);
     if (st != ZEN_OK)
         return st;
     zen_coll cc;
-    st = zen_coll_begin(comm, name, &cc);
+    st = zen__coll_begin(comm, name, &cc);
     if (st != ZEN_OK)
         return st;
-    char *out = zen_coll_nonnull(recvbuf);
-    if (!zen_coll_decide_long(ZEN_COLL_DECIDE_ALLGATHER, comm->size, bytes, 0)) {
-        const void *own = zen_coll_nonnull(sendbuf);
-        st = equal_blocks ? zen_allgather_bruck(comm, &cc, own, sendcount * es, out)
-                          : zen_allgatherv_bruck(comm, &cc, own, counts, displs, es, out);
-        return zen_coll_end(comm, &cc, st);
+    char *out = zen__coll_nonnull(recvbuf);
+    if (!zen__coll_decide_long(ZEN_COLL_DECIDE_ALLGATHER, comm->size, bytes, 0)) {
+        const void *own = zen__coll_nonnull(sendbuf);
+        st = equal_blocks ? zen__allgather_bruck(comm, &cc, own, sendcount * es, out)
+                          : zen__allgatherv_bruck(comm, &cc, own, counts, displs, es, out);
+        return zen__coll_end(comm, &cc, st);
     }
     char *own = out + displs[r] * es;
     if (sendcount && (const char *)sendbuf != own)
         memmove(own, sendbuf, sendcount * es);
     zen_ring ring;
-    zen_ring_init(&ring, comm, counts, displs, dtype, ZEN_SUM);
-    st = zen_ring_allgather(comm, &cc, &ring, out);
-    return zen_coll_end(comm, &cc, st);
+    zen__ring_init(&ring, comm, counts, displs, dtype, ZEN_SUM);
+    st = zen__ring_allgather(comm, &cc, &ring, out);
+    return zen__coll_end(comm, &cc, st);
 }
 
 static zen_status check(zen_comm *comm, const char *name, zen_dtype dtype)
 {
-    zen_status st = zen_coll_check_comm(comm, name);
-    return st == ZEN_OK ? zen_coll_check_dtype(comm, name, dtype) : st;
+    zen_status st = zen__coll_check_comm(comm, name);
+    return st == ZEN_OK ? zen__coll_check_dtype(comm, name, dtype) : st;
 }
 
 zen_status zen_allgatherv(zen_comm *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
@@ -74,7 +74,7 @@ zen_status zen_allgatherv(zen_comm *comm, const void *sendbuf, size_t sendcount,
     if (st != ZEN_OK)
         return st;
     if (!recvcounts || !displs)
-        return zen_fail(comm, ZEN_EINVAL, "%s: recvcounts or displs is NULL", name);
+        return zen__fail(comm, ZEN_EINVAL, "%s: recvcounts or displs is NULL", name);
     return run(comm, name, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, 0);
 }
 
@@ -86,16 +86,16 @@ zen_status zen_allgather(zen_comm *comm, const void *sendbuf, void *recvbuf, siz
     if (st != ZEN_OK)
         return st;
     if (sendcount && (size_t)comm->size > SIZE_MAX / sendcount)
-        return zen_fail(comm, ZEN_EINVAL, "%s: %d x %zu elements overflow size_t", name, comm->size,
-                        sendcount);
-    size_t *layout = zen_malloc_array(2 * (size_t)comm->size, sizeof *layout);
+        return zen__fail(comm, ZEN_EINVAL, "%s: %d x %zu elements overflow size_t", name,
+                         comm->size, sendcount);
+    size_t *layout = zen__malloc_array(2 * (size_t)comm->size, sizeof *layout);
     if (!layout)
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for a layout of %d", name, comm->size);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for a layout of %d", name, comm->size);
     for (int j = 0; j < comm->size; j++) {
         layout[j] = sendcount;
         layout[comm->size + j] = (size_t)j * sendcount;
     }
     st = run(comm, name, sendbuf, sendcount, recvbuf, layout, layout + comm->size, dtype, 1);
-    zen_free(layout);
+    zen__free(layout);
     return st;
 }

@@ -21,7 +21,7 @@
  * order costs one extra local copy of S bytes, which is why the ring stays the choice for large
  * blocks (zen_allgather/zen_allgatherv pick this one below ZEN_ALLGATHER_BRUCK_MAX_BYTES); a
  * caller that can read the blocks in rotated order (the sparse BALANCED pull) skips that copy with
- * zen_allgatherv_bruck_rotated. Every message's length follows from the counts, so ranks that
+ * zen__allgatherv_bruck_rotated. Every message's length follows from the counts, so ranks that
  * disagree on them fail with ZEN_EPROTO naming the peer, as in the ring.
  */
 #include <string.h>
@@ -39,8 +39,8 @@ static void rotated_offsets(int n, int r, const size_t *counts, size_t es, size_
     }
 }
 
-zen_status zen_allgatherv_bruck_rotated(zen_comm *comm, const zen_coll *cc, const void *own,
-                                        const size_t *counts, size_t es, void *w, size_t *pos)
+zen_status zen__allgatherv_bruck_rotated(zen_comm *comm, const zen_coll *cc, const void *own,
+                                         const size_t *counts, size_t es, void *w, size_t *pos)
 {
     int n = comm->size, r = comm->rank;
     char *buf = w;
@@ -52,7 +52,7 @@ zen_status zen_allgatherv_bruck_rotated(zen_comm *comm, const zen_coll *cc, cons
         int m = d < n - d ? d : n - d;
         int to = zen_ring_mod(r - d, n), from = zen_ring_mod(r + d, n);
         /* what `to` expects from us is its W[d, d + m): our W[0, m), sized by our offsets */
-        st = zen_coll_sendrecv(comm, cc, to, buf, pos[m], from, buf + pos[d], pos[d + m] - pos[d]);
+        st = zen__coll_sendrecv(comm, cc, to, buf, pos[m], from, buf + pos[d], pos[d + m] - pos[d]);
     }
     return st;
 }
@@ -63,17 +63,17 @@ static zen_status bruck_placed(zen_comm *comm, const zen_coll *cc, const void *o
                                const size_t *counts, const size_t *displs, size_t es, void *recvbuf)
 {
     int n = comm->size, r = comm->rank;
-    size_t *pos = zen_malloc_array((size_t)n + 1, sizeof *pos);
+    size_t *pos = zen__malloc_array((size_t)n + 1, sizeof *pos);
     if (!pos)
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for %d offsets", cc->op, n);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for %d offsets", cc->op, n);
     rotated_offsets(n, r, counts, es, pos);
     size_t total = pos[n]; /* the caller checked it does not overflow */
-    char *w = zen_coll_scratch_get(comm, total ? total : 1);
+    char *w = zen__coll_scratch_get(comm, total ? total : 1);
     if (!w) {
-        zen_free(pos);
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for %zu bytes of scratch", cc->op, total);
+        zen__free(pos);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for %zu bytes of scratch", cc->op, total);
     }
-    zen_status st = zen_allgatherv_bruck_rotated(comm, cc, own, counts, es, w, pos);
+    zen_status st = zen__allgatherv_bruck_rotated(comm, cc, own, counts, es, w, pos);
     char *out = recvbuf;
     if (st == ZEN_OK && total && !displs) {
         /* W[i] is rank (r + i)'s block: the first n - r go to recvbuf[r..n), the rest to [0..r) */
@@ -87,20 +87,20 @@ static zen_status bruck_placed(zen_comm *comm, const zen_coll *cc, const void *o
                 memcpy(out + displs[j] * es, w + pos[i], pos[i + 1] - pos[i]);
         }
     }
-    zen_coll_scratch_put(comm, w);
-    zen_free(pos);
+    zen__coll_scratch_put(comm, w);
+    zen__free(pos);
     return st;
 }
 
-zen_status zen_allgather_bruck(zen_comm *comm, const zen_coll *cc, const void *own, size_t block,
-                               void *recvbuf)
+zen_status zen__allgather_bruck(zen_comm *comm, const zen_coll *cc, const void *own, size_t block,
+                                void *recvbuf)
 {
     return bruck_placed(comm, cc, own, NULL, NULL, block, recvbuf);
 }
 
-zen_status zen_allgatherv_bruck(zen_comm *comm, const zen_coll *cc, const void *own,
-                                const size_t *counts, const size_t *displs, size_t es,
-                                void *recvbuf)
+zen_status zen__allgatherv_bruck(zen_comm *comm, const zen_coll *cc, const void *own,
+                                 const size_t *counts, const size_t *displs, size_t es,
+                                 void *recvbuf)
 {
     return bruck_placed(comm, cc, own, counts, displs, es, recvbuf);
 }

@@ -39,7 +39,7 @@ zen_allreduce_algo zen_allreduce_choice(const zen_comm *comm, size_t count, zen_
 {
     if (!comm)
         return ZEN_ALLREDUCE_RING;
-    const char *forced = zen_param_str("ALLREDUCE_ALGO");
+    const char *forced = zen__param_str("ALLREDUCE_ALGO");
     if (strcmp(forced, "ring") == 0)
         return ZEN_ALLREDUCE_RING;
     if (strcmp(forced, "rhd") == 0)
@@ -48,33 +48,33 @@ zen_allreduce_algo zen_allreduce_choice(const zen_comm *comm, size_t count, zen_
     int native = native_available(comm) && dtype != ZEN_BF16;
     if (strcmp(forced, "mpi") == 0 && native)
         return ZEN_ALLREDUCE_MPI;
-    if (comm->kind == ZEN_TRANSPORT_MPI && native && zen_param_long("MPI_NATIVE") == 1)
+    if (comm->kind == ZEN_TRANSPORT_MPI && native && zen__param_long("MPI_NATIVE") == 1)
         return ZEN_ALLREDUCE_MPI;
     size_t es = zen_dtype_size(dtype);
     size_t bytes = es && count > SIZE_MAX / es ? SIZE_MAX : count * es;
-    return zen_coll_decide_long(ZEN_COLL_DECIDE_ALLREDUCE, comm->size, bytes, count)
+    return zen__coll_decide_long(ZEN_COLL_DECIDE_ALLREDUCE, comm->size, bytes, count)
                ? ZEN_ALLREDUCE_RING
                : ZEN_ALLREDUCE_RHD;
 }
 
-zen_status zen_allreduce_native_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
-                                    void *recvbuf, size_t count, zen_dtype dtype, zen_op op)
+zen_status zen__allreduce_native_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+                                     void *recvbuf, size_t count, zen_dtype dtype, zen_op op)
 {
     zen_transport *t = comm->transport;
     if (!native_available(comm))
-        return zen_fail(comm, ZEN_EUNSUPPORTED,
-                        "%s: the %s transport has no native allreduce (ZEN_ALLREDUCE_MPI needs "
-                        "the mpi transport)",
-                        cc->op, zen_transport_name(comm->kind));
+        return zen__fail(comm, ZEN_EUNSUPPORTED,
+                         "%s: the %s transport has no native allreduce (ZEN_ALLREDUCE_MPI needs "
+                         "the mpi transport)",
+                         cc->op, zen_transport_name(comm->kind));
     zen_status st = t->ops->native_allreduce(t, comm->world_ranks, comm->size, sendbuf, recvbuf,
                                              count, dtype, op == ZEN_AVG ? ZEN_SUM : op);
     if (st != ZEN_OK) {
         char detail[512];
-        zen_transport_last_error(t, detail, sizeof detail);
-        return zen_fail(comm, st, "%s: native allreduce failed: %s", cc->op,
-                        detail[0] ? detail : zen_strerror(st));
+        zen__transport_last_error(t, detail, sizeof detail);
+        return zen__fail(comm, st, "%s: native allreduce failed: %s", cc->op,
+                         detail[0] ? detail : zen_strerror(st));
     }
-    zen_reduce_finish_avg(recvbuf, count, dtype, op, comm->size);
+    zen__reduce_finish_avg(recvbuf, count, dtype, op, comm->size);
     return ZEN_OK;
 }
 
@@ -82,37 +82,37 @@ zen_status zen_allreduce_with(zen_comm *comm, const void *sendbuf, void *recvbuf
                               zen_dtype dtype, zen_op op, zen_allreduce_algo algo)
 {
     static const char name[] = "allreduce";
-    zen_status st = zen_coll_check_comm(comm, name);
+    zen_status st = zen__coll_check_comm(comm, name);
     if (st == ZEN_OK)
-        st = zen_coll_check_op(comm, name, dtype, op);
+        st = zen__coll_check_op(comm, name, dtype, op);
     if (st == ZEN_OK)
-        st = zen_coll_check_buf(comm, name, "sendbuf", sendbuf, count);
+        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, count);
     if (st == ZEN_OK)
-        st = zen_coll_check_buf(comm, name, "recvbuf", recvbuf, count);
+        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, count);
     size_t bytes = 0;
     if (st == ZEN_OK)
-        st = zen_coll_bytes(comm, name, count, dtype, &bytes);
+        st = zen__coll_bytes(comm, name, count, dtype, &bytes);
     if (st == ZEN_OK && (unsigned)algo > ZEN_ALLREDUCE_MPI)
-        st = zen_fail(comm, ZEN_EINVAL, "%s: invalid algorithm %d", name, (int)algo);
+        st = zen__fail(comm, ZEN_EINVAL, "%s: invalid algorithm %d", name, (int)algo);
     if (st != ZEN_OK)
         return st;
     if (algo == ZEN_ALLREDUCE_AUTO)
         algo = zen_allreduce_choice(comm, count, dtype);
     zen_coll cc;
-    st = zen_coll_begin(comm, name, &cc);
+    st = zen__coll_begin(comm, name, &cc);
     if (st != ZEN_OK)
         return st;
     if (algo == ZEN_ALLREDUCE_MPI) {
-        st = zen_allreduce_native_run(comm, &cc, sendbuf, recvbuf, count, dtype, op);
+        st = zen__allreduce_native_run(comm, &cc, sendbuf, recvbuf, count, dtype, op);
     } else if (comm->size == 1) {
         if (sendbuf != recvbuf && bytes)
             memmove(recvbuf, sendbuf, bytes);
     } else if (algo == ZEN_ALLREDUCE_RHD) {
-        st = zen_allreduce_rhd_run(comm, &cc, sendbuf, recvbuf, count, dtype, op);
+        st = zen__allreduce_rhd_run(comm, &cc, sendbuf, recvbuf, count, dtype, op);
     } else {
-        st = zen_allreduce_ring_run(comm, &cc, sendbuf, recvbuf, count, dtype, op);
+        st = zen__allreduce_ring_run(comm, &cc, sendbuf, recvbuf, count, dtype, op);
     }
-    return zen_coll_end(comm, &cc, st);
+    return zen__coll_end(comm, &cc, st);
 }
 
 zen_status zen_allreduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,

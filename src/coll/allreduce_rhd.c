@@ -56,29 +56,29 @@ static zen_status halving_doubling(zen_comm *comm, const zen_coll *cc, char *buf
         range give = (nr & d) ? (range){ cur.lo, mid } : (range){ mid, cur.hi };
         stack[levels++] = cur;
         size_t klen = keep.hi - keep.lo;
-        st = zen_coll_sendrecv(comm, cc, peer, buf + give.lo * es, (give.hi - give.lo) * es, peer,
-                               tmp, klen * es);
+        st = zen__coll_sendrecv(comm, cc, peer, buf + give.lo * es, (give.hi - give.lo) * es, peer,
+                                tmp, klen * es);
         if (st == ZEN_OK)
             zen_reduce_into(buf + keep.lo * es, tmp, klen, dtype, op);
         cur = keep;
     }
     if (st != ZEN_OK)
         return st;
-    zen_reduce_finish_avg(buf + cur.lo * es, cur.hi - cur.lo, dtype, op, comm->size);
+    zen__reduce_finish_avg(buf + cur.lo * es, cur.hi - cur.lo, dtype, op, comm->size);
     for (int d = 1; d < p && st == ZEN_OK; d *= 2) {
         int peer = real_rank(nr ^ d, rem);
         range parent = stack[--levels];
         range other =
             cur.lo == parent.lo ? (range){ cur.hi, parent.hi } : (range){ parent.lo, cur.lo };
-        st = zen_coll_sendrecv(comm, cc, peer, buf + cur.lo * es, (cur.hi - cur.lo) * es, peer,
-                               buf + other.lo * es, (other.hi - other.lo) * es);
+        st = zen__coll_sendrecv(comm, cc, peer, buf + cur.lo * es, (cur.hi - cur.lo) * es, peer,
+                                buf + other.lo * es, (other.hi - other.lo) * es);
         cur = parent;
     }
     return st;
 }
 
-zen_status zen_allreduce_rhd_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
-                                 void *recvbuf, size_t count, zen_dtype dtype, zen_op op)
+zen_status zen__allreduce_rhd_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+                                  void *recvbuf, size_t count, zen_dtype dtype, zen_op op)
 {
     int n = comm->size, r = comm->rank;
     size_t es = zen_dtype_size(dtype), bytes = count * es;
@@ -89,17 +89,17 @@ zen_status zen_allreduce_rhd_run(zen_comm *comm, const zen_coll *cc, const void 
     while (p * 2 <= n)
         p *= 2;
     int rem = n - p;
-    char *tmp = zen_coll_scratch_get(comm, bytes);
+    char *tmp = zen__coll_scratch_get(comm, bytes);
     if (!tmp)
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for %zu bytes of scratch", cc->op, bytes);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for %zu bytes of scratch", cc->op, bytes);
     zen_status st = ZEN_OK;
     int nr; /* new rank among the p, or -1 for a folded-away rank */
     if (r < 2 * rem) {
         if (r % 2 == 0) {
-            st = zen_coll_sendrecv(comm, cc, r + 1, buf, bytes, -1, NULL, 0);
+            st = zen__coll_sendrecv(comm, cc, r + 1, buf, bytes, -1, NULL, 0);
             nr = -1;
         } else {
-            st = zen_coll_sendrecv(comm, cc, -1, NULL, 0, r - 1, tmp, bytes);
+            st = zen__coll_sendrecv(comm, cc, -1, NULL, 0, r - 1, tmp, bytes);
             if (st == ZEN_OK)
                 zen_reduce_into(buf, tmp, count, dtype, op);
             nr = r / 2;
@@ -111,10 +111,10 @@ zen_status zen_allreduce_rhd_run(zen_comm *comm, const zen_coll *cc, const void 
         st = halving_doubling(comm, cc, buf, tmp, count, dtype, op, nr, p, rem);
     if (st == ZEN_OK && r < 2 * rem) {
         if (r % 2 == 1)
-            st = zen_coll_sendrecv(comm, cc, r - 1, buf, bytes, -1, NULL, 0);
+            st = zen__coll_sendrecv(comm, cc, r - 1, buf, bytes, -1, NULL, 0);
         else
-            st = zen_coll_sendrecv(comm, cc, -1, NULL, 0, r + 1, buf, bytes);
+            st = zen__coll_sendrecv(comm, cc, -1, NULL, 0, r + 1, buf, bytes);
     }
-    zen_coll_scratch_put(comm, tmp);
+    zen__coll_scratch_put(comm, tmp);
     return st;
 }

@@ -22,23 +22,24 @@
 #include "coll/reduce.h"
 #include "common/alloc.h"
 
-zen_status zen_allreduce_ring_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
-                                  void *recvbuf, size_t count, zen_dtype dtype, zen_op op)
+zen_status zen__allreduce_ring_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+                                   void *recvbuf, size_t count, zen_dtype dtype, zen_op op)
 {
     int n = comm->size, r = comm->rank;
-    size_t *layout = zen_malloc_array(2 * (size_t)n, sizeof *layout);
+    size_t *layout = zen__malloc_array(2 * (size_t)n, sizeof *layout);
     if (!layout)
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for a ring layout of %d ranks", cc->op, n);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for a ring layout of %d ranks", cc->op,
+                         n);
     size_t *counts = layout, *displs = layout + n;
-    zen_ring_even_layout(count, n, counts, displs);
+    zen__ring_even_layout(count, n, counts, displs);
     zen_ring ring;
-    zen_ring_init(&ring, comm, counts, displs, dtype, op);
+    zen__ring_init(&ring, comm, counts, displs, dtype, op);
     char *own = (char *)recvbuf + displs[r] * ring.esize;
-    zen_status st = zen_ring_reduce_scatter(comm, cc, &ring, sendbuf, recvbuf, own);
+    zen_status st = zen__ring_reduce_scatter(comm, cc, &ring, sendbuf, recvbuf, own);
     if (st == ZEN_OK) {
-        zen_reduce_finish_avg(own, counts[r], dtype, op, n);
-        st = zen_ring_allgather(comm, cc, &ring, recvbuf);
+        zen__reduce_finish_avg(own, counts[r], dtype, op, n);
+        st = zen__ring_allgather(comm, cc, &ring, recvbuf);
     }
-    zen_free(layout);
+    zen__free(layout);
     return st;
 }

@@ -28,38 +28,38 @@ static zen_status exchange(zen_comm *comm, const zen_coll *cc, const char *src, 
 {
     int n = comm->size, r = comm->rank;
     if (scounts[r] != rcounts[r])
-        return zen_fail(comm, ZEN_EINVAL,
-                        "%s: sendcounts[%d] = %zu but recvcounts[%d] = %zu for this rank itself",
-                        cc->op, r, scounts[r], r, rcounts[r]);
+        return zen__fail(comm, ZEN_EINVAL,
+                         "%s: sendcounts[%d] = %zu but recvcounts[%d] = %zu for this rank itself",
+                         cc->op, r, scounts[r], r, rcounts[r]);
     if (rcounts[r])
         memmove(dst + rdispls[r] * es, src + sdispls[r] * es, rcounts[r] * es);
     if (n == 1)
         return ZEN_OK;
-    zen_treq **reqs = zen_calloc((size_t)n, sizeof *reqs);
+    zen_treq **reqs = zen__calloc((size_t)n, sizeof *reqs);
     if (!reqs)
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for %d requests", cc->op, n);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for %d requests", cc->op, n);
     zen_status st = ZEN_OK;
     for (int k = 1; k < n && st == ZEN_OK; k++) {
         int from = zen_ring_mod(r - k, n);
-        st = zen_coll_irecv(comm, cc, from, dst + rdispls[from] * es, rcounts[from] * es,
-                            &reqs[from]);
+        st = zen__coll_irecv(comm, cc, from, dst + rdispls[from] * es, rcounts[from] * es,
+                             &reqs[from]);
     }
     for (int k = 1; k < n && st == ZEN_OK; k++) {
         int to = zen_ring_mod(r + k, n);
         zen_treq *sreq = NULL;
-        st = zen_coll_isend(comm, cc, to, src + sdispls[to] * es, scounts[to] * es, &sreq);
+        st = zen__coll_isend(comm, cc, to, src + sdispls[to] * es, scounts[to] * es, &sreq);
         if (st == ZEN_OK)
-            st = zen_coll_wait(comm, cc, sreq, to, SIZE_MAX, NULL);
+            st = zen__coll_wait(comm, cc, sreq, to, SIZE_MAX, NULL);
     }
     for (int k = 1; k < n; k++) {
         int from = zen_ring_mod(r - k, n);
         if (st == ZEN_OK)
-            st = zen_coll_wait(comm, cc, reqs[from], from, rcounts[from] * es, NULL);
+            st = zen__coll_wait(comm, cc, reqs[from], from, rcounts[from] * es, NULL);
         else
-            zen_coll_req_drop(comm, reqs[from]);
+            zen__coll_req_drop(comm, reqs[from]);
         reqs[from] = NULL;
     }
-    zen_free(reqs);
+    zen__free(reqs);
     return st;
 }
 
@@ -70,12 +70,12 @@ static zen_status extent_of(zen_comm *comm, const char *name, const size_t *coun
     size_t e = 0, bytes;
     for (int j = 0; j < comm->size; j++) {
         if (displs[j] > SIZE_MAX - counts[j])
-            return zen_fail(comm, ZEN_EINVAL, "%s: block %d overflows size_t", name, j);
+            return zen__fail(comm, ZEN_EINVAL, "%s: block %d overflows size_t", name, j);
         if (displs[j] + counts[j] > e)
             e = displs[j] + counts[j];
     }
     *extent = e;
-    return zen_coll_bytes(comm, name, e, dtype, &bytes);
+    return zen__coll_bytes(comm, name, e, dtype, &bytes);
 }
 
 zen_status zen_alltoallv(zen_comm *comm, const void *sendbuf, const size_t *sendcounts,
@@ -83,77 +83,77 @@ zen_status zen_alltoallv(zen_comm *comm, const void *sendbuf, const size_t *send
                          const size_t *rdispls, zen_dtype dtype)
 {
     static const char name[] = "alltoallv";
-    zen_status st = zen_coll_check_comm(comm, name);
+    zen_status st = zen__coll_check_comm(comm, name);
     if (st == ZEN_OK)
-        st = zen_coll_check_dtype(comm, name, dtype);
+        st = zen__coll_check_dtype(comm, name, dtype);
     if (st != ZEN_OK)
         return st;
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
-        return zen_fail(comm, ZEN_EINVAL, "%s: a count or displacement array is NULL", name);
+        return zen__fail(comm, ZEN_EINVAL, "%s: a count or displacement array is NULL", name);
     size_t sext = 0, rext = 0;
     st = extent_of(comm, name, sendcounts, sdispls, dtype, &sext);
     if (st == ZEN_OK)
         st = extent_of(comm, name, recvcounts, rdispls, dtype, &rext);
     if (st == ZEN_OK)
-        st = zen_coll_check_buf(comm, name, "sendbuf", sendbuf, sext);
+        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, sext);
     if (st == ZEN_OK)
-        st = zen_coll_check_buf(comm, name, "recvbuf", recvbuf, rext);
+        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, rext);
     if (st == ZEN_OK && sendbuf && sendbuf == recvbuf)
-        st = zen_fail(comm, ZEN_EINVAL, "%s: in place is not supported", name);
+        st = zen__fail(comm, ZEN_EINVAL, "%s: in place is not supported", name);
     if (st != ZEN_OK)
         return st;
     zen_coll cc;
-    st = zen_coll_begin(comm, name, &cc);
+    st = zen__coll_begin(comm, name, &cc);
     if (st != ZEN_OK)
         return st;
-    st = exchange(comm, &cc, zen_coll_nonnull(sendbuf), zen_coll_nonnull(recvbuf), sendcounts,
+    st = exchange(comm, &cc, zen__coll_nonnull(sendbuf), zen__coll_nonnull(recvbuf), sendcounts,
                   sdispls, recvcounts, rdispls, zen_dtype_size(dtype));
-    return zen_coll_end(comm, &cc, st);
+    return zen__coll_end(comm, &cc, st);
 }
 
 zen_status zen_alltoall(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                         zen_dtype dtype)
 {
     static const char name[] = "alltoall";
-    zen_status st = zen_coll_check_comm(comm, name);
+    zen_status st = zen__coll_check_comm(comm, name);
     if (st == ZEN_OK)
-        st = zen_coll_check_dtype(comm, name, dtype);
+        st = zen__coll_check_dtype(comm, name, dtype);
     size_t total = 0, bytes = 0;
     if (st == ZEN_OK && count && (size_t)comm->size > SIZE_MAX / count)
-        st = zen_fail(comm, ZEN_EINVAL, "%s: %d x %zu elements overflow", name, comm->size, count);
+        st = zen__fail(comm, ZEN_EINVAL, "%s: %d x %zu elements overflow", name, comm->size, count);
     if (st == ZEN_OK) {
         total = (size_t)comm->size * count;
-        st = zen_coll_bytes(comm, name, total, dtype, &bytes);
+        st = zen__coll_bytes(comm, name, total, dtype, &bytes);
     }
     if (st == ZEN_OK)
-        st = zen_coll_check_buf(comm, name, "sendbuf", sendbuf, total);
+        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, total);
     if (st == ZEN_OK)
-        st = zen_coll_check_buf(comm, name, "recvbuf", recvbuf, total);
+        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, total);
     if (st != ZEN_OK)
         return st;
-    size_t *layout = zen_malloc_array(2 * (size_t)comm->size, sizeof *layout);
+    size_t *layout = zen__malloc_array(2 * (size_t)comm->size, sizeof *layout);
     char *copy = NULL;
     if (layout && sendbuf == recvbuf && bytes)
-        copy = zen_malloc(bytes);
+        copy = zen__malloc(bytes);
     if (!layout || (sendbuf == recvbuf && bytes && !copy)) {
-        zen_free(layout);
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for the layout or in-place copy", name);
+        zen__free(layout);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for the layout or in-place copy", name);
     }
     for (int j = 0; j < comm->size; j++) {
         layout[j] = count;
         layout[comm->size + j] = (size_t)j * count;
     }
     zen_coll cc;
-    st = zen_coll_begin(comm, name, &cc);
+    st = zen__coll_begin(comm, name, &cc);
     if (st == ZEN_OK) {
         if (copy)
             memcpy(copy, sendbuf, bytes);
-        st = exchange(comm, &cc, copy ? copy : zen_coll_nonnull(sendbuf), zen_coll_nonnull(recvbuf),
-                      layout, layout + comm->size, layout, layout + comm->size,
-                      zen_dtype_size(dtype));
-        st = zen_coll_end(comm, &cc, st);
+        st = exchange(comm, &cc, copy ? copy : zen__coll_nonnull(sendbuf),
+                      zen__coll_nonnull(recvbuf), layout, layout + comm->size, layout,
+                      layout + comm->size, zen_dtype_size(dtype));
+        st = zen__coll_end(comm, &cc, st);
     }
-    zen_free(copy);
-    zen_free(layout);
+    zen__free(copy);
+    zen__free(layout);
     return st;
 }

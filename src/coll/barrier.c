@@ -13,16 +13,16 @@
 zen_status zen_barrier(zen_comm *comm)
 {
     static const char name[] = "barrier";
-    zen_status st = zen_coll_check_comm(comm, name);
+    zen_status st = zen__coll_check_comm(comm, name);
     if (st != ZEN_OK)
         return st;
     zen_coll cc;
-    st = zen_coll_begin(comm, name, &cc);
+    st = zen__coll_begin(comm, name, &cc);
     if (st != ZEN_OK)
         return st;
     int n = comm->size, r = comm->rank;
     for (int d = 1; d < n && st == ZEN_OK; d *= 2)
-        st = zen_coll_sendrecv(comm, &cc, zen_ring_mod(r + d, n), NULL, 0, zen_ring_mod(r - d, n),
-                               NULL, 0);
-    return zen_coll_end(comm, &cc, st);
+        st = zen__coll_sendrecv(comm, &cc, zen_ring_mod(r + d, n), NULL, 0, zen_ring_mod(r - d, n),
+                                NULL, 0);
+    return zen__coll_end(comm, &cc, st);
 }

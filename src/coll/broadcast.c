@@ -25,16 +25,16 @@ static zen_status binomial(zen_comm *comm, const zen_coll *cc, char *buf, size_t
     zen_status st = ZEN_OK;
     while (mask < n) {
         if (v & mask) {
-            st = zen_coll_sendrecv(comm, cc, -1, NULL, 0, zen_ring_mod(v - mask + root, n), buf,
-                                   bytes);
+            st = zen__coll_sendrecv(comm, cc, -1, NULL, 0, zen_ring_mod(v - mask + root, n), buf,
+                                    bytes);
             break;
         }
         mask <<= 1;
     }
     for (mask >>= 1; mask > 0 && st == ZEN_OK; mask >>= 1)
         if (v + mask < n)
-            st = zen_coll_sendrecv(comm, cc, zen_ring_mod(v + mask + root, n), buf, bytes, -1, NULL,
-                                   0);
+            st = zen__coll_sendrecv(comm, cc, zen_ring_mod(v + mask + root, n), buf, bytes, -1,
+                                    NULL, 0);
     return st;
 }
 
@@ -42,45 +42,45 @@ static zen_status scatter_allgather(zen_comm *comm, const zen_coll *cc, char *bu
                                     zen_dtype dtype, int root)
 {
     int n = comm->size, r = comm->rank;
-    size_t *layout = zen_malloc_array(2 * (size_t)n, sizeof *layout);
+    size_t *layout = zen__malloc_array(2 * (size_t)n, sizeof *layout);
     if (!layout)
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for a layout of %d", cc->op, n);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for a layout of %d", cc->op, n);
     size_t *counts = layout, *displs = layout + n, es = zen_dtype_size(dtype);
-    zen_ring_even_layout(count, n, counts, displs);
+    zen__ring_even_layout(count, n, counts, displs);
     zen_status st =
-        zen_ring_root_segments(comm, cc, buf, buf + displs[r] * es, counts, displs, es, root, 0);
+        zen__ring_root_segments(comm, cc, buf, buf + displs[r] * es, counts, displs, es, root, 0);
     if (st == ZEN_OK) {
         zen_ring ring;
-        zen_ring_init(&ring, comm, counts, displs, dtype, ZEN_SUM);
-        st = zen_ring_allgather(comm, cc, &ring, buf);
+        zen__ring_init(&ring, comm, counts, displs, dtype, ZEN_SUM);
+        st = zen__ring_allgather(comm, cc, &ring, buf);
     }
-    zen_free(layout);
+    zen__free(layout);
     return st;
 }
 
 zen_status zen_broadcast(zen_comm *comm, void *buf, size_t count, zen_dtype dtype, int root)
 {
     static const char name[] = "broadcast";
-    zen_status st = zen_coll_check_comm(comm, name);
+    zen_status st = zen__coll_check_comm(comm, name);
     if (st == ZEN_OK)
-        st = zen_coll_check_dtype(comm, name, dtype);
+        st = zen__coll_check_dtype(comm, name, dtype);
     if (st == ZEN_OK)
-        st = zen_coll_check_root(comm, name, root);
+        st = zen__coll_check_root(comm, name, root);
     size_t bytes = 0;
     if (st == ZEN_OK)
-        st = zen_coll_bytes(comm, name, count, dtype, &bytes);
+        st = zen__coll_bytes(comm, name, count, dtype, &bytes);
     if (st == ZEN_OK)
-        st = zen_coll_check_buf(comm, name, "buf", buf, count);
+        st = zen__coll_check_buf(comm, name, "buf", buf, count);
     if (st != ZEN_OK)
         return st;
     zen_coll cc;
-    st = zen_coll_begin(comm, name, &cc);
+    st = zen__coll_begin(comm, name, &cc);
     if (st != ZEN_OK)
         return st;
-    char *b = zen_coll_nonnull(buf);
-    if (zen_coll_decide_long(ZEN_COLL_DECIDE_BROADCAST, comm->size, bytes, count))
+    char *b = zen__coll_nonnull(buf);
+    if (zen__coll_decide_long(ZEN_COLL_DECIDE_BROADCAST, comm->size, bytes, count))
         st = scatter_allgather(comm, &cc, b, count, dtype, root);
     else if (comm->size > 1)
         st = binomial(comm, &cc, b, bytes, root);
-    return zen_coll_end(comm, &cc, st);
+    return zen__coll_end(comm, &cc, st);
 }

@@ -6,7 +6,7 @@
  *
  * Agreement on counts. Every algorithm exchanges at least one message per step even when a
  * segment is empty, so a rank whose count differs from its neighbour's sees a message of the
- * wrong length (ZEN_EPROTO naming the peer from zen_coll_wait); zen_coll_end then aborts the
+ * wrong length (ZEN_EPROTO naming the peer from zen__coll_wait); zen__coll_end then aborts the
  * transport and every other rank fails fast instead of waiting for its deadline. When a ring
  * segment spans several chunks the number of messages itself depends on the count, so the ring
  * engines first swap a signature (hash of the layout, dtype and op) with their neighbours.
@@ -21,34 +21,34 @@
 #include "coll/comm_internal.h"
 
 /* ---- argument checks: record the reason on comm and return ZEN_EINVAL ---- */
-zen_status zen_coll_check_comm(zen_comm *comm, const char *op);
-zen_status zen_coll_check_dtype(zen_comm *comm, const char *op, zen_dtype dtype);
-zen_status zen_coll_check_op(zen_comm *comm, const char *op, zen_dtype dtype, zen_op rop);
-zen_status zen_coll_check_buf(zen_comm *comm, const char *op, const char *name, const void *buf,
-                              size_t count);
-zen_status zen_coll_check_root(zen_comm *comm, const char *op, int root);
+zen_status zen__coll_check_comm(zen_comm *comm, const char *op);
+zen_status zen__coll_check_dtype(zen_comm *comm, const char *op, zen_dtype dtype);
+zen_status zen__coll_check_op(zen_comm *comm, const char *op, zen_dtype dtype, zen_op rop);
+zen_status zen__coll_check_buf(zen_comm *comm, const char *op, const char *name, const void *buf,
+                               size_t count);
+zen_status zen__coll_check_root(zen_comm *comm, const char *op, int root);
 /* bytes = count * dtype size, failing on overflow. */
-zen_status zen_coll_bytes(zen_comm *comm, const char *op, size_t count, zen_dtype dtype,
-                          size_t *bytes);
+zen_status zen__coll_bytes(zen_comm *comm, const char *op, size_t count, zen_dtype dtype,
+                           size_t *bytes);
 
 /* p, or a static dummy when p is NULL (a NULL buffer is only accepted with count 0; pointer
  * arithmetic on NULL, even adding 0, is undefined). Nothing is ever written through the dummy. */
-void *zen_coll_nonnull(const void *p);
+void *zen__coll_nonnull(const void *p);
 
 /*
  * Scratch memory for one collective call: up to ZEN_COLL_SCRATCH_CACHE bytes come from a buffer
  * cached on the communicator (so the ring's chunk buffers are not mapped and faulted in on every
- * call), larger requests from the heap. Release with zen_coll_scratch_put. One user at a time.
+ * call), larger requests from the heap. Release with zen__coll_scratch_put. One user at a time.
  */
 #define ZEN_COLL_SCRATCH_CACHE ((size_t)16 << 20)
-void *zen_coll_scratch_get(zen_comm *comm, size_t bytes);
-void zen_coll_scratch_put(zen_comm *comm, void *p);
+void *zen__coll_scratch_get(zen_comm *comm, size_t bytes);
+void zen__coll_scratch_put(zen_comm *comm, void *p);
 
 /* ---- tunables (read per call; every rank must use the same values) ---- */
-size_t zen_coll_ring_chunk_bytes(void); /* ZEN_RING_CHUNK_BYTES, at least 1 */
-size_t zen_coll_rhd_max_bytes(void);    /* ZEN_RHD_MAX_BYTES */
-size_t zen_coll_long_bytes(void);       /* ZEN_COLL_LONG_BYTES: bcast/reduce long-message cut */
-size_t zen_coll_allgather_bruck_max_bytes(void); /* ZEN_ALLGATHER_BRUCK_MAX_BYTES */
+size_t zen__coll_ring_chunk_bytes(void); /* ZEN_RING_CHUNK_BYTES, at least 1 */
+size_t zen__coll_rhd_max_bytes(void);    /* ZEN_RHD_MAX_BYTES */
+size_t zen__coll_long_bytes(void);       /* ZEN_COLL_LONG_BYTES: bcast/reduce long-message cut */
+size_t zen__coll_allgather_bruck_max_bytes(void); /* ZEN_ALLGATHER_BRUCK_MAX_BYTES */
 
 /* ---- the decision table (decide.c): short (latency-bound) or long (bandwidth-bound) ---- */
 typedef enum zen_coll_decide_kind {
@@ -61,17 +61,17 @@ typedef enum zen_coll_decide_kind {
 
 /* True when the collective should run its long algorithm for bytes (the whole message) and count
  * elements on nranks ranks. The same on every rank for the same arguments and tunables. */
-bool zen_coll_decide_long(zen_coll_decide_kind kind, int nranks, size_t bytes, size_t count);
+bool zen__coll_decide_long(zen_coll_decide_kind kind, int nranks, size_t bytes, size_t count);
 
 /* Allgather of equal blocks of block bytes in ceil(log2 n) rounds (allgather_bruck.c): own is this
  * rank's block (may lie inside recvbuf), recvbuf gets n blocks in rank order. */
-zen_status zen_allgather_bruck(zen_comm *comm, const zen_coll *cc, const void *own, size_t block,
-                               void *recvbuf);
+zen_status zen__allgather_bruck(zen_comm *comm, const zen_coll *cc, const void *own, size_t block,
+                                void *recvbuf);
 
 /* The same with counts[j] elements of es bytes from rank j, placed at recvbuf + displs[j] * es. */
-zen_status zen_allgatherv_bruck(zen_comm *comm, const zen_coll *cc, const void *own,
-                                const size_t *counts, const size_t *displs, size_t es,
-                                void *recvbuf);
+zen_status zen__allgatherv_bruck(zen_comm *comm, const zen_coll *cc, const void *own,
+                                 const size_t *counts, const size_t *displs, size_t es,
+                                 void *recvbuf);
 
 /*
  * The rounds alone, into the caller's buffer w (sum of counts[j] * es bytes; counts NULL: every
@@ -79,8 +79,8 @@ zen_status zen_allgatherv_bruck(zen_comm *comm, const zen_coll *cc, const void *
  * rank (rank + i) mod n's block as pos[i], pos[n] the total. No final copy: for a caller that can
  * read the blocks where they are.
  */
-zen_status zen_allgatherv_bruck_rotated(zen_comm *comm, const zen_coll *cc, const void *own,
-                                        const size_t *counts, size_t es, void *w, size_t *pos);
+zen_status zen__allgatherv_bruck_rotated(zen_comm *comm, const zen_coll *cc, const void *own,
+                                         const size_t *counts, size_t es, void *w, size_t *pos);
 
 /* Ring position modulo n (k may be negative). */
 static inline int zen_ring_mod(int k, int n)
@@ -114,17 +114,17 @@ static inline size_t zen_ring_nchunks(const zen_ring *ring, int seg)
 }
 
 /* Largest zen_ring_nchunks over the segments. */
-size_t zen_ring_max_chunks(const zen_ring *ring);
+size_t zen__ring_max_chunks(const zen_ring *ring);
 
 /* Fill ring for comm with the ZEN_RING_CHUNK_BYTES chunk size. */
-void zen_ring_init(zen_ring *ring, const zen_comm *comm, const size_t *counts, const size_t *displs,
-                   zen_dtype dtype, zen_op op);
+void zen__ring_init(zen_ring *ring, const zen_comm *comm, const size_t *counts,
+                    const size_t *displs, zen_dtype dtype, zen_op op);
 
 /*
  * Split count elements into n near-equal segments (the first count % n get one more); counts and
  * displs need n entries.
  */
-void zen_ring_even_layout(size_t count, int n, size_t *counts, size_t *displs);
+void zen__ring_even_layout(size_t count, int n, size_t *counts, size_t *displs);
 
 /*
  * One message per segment between the root and the segment's owner, in rank order at the root:
@@ -133,9 +133,9 @@ void zen_ring_even_layout(size_t count, int n, size_t *counts, size_t *displs);
  * root receives it at segment j of root_buf. The root's own segment does not move; root_buf is
  * only used on the root, own only on the others.
  */
-zen_status zen_ring_root_segments(zen_comm *comm, const zen_coll *cc, char *root_buf, char *own,
-                                  const size_t *counts, const size_t *displs, size_t esize,
-                                  int root, int to_root);
+zen_status zen__ring_root_segments(zen_comm *comm, const zen_coll *cc, char *root_buf, char *own,
+                                   const size_t *counts, const size_t *displs, size_t esize,
+                                   int root, int to_root);
 
 /*
  * Ring reduce-scatter (ring_reduce_scatter.c). in holds every segment; on return own_out holds
@@ -144,25 +144,25 @@ zen_status zen_ring_root_segments(zen_comm *comm, const zen_coll *cc, char *root
  * through (allreduce keeps them: it is its output buffer; it may equal in); when NULL the partial
  * results live in chunk-sized scratch. own_out may alias in anywhere.
  */
-zen_status zen_ring_reduce_scatter(zen_comm *comm, const zen_coll *cc, const zen_ring *ring,
-                                   const void *in, void *work, void *own_out);
+zen_status zen__ring_reduce_scatter(zen_comm *comm, const zen_coll *cc, const zen_ring *ring,
+                                    const void *in, void *work, void *own_out);
 
 /*
  * Ring allgather (ring_allgather.c). buf is a full-layout buffer whose segment ring->rank holds
  * this rank's data; on return it holds every segment. Receives land directly in buf.
  */
-zen_status zen_ring_allgather(zen_comm *comm, const zen_coll *cc, const zen_ring *ring, void *buf);
+zen_status zen__ring_allgather(zen_comm *comm, const zen_coll *cc, const zen_ring *ring, void *buf);
 
 /* Exchange a layout signature with both neighbours when the ring pipeline is multi-chunk. */
-zen_status zen_ring_check_signature(zen_comm *comm, const zen_coll *cc, const zen_ring *ring,
-                                    uint64_t kind);
+zen_status zen__ring_check_signature(zen_comm *comm, const zen_coll *cc, const zen_ring *ring,
+                                     uint64_t kind);
 
 /* ---- allreduce algorithms (inside an open collective; the result is divided for AVG) ---- */
-zen_status zen_allreduce_ring_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+zen_status zen__allreduce_ring_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+                                   void *recvbuf, size_t count, zen_dtype dtype, zen_op op);
+zen_status zen__allreduce_rhd_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
                                   void *recvbuf, size_t count, zen_dtype dtype, zen_op op);
-zen_status zen_allreduce_rhd_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
-                                 void *recvbuf, size_t count, zen_dtype dtype, zen_op op);
-zen_status zen_allreduce_native_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
-                                    void *recvbuf, size_t count, zen_dtype dtype, zen_op op);
+zen_status zen__allreduce_native_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+                                     void *recvbuf, size_t count, zen_dtype dtype, zen_op op);
 
 #endif

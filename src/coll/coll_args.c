@@ -9,100 +9,100 @@
 #include "common/checked.h"
 #include "common/tunables.h"
 
-zen_status zen_coll_check_comm(zen_comm *comm, const char *op)
+zen_status zen__coll_check_comm(zen_comm *comm, const char *op)
 {
     (void)op;
     return comm ? ZEN_OK : ZEN_EINVAL;
 }
 
-zen_status zen_coll_check_dtype(zen_comm *comm, const char *op, zen_dtype dtype)
+zen_status zen__coll_check_dtype(zen_comm *comm, const char *op, zen_dtype dtype)
 {
     if ((unsigned)dtype >= ZEN_DTYPE_COUNT)
-        return zen_fail(comm, ZEN_EINVAL, "%s: invalid dtype %d", op, (int)dtype);
+        return zen__fail(comm, ZEN_EINVAL, "%s: invalid dtype %d", op, (int)dtype);
     return ZEN_OK;
 }
 
-zen_status zen_coll_check_op(zen_comm *comm, const char *op, zen_dtype dtype, zen_op rop)
+zen_status zen__coll_check_op(zen_comm *comm, const char *op, zen_dtype dtype, zen_op rop)
 {
-    zen_status st = zen_coll_check_dtype(comm, op, dtype);
+    zen_status st = zen__coll_check_dtype(comm, op, dtype);
     if (st != ZEN_OK)
         return st;
-    if (!zen_reduce_valid(dtype, rop))
-        return zen_fail(comm, ZEN_EINVAL, "%s: invalid reduction op %d", op, (int)rop);
+    if (!zen__reduce_valid(dtype, rop))
+        return zen__fail(comm, ZEN_EINVAL, "%s: invalid reduction op %d", op, (int)rop);
     return ZEN_OK;
 }
 
-zen_status zen_coll_check_buf(zen_comm *comm, const char *op, const char *name, const void *buf,
-                              size_t count)
+zen_status zen__coll_check_buf(zen_comm *comm, const char *op, const char *name, const void *buf,
+                               size_t count)
 {
     if (!buf && count)
-        return zen_fail(comm, ZEN_EINVAL, "%s: %s is NULL but the count is %zu", op, name, count);
+        return zen__fail(comm, ZEN_EINVAL, "%s: %s is NULL but the count is %zu", op, name, count);
     return ZEN_OK;
 }
 
-zen_status zen_coll_check_root(zen_comm *comm, const char *op, int root)
+zen_status zen__coll_check_root(zen_comm *comm, const char *op, int root)
 {
     if (root < 0 || root >= comm->size)
-        return zen_fail(comm, ZEN_EINVAL, "%s: root %d is not a rank of this communicator of %d",
-                        op, root, comm->size);
+        return zen__fail(comm, ZEN_EINVAL, "%s: root %d is not a rank of this communicator of %d",
+                         op, root, comm->size);
     return ZEN_OK;
 }
 
-zen_status zen_coll_bytes(zen_comm *comm, const char *op, size_t count, zen_dtype dtype,
-                          size_t *bytes)
+zen_status zen__coll_bytes(zen_comm *comm, const char *op, size_t count, zen_dtype dtype,
+                           size_t *bytes)
 {
     if (zen_mul_overflow(count, zen_dtype_size(dtype), bytes))
-        return zen_fail(comm, ZEN_EINVAL, "%s: %zu elements of %s overflow size_t", op, count,
-                        zen_dtype_name(dtype));
+        return zen__fail(comm, ZEN_EINVAL, "%s: %zu elements of %s overflow size_t", op, count,
+                         zen_dtype_name(dtype));
     return ZEN_OK;
 }
 
-void *zen_coll_nonnull(const void *p)
+void *zen__coll_nonnull(const void *p)
 {
     static _Alignas(16) char empty[16];
     return p ? (void *)p : empty;
 }
 
-void *zen_coll_scratch_get(zen_comm *comm, size_t bytes)
+void *zen__coll_scratch_get(zen_comm *comm, size_t bytes)
 {
     if (bytes == 0)
         bytes = 1;
     if (bytes > ZEN_COLL_SCRATCH_CACHE)
-        return zen_malloc(bytes);
+        return zen__malloc(bytes);
     if (comm->coll_scratch_bytes < bytes) {
-        zen_free(comm->coll_scratch);
-        comm->coll_scratch = zen_malloc(bytes);
+        zen__free(comm->coll_scratch);
+        comm->coll_scratch = zen__malloc(bytes);
         comm->coll_scratch_bytes = comm->coll_scratch ? bytes : 0;
     }
     return comm->coll_scratch;
 }
 
-void zen_coll_scratch_put(zen_comm *comm, void *p)
+void zen__coll_scratch_put(zen_comm *comm, void *p)
 {
     if (p && p != comm->coll_scratch)
-        zen_free(p);
+        zen__free(p);
 }
 
-size_t zen_coll_ring_chunk_bytes(void)
+size_t zen__coll_ring_chunk_bytes(void)
 {
-    long v = zen_param_long("RING_CHUNK_BYTES"); /* bounded by the tunables table */
+    long v = zen__param_long("RING_CHUNK_BYTES"); /* bounded by the tunables table */
     return v > 0 ? (size_t)v : 1;
 }
 
-size_t zen_coll_rhd_max_bytes(void)
+size_t zen__coll_rhd_max_bytes(void)
 {
-    long v = zen_param_long("RHD_MAX_BYTES");
+    long v = zen__param_long("RHD_MAX_BYTES");
     return v > 0 ? (size_t)v : 0;
 }
 
-size_t zen_coll_allgather_bruck_max_bytes(void)
+size_t zen__coll_allgather_bruck_max_bytes(void)
 {
-    long v = zen_param_long("ALLGATHER_BRUCK_MAX_BYTES");
+    long v = zen__param_long("ALLGATHER_BRUCK_MAX_BYTES");
     return v > 0 ? (size_t)v : 0;
 }
 
-size_t zen_coll_long_bytes(void)
+size_t zen__coll_long_bytes(void)
 {
-    long v = zen_param_long("COLL_LONG_BYTES");
+    long v = zen__param_long("COLL_LONG_BYTES");
     return v > 0 ? (size_t)v : 0;
 }

@@ -14,24 +14,24 @@ static int is_fatal(zen_status st)
            st == ZEN_ESYS;
 }
 
-uint64_t zen_comm_user_tag(const zen_comm *comm, int tag)
+uint64_t zen__comm_user_tag(const zen_comm *comm, int tag)
 {
     return ((uint64_t)comm->ctx << 32) | (uint32_t)tag;
 }
 
-const uint64_t *zen_comm_seeds(const zen_comm *comm)
+const uint64_t *zen__comm_seeds(const zen_comm *comm)
 {
     return comm->seeds;
 }
 
-zen_status zen_coll_begin(zen_comm *comm, const char *op, zen_coll *cc)
+zen_status zen__coll_begin(zen_comm *comm, const char *op, zen_coll *cc)
 {
     memset(cc, 0, sizeof *cc);
     cc->op = op;
     if (comm->poisoned != ZEN_OK)
-        return zen_fail(comm, comm->poisoned,
-                        "%s on a communicator poisoned by an earlier %s; destroy it", op,
-                        zen_status_name(comm->poisoned));
+        return zen__fail(comm, comm->poisoned,
+                         "%s on a communicator poisoned by an earlier %s; destroy it", op,
+                         zen_status_name(comm->poisoned));
     uint64_t seq = comm->coll_seq++;
     cc->tag = ((uint64_t)comm->ctx << 32) | INTERNAL_TAG_BIT | (uint32_t)(seq & 0x7fffffffu);
     cc->deadline_ns = zen_deadline_after(comm->timeout_s);
@@ -51,7 +51,7 @@ zen_status zen_coll_begin(zen_comm *comm, const char *op, zen_coll *cc)
     return ZEN_OK;
 }
 
-zen_status zen_coll_end(zen_comm *comm, zen_coll *cc, zen_status status)
+zen_status zen__coll_end(zen_comm *comm, zen_coll *cc, zen_status status)
 {
     comm->depth--;
     if (cc->outermost) {
@@ -72,14 +72,14 @@ zen_status zen_coll_end(zen_comm *comm, zen_coll *cc, zen_status status)
 static zen_status transport_error(zen_comm *comm, const zen_coll *cc, zen_status st)
 {
     char detail[512];
-    zen_transport_last_error(comm->transport, detail, sizeof detail);
+    zen__transport_last_error(comm->transport, detail, sizeof detail);
     snprintf(comm->last_error, sizeof comm->last_error, "%s (in %s)",
              detail[0] ? detail : zen_strerror(st), cc ? cc->op : "p2p");
     return st;
 }
 
-zen_status zen_coll_isend(zen_comm *comm, const zen_coll *cc, int peer, const void *buf,
-                          size_t bytes, zen_treq **req)
+zen_status zen__coll_isend(zen_comm *comm, const zen_coll *cc, int peer, const void *buf,
+                           size_t bytes, zen_treq **req)
 {
     zen_transport *t = comm->transport;
     zen_status st = t->ops->isend(t, comm->world_ranks[peer], cc->tag, buf, bytes, req);
@@ -92,16 +92,16 @@ zen_status zen_coll_isend(zen_comm *comm, const zen_coll *cc, int peer, const vo
     return ZEN_OK;
 }
 
-zen_status zen_coll_irecv(zen_comm *comm, const zen_coll *cc, int peer, void *buf, size_t bytes,
-                          zen_treq **req)
+zen_status zen__coll_irecv(zen_comm *comm, const zen_coll *cc, int peer, void *buf, size_t bytes,
+                           zen_treq **req)
 {
     zen_transport *t = comm->transport;
     zen_status st = t->ops->irecv(t, comm->world_ranks[peer], cc->tag, buf, bytes, req);
     return st == ZEN_OK ? ZEN_OK : transport_error(comm, cc, st);
 }
 
-zen_status zen_coll_irecv_combine(zen_comm *comm, const zen_coll *cc, int peer, void *buf,
-                                  size_t bytes, const zen_combine *combine, zen_treq **req)
+zen_status zen__coll_irecv_combine(zen_comm *comm, const zen_coll *cc, int peer, void *buf,
+                                   size_t bytes, const zen_combine *combine, zen_treq **req)
 {
     zen_transport *t = comm->transport;
     *req = NULL;
@@ -112,14 +112,14 @@ zen_status zen_coll_irecv_combine(zen_comm *comm, const zen_coll *cc, int peer, 
     return st == ZEN_OK ? ZEN_OK : transport_error(comm, cc, st);
 }
 
-void zen_coll_req_drop(zen_comm *comm, zen_treq *req)
+void zen__coll_req_drop(zen_comm *comm, zen_treq *req)
 {
     if (req)
         comm->transport->ops->req_free(comm->transport, req);
 }
 
-zen_status zen_coll_wait(zen_comm *comm, const zen_coll *cc, zen_treq *req, int peer, size_t expect,
-                         size_t *got)
+zen_status zen__coll_wait(zen_comm *comm, const zen_coll *cc, zen_treq *req, int peer,
+                          size_t expect, size_t *got)
 {
     if (!req)
         return ZEN_OK;
@@ -139,30 +139,30 @@ zen_status zen_coll_wait(zen_comm *comm, const zen_coll *cc, zen_treq *req, int 
     if (got)
         *got = len;
     if (expect != SIZE_MAX && len != expect)
-        return zen_fail(comm, ZEN_EPROTO,
-                        "%s: rank %d sent %zu bytes where %zu were expected: the ranks disagree "
-                        "on the count or dtype",
-                        cc->op, peer, len, expect);
+        return zen__fail(comm, ZEN_EPROTO,
+                         "%s: rank %d sent %zu bytes where %zu were expected: the ranks disagree "
+                         "on the count or dtype",
+                         cc->op, peer, len, expect);
     return ZEN_OK;
 }
 
-zen_status zen_coll_sendrecv(zen_comm *comm, const zen_coll *cc, int dst, const void *sbuf,
-                             size_t sbytes, int src, void *rbuf, size_t rbytes)
+zen_status zen__coll_sendrecv(zen_comm *comm, const zen_coll *cc, int dst, const void *sbuf,
+                              size_t sbytes, int src, void *rbuf, size_t rbytes)
 {
     zen_treq *rreq = NULL, *sreq = NULL;
     zen_status st = ZEN_OK;
     if (src >= 0)
-        st = zen_coll_irecv(comm, cc, src, rbuf, rbytes, &rreq);
+        st = zen__coll_irecv(comm, cc, src, rbuf, rbytes, &rreq);
     if (st == ZEN_OK && dst >= 0)
-        st = zen_coll_isend(comm, cc, dst, sbuf, sbytes, &sreq);
+        st = zen__coll_isend(comm, cc, dst, sbuf, sbytes, &sreq);
     if (st != ZEN_OK) {
-        zen_coll_req_drop(comm, rreq);
+        zen__coll_req_drop(comm, rreq);
         return st;
     }
-    st = zen_coll_wait(comm, cc, sreq, dst, SIZE_MAX, NULL);
+    st = zen__coll_wait(comm, cc, sreq, dst, SIZE_MAX, NULL);
     if (st != ZEN_OK) {
-        zen_coll_req_drop(comm, rreq);
+        zen__coll_req_drop(comm, rreq);
         return st;
     }
-    return zen_coll_wait(comm, cc, rreq, src, rbytes, NULL);
+    return zen__coll_wait(comm, cc, rreq, src, rbytes, NULL);
 }

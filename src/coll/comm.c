@@ -23,7 +23,7 @@
 
 #define ROOT_CONTEXT 1u
 
-zen_status zen_fail(zen_comm *comm, zen_status status, const char *fmt, ...)
+zen_status zen__fail(zen_comm *comm, zen_status status, const char *fmt, ...)
 {
     char detail[512];
     va_list ap;
@@ -37,12 +37,12 @@ zen_status zen_fail(zen_comm *comm, zen_status status, const char *fmt, ...)
 
 static zen_status comm_alloc(zen_comm **out, int size)
 {
-    zen_comm *c = zen_calloc(1, sizeof *c);
+    zen_comm *c = zen__calloc(1, sizeof *c);
     if (!c)
         return ZEN_ENOMEM;
-    c->world_ranks = zen_calloc((size_t)size, sizeof *c->world_ranks);
+    c->world_ranks = zen__calloc((size_t)size, sizeof *c->world_ranks);
     if (!c->world_ranks) {
-        zen_free(c);
+        zen__free(c);
         return ZEN_ENOMEM;
     }
     c->size = size;
@@ -71,11 +71,11 @@ static uint64_t fresh_seed(void)
 static zen_status agree_seeds(zen_comm *c)
 {
     zen_coll cc;
-    zen_status st = zen_coll_begin(c, "create", &cc);
+    zen_status st = zen__coll_begin(c, "create", &cc);
     if (st != ZEN_OK)
         return st;
     if (c->rank == 0) {
-        const char *fixed = zen_param_str("SEED");
+        const char *fixed = zen__param_str("SEED");
         char *end = NULL;
         uint64_t base = *fixed ? strtoull(fixed, &end, 10) : 0;
         if (!*fixed || *end != '\0') {
@@ -87,17 +87,17 @@ static zen_status agree_seeds(zen_comm *c)
         for (int i = 0; i < 4; i++)
             c->seeds[i] = zen_hash64((uint64_t)i, base);
         for (int p = 1; p < c->size && st == ZEN_OK; p++)
-            st = zen_coll_sendrecv(c, &cc, p, c->seeds, sizeof c->seeds, -1, NULL, 0);
+            st = zen__coll_sendrecv(c, &cc, p, c->seeds, sizeof c->seeds, -1, NULL, 0);
     } else {
-        st = zen_coll_sendrecv(c, &cc, -1, NULL, 0, 0, c->seeds, sizeof c->seeds);
+        st = zen__coll_sendrecv(c, &cc, -1, NULL, 0, 0, c->seeds, sizeof c->seeds);
     }
-    return zen_coll_end(c, &cc, st);
+    return zen__coll_end(c, &cc, st);
 }
 
 /* ZEN_TRANSPORT for processes: auto (MIXED: decided per host at rendezvous), tcp, shm, mpi. */
 static zen_status zen_transport_from_env(zen_transport_kind *kind)
 {
-    const char *v = zen_param_str("TRANSPORT");
+    const char *v = zen__param_str("TRANSPORT");
     if (!v || !*v || strcmp(v, "auto") == 0 || strcmp(v, "shm+tcp") == 0)
         *kind = ZEN_TRANSPORT_MIXED;
     else if (strcmp(v, "tcp") == 0)
@@ -121,7 +121,7 @@ static zen_status pick_transport(const zen_comm_options *o, const zen_env_info *
         return ZEN_OK;
     if (o->inproc_world)
         *kind = ZEN_TRANSPORT_INPROC;
-    else if (env->launched_by_mpi && zen_transport_mpi_launched())
+    else if (env->launched_by_mpi && zen__transport_mpi_launched())
         *kind = ZEN_TRANSPORT_MPI;
     else
         return zen_transport_from_env(kind);
@@ -136,20 +136,20 @@ static zen_status tcp_transport(int rank, int size, const char *addr, int port, 
         ZEN_ERROR("init", "tcp: master port %d is not a port number", port);
         return ZEN_EINVAL;
     }
-    int *fds = zen_malloc_array((size_t)size, sizeof *fds);
+    int *fds = zen__malloc_array((size_t)size, sizeof *fds);
     if (!fds)
         return ZEN_ENOMEM;
     char err[512];
     int64_t t0 = zen_now_ns();
     zen_status st =
-        store ? zen_store_rendezvous(store, rank, size, addr, timeout_s, fds, err, sizeof err)
-              : zen_rendezvous(rank, size, addr, port, timeout_s, fds, err, sizeof err);
+        store ? zen__store_rendezvous(store, rank, size, addr, timeout_s, fds, err, sizeof err)
+              : zen__rendezvous(rank, size, addr, port, timeout_s, fds, err, sizeof err);
     if (st == ZEN_OK) {
-        st = zen_transport_tcp_create(rank, size, fds, timeout_s, t);
+        st = zen__transport_tcp_create(rank, size, fds, timeout_s, t);
         ZEN_INFO("init", "tcp: rank %d of %d connected to its peers in %.3f s", rank, size,
                  (double)(zen_now_ns() - t0) / 1e9);
     }
-    zen_free(fds);
+    zen__free(fds);
     return st;
 }
 
@@ -166,7 +166,7 @@ static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
             ZEN_ERROR("init", "inproc transport needs opts.inproc_world and opts.rank");
             return ZEN_EINVAL;
         }
-        return zen_transport_inproc_create(o->inproc_world, rank, t);
+        return zen__transport_inproc_create(o->inproc_world, rank, t);
     case ZEN_TRANSPORT_TCP:
         if (rank < 0 || size < 1) {
             ZEN_ERROR("init", "tcp transport needs a rank and world size: set ZEN_RANK and "
@@ -177,7 +177,7 @@ static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
                              o->master_port > 0 ? o->master_port : env->master_port, timeout_s,
                              store, t);
     case ZEN_TRANSPORT_MPI:
-        return zen_transport_mpi_create(t);
+        return zen__transport_mpi_create(t);
     case ZEN_TRANSPORT_SHM:
     case ZEN_TRANSPORT_MIXED:
         /* host-aware: the job's kind (SHM, MIXED or TCP) is known after the host exchange */
@@ -188,7 +188,7 @@ static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
                       zen_transport_name(kind));
             return ZEN_EINVAL;
         }
-        return zen_bootstrap_host_transport(
+        return zen__bootstrap_host_transport(
             kind, rank, size, o->master_addr ? o->master_addr : env->master_addr,
             o->master_port > 0 ? o->master_port : env->master_port, store, timeout_s, t, kindp);
     case ZEN_TRANSPORT_AUTO:
@@ -215,12 +215,12 @@ static zen_status comm_create(const zen_comm_options *opts, const zen_store *sto
     }
     zen_env_info env;
     const char *bad = NULL;
-    zen_status st = zen_env_read(&env, &bad);
+    zen_status st = zen__env_read(&env, &bad);
     if (st != ZEN_OK) {
         ZEN_ERROR("init", "malformed environment variable %s", bad ? bad : "?");
         return st;
     }
-    double timeout_s = o.timeout_s > 0 ? o.timeout_s : zen_param_timeout("TIMEOUT_S");
+    double timeout_s = o.timeout_s > 0 ? o.timeout_s : zen__param_timeout("TIMEOUT_S");
     if (!(timeout_s > 0))
         timeout_s = 300;
     zen_transport_kind kind;
@@ -229,7 +229,7 @@ static zen_status comm_create(const zen_comm_options *opts, const zen_store *sto
     zen_transport *t = NULL;
     st = make_transport(&o, &env, &kind, timeout_s, store, &t);
     if (st == ZEN_OK)
-        st = zen_fault_maybe_wrap(&t); /* tests: ZEN_FAULT injects failures (faulty.h) */
+        st = zen__fault_maybe_wrap(&t); /* tests: ZEN_FAULT injects failures (faulty.h) */
     if (st != ZEN_OK) {
         ZEN_ERROR("init", "cannot create the %s transport: %s", zen_transport_name(kind),
                   zen_strerror(st));
@@ -253,7 +253,7 @@ static zen_status comm_create(const zen_comm_options *opts, const zen_store *sto
     c->timeout_s = timeout_s;
     for (int r = 0; r < c->size; r++)
         c->world_ranks[r] = r;
-    zen_log_set_thread_rank(c->rank);
+    zen__log_set_thread_rank(c->rank);
     if ((st = agree_seeds(c)) != ZEN_OK) {
         ZEN_ERROR("init", "communicator creation failed: %s", c->last_error);
         zen_comm_abort(c);
@@ -298,7 +298,7 @@ zen_status zen_comm_create_with_store(const zen_comm_options *opts, const zen_st
 static zen_status exchange_color_key(zen_comm *c, int color, int key, int *all)
 {
     zen_coll cc;
-    zen_status st = zen_coll_begin(c, "split", &cc);
+    zen_status st = zen__coll_begin(c, "split", &cc);
     if (st != ZEN_OK)
         return st;
     int mine[2] = { color, key };
@@ -307,9 +307,9 @@ static zen_status exchange_color_key(zen_comm *c, int color, int key, int *all)
     for (int d = 1; d < c->size && st == ZEN_OK; d++) {
         int dst = (c->rank + d) % c->size;
         int src = (c->rank - d + c->size) % c->size;
-        st = zen_coll_sendrecv(c, &cc, dst, mine, sizeof mine, src, &all[2 * src], sizeof mine);
+        st = zen__coll_sendrecv(c, &cc, dst, mine, sizeof mine, src, &all[2 * src], sizeof mine);
     }
-    return zen_coll_end(c, &cc, st);
+    return zen__coll_end(c, &cc, st);
 }
 
 zen_status zen_comm_split(zen_comm *comm, int color, int key, zen_comm **out)
@@ -318,14 +318,14 @@ zen_status zen_comm_split(zen_comm *comm, int color, int key, zen_comm **out)
         return ZEN_EINVAL;
     *out = NULL;
     if (color < ZEN_SPLIT_NONE)
-        return zen_fail(comm, ZEN_EINVAL, "split color %d (use >= 0, or ZEN_SPLIT_NONE)", color);
-    int *all = zen_malloc_array((size_t)comm->size * 2, sizeof *all);
+        return zen__fail(comm, ZEN_EINVAL, "split color %d (use >= 0, or ZEN_SPLIT_NONE)", color);
+    int *all = zen__malloc_array((size_t)comm->size * 2, sizeof *all);
     if (!all)
         return ZEN_ENOMEM;
     zen_status st = exchange_color_key(comm, color, key, all);
     uint32_t split_index = comm->split_seq++;
     if (st != ZEN_OK || color < 0) {
-        zen_free(all);
+        zen__free(all);
         return st;
     }
     int n = 0;
@@ -333,7 +333,7 @@ zen_status zen_comm_split(zen_comm *comm, int color, int key, zen_comm **out)
         n += all[2 * r] == color;
     zen_comm *c = NULL;
     if ((st = comm_alloc(&c, n)) != ZEN_OK) {
-        zen_free(all);
+        zen__free(all);
         return st;
     }
     /* Members in (key, parent rank) order: insertion sort, n is small. */
@@ -353,7 +353,7 @@ zen_status zen_comm_split(zen_comm *comm, int color, int key, zen_comm **out)
             c->rank = i;
         c->world_ranks[i] = comm->world_ranks[c->world_ranks[i]];
     }
-    zen_free(all);
+    zen__free(all);
     c->transport = comm->transport;
     c->world = comm->world;
     c->kind = comm->kind;
@@ -378,12 +378,12 @@ void zen_comm_destroy(zen_comm *comm)
         return;
     /* attribute slots may hold sub-communicators: release them before the transport */
     for (int k = ZEN_ATTR_COUNT - 1; k >= 0; k--)
-        zen_comm_attr_set(comm, (zen_comm_attr_key)k, NULL, NULL);
+        zen__comm_attr_set(comm, (zen_comm_attr_key)k, NULL, NULL);
     if (comm->owns_transport && comm->transport)
         comm->transport->ops->destroy(comm->transport);
-    zen_free(comm->world_ranks);
-    zen_free(comm->coll_scratch);
-    zen_free(comm);
+    zen__free(comm->world_ranks);
+    zen__free(comm->coll_scratch);
+    zen__free(comm);
 }
 
 void zen_comm_abort(zen_comm *comm)
@@ -470,7 +470,7 @@ zen_status zen_comm_gather_arrivals(zen_comm *comm, int64_t *arrive_ns, uint64_t
     if (!comm || !arrive_ns)
         return ZEN_EINVAL;
     if (comm->arrival_count == 0)
-        return zen_fail(comm, ZEN_EINVAL, "gather_arrivals before any collective");
+        return zen__fail(comm, ZEN_EINVAL, "gather_arrivals before any collective");
     /* Every rank has completed the same collectives, so the newest is the same everywhere. */
     zen_arrival last = comm->arrivals[(comm->arrival_count - 1) % ZEN_ARRIVAL_HISTORY];
     int64_t mine = last.arrive_ns;
@@ -482,15 +482,15 @@ zen_status zen_comm_gather_arrivals(zen_comm *comm, int64_t *arrive_ns, uint64_t
     return st;
 }
 
-void *zen_comm_attr_get(const zen_comm *comm, zen_comm_attr_key key)
+void *zen__comm_attr_get(const zen_comm *comm, zen_comm_attr_key key)
 {
     if (!comm || (unsigned)key >= ZEN_ATTR_COUNT)
         return NULL;
     return comm->attrs[key].value;
 }
 
-void zen_comm_attr_set(zen_comm *comm, zen_comm_attr_key key, void *value,
-                       void (*release)(void *value))
+void zen__comm_attr_set(zen_comm *comm, zen_comm_attr_key key, void *value,
+                        void (*release)(void *value))
 {
     if (!comm || (unsigned)key >= ZEN_ATTR_COUNT)
         return;

@@ -1,7 +1,7 @@
 /*
  * The communicator object and the helpers every collective algorithm uses to talk to peers.
  *
- * A collective brackets its work with zen_coll_begin/zen_coll_end. begin checks the arguments'
+ * A collective brackets its work with zen__coll_begin/zen__coll_end. begin checks the arguments'
  * common preconditions, stamps the arrival time, takes the next sequence number (which becomes
  * the tag of all its messages, so consecutive collectives never mix) and fixes one deadline for
  * the whole call. end records the leave time and the per-call byte counters, and on a fatal error
@@ -23,7 +23,7 @@
  * the slots, last key first, before the transport, so a slot may hold sub-communicators.
  */
 typedef enum zen_comm_attr_key {
-    ZEN_ATTR_SPARSE_HIER = 0, /* sparse/hier_host.c: host grouping and sub-communicators */
+    ZEN_ATTR_SPARSE_HIER = 0, /* sparse/scheme/hier_host.c: host grouping and sub-communicators */
     ZEN_ATTR_COUNT = 4
 } zen_comm_attr_key;
 
@@ -66,61 +66,61 @@ typedef struct zen_coll {
 } zen_coll;
 
 /* Record a detailed error ("rank R: <detail>") as the communicator's last error; returns status. */
-zen_status zen_fail(zen_comm *comm, zen_status status, const char *fmt, ...)
+zen_status zen__fail(zen_comm *comm, zen_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
 
 /* Start a collective named op; fails on a poisoned communicator. */
-zen_status zen_coll_begin(zen_comm *comm, const char *op, zen_coll *cc);
+zen_status zen__coll_begin(zen_comm *comm, const char *op, zen_coll *cc);
 
 /* Finish it with the status of its work; returns that status (after bookkeeping). */
-zen_status zen_coll_end(zen_comm *comm, zen_coll *cc, zen_status status);
+zen_status zen__coll_end(zen_comm *comm, zen_coll *cc, zen_status status);
 
 /* Post a send or receive of bytes to/from communicator rank peer, tagged with the collective. */
-zen_status zen_coll_isend(zen_comm *comm, const zen_coll *cc, int peer, const void *buf,
-                          size_t bytes, zen_treq **req);
-zen_status zen_coll_irecv(zen_comm *comm, const zen_coll *cc, int peer, void *buf, size_t bytes,
-                          zen_treq **req);
+zen_status zen__coll_isend(zen_comm *comm, const zen_coll *cc, int peer, const void *buf,
+                           size_t bytes, zen_treq **req);
+zen_status zen__coll_irecv(zen_comm *comm, const zen_coll *cc, int peer, void *buf, size_t bytes,
+                           zen_treq **req);
 
 /*
- * Wait for req (from zen_coll_isend/irecv) and free it. For a receive, the message must be
+ * Wait for req (from zen__coll_isend/irecv) and free it. For a receive, the message must be
  * exactly expect bytes (SIZE_MAX: any length up to the posted size; *got gets it, may be NULL):
  * a different length means the ranks disagree on counts, reported as ZEN_EPROTO naming the peer.
  * req NULL is a no-op. On error the request is freed too.
  */
-zen_status zen_coll_wait(zen_comm *comm, const zen_coll *cc, zen_treq *req, int peer, size_t expect,
-                         size_t *got);
+zen_status zen__coll_wait(zen_comm *comm, const zen_coll *cc, zen_treq *req, int peer,
+                          size_t expect, size_t *got);
 
 /* Send sbytes to dst and receive exactly rbytes from src, concurrently. Either size may be 0
  * with a NULL buffer, but the message is still exchanged (so counts are checked). dst or src
  * < 0 skips that half. */
-zen_status zen_coll_sendrecv(zen_comm *comm, const zen_coll *cc, int dst, const void *sbuf,
-                             size_t sbytes, int src, void *rbuf, size_t rbytes);
+zen_status zen__coll_sendrecv(zen_comm *comm, const zen_coll *cc, int dst, const void *sbuf,
+                              size_t sbytes, int src, void *rbuf, size_t rbytes);
 
 /*
  * A receive that the transport combines into buf (see zen_combine in transport.h) instead of
  * copying. ZEN_EUNSUPPORTED (nothing posted, no error recorded) when the transport cannot; the
  * caller then receives and reduces itself.
  */
-zen_status zen_coll_irecv_combine(zen_comm *comm, const zen_coll *cc, int peer, void *buf,
-                                  size_t bytes, const zen_combine *combine, zen_treq **req);
+zen_status zen__coll_irecv_combine(zen_comm *comm, const zen_coll *cc, int peer, void *buf,
+                                   size_t bytes, const zen_combine *combine, zen_treq **req);
 
 /* Free a request without waiting (error paths). */
-void zen_coll_req_drop(zen_comm *comm, zen_treq *req);
+void zen__coll_req_drop(zen_comm *comm, zen_treq *req);
 
 /* Tag of user point-to-point messages. */
-uint64_t zen_comm_user_tag(const zen_comm *comm, int tag);
+uint64_t zen__comm_user_tag(const zen_comm *comm, int tag);
 
 /* The seeds agreed at creation (internal users: sparse hashing). */
-const uint64_t *zen_comm_seeds(const zen_comm *comm);
+const uint64_t *zen__comm_seeds(const zen_comm *comm);
 
 /* The value under key (NULL when unset). Local; not thread safe (like the communicator). */
-void *zen_comm_attr_get(const zen_comm *comm, zen_comm_attr_key key);
+void *zen__comm_attr_get(const zen_comm *comm, zen_comm_attr_key key);
 
 /* Store value under key, releasing the previous value first (release may be NULL). Local. */
-void zen_comm_attr_set(zen_comm *comm, zen_comm_attr_key key, void *value,
-                       void (*release)(void *value));
+void zen__comm_attr_set(zen_comm *comm, zen_comm_attr_key key, void *value,
+                        void (*release)(void *value));
 
 #endif

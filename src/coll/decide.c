@@ -26,13 +26,13 @@ typedef struct decision {
 } decision;
 
 static const decision TABLE[ZEN_COLL_DECIDE_COUNT] = {
-    [ZEN_COLL_DECIDE_ALLREDUCE] = { zen_coll_rhd_max_bytes, true, 1, 1, true },
-    [ZEN_COLL_DECIDE_BROADCAST] = { zen_coll_long_bytes, false, 1, 3, true },
-    [ZEN_COLL_DECIDE_REDUCE] = { zen_coll_long_bytes, false, 1, 3, true },
-    [ZEN_COLL_DECIDE_ALLGATHER] = { zen_coll_allgather_bruck_max_bytes, true, 3, 1, false },
+    [ZEN_COLL_DECIDE_ALLREDUCE] = { zen__coll_rhd_max_bytes, true, 1, 1, true },
+    [ZEN_COLL_DECIDE_BROADCAST] = { zen__coll_long_bytes, false, 1, 3, true },
+    [ZEN_COLL_DECIDE_REDUCE] = { zen__coll_long_bytes, false, 1, 3, true },
+    [ZEN_COLL_DECIDE_ALLGATHER] = { zen__coll_allgather_bruck_max_bytes, true, 3, 1, false },
 };
 
-bool zen_coll_decide_long(zen_coll_decide_kind kind, int nranks, size_t bytes, size_t count)
+bool zen__coll_decide_long(zen_coll_decide_kind kind, int nranks, size_t bytes, size_t count)
 {
     if ((unsigned)kind >= ZEN_COLL_DECIDE_COUNT)
         return false;

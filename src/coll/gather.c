@@ -24,22 +24,22 @@ static zen_status root_side(zen_comm *comm, const zen_coll *cc, const char *send
         memmove(out + (size_t)r * bytes, sendbuf, bytes);
     if (n == 1)
         return ZEN_OK;
-    zen_treq **reqs = zen_calloc((size_t)n, sizeof *reqs);
+    zen_treq **reqs = zen__calloc((size_t)n, sizeof *reqs);
     if (!reqs)
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for %d requests", cc->op, n);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for %d requests", cc->op, n);
     zen_status st = ZEN_OK;
     for (int j = 0; j < n && st == ZEN_OK; j++)
         if (j != r)
-            st = zen_coll_irecv(comm, cc, j, out + (size_t)j * bytes, bytes, &reqs[j]);
+            st = zen__coll_irecv(comm, cc, j, out + (size_t)j * bytes, bytes, &reqs[j]);
     for (int j = 0; j < n; j++) {
         if (j == r)
             continue;
         if (st == ZEN_OK)
-            st = zen_coll_wait(comm, cc, reqs[j], j, bytes, NULL);
+            st = zen__coll_wait(comm, cc, reqs[j], j, bytes, NULL);
         else
-            zen_coll_req_drop(comm, reqs[j]);
+            zen__coll_req_drop(comm, reqs[j]);
     }
-    zen_free(reqs);
+    zen__free(reqs);
     return st;
 }
 
@@ -47,31 +47,31 @@ zen_status zen_gather(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t
                       zen_dtype dtype, int root)
 {
     static const char name[] = "gather";
-    zen_status st = zen_coll_check_comm(comm, name);
+    zen_status st = zen__coll_check_comm(comm, name);
     if (st == ZEN_OK)
-        st = zen_coll_check_dtype(comm, name, dtype);
+        st = zen__coll_check_dtype(comm, name, dtype);
     if (st == ZEN_OK)
-        st = zen_coll_check_root(comm, name, root);
+        st = zen__coll_check_root(comm, name, root);
     size_t bytes = 0, total = 0;
     if (st == ZEN_OK)
-        st = zen_coll_bytes(comm, name, count, dtype, &bytes);
+        st = zen__coll_bytes(comm, name, count, dtype, &bytes);
     if (st == ZEN_OK && count && (size_t)comm->size > SIZE_MAX / bytes)
-        st = zen_fail(comm, ZEN_EINVAL, "%s: %d x %zu bytes overflow", name, comm->size, bytes);
+        st = zen__fail(comm, ZEN_EINVAL, "%s: %d x %zu bytes overflow", name, comm->size, bytes);
     if (st == ZEN_OK) {
         total = (size_t)comm->size * count;
-        st = zen_coll_check_buf(comm, name, "sendbuf", sendbuf, count);
+        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, count);
     }
     if (st == ZEN_OK && comm->rank == root)
-        st = zen_coll_check_buf(comm, name, "recvbuf", recvbuf, total);
+        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, total);
     if (st != ZEN_OK)
         return st;
     zen_coll cc;
-    st = zen_coll_begin(comm, name, &cc);
+    st = zen__coll_begin(comm, name, &cc);
     if (st != ZEN_OK)
         return st;
     if (comm->rank == root)
-        st = root_side(comm, &cc, zen_coll_nonnull(sendbuf), zen_coll_nonnull(recvbuf), bytes);
+        st = root_side(comm, &cc, zen__coll_nonnull(sendbuf), zen__coll_nonnull(recvbuf), bytes);
     else
-        st = zen_coll_sendrecv(comm, &cc, root, zen_coll_nonnull(sendbuf), bytes, -1, NULL, 0);
-    return zen_coll_end(comm, &cc, st);
+        st = zen__coll_sendrecv(comm, &cc, root, zen__coll_nonnull(sendbuf), bytes, -1, NULL, 0);
+    return zen__coll_end(comm, &cc, st);
 }

@@ -17,19 +17,19 @@ struct zen_request {
 static zen_status check_peer(zen_comm *comm, int peer, int tag, const char *what)
 {
     if (peer < 0 || peer >= comm->size)
-        return zen_fail(comm, ZEN_EINVAL, "%s: peer %d is not a rank of this communicator of %d",
-                        what, peer, comm->size);
+        return zen__fail(comm, ZEN_EINVAL, "%s: peer %d is not a rank of this communicator of %d",
+                         what, peer, comm->size);
     if (tag < 0 || tag > ZEN_TAG_MAX)
-        return zen_fail(comm, ZEN_EINVAL, "%s: tag %d outside [0, ZEN_TAG_MAX]", what, tag);
+        return zen__fail(comm, ZEN_EINVAL, "%s: tag %d outside [0, ZEN_TAG_MAX]", what, tag);
     if (comm->poisoned != ZEN_OK)
-        return zen_fail(comm, comm->poisoned, "%s on a poisoned communicator", what);
+        return zen__fail(comm, comm->poisoned, "%s on a poisoned communicator", what);
     return ZEN_OK;
 }
 
 static zen_status p2p_error(zen_comm *comm, zen_status st, const char *what)
 {
     char detail[512];
-    zen_transport_last_error(comm->transport, detail, sizeof detail);
+    zen__transport_last_error(comm->transport, detail, sizeof detail);
     snprintf(comm->last_error, sizeof comm->last_error, "%s (in %s)", detail, what);
     return st;
 }
@@ -43,19 +43,19 @@ static zen_status start(zen_comm *comm, int is_send, void *buf, size_t bytes, in
     if (st != ZEN_OK)
         return st;
     if (!buf && bytes)
-        return zen_fail(comm, ZEN_EINVAL, "%s: NULL buffer of %zu bytes", what, bytes);
-    zen_request *r = zen_calloc(1, sizeof *r);
+        return zen__fail(comm, ZEN_EINVAL, "%s: NULL buffer of %zu bytes", what, bytes);
+    zen_request *r = zen__calloc(1, sizeof *r);
     if (!r)
         return ZEN_ENOMEM;
     r->comm = comm;
     r->peer = peer;
     zen_transport *t = comm->transport;
-    uint64_t wtag = zen_comm_user_tag(comm, tag);
+    uint64_t wtag = zen__comm_user_tag(comm, tag);
     int wpeer = comm->world_ranks[peer];
     st = is_send ? t->ops->isend(t, wpeer, wtag, buf, bytes, &r->treq)
                  : t->ops->irecv(t, wpeer, wtag, buf, bytes, &r->treq);
     if (st != ZEN_OK) {
-        zen_free(r);
+        zen__free(r);
         return p2p_error(comm, st, what);
     }
     if (is_send) {
@@ -148,7 +148,7 @@ void zen_request_destroy(zen_request *req)
         return;
     if (req->treq)
         req->comm->transport->ops->req_free(req->comm->transport, req->treq);
-    zen_free(req);
+    zen__free(req);
 }
 
 zen_status zen_send(zen_comm *comm, const void *buf, size_t bytes, int peer, int tag)

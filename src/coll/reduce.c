@@ -99,14 +99,14 @@ static const kernel_pair kernels[ZEN_DTYPE_COUNT][ZEN_OP_COUNT] = {
                    PAIR(bf16_sum) },
 };
 
-int zen_reduce_valid(zen_dtype dtype, zen_op op)
+int zen__reduce_valid(zen_dtype dtype, zen_op op)
 {
     return (unsigned)dtype < ZEN_DTYPE_COUNT && (unsigned)op < ZEN_OP_COUNT;
 }
 
-void zen_reduce3(void *dst, const void *a, const void *b, size_t count, zen_dtype dtype, zen_op op)
+void zen__reduce3(void *dst, const void *a, const void *b, size_t count, zen_dtype dtype, zen_op op)
 {
-    if (count == 0 || !zen_reduce_valid(dtype, op))
+    if (count == 0 || !zen__reduce_valid(dtype, op))
         return;
     const kernel_pair *k = &kernels[dtype][op];
     if (dst == a)
@@ -117,7 +117,7 @@ void zen_reduce3(void *dst, const void *a, const void *b, size_t count, zen_dtyp
         k->three(dst, a, b, count);
 }
 
-void zen_reduce_finish_avg(void *buf, size_t count, zen_dtype dtype, zen_op op, int n)
+void zen__reduce_finish_avg(void *buf, size_t count, zen_dtype dtype, zen_op op, int n)
 {
     if (op != ZEN_AVG || n <= 1)
         return;

@@ -35,31 +35,32 @@ static zen_status binomial(zen_comm *comm, const zen_coll *cc, const char *sendb
     zen_status st = ZEN_OK;
     for (int mask = 1; mask < n && st == ZEN_OK; mask <<= 1) {
         if (v & mask) {
-            st = zen_coll_sendrecv(comm, cc, zen_ring_mod(v - mask + root, n), cur, bytes, -1, NULL,
-                                   0);
+            st = zen__coll_sendrecv(comm, cc, zen_ring_mod(v - mask + root, n), cur, bytes, -1,
+                                    NULL, 0);
             break;
         }
         if (v + mask >= n)
             continue;
         if (!tmp) {
-            tmp = bytes ? zen_malloc_array(2, bytes) : zen_malloc(1);
+            tmp = bytes ? zen__malloc_array(2, bytes) : zen__malloc(1);
             if (!tmp) {
-                st = zen_fail(comm, ZEN_ENOMEM, "%s: no memory for %zu bytes", cc->op, 2 * bytes);
+                st = zen__fail(comm, ZEN_ENOMEM, "%s: no memory for %zu bytes", cc->op, 2 * bytes);
                 break;
             }
             own = tmp + bytes;
             if (!acc)
                 acc = own;
         }
-        st = zen_coll_sendrecv(comm, cc, -1, NULL, 0, zen_ring_mod(v + mask + root, n), tmp, bytes);
+        st =
+            zen__coll_sendrecv(comm, cc, -1, NULL, 0, zen_ring_mod(v + mask + root, n), tmp, bytes);
         if (st == ZEN_OK) {
-            zen_reduce3(acc, cur, tmp, count, dtype, op);
+            zen__reduce3(acc, cur, tmp, count, dtype, op);
             cur = acc;
         }
     }
     if (st == ZEN_OK && r == root && cur != recvbuf && bytes)
         memmove(recvbuf, cur, bytes); /* n == 1 */
-    zen_free(tmp);
+    zen__free(tmp);
     return st;
 }
 
@@ -68,29 +69,29 @@ static zen_status rs_gather(zen_comm *comm, const zen_coll *cc, const char *send
 {
     int n = comm->size, r = comm->rank;
     size_t es = zen_dtype_size(dtype);
-    size_t *layout = zen_malloc_array(2 * (size_t)n, sizeof *layout);
+    size_t *layout = zen__malloc_array(2 * (size_t)n, sizeof *layout);
     if (!layout)
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for a layout of %d", cc->op, n);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for a layout of %d", cc->op, n);
     size_t *counts = layout, *displs = layout + n;
-    zen_ring_even_layout(count, n, counts, displs);
+    zen__ring_even_layout(count, n, counts, displs);
     char *own = NULL;
     zen_status st = ZEN_OK;
     if (r == root) {
         own = recvbuf + displs[r] * es;
     } else {
-        own = zen_malloc(counts[r] ? counts[r] * es : 1);
+        own = zen__malloc(counts[r] ? counts[r] * es : 1);
         if (!own)
-            st = zen_fail(comm, ZEN_ENOMEM, "%s: no memory for a segment", cc->op);
+            st = zen__fail(comm, ZEN_ENOMEM, "%s: no memory for a segment", cc->op);
     }
     zen_ring ring;
-    zen_ring_init(&ring, comm, counts, displs, dtype, op);
+    zen__ring_init(&ring, comm, counts, displs, dtype, op);
     if (st == ZEN_OK)
-        st = zen_ring_reduce_scatter(comm, cc, &ring, sendbuf, NULL, own);
+        st = zen__ring_reduce_scatter(comm, cc, &ring, sendbuf, NULL, own);
     if (st == ZEN_OK)
-        st = zen_ring_root_segments(comm, cc, recvbuf, own, counts, displs, es, root, 1);
+        st = zen__ring_root_segments(comm, cc, recvbuf, own, counts, displs, es, root, 1);
     if (r != root)
-        zen_free(own);
-    zen_free(layout);
+        zen__free(own);
+    zen__free(layout);
     return st;
 }
 
@@ -98,31 +99,31 @@ zen_status zen_reduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t
                       zen_dtype dtype, zen_op op, int root)
 {
     static const char name[] = "reduce";
-    zen_status st = zen_coll_check_comm(comm, name);
+    zen_status st = zen__coll_check_comm(comm, name);
     if (st == ZEN_OK)
-        st = zen_coll_check_op(comm, name, dtype, op);
+        st = zen__coll_check_op(comm, name, dtype, op);
     if (st == ZEN_OK)
-        st = zen_coll_check_root(comm, name, root);
+        st = zen__coll_check_root(comm, name, root);
     size_t bytes = 0;
     if (st == ZEN_OK)
-        st = zen_coll_bytes(comm, name, count, dtype, &bytes);
+        st = zen__coll_bytes(comm, name, count, dtype, &bytes);
     if (st == ZEN_OK)
-        st = zen_coll_check_buf(comm, name, "sendbuf", sendbuf, count);
+        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, count);
     if (st == ZEN_OK && comm->rank == root)
-        st = zen_coll_check_buf(comm, name, "recvbuf", recvbuf, count);
+        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, count);
     if (st != ZEN_OK)
         return st;
     zen_coll cc;
-    st = zen_coll_begin(comm, name, &cc);
+    st = zen__coll_begin(comm, name, &cc);
     if (st != ZEN_OK)
         return st;
-    const char *in = zen_coll_nonnull(sendbuf);
-    char *out = comm->rank == root ? zen_coll_nonnull(recvbuf) : NULL;
-    if (zen_coll_decide_long(ZEN_COLL_DECIDE_REDUCE, comm->size, bytes, count))
+    const char *in = zen__coll_nonnull(sendbuf);
+    char *out = comm->rank == root ? zen__coll_nonnull(recvbuf) : NULL;
+    if (zen__coll_decide_long(ZEN_COLL_DECIDE_REDUCE, comm->size, bytes, count))
         st = rs_gather(comm, &cc, in, out, count, dtype, op, root);
     else
         st = binomial(comm, &cc, in, out, count, dtype, op, root);
     if (st == ZEN_OK && comm->rank == root)
-        zen_reduce_finish_avg(out, count, dtype, op, comm->size);
-    return zen_coll_end(comm, &cc, st);
+        zen__reduce_finish_avg(out, count, dtype, op, comm->size);
+    return zen__coll_end(comm, &cc, st);
 }

@@ -20,34 +20,34 @@ static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, voi
     for (int j = 0; j < comm->size; j++) {
         displs[j] = total;
         if (counts[j] > SIZE_MAX - total)
-            return zen_fail(comm, ZEN_EINVAL, "%s: the block counts overflow size_t", name);
+            return zen__fail(comm, ZEN_EINVAL, "%s: the block counts overflow size_t", name);
         total += counts[j];
     }
     size_t bytes;
-    zen_status st = zen_coll_bytes(comm, name, total, dtype, &bytes);
+    zen_status st = zen__coll_bytes(comm, name, total, dtype, &bytes);
     if (st == ZEN_OK)
-        st = zen_coll_check_buf(comm, name, "sendbuf", sendbuf, total);
+        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, total);
     if (st == ZEN_OK)
-        st = zen_coll_check_buf(comm, name, "recvbuf", recvbuf, counts[comm->rank]);
+        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, counts[comm->rank]);
     if (st != ZEN_OK)
         return st;
     zen_coll cc;
-    st = zen_coll_begin(comm, name, &cc);
+    st = zen__coll_begin(comm, name, &cc);
     if (st != ZEN_OK)
         return st;
     zen_ring ring;
-    zen_ring_init(&ring, comm, counts, displs, dtype, op);
-    st = zen_ring_reduce_scatter(comm, &cc, &ring, zen_coll_nonnull(sendbuf), NULL,
-                                 zen_coll_nonnull(recvbuf));
+    zen__ring_init(&ring, comm, counts, displs, dtype, op);
+    st = zen__ring_reduce_scatter(comm, &cc, &ring, zen__coll_nonnull(sendbuf), NULL,
+                                  zen__coll_nonnull(recvbuf));
     if (st == ZEN_OK && recvbuf)
-        zen_reduce_finish_avg(recvbuf, counts[comm->rank], dtype, op, comm->size);
-    return zen_coll_end(comm, &cc, st);
+        zen__reduce_finish_avg(recvbuf, counts[comm->rank], dtype, op, comm->size);
+    return zen__coll_end(comm, &cc, st);
 }
 
 static zen_status check(zen_comm *comm, const char *name, zen_dtype dtype, zen_op op)
 {
-    zen_status st = zen_coll_check_comm(comm, name);
-    return st == ZEN_OK ? zen_coll_check_op(comm, name, dtype, op) : st;
+    zen_status st = zen__coll_check_comm(comm, name);
+    return st == ZEN_OK ? zen__coll_check_op(comm, name, dtype, op) : st;
 }
 
 zen_status zen_reduce_scatterv(zen_comm *comm, const void *sendbuf, void *recvbuf,
@@ -58,12 +58,12 @@ zen_status zen_reduce_scatterv(zen_comm *comm, const void *sendbuf, void *recvbu
     if (st != ZEN_OK)
         return st;
     if (!recvcounts)
-        return zen_fail(comm, ZEN_EINVAL, "%s: recvcounts is NULL", name);
-    size_t *displs = zen_malloc_array((size_t)comm->size, sizeof *displs);
+        return zen__fail(comm, ZEN_EINVAL, "%s: recvcounts is NULL", name);
+    size_t *displs = zen__malloc_array((size_t)comm->size, sizeof *displs);
     if (!displs)
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for %d displacements", name, comm->size);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for %d displacements", name, comm->size);
     st = run(comm, name, sendbuf, recvbuf, recvcounts, displs, dtype, op);
-    zen_free(displs);
+    zen__free(displs);
     return st;
 }
 
@@ -74,12 +74,12 @@ zen_status zen_reduce_scatter(zen_comm *comm, const void *sendbuf, void *recvbuf
     zen_status st = check(comm, name, dtype, op);
     if (st != ZEN_OK)
         return st;
-    size_t *layout = zen_malloc_array(2 * (size_t)comm->size, sizeof *layout);
+    size_t *layout = zen__malloc_array(2 * (size_t)comm->size, sizeof *layout);
     if (!layout)
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for a layout of %d", name, comm->size);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for a layout of %d", name, comm->size);
     for (int j = 0; j < comm->size; j++)
         layout[j] = recvcount;
     st = run(comm, name, sendbuf, recvbuf, layout, layout + comm->size, dtype, op);
-    zen_free(layout);
+    zen__free(layout);
     return st;
 }

@@ -51,14 +51,14 @@ typedef struct posted {
     size_t bytes;
 } posted;
 
-zen_status zen_ring_allgather(zen_comm *comm, const zen_coll *cc, const zen_ring *ring, void *buf)
+zen_status zen__ring_allgather(zen_comm *comm, const zen_coll *cc, const zen_ring *ring, void *buf)
 {
     if (ring->n == 1)
         return ZEN_OK;
-    zen_status st = zen_ring_check_signature(comm, cc, ring, AG_SIGNATURE_KIND);
+    zen_status st = zen__ring_check_signature(comm, cc, ring, AG_SIGNATURE_KIND);
     if (st != ZEN_OK)
         return st;
-    size_t steps = (size_t)ring->n - 1, total = zen_ring_max_chunks(ring) * steps;
+    size_t steps = (size_t)ring->n - 1, total = zen__ring_max_chunks(ring) * steps;
     size_t es = ring->esize;
     int next = zen_ring_mod(ring->rank + 1, ring->n), prev = zen_ring_mod(ring->rank - 1, ring->n);
     posted win[WINDOW];
@@ -72,8 +72,8 @@ zen_status zen_ring_allgather(zen_comm *comm, const zen_coll *cc, const zen_ring
             if (qc < zen_ring_nchunks(ring, qseg)) {
                 posted *w = &win[(head + count) % WINDOW];
                 w->bytes = chunk_len(ring, qseg, qc) * es;
-                st = zen_coll_irecv(comm, cc, prev, chunk_ptr(ring, buf, qseg, qc), w->bytes,
-                                    &w->req);
+                st = zen__coll_irecv(comm, cc, prev, chunk_ptr(ring, buf, qseg, qc), w->bytes,
+                                     &w->req);
                 if (st == ZEN_OK)
                     count++;
             }
@@ -85,22 +85,22 @@ zen_status zen_ring_allgather(zen_comm *comm, const zen_coll *cc, const zen_ring
         int sseg = send_seg(ring, s), rseg = recv_seg(ring, s);
         zen_treq *sreq = NULL;
         if (c < zen_ring_nchunks(ring, sseg)) {
-            st = zen_coll_isend(comm, cc, next, chunk_ptr(ring, buf, sseg, c),
-                                chunk_len(ring, sseg, c) * es, &sreq);
+            st = zen__coll_isend(comm, cc, next, chunk_ptr(ring, buf, sseg, c),
+                                 chunk_len(ring, sseg, c) * es, &sreq);
             if (st != ZEN_OK)
                 break;
         }
         if (c < zen_ring_nchunks(ring, rseg)) {
             posted *w = &win[head];
-            st = zen_coll_wait(comm, cc, w->req, prev, w->bytes, NULL);
+            st = zen__coll_wait(comm, cc, w->req, prev, w->bytes, NULL);
             head = (head + 1) % WINDOW;
             count--;
         }
-        zen_status sst = zen_coll_wait(comm, cc, sreq, next, SIZE_MAX, NULL);
+        zen_status sst = zen__coll_wait(comm, cc, sreq, next, SIZE_MAX, NULL);
         if (st == ZEN_OK)
             st = sst;
     }
     for (; count > 0; count--, head = (head + 1) % WINDOW)
-        zen_coll_req_drop(comm, win[head].req);
+        zen__coll_req_drop(comm, win[head].req);
     return st;
 }

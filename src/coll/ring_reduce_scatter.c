@@ -116,7 +116,7 @@ static void reduce_combine(void *buf, const void *other, const void *message, si
                            void *ctx)
 {
     const zen_ring *ring = ctx;
-    zen_reduce3(buf, other, message, bytes / ring->esize, ring->dtype, ring->op);
+    zen__reduce3(buf, other, message, bytes / ring->esize, ring->dtype, ring->op);
 }
 
 /*
@@ -142,7 +142,7 @@ static zen_status post_fused(zen_comm *comm, const zen_coll *cc, rs_state *x, si
     if (dst != a && dst < x->in + x->in_bytes && x->in < dst + w->bytes)
         return ZEN_EUNSUPPORTED;
     zen_combine cb = { reduce_combine, a, (void *)ring };
-    zen_status st = zen_coll_irecv_combine(comm, cc, prev, dst, w->bytes, &cb, &w->req);
+    zen_status st = zen__coll_irecv_combine(comm, cc, prev, dst, w->bytes, &cb, &w->req);
     if (st == ZEN_EUNSUPPORTED)
         x->fuse = 0;
     if (st == ZEN_OK) {
@@ -167,7 +167,7 @@ static zen_status post(zen_comm *comm, const zen_coll *cc, rs_state *x, size_t q
     }
     /* buffers rotate over RS_WINDOW + 1, so the one still being reduced is never reposted */
     w->buf = x->tmp[x->bufseq++ % (RS_WINDOW + 1)];
-    zen_status st = zen_coll_irecv(comm, cc, prev, w->buf, w->bytes, &w->req);
+    zen_status st = zen__coll_irecv(comm, cc, prev, w->buf, w->bytes, &w->req);
     if (st == ZEN_OK)
         x->count++;
     return st;
@@ -176,7 +176,7 @@ static zen_status post(zen_comm *comm, const zen_coll *cc, rs_state *x, size_t q
 static zen_status run(zen_comm *comm, const zen_coll *cc, rs_state *x)
 {
     const zen_ring *ring = x->ring;
-    size_t es = ring->esize, total = zen_ring_max_chunks(ring) * x->steps;
+    size_t es = ring->esize, total = zen__ring_max_chunks(ring) * x->steps;
     int next = zen_ring_mod(ring->rank + 1, ring->n), prev = zen_ring_mod(ring->rank - 1, ring->n);
     size_t q = 0; /* next position whose receive is not posted yet */
     zen_status st = ZEN_OK;
@@ -195,14 +195,14 @@ static zen_status run(zen_comm *comm, const zen_coll *cc, rs_state *x)
             size_t len = chunk_len(ring, sseg, c);
             const char *src = s == 0 ? x->in + (ring->displs[sseg] + c * ring->chunk_elems) * es
                                      : dest_of(x, s - 1, sseg, c);
-            st = zen_coll_isend(comm, cc, next, src, len * es, &sreq);
+            st = zen__coll_isend(comm, cc, next, src, len * es, &sreq);
             if (st != ZEN_OK)
                 break;
         }
         if (c < zen_ring_nchunks(ring, rseg)) {
             size_t len = chunk_len(ring, rseg, c);
             posted *w = &x->win[x->head];
-            st = zen_coll_wait(comm, cc, w->req, prev, len * es, NULL);
+            st = zen__coll_wait(comm, cc, w->req, prev, len * es, NULL);
             char *cur = w->buf;
             int fused = w->fused;
             x->head = (x->head + 1) % RS_WINDOW;
@@ -216,24 +216,24 @@ static zen_status run(zen_comm *comm, const zen_coll *cc, rs_state *x)
                 const char *a = x->in + (ring->displs[rseg] + c * ring->chunk_elems) * es;
                 char *dst = dest_of(x, s, rseg, c);
                 if (overlap(dst, a, len * es)) {
-                    zen_reduce3(x->scratch[2], a, cur, len, ring->dtype, ring->op);
+                    zen__reduce3(x->scratch[2], a, cur, len, ring->dtype, ring->op);
                     memmove(dst, x->scratch[2], len * es);
                 } else {
-                    zen_reduce3(dst, a, cur, len, ring->dtype, ring->op);
+                    zen__reduce3(dst, a, cur, len, ring->dtype, ring->op);
                 }
             }
         }
-        zen_status sst = zen_coll_wait(comm, cc, sreq, next, SIZE_MAX, NULL);
+        zen_status sst = zen__coll_wait(comm, cc, sreq, next, SIZE_MAX, NULL);
         if (st == ZEN_OK)
             st = sst;
     }
     for (; x->count > 0; x->count--, x->head = (x->head + 1) % RS_WINDOW)
-        zen_coll_req_drop(comm, x->win[x->head].req);
+        zen__coll_req_drop(comm, x->win[x->head].req);
     return st;
 }
 
-zen_status zen_ring_reduce_scatter(zen_comm *comm, const zen_coll *cc, const zen_ring *ring,
-                                   const void *in, void *work, void *own_out)
+zen_status zen__ring_reduce_scatter(zen_comm *comm, const zen_coll *cc, const zen_ring *ring,
+                                    const void *in, void *work, void *own_out)
 {
     size_t es = ring->esize;
     if (ring->n == 1) {
@@ -242,7 +242,7 @@ zen_status zen_ring_reduce_scatter(zen_comm *comm, const zen_coll *cc, const zen
             memmove(own_out, src, ring->counts[0] * es);
         return ZEN_OK;
     }
-    zen_status st = zen_ring_check_signature(comm, cc, ring, RS_SIGNATURE_KIND);
+    zen_status st = zen__ring_check_signature(comm, cc, ring, RS_SIGNATURE_KIND);
     if (st != ZEN_OK)
         return st;
     size_t maxcount = 0;
@@ -254,18 +254,18 @@ zen_status zen_ring_reduce_scatter(zen_comm *comm, const zen_coll *cc, const zen
         cbytes = es;
     size_t nbuf = RS_WINDOW + 1 + 3;
     if (cbytes > SIZE_MAX / nbuf)
-        return zen_fail(comm, ZEN_EINVAL, "%s: ring chunk of %zu bytes too large", cc->op, cbytes);
-    char *mem = zen_coll_scratch_get(comm, nbuf * cbytes);
+        return zen__fail(comm, ZEN_EINVAL, "%s: ring chunk of %zu bytes too large", cc->op, cbytes);
+    char *mem = zen__coll_scratch_get(comm, nbuf * cbytes);
     if (!mem)
-        return zen_fail(comm, ZEN_ENOMEM, "%s: no memory for %zu ring chunks of %zu bytes", cc->op,
-                        nbuf, cbytes);
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for %zu ring chunks of %zu bytes", cc->op,
+                         nbuf, cbytes);
     rs_state x = {
         .ring = ring,
         .in = in,
         .work = work,
         .own_out = own_out,
         .steps = (size_t)ring->n - 1,
-        .fuse = zen_param_long("RING_FUSE") != 0,
+        .fuse = zen__param_long("RING_FUSE") != 0,
     };
     for (int j = 0; j < ring->n; j++)
         if ((ring->displs[j] + ring->counts[j]) * es > x.in_bytes)
@@ -275,6 +275,6 @@ zen_status zen_ring_reduce_scatter(zen_comm *comm, const zen_coll *cc, const zen
     for (size_t i = 0; i < 3; i++)
         x.scratch[i] = mem + (RS_WINDOW + 1 + i) * cbytes;
     st = run(comm, cc, &x);
-    zen_coll_scratch_put(comm, mem);
+    zen__coll_scratch_put(comm, mem);
     return st;
 }

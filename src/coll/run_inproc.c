@@ -10,12 +10,12 @@
 
 zen_status zen_inproc_world_create(int nranks, zen_inproc_world **out)
 {
-    return zen_transport_inproc_world_create(nranks, out);
+    return zen__transport_inproc_world_create(nranks, out);
 }
 
 void zen_inproc_world_destroy(zen_inproc_world *world)
 {
-    zen_transport_inproc_world_destroy(world);
+    zen__transport_inproc_world_destroy(world);
 }
 
 struct rank_thread {
@@ -31,7 +31,7 @@ struct rank_thread {
 static void *rank_main(void *p)
 {
     struct rank_thread *rt = p;
-    zen_log_set_thread_rank(rt->rank);
+    zen__log_set_thread_rank(rt->rank);
     zen_comm *comm = NULL;
     rt->status = zen_comm_create(&rt->opts, &comm);
     if (rt->status != ZEN_OK)
@@ -55,7 +55,7 @@ zen_status zen_run_inproc(int nranks, const zen_comm_options *base, zen_rank_fn 
     zen_status st = zen_inproc_world_create(nranks, &world);
     if (st != ZEN_OK)
         return st;
-    struct rank_thread *threads = zen_calloc((size_t)nranks, sizeof *threads);
+    struct rank_thread *threads = zen__calloc((size_t)nranks, sizeof *threads);
     if (!threads) {
         zen_inproc_world_destroy(world);
         return ZEN_ENOMEM;
@@ -89,7 +89,7 @@ zen_status zen_run_inproc(int nranks, const zen_comm_options *base, zen_rank_fn 
      * ranks' endpoints in their stead, so every started rank fails at once naming them. */
     for (int r = started; r < nranks; r++) {
         zen_transport *t = NULL;
-        if (zen_transport_inproc_create(world, r, &t) == ZEN_OK)
+        if (zen__transport_inproc_create(world, r, &t) == ZEN_OK)
             t->ops->abort(t, ZEN_ESYS, "its thread could not be started");
     }
     for (int r = 0; r < started; r++)
@@ -103,7 +103,7 @@ zen_status zen_run_inproc(int nranks, const zen_comm_options *base, zen_rank_fn 
         if (result == ZEN_OK && rs != ZEN_OK)
             result = rs;
     }
-    zen_free(threads);
+    zen__free(threads);
     zen_inproc_world_destroy(world);
     return result;
 }

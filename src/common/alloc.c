@@ -10,7 +10,7 @@
 
 static atomic_long fail_countdown;
 
-void zen_alloc_fail_after(long k)
+void zen__alloc_fail_after(long k)
 {
     atomic_store(&fail_countdown, k);
 }
@@ -49,7 +49,7 @@ static size_t big_cap;
 
 static void big_init(void)
 {
-    long mb = zen_param_long("ALLOC_CACHE_MB");
+    long mb = zen__param_long("ALLOC_CACHE_MB");
     big_cap = mb > 0 ? (size_t)mb << 20 : 0;
 #if defined(__SANITIZE_ADDRESS__)
     big_cap = 0; /* a kept block would hide a use after free from AddressSanitizer */
@@ -108,7 +108,7 @@ static int big_keep(void *ptr)
     return 1;
 }
 
-void zen_alloc_cache_trim(void)
+void zen__alloc_cache_trim(void)
 {
     pthread_mutex_lock(&big.lock);
     int n = big.count;
@@ -121,7 +121,7 @@ void zen_alloc_cache_trim(void)
         free(blocks[i]);
 }
 
-void *zen_malloc(size_t bytes)
+void *zen__malloc(size_t bytes)
 {
     if (injected_failure())
         return NULL;
@@ -129,7 +129,7 @@ void *zen_malloc(size_t bytes)
     return p ? p : malloc(bytes ? bytes : 1);
 }
 
-void *zen_calloc(size_t count, size_t size)
+void *zen__calloc(size_t count, size_t size)
 {
     if (injected_failure())
         return NULL;
@@ -142,7 +142,7 @@ void *zen_calloc(size_t count, size_t size)
     return calloc(count, size);
 }
 
-void *zen_realloc(void *ptr, size_t bytes)
+void *zen__realloc(void *ptr, size_t bytes)
 {
     if (injected_failure())
         return NULL;
@@ -157,34 +157,34 @@ void *zen_realloc(void *ptr, size_t bytes)
         void *p = bytes > have ? big_take(bytes) : NULL;
         if (p) {
             memcpy(p, ptr, have);
-            zen_free(ptr);
+            zen__free(ptr);
             return p;
         }
     }
     return realloc(ptr, bytes ? bytes : 1);
 }
 
-void zen_free(void *ptr)
+void zen__free(void *ptr)
 {
     if (ptr && big_keep(ptr))
         return;
     free(ptr);
 }
 
-void *zen_malloc_array(size_t count, size_t size)
+void *zen__malloc_array(size_t count, size_t size)
 {
     size_t bytes;
     if (__builtin_mul_overflow(count, size, &bytes))
         return NULL;
-    return zen_malloc(bytes);
+    return zen__malloc(bytes);
 }
 
-char *zen_strdup(const char *s)
+char *zen__strdup(const char *s)
 {
     if (!s)
         return NULL;
     size_t len = strlen(s) + 1;
-    char *copy = zen_malloc(len);
+    char *copy = zen__malloc(len);
     if (copy)
         memcpy(copy, s, len);
     return copy;

@@ -53,6 +53,6 @@ static inline struct timespec zen_deadline_timespec(int64_t deadline_ns)
     return ts;
 }
 
-void zen_sleep_ns(int64_t ns);
+void zen__sleep_ns(int64_t ns);
 
 #endif

@@ -32,6 +32,6 @@ static inline uint32_t zen_hash_range(uint64_t h, uint32_t n)
 }
 
 /* FNV-1a over bytes: checksums of small headers and names. */
-uint64_t zen_fnv1a(const void *data, size_t len, uint64_t seed);
+uint64_t zen__fnv1a(const void *data, size_t len, uint64_t seed);
 
 #endif

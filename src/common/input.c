@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-uint64_t zen_mem_available_bytes(void)
+uint64_t zen__mem_available_bytes(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     if (f) {
@@ -24,7 +24,7 @@ uint64_t zen_mem_available_bytes(void)
     return UINT64_MAX;
 }
 
-FILE *zen_open_input(const char *path, uint64_t max_bytes, uint64_t *size, char *why, size_t n)
+FILE *zen__open_input(const char *path, uint64_t max_bytes, uint64_t *size, char *why, size_t n)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {

@@ -39,12 +39,12 @@ static void log_init(void)
     log_host[sizeof log_host - 1] = '\0';
 }
 
-void zen_log_set_thread_rank(int rank)
+void zen__log_set_thread_rank(int rank)
 {
     thread_rank = rank;
 }
 
-int zen_log_thread_rank(void)
+int zen__log_thread_rank(void)
 {
     return thread_rank;
 }
@@ -57,7 +57,7 @@ void zen_log_set_sink(zen_log_sink sink, void *user)
     pthread_mutex_unlock(&log_lock);
 }
 
-int zen_log_enabled(zen_log_level level, const char *subsys)
+int zen__log_enabled(zen_log_level level, const char *subsys)
 {
     pthread_once(&log_once, log_init);
     if ((int)level > log_level)
@@ -71,7 +71,7 @@ int zen_log_enabled(zen_log_level level, const char *subsys)
 
 void zen_log(zen_log_level level, const char *subsys, const char *fmt, ...)
 {
-    if ((unsigned)level > ZEN_LOG_TRACE || !zen_log_enabled(level, subsys))
+    if ((unsigned)level > ZEN_LOG_TRACE || !zen__log_enabled(level, subsys))
         return;
     static const char *const tags[] = { "ERROR", "WARN", "INFO", "DEBUG", "TRACE" };
     char line[1024];

@@ -5,11 +5,11 @@
 #include <zen/zen.h>
 
 /* Set the rank shown in this thread's log prefix (-1: none). */
-void zen_log_set_thread_rank(int rank);
-int zen_log_thread_rank(void);
+void zen__log_set_thread_rank(int rank);
+int zen__log_thread_rank(void);
 
 /* true when a message of this level and subsystem would be written (cheap; check before work). */
-int zen_log_enabled(zen_log_level level, const char *subsys);
+int zen__log_enabled(zen_log_level level, const char *subsys);
 
 #define ZEN_ERROR(subsys, ...) zen_log(ZEN_LOG_ERROR, subsys, __VA_ARGS__)
 #define ZEN_WARN(subsys, ...)  zen_log(ZEN_LOG_WARN, subsys, __VA_ARGS__)

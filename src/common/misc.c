@@ -4,7 +4,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 
-void zen_sleep_ns(int64_t ns)
+void zen__sleep_ns(int64_t ns)
 {
     if (ns <= 0)
         return;
@@ -13,7 +13,7 @@ void zen_sleep_ns(int64_t ns)
     }
 }
 
-uint64_t zen_fnv1a(const void *data, size_t len, uint64_t seed)
+uint64_t zen__fnv1a(const void *data, size_t len, uint64_t seed)
 {
     const unsigned char *p = data;
     uint64_t h = 0xcbf29ce484222325ull ^ seed;

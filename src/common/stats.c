@@ -8,7 +8,7 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-double zen_median_inplace(double *v, size_t n)
+double zen__median_inplace(double *v, size_t n)
 {
     if (n == 0)
         return 0;
@@ -16,7 +16,7 @@ double zen_median_inplace(double *v, size_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-double zen_lower_median_inplace(double *v, size_t n)
+double zen__lower_median_inplace(double *v, size_t n)
 {
     if (n == 0)
         return 0;

@@ -6,10 +6,10 @@
 
 /* Sort v[0..n) ascending in place and return its median: the middle element, or the mean of the
  * middle two for even n; 0 for n == 0. */
-double zen_median_inplace(double *v, size_t n);
+double zen__median_inplace(double *v, size_t n);
 
 /* Sort v[0..n) ascending in place and return the lower median v[(n - 1) / 2] (for two values the
  * smaller); 0 for n == 0. */
-double zen_lower_median_inplace(double *v, size_t n);
+double zen__lower_median_inplace(double *v, size_t n);
 
 #endif

@@ -256,7 +256,7 @@ static int is_choice(const char *v, const char *choices)
     return 0;
 }
 
-int zen_param_parse_timeout(const char *v, double *seconds)
+int zen__param_parse_timeout(const char *v, double *seconds)
 {
     if (strcasecmp(v, "inf") == 0 || strcasecmp(v, "infinity") == 0 || strcasecmp(v, "none") == 0) {
         *seconds = INFINITY;
@@ -299,8 +299,8 @@ static const char *check_value(const struct param_check *c, const char *v, char 
     }
     case CHECK_TIMEOUT: {
         double s;
-        return zen_param_parse_timeout(v, &s) == 0 ? NULL
-                                                   : "not a positive number of seconds or inf";
+        return zen__param_parse_timeout(v, &s) == 0 ? NULL
+                                                    : "not a positive number of seconds or inf";
     }
     case CHECK_U64:
         if (*v == '-' || (strtoull(v, &end, 10), end == v || *end != '\0' || errno == ERANGE))
@@ -326,7 +326,7 @@ static const char *env_value(const char *name)
 /* One warning per variable and process: the readers ask again on every call. */
 static atomic_uchar warned[PARAM_COUNT];
 
-const char *zen_param_str(const char *name)
+const char *zen__param_str(const char *name)
 {
     const struct param_row *row = find_row(name);
     const char *env = env_value(name);
@@ -344,20 +344,20 @@ const char *zen_param_str(const char *name)
     return fallback;
 }
 
-long zen_param_long(const char *name)
+long zen__param_long(const char *name)
 {
-    return strtol(zen_param_str(name), NULL, 10);
+    return strtol(zen__param_str(name), NULL, 10);
 }
 
-double zen_param_double(const char *name)
+double zen__param_double(const char *name)
 {
-    return strtod(zen_param_str(name), NULL);
+    return strtod(zen__param_str(name), NULL);
 }
 
-double zen_param_timeout(const char *name)
+double zen__param_timeout(const char *name)
 {
     double s = 0;
-    if (zen_param_parse_timeout(zen_param_str(name), &s) != 0)
+    if (zen__param_parse_timeout(zen__param_str(name), &s) != 0)
         return 0;
     return s;
 }

@@ -7,9 +7,9 @@
 #define ZEN_COMMON_TUNABLES_H
 
 /* Value of ZEN_<name> from the environment, else the table default. Never NULL for a known name. */
-const char *zen_param_str(const char *name);
-long zen_param_long(const char *name);
-double zen_param_double(const char *name);
+const char *zen__param_str(const char *name);
+long zen__param_long(const char *name);
+double zen__param_double(const char *name);
 
 /* A malformed or out-of-range value is ignored with one warning per variable (the default is
  * used instead) and `zen info` shows it as "ignored" with the reason. */
@@ -20,9 +20,9 @@ double zen_param_double(const char *name);
 
 /* Parses a timeout: a positive number of seconds, or inf/infinity/none (no deadline, returned as
  * INFINITY; so is any value >= ZEN_TIMEOUT_NONE_S). 0 on success, -1 if malformed. */
-int zen_param_parse_timeout(const char *v, double *seconds);
+int zen__param_parse_timeout(const char *v, double *seconds);
 
 /* A timeout tunable in seconds, INFINITY for none. */
-double zen_param_timeout(const char *name);
+double zen__param_timeout(const char *name);
 
 #endif

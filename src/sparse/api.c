@@ -19,9 +19,9 @@
 #include "common/checked.h"
 #include "common/clock.h"
 #include "common/options.h"
-#include "sparse/coo.h"
-#include "sparse/hier_host.h"
+#include "sparse/scheme/hier_host.h"
 #include "sparse/sparse_internal.h"
+#include "sparse/wire/coo.h"
 
 static const char *const scheme_names[ZEN_SPARSE_SCHEME_COUNT] = {
     "auto", "balanced", "hierarchical", "allgather", "block", "ps", "dense"
@@ -53,31 +53,31 @@ void zen_sparse_result_free(zen_sparse_result *result)
 {
     if (!result)
         return;
-    zen_free(result->indices);
-    zen_free(result->values);
+    zen__free(result->indices);
+    zen__free(result->values);
     memset(result, 0, sizeof *result);
 }
 
-const uint64_t *zen_sparse_seeds(const zen_comm *comm)
+const uint64_t *zen__sparse_seeds(const zen_comm *comm)
 {
-    return zen_comm_seeds(comm);
+    return zen__comm_seeds(comm);
 }
 
 static zen_sparse_scheme_fn scheme_fn(zen_sparse_scheme s)
 {
     switch (s) {
     case ZEN_SPARSE_BALANCED:
-        return zen_sparse_run_balanced;
+        return zen__sparse_run_balanced;
     case ZEN_SPARSE_HIERARCHICAL:
-        return zen_sparse_run_hierarchical;
+        return zen__sparse_run_hierarchical;
     case ZEN_SPARSE_ALLGATHER:
-        return zen_sparse_run_allgather;
+        return zen__sparse_run_allgather;
     case ZEN_SPARSE_BLOCK:
-        return zen_sparse_run_block;
+        return zen__sparse_run_block;
     case ZEN_SPARSE_PS:
-        return zen_sparse_run_ps;
+        return zen__sparse_run_ps;
     case ZEN_SPARSE_DENSE:
-        return zen_sparse_run_dense;
+        return zen__sparse_run_dense;
     default:
         return NULL;
     }
@@ -98,20 +98,21 @@ static zen_status describe_local_failure(zen_comm *comm, zen_status st, const ze
                                          uint64_t bad, int bad_set)
 {
     if (st == ZEN_EINVAL && bad_set && bad > INT64_MAX) /* only an i64 index can be this big */
-        return zen_fail(comm, st, "sparse allreduce: negative index %lld", (long long)(int64_t)bad);
+        return zen__fail(comm, st, "sparse allreduce: negative index %lld",
+                         (long long)(int64_t)bad);
     if (st == ZEN_EINVAL && bad_set)
-        return zen_fail(comm, st, "sparse allreduce: index %llu >= rows %llu",
-                        (unsigned long long)bad, (unsigned long long)in->rows);
+        return zen__fail(comm, st, "sparse allreduce: index %llu >= rows %llu",
+                         (unsigned long long)bad, (unsigned long long)in->rows);
     if (st == ZEN_EUNSUPPORTED && in && in->rows >= ((uint64_t)1 << 32))
-        return zen_fail(comm, st, "sparse allreduce: rows %llu >= 2^32 unsupported",
-                        (unsigned long long)in->rows);
+        return zen__fail(comm, st, "sparse allreduce: rows %llu >= 2^32 unsupported",
+                         (unsigned long long)in->rows);
     if (st == ZEN_EUNSUPPORTED)
-        return zen_fail(comm, st, "sparse allreduce: nnz too large (>= 2^32 - 1)");
+        return zen__fail(comm, st, "sparse allreduce: nnz too large (>= 2^32 - 1)");
     if (st == ZEN_ENOMEM)
-        return zen_fail(comm, st, "sparse allreduce: out of memory coalescing the input");
-    return zen_fail(comm, st,
-                    "sparse allreduce: invalid arguments (tensor, width, dtype, "
-                    "output or options)");
+        return zen__fail(comm, st, "sparse allreduce: out of memory coalescing the input");
+    return zen__fail(comm, st,
+                     "sparse allreduce: invalid arguments (tensor, width, dtype, "
+                     "output or options)");
 }
 
 /* Allgather the records; on any failure or disagreement return the status every rank reports. */
@@ -120,18 +121,18 @@ static zen_status agree(zen_comm *comm, const uint64_t *mine, const zen_sparse_t
 {
     int n = zen_comm_size(comm);
     *exchanged = 0;
-    uint64_t *all = zen_malloc_array((size_t)n * AG_FIELDS, sizeof *all);
+    uint64_t *all = zen__malloc_array((size_t)n * AG_FIELDS, sizeof *all);
     if (!all)
-        return zen_fail(comm, ZEN_ENOMEM, "sparse allreduce: out of memory for %d records", n);
+        return zen__fail(comm, ZEN_ENOMEM, "sparse allreduce: out of memory for %d records", n);
     zen_status st = zen_allgather(comm, mine, all, AG_FIELDS, ZEN_I64);
     if (st != ZEN_OK) {
-        zen_free(all);
+        zen__free(all);
         return st;
     }
     *exchanged = 1;
     zen_status own = (zen_status)(int64_t)mine[AG_STATUS];
     if (own != ZEN_OK) {
-        zen_free(all);
+        zen__free(all);
         return describe_local_failure(comm, own, in, mine[AG_BAD_INDEX], (int)mine[AG_BAD_SET]);
     }
     for (int r = 0; r < n && st == ZEN_OK; r++) {
@@ -139,26 +140,27 @@ static zen_status agree(zen_comm *comm, const uint64_t *mine, const zen_sparse_t
         zen_status their = (zen_status)(int64_t)rec[AG_STATUS];
         if (their != ZEN_OK) {
             if (their == ZEN_EINVAL && rec[AG_BAD_SET] && rec[AG_BAD_INDEX] > INT64_MAX)
-                st = zen_fail(comm, their, "sparse allreduce: rank %d passed negative index %lld",
-                              r, (long long)(int64_t)rec[AG_BAD_INDEX]);
+                st = zen__fail(comm, their, "sparse allreduce: rank %d passed negative index %lld",
+                               r, (long long)(int64_t)rec[AG_BAD_INDEX]);
             else if (their == ZEN_EINVAL && rec[AG_BAD_SET])
-                st = zen_fail(
+                st = zen__fail(
                     comm, their, "sparse allreduce: rank %d passed index %llu >= rows %llu", r,
                     (unsigned long long)rec[AG_BAD_INDEX], (unsigned long long)rec[AG_ROWS]);
             else
-                st = zen_fail(comm, their, "sparse allreduce: rank %d failed its input checks (%s)",
+                st =
+                    zen__fail(comm, their, "sparse allreduce: rank %d failed its input checks (%s)",
                               r, zen_status_name(their));
         } else if (rec[AG_ROWS] != mine[AG_ROWS] || rec[AG_WIDTH] != mine[AG_WIDTH] ||
                    rec[AG_MODE] != mine[AG_MODE]) {
-            st = zen_fail(comm, ZEN_EMISMATCH,
-                          "sparse allreduce: rank %d has rows %llu width %llu mode %llx, this "
-                          "rank rows %llu width %llu mode %llx",
-                          r, (unsigned long long)rec[AG_ROWS], (unsigned long long)rec[AG_WIDTH],
-                          (unsigned long long)rec[AG_MODE], (unsigned long long)mine[AG_ROWS],
-                          (unsigned long long)mine[AG_WIDTH], (unsigned long long)mine[AG_MODE]);
+            st = zen__fail(comm, ZEN_EMISMATCH,
+                           "sparse allreduce: rank %d has rows %llu width %llu mode %llx, this "
+                           "rank rows %llu width %llu mode %llx",
+                           r, (unsigned long long)rec[AG_ROWS], (unsigned long long)rec[AG_WIDTH],
+                           (unsigned long long)rec[AG_MODE], (unsigned long long)mine[AG_ROWS],
+                           (unsigned long long)mine[AG_WIDTH], (unsigned long long)mine[AG_MODE]);
         }
     }
-    zen_free(all);
+    zen__free(all);
     return st;
 }
 
@@ -171,7 +173,7 @@ static zen_status check_local(const zen_sparse_tensor *in, int has_output, int d
         return ZEN_EINVAL;
     if ((unsigned)opts->hierarchy > ZEN_SPARSE_HIER_ON || opts->ranks_per_host < 0) /* hier-host */
         return ZEN_EINVAL;
-    /* the structural checks of zen_coo_from_tensor, so that its EINVAL can be told apart from
+    /* the structural checks of zen__coo_from_tensor, so that its EINVAL can be told apart from
      * an out-of-range index (which is what its *bad_index then holds) */
     size_t vcount;
     int structural = in->width > 0 && (in->value_type == ZEN_F32 || in->value_type == ZEN_BF16) &&
@@ -181,7 +183,7 @@ static zen_status check_local(const zen_sparse_tensor *in, int has_output, int d
                      vcount <= SIZE_MAX / sizeof(float);
     if (!structural)
         return in->rows >= ((uint64_t)1 << 32) ? ZEN_EUNSUPPORTED : ZEN_EINVAL;
-    zen_status st = zen_coo_from_tensor(in, local, bad);
+    zen_status st = zen__coo_from_tensor(in, local, bad);
     *bad_set = st == ZEN_EINVAL;
     if (st != ZEN_OK)
         return st;
@@ -200,9 +202,9 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
     zen_sparse_options defaults = ZEN_SPARSE_OPTIONS_INIT;
     const zen_sparse_options *opts = opts_in ? opts_in : &defaults;
     if (!ZEN_OPTIONS_SIZE_OK(opts))
-        return zen_fail(comm, ZEN_EINVAL,
-                        "sparse: zen_sparse_options.size %zu is not this zen's (%zu)", opts->size,
-                        sizeof *opts);
+        return zen__fail(comm, ZEN_EINVAL,
+                         "sparse: zen_sparse_options.size %zu is not this zen's (%zu)", opts->size,
+                         sizeof *opts);
     zen_sparse_stats scratch;
     if (!stats)
         stats = &scratch;
@@ -212,7 +214,7 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
     zen_comm_get_stats(comm, &before);
 
     zen_coll cc;
-    zen_status st = zen_coll_begin(comm, "sparse_allreduce", &cc);
+    zen_status st = zen__coll_begin(comm, "sparse_allreduce", &cc);
     if (st != ZEN_OK)
         return st;
     zen_coo local;
@@ -230,7 +232,7 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
                                  in ? in->width : 0,
                                  (uint64_t)opts->scheme | ((uint64_t)(opts->average != 0) << 8) |
                                      ((uint64_t)(dense_out != NULL) << 9) |
-                                     zen_sparse_hier_mode(opts) << 10 /* hier-host */ };
+                                     zen__sparse_hier_mode(opts) << 10 /* hier-host */ };
     int agreed = 0;
     st = agree(comm, mine, in, &agreed);
     /* Past this point every status other than the agreed argument errors is a failure of this
@@ -242,17 +244,17 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
     /* hier-host: hierarchical sync across hosts (hier_host.c); may settle an AUTO flat scheme */
     int hier = 0;
     if (st == ZEN_OK) {
-        st = zen_sparse_hier_decide(&ctx, &hier, &scheme); /* collective: every rank is here */
+        st = zen__sparse_hier_decide(&ctx, &hier, &scheme); /* collective: every rank is here */
         local_failure = st != ZEN_OK;
     }
     if (st == ZEN_OK && hier) {
         stats->scheme = scheme;
         stats->nnz_in = local.nnz;
-        st = zen_sparse_run_hier_host(&ctx);
+        st = zen__sparse_run_hier_host(&ctx);
         local_failure = st != ZEN_OK;
     }
     if (st == ZEN_OK && !hier && scheme == ZEN_SPARSE_AUTO) {
-        st = zen_sparse_choose(&ctx, &scheme); /* collective: every rank is here */
+        st = zen__sparse_choose(&ctx, &scheme); /* collective: every rank is here */
         local_failure = st != ZEN_OK;
     }
     if (st == ZEN_OK && !hier) {
@@ -260,19 +262,19 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
         stats->nnz_in = local.nnz;
         zen_sparse_scheme_fn fn = scheme_fn(scheme);
         if (!fn)
-            st = zen_fail(comm, ZEN_EUNSUPPORTED, "sparse allreduce: scheme %s not built",
-                          zen_sparse_scheme_name(scheme));
+            st = zen__fail(comm, ZEN_EUNSUPPORTED, "sparse allreduce: scheme %s not built",
+                           zen_sparse_scheme_name(scheme));
         int64_t ts = zen_now_ns();
         if (fn)
             st = fn(&ctx);
         if (fn && st == ZEN_OK && opts->scheme == ZEN_SPARSE_AUTO)
-            zen_sparse_auto_observe(&ctx, zen_us_between(ts, zen_now_ns()) * 1e-6);
+            zen__sparse_auto_observe(&ctx, zen_us_between(ts, zen_now_ns()) * 1e-6);
         local_failure = st != ZEN_OK && fn;
     }
     if (local_failure && comm->poisoned == ZEN_OK)
         zen_comm_abort(comm);
-    zen_coo_release(&local);
-    st = zen_coll_end(comm, &cc, st);
+    zen__coo_release(&local);
+    st = zen__coll_end(comm, &cc, st);
     zen_comm_get_stats(comm, &after);
     /* += : the hierarchical form already counted its sub-communicators' traffic */
     stats->bytes_sent += after.bytes_sent - before.bytes_sent;
@@ -299,7 +301,7 @@ zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in, zen
     memset(&res, 0, sizeof res);
     zen_status st = run(comm, in, NULL, &res, opts, stats);
     if (st != ZEN_OK) {
-        zen_coo_release(&res);
+        zen__coo_release(&res);
         return st;
     }
     out->rows = in->rows;

@@ -1,9 +1,9 @@
-/* Delivery of a finished sum to the caller's output buffer (see zen_sparse_emit). */
+/* Delivery of a finished sum to the caller's output buffer (see zen__sparse_emit). */
 #include <string.h>
 
 #include "sparse/sparse_internal.h"
 
-zen_status zen_sparse_emit(zen_sparse_ctx *ctx, zen_coo *sum)
+zen_status zen__sparse_emit(zen_sparse_ctx *ctx, zen_coo *sum)
 {
     uint32_t w = sum->width;
     if (ctx->opts && ctx->opts->average) {
@@ -21,7 +21,7 @@ zen_status zen_sparse_emit(zen_sparse_ctx *ctx, zen_coo *sum)
                    (size_t)w * sizeof(float));
         return ZEN_OK;
     }
-    zen_coo_release(ctx->coo_out);
+    zen__coo_release(ctx->coo_out);
     *ctx->coo_out = *sum;
     sum->idx = NULL;
     sum->val = NULL;

@@ -28,20 +28,20 @@ typedef struct zen_coo {
 } zen_coo;
 
 /* Grow to hold at least capacity entries (keeps contents). */
-zen_status zen_coo_reserve(zen_coo *coo, size_t capacity);
-void zen_coo_release(zen_coo *coo);
+zen_status zen__coo_reserve(zen_coo *coo, size_t capacity);
+void zen__coo_release(zen_coo *coo);
 
 /*
  * Coalesce a user tensor: validate indices (< rows), convert bf16 to f32, sort, sum duplicates.
  * *bad_index gets the first offending index on ZEN_EINVAL.
  */
-zen_status zen_coo_from_tensor(const zen_sparse_tensor *in, zen_coo *out, uint64_t *bad_index);
+zen_status zen__coo_from_tensor(const zen_sparse_tensor *in, zen_coo *out, uint64_t *bad_index);
 
 /*
  * Merge-add k sorted unique COO runs into out (sorted unique). Used by aggregation on owners and
  * by the hierarchical scheme at each round.
  */
-zen_status zen_coo_merge(const zen_coo *runs, size_t k, zen_coo *out);
+zen_status zen__coo_merge(const zen_coo *runs, size_t k, zen_coo *out);
 
 /* One call of a scheme. */
 typedef struct zen_sparse_ctx {
@@ -55,26 +55,26 @@ typedef struct zen_sparse_ctx {
 
 typedef zen_status (*zen_sparse_scheme_fn)(zen_sparse_ctx *ctx);
 
-zen_status zen_sparse_run_balanced(zen_sparse_ctx *ctx);     /* balanced.c */
-zen_status zen_sparse_run_hierarchical(zen_sparse_ctx *ctx); /* hierarchical.c */
-zen_status zen_sparse_run_allgather(zen_sparse_ctx *ctx);    /* allgather.c */
-zen_status zen_sparse_run_block(zen_sparse_ctx *ctx);        /* block.c */
-zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx);           /* ps.c */
-zen_status zen_sparse_run_dense(zen_sparse_ctx *ctx);        /* dense.c */
+zen_status zen__sparse_run_balanced(zen_sparse_ctx *ctx);     /* balanced.c */
+zen_status zen__sparse_run_hierarchical(zen_sparse_ctx *ctx); /* hierarchical.c */
+zen_status zen__sparse_run_allgather(zen_sparse_ctx *ctx);    /* allgather.c */
+zen_status zen__sparse_run_block(zen_sparse_ctx *ctx);        /* block.c */
+zen_status zen__sparse_run_ps(zen_sparse_ctx *ctx);           /* ps.c */
+zen_status zen__sparse_run_dense(zen_sparse_ctx *ctx);        /* dense.c */
 
 /* Deliver a finished sorted unique sum to the caller's output (dense scatter or COO copy/move),
  * dividing by the rank count first when opts->average is set, and set stats->nnz_out. Takes
  * ownership of *sum's arrays when moving into coo_out. */
-zen_status zen_sparse_emit(zen_sparse_ctx *ctx, zen_coo *sum);
+zen_status zen__sparse_emit(zen_sparse_ctx *ctx, zen_coo *sum);
 
 /* The hash seeds agreed by all ranks at communicator creation (api.c). seeds[0] is seed0 of the
  * owner function h0 (hier_hash.h), seeds[1] seeds the in-owner slot hashes. */
-const uint64_t *zen_sparse_seeds(const zen_comm *comm);
+const uint64_t *zen__sparse_seeds(const zen_comm *comm);
 
 /* 1 when BALANCED's pull of total_bytes blob bytes on n ranks takes Bruck's ceil(log2 n) rounds
  * (n > 2, total at most ZEN_SPARSE_PULL_BRUCK_MAX_BYTES), 0 for the ring. cost.c; the cost model
  * asks the same question, so it charges the latency the pull really has. */
-int zen_sparse_pull_uses_bruck(int n, double total_bytes);
+int zen__sparse_pull_uses_bruck(int n, double total_bytes);
 
 /* Microseconds between two zen_now_ns() stamps. */
 static inline double zen_us_between(int64_t start_ns, int64_t end_ns)
@@ -95,11 +95,11 @@ static inline void zen_sparse_lap(zen_sparse_ctx *ctx, zen_sparse_phase phase, i
  * opts->key (cost.c, profile.c). Collective when it needs to measure (all ranks must call it);
  * fills stats->predicted_s, density, gamma_n, skew.
  */
-zen_status zen_sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme);
+zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme);
 
 /* After a scheme AUTO chose ran: this rank's seconds for it. Kept with the tensor's profile and
  * reported on the next AUTO call of the same key, where the ranks take the maximum and correct
  * that scheme's prediction (auto_tune.h). No-op without a key. */
-void zen_sparse_auto_observe(const zen_sparse_ctx *ctx, double seconds);
+void zen__sparse_auto_observe(const zen_sparse_ctx *ctx, double seconds);
 
 #endif

@@ -37,13 +37,13 @@
  * traffic of all its helpers, a helper's only its own pair) and `rounds` counts the waits that
  * follow each other on the critical path (4 per layer: replica sync, forward, backward request
  * and reply), not messages. Results that ride on the existing Y / dX allreduces are not counted.
- * `scale` is learned (tp_learn_observe): after a period that migrated, the observed overhead is
+ * `scale` is learned (zen__tp_learn_observe): after a period that migrated, the observed overhead is
  *     step time - base - critical GEMM time of the plan
  * with base the step time outside the tp GEMMs, measured in periods that did not migrate; scale
  * is an EMA of observed / model. While nothing is learned SEMI may run the migration plan for
  * one period (a probe) when it would pay even at a quarter of the modelled cost and save at
  * least 5% of the capped time; later probes
- * refresh whichever estimate is TP_REFRESH_ROUNDS old (tp_learn_apply).
+ * refresh whichever estimate is TP_REFRESH_ROUNDS old (zen__tp_learn_apply).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -62,30 +62,30 @@
 #define TP_SCALE_MIN 0.05
 #define TP_SCALE_MAX 100.0
 
-zen_status tp_plan_init(tp_plan *p, int n)
+zen_status zen__tp_plan_init(tp_plan *p, int n)
 {
     memset(p, 0, sizeof *p);
     p->n = n;
-    p->local = zen_calloc((size_t)n, sizeof(double));
-    p->prune = zen_calloc((size_t)n, sizeof(double));
-    p->mig = zen_calloc((size_t)n * (size_t)n, sizeof(double));
+    p->local = zen__calloc((size_t)n, sizeof(double));
+    p->prune = zen__calloc((size_t)n, sizeof(double));
+    p->mig = zen__calloc((size_t)n * (size_t)n, sizeof(double));
     if (!p->local || !p->prune || !p->mig) {
-        tp_plan_free(p);
+        zen__tp_plan_free(p);
         return ZEN_ENOMEM;
     }
-    tp_plan_reset(p);
+    zen__tp_plan_reset(p);
     return ZEN_OK;
 }
 
-void tp_plan_free(tp_plan *p)
+void zen__tp_plan_free(tp_plan *p)
 {
-    zen_free(p->local);
-    zen_free(p->prune);
-    zen_free(p->mig);
+    zen__free(p->local);
+    zen__free(p->prune);
+    zen__free(p->mig);
     memset(p, 0, sizeof *p);
 }
 
-void tp_plan_reset(tp_plan *p)
+void zen__tp_plan_reset(tp_plan *p)
 {
     p->straggler_mask = 0;
     p->tstar_ms = p->target_ms = p->cost_ms = p->capped_ms = p->model_ms = 0;
@@ -97,7 +97,7 @@ void tp_plan_reset(tp_plan *p)
     memset(p->mig, 0, (size_t)p->n * (size_t)p->n * sizeof(double));
 }
 
-void tp_plan_copy(tp_plan *dst, const tp_plan *src)
+void zen__tp_plan_copy(tp_plan *dst, const tp_plan *src)
 {
     dst->straggler_mask = src->straggler_mask;
     dst->tstar_ms = src->tstar_ms;
@@ -112,7 +112,7 @@ void tp_plan_copy(tp_plan *dst, const tp_plan *src)
     memcpy(dst->mig, src->mig, (size_t)src->n * (size_t)src->n * sizeof(double));
 }
 
-int tp_plan_is_active(const tp_plan *p)
+int zen__tp_plan_is_active(const tp_plan *p)
 {
     for (int r = 0; r < p->n; r++)
         if (p->local[r] < 1.0)
@@ -124,7 +124,7 @@ static double median(const double *t, int n)
 {
     double s[TP_MAX_RANKS];
     memcpy(s, t, (size_t)n * sizeof(double));
-    return zen_median_inplace(s, (size_t)n);
+    return zen__median_inplace(s, (size_t)n);
 }
 
 static uint64_t detect(const tp_ctl_input *in, const tp_plan *prev)
@@ -202,7 +202,7 @@ static void assign_migration(const tp_ctl_input *in, const double *load, uint64_
     }
 }
 
-double tp_migration_cost_ms(const tp_ctl_input *in, const tp_plan *p)
+double zen__tp_migration_cost_ms(const tp_ctl_input *in, const tp_plan *p)
 {
     int n = in->n;
     double out[TP_MAX_RANKS] = { 0 }, inb[TP_MAX_RANKS] = { 0 };
@@ -230,7 +230,7 @@ double tp_migration_cost_ms(const tp_ctl_input *in, const tp_plan *p)
     return 1e3 * (link / bw + in->mig_rounds * fmax(in->latency_s, 0.0));
 }
 
-double tp_plan_critical_ms(const tp_ctl_input *in, const tp_plan *p)
+double zen__tp_plan_critical_ms(const tp_ctl_input *in, const tp_plan *p)
 {
     int n = in->n;
     double crit = 0;
@@ -299,14 +299,14 @@ static void decide_semi(const tp_ctl_input *in, uint64_t strag, uint64_t help, d
     trial.local = local_buf;
     trial.mig = mig_buf;
     assign_migration(in, load, src, h, T, &trial);
-    double model = tp_migration_cost_ms(in, &trial);
+    double model = zen__tp_migration_cost_ms(in, &trial);
     double cost = cost_scale(in) * model;
     out->target_ms = T;
     out->model_ms = model;
     out->cost_ms = cost;
     out->capped_ms = capped;
     int pays = fmax(T, tstar) + cost < capped;
-    /* Probes (tp_learn_apply): migrate when it would pay at a quarter of the model and could
+    /* Probes (zen__tp_learn_apply): migrate when it would pay at a quarter of the model and could
      * save at least 5% (a straggler just above the cap is not worth a period), or resize
      * although migration pays; either runs one period to measure the other plan. */
     int probe = !pays && in->probe && fmax(T, tstar) + TP_PROBE_SCALE * model < capped &&
@@ -339,21 +339,21 @@ static int same_shape(const tp_plan *a, const tp_plan *b, double hyst)
     return 1;
 }
 
-void tp_decide(const tp_ctl_input *in, const tp_plan *prev, tp_plan *out)
+void zen__tp_decide(const tp_ctl_input *in, const tp_plan *prev, tp_plan *out)
 {
     int n = in->n;
     for (int r = 0; r < n; r++) {
         if (!(in->t_ms[r] > 0) || !isfinite(in->t_ms[r])) {
             /* some rank has no measurement yet: keep what we have */
             if (prev)
-                tp_plan_copy(out, prev);
+                zen__tp_plan_copy(out, prev);
             else
-                tp_plan_reset(out);
+                zen__tp_plan_reset(out);
             out->kept = 1;
             return;
         }
     }
-    tp_plan_reset(out);
+    zen__tp_plan_reset(out);
     uint64_t strag = detect(in, prev);
     out->straggler_mask = strag;
     uint64_t all = n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
@@ -375,7 +375,7 @@ void tp_decide(const tp_ctl_input *in, const tp_plan *prev, tp_plan *out)
         double T = water_fill(in, load, &src, &h);
         assign_migration(in, load, src, h, T, out);
         out->target_ms = T;
-        out->model_ms = tp_migration_cost_ms(in, out);
+        out->model_ms = zen__tp_migration_cost_ms(in, out);
         out->cost_ms = cost_scale(in) * out->model_ms;
     } else {
         decide_semi(in, strag, help, tstar, out);
@@ -383,7 +383,7 @@ void tp_decide(const tp_ctl_input *in, const tp_plan *prev, tp_plan *out)
     if (prev && same_shape(out, prev, in->hysteresis)) {
         /* keep the fractions; the numbers logged stay this round's */
         tp_plan fresh = *out;
-        tp_plan_copy(out, prev);
+        zen__tp_plan_copy(out, prev);
         out->kept = 1;
         out->tstar_ms = fresh.tstar_ms;
         out->target_ms = fresh.target_ms;
@@ -397,7 +397,7 @@ void tp_decide(const tp_ctl_input *in, const tp_plan *prev, tp_plan *out)
 /*
  * One observation per decision round, of the period that just ran plan `ran`; every input is
  * all-gathered, so L stays the same on every rank.
- *   crit = critical tp GEMM time of `ran` under the current timings (tp_plan_critical_ms)
+ *   crit = critical tp GEMM time of `ran` under the current timings (zen__tp_plan_critical_ms)
  *   `ran` migrates nothing:  base  <- EMA(step_ms - crit)
  *   `ran` migrates (base known):  obs = step_ms - base - crit,  scale <- EMA(clamp(obs / model))
  * The period is skipped when the timings no longer describe it: an active plan whose straggler
@@ -405,7 +405,7 @@ void tp_decide(const tp_ctl_input *in, const tp_plan *prev, tp_plan *out)
  * whatever the set). The first value of base and of scale replaces the prior, later ones are
  * averaged with weight TP_LEARN_ALPHA.
  */
-void tp_learn_observe(tp_learn *L, const tp_ctl_input *in, const tp_plan *ran, double step_ms)
+void zen__tp_learn_observe(tp_learn *L, const tp_ctl_input *in, const tp_plan *ran, double step_ms)
 {
     L->used = 0;
     L->step_ms = step_ms;
@@ -417,9 +417,9 @@ void tp_learn_observe(tp_learn *L, const tp_ctl_input *in, const tp_plan *ran, d
     for (int r = 0; r < in->n; r++)
         if (!(in->t_ms[r] > 0) || !isfinite(in->t_ms[r]))
             return;
-    if (tp_plan_is_active(ran) && detect(in, ran) != ran->straggler_mask)
+    if (zen__tp_plan_is_active(ran) && detect(in, ran) != ran->straggler_mask)
         return;
-    double crit = tp_plan_critical_ms(in, ran);
+    double crit = zen__tp_plan_critical_ms(in, ran);
     double a = TP_LEARN_ALPHA;
     L->crit_ms = crit;
     if (!plan_migrates(ran)) {
@@ -430,7 +430,7 @@ void tp_learn_observe(tp_learn *L, const tp_ctl_input *in, const tp_plan *ran, d
         L->used = 1;
         return;
     }
-    double model = tp_migration_cost_ms(in, ran);
+    double model = zen__tp_migration_cost_ms(in, ran);
     if (!L->base_valid || !(model > 0))
         return;
     double obs = step_ms - L->base_ms - crit;
@@ -449,14 +449,14 @@ void tp_learn_observe(tp_learn *L, const tp_ctl_input *in, const tp_plan *ran, d
  * migration was observed yet or not for TP_REFRESH_ROUNDS rounds, and resizes for a period
  * when the base is that old (i.e. it has been migrating all along).
  */
-void tp_learn_apply(const tp_learn *L, tp_ctl_input *in)
+void zen__tp_learn_apply(const tp_learn *L, tp_ctl_input *in)
 {
     in->cost_scale = L->scale_n ? L->scale : 1.0;
     in->probe = L->base_valid && (L->scale_n == 0 || L->scale_age >= TP_REFRESH_ROUNDS);
     in->probe_resize = L->base_valid && !in->probe && L->base_age >= TP_REFRESH_ROUNDS;
 }
 
-void tp_plan_counts(const tp_plan *p, int s, int K, tp_counts *c)
+void zen__tp_plan_counts(const tp_plan *p, int s, int K, tp_counts *c)
 {
     int n = p->n;
     int keep = (int)ceil((double)K * (1.0 - p->prune[s]) - 1e-9);

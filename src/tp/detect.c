@@ -1,13 +1,13 @@
 /*
  * Whole-step slowness detection (see detect.h for the why).
  *
- * Per step (tp_detect_sample, at the step boundary), local clocks only:
+ * Per step (zen__tp_detect_sample, at the step boundary), local clocks only:
  *   wait  = max(tp wait counters, Σ (leave - arrive) over the step's tp collective stamps)
  *   busy  = wall since the last boundary - wait
  *   shed  = full-K own GEMM time - own GEMM time actually spent (what the plan removed)
  * Per round (every `period` steps): the medians of the period's samples are all-gathered with
  * the GEMM times, group.c adds each rank's blame from the all-gathered arrival stamps, and every
- * rank runs tp_detect_decide on the same numbers:
+ * rank runs zen__tp_detect_decide on the same numbers:
  *   1. gap_r = blame_r + shed_r; blamed this round when gap_r exceeds the lower median of the
  *      gaps by more than margin x the median busy time and by more than 1 ms (noise thresholds:
  *      on a shared host every rank is the last to arrive now and then). The reference is the
@@ -32,17 +32,17 @@
 #include "common/tunables.h"
 #include "tp/tp_internal.h"
 
-void tp_detect_init(tp_detect *d)
+void zen__tp_detect_init(tp_detect *d)
 {
     memset(d, 0, sizeof *d);
-    const char *v = zen_param_str("TP_DETECT_MARGIN");
+    const char *v = zen__param_str("TP_DETECT_MARGIN");
     char *end;
     double m = strtod(v, &end);
     if (*end != '\0' || !(m >= 0 && m <= 100)) {
         ZEN_WARN("tp", "ignoring ZEN_TP_DETECT_MARGIN=%s", v);
         m = TP_DETECT_DEFAULT_MARGIN;
     }
-    v = zen_param_str("TP_DETECT_WINDOW");
+    v = zen__param_str("TP_DETECT_WINDOW");
     long w = strtol(v, &end, 10);
     if (*end != '\0' || w < 1 || w > TP_DETECT_MAX_WINDOW) {
         ZEN_WARN("tp", "ignoring ZEN_TP_DETECT_WINDOW=%s", v);
@@ -78,7 +78,7 @@ static int64_t stamped_wait_ns(const zen_tp_group *g, uint64_t *last_seq)
     return sum;
 }
 
-void tp_detect_mark(zen_tp_group *g)
+void zen__tp_detect_mark(zen_tp_group *g)
 {
     tp_detect *d = &g->det;
     uint64_t seq = 0;
@@ -89,7 +89,7 @@ void tp_detect_mark(zen_tp_group *g)
     d->started = 1;
 }
 
-void tp_detect_sample(zen_tp_group *g, double gemm_full_ms)
+void zen__tp_detect_sample(zen_tp_group *g, double gemm_full_ms)
 {
     tp_detect *d = &g->det;
     /* no boundary yet, a step without training GEMMs (nothing to normalise), or a test that
@@ -128,10 +128,10 @@ static double lower_median(const double *v, int n)
 {
     double s[64];
     memcpy(s, v, (size_t)n * sizeof *s);
-    return zen_lower_median_inplace(s, (size_t)n);
+    return zen__lower_median_inplace(s, (size_t)n);
 }
 
-void tp_detect_fill(zen_tp_group *g, double *out)
+void zen__tp_detect_fill(zen_tp_group *g, double *out)
 {
     tp_detect *d = &g->det;
     int n = d->nsamples < TP_DETECT_STEPS ? d->nsamples : TP_DETECT_STEPS;
@@ -140,13 +140,13 @@ void tp_detect_fill(zen_tp_group *g, double *out)
         if (n > 0) {
             double s[TP_DETECT_STEPS];
             memcpy(s, d->sample[f], (size_t)n * sizeof *s);
-            out[f] = zen_median_inplace(s, (size_t)n);
+            out[f] = zen__median_inplace(s, (size_t)n);
         }
     }
     d->nsamples = 0;
 }
 
-double tp_detect_effective_ms(double gemm_s, double excess, double gemm_ref)
+double zen__tp_detect_effective_ms(double gemm_s, double excess, double gemm_ref)
 {
     if (!(excess > 0) || !(gemm_ref > 0))
         return gemm_s;
@@ -165,7 +165,7 @@ static int popcount32(uint32_t x)
     return c;
 }
 
-uint64_t tp_detect_decide(const tp_detect_in *in, uint32_t *hist, double *t_out)
+uint64_t zen__tp_detect_decide(const tp_detect_in *in, uint32_t *hist, double *t_out)
 {
     int n = in->n;
     int w = in->window < 1                      ? 1
@@ -203,11 +203,11 @@ uint64_t tp_detect_decide(const tp_detect_in *in, uint32_t *hist, double *t_out)
     for (int r = 0; r < n; r++)
         if ((mask >> r) & 1)
             t_out[r] =
-                tp_detect_effective_ms(in->gemm_ms[r], in->gap_avg_ms[r] - gap_ref, gemm_ref);
+                zen__tp_detect_effective_ms(in->gemm_ms[r], in->gap_avg_ms[r] - gap_ref, gemm_ref);
     return mask;
 }
 
-void tp_detect_round(zen_tp_group *g, const double *all, int stride, int off, double *t)
+void zen__tp_detect_round(zen_tp_group *g, const double *all, int stride, int off, double *t)
 {
     tp_detect *d = &g->det;
     int n = g->size;
@@ -234,9 +234,9 @@ void tp_detect_round(zen_tp_group *g, const double *all, int stride, int off, do
                             d->mask,
                             TP_DETECT_MIN_GAP_MS,
                             d->window };
-        d->mask = tp_detect_decide(&in, d->blamed, t);
+        d->mask = zen__tp_detect_decide(&in, d->blamed, t);
     }
-    if (g->rank != 0 || !zen_log_enabled(ZEN_LOG_INFO, "tp"))
+    if (g->rank != 0 || !zen__log_enabled(ZEN_LOG_INFO, "tp"))
         return;
     for (int r = 0; r < n; r++) {
         const double *v = all + stride * r + off;

@@ -9,7 +9,7 @@
  * entry of each collective for the last rank to arrive: the communicator's arrival stamps give it
  * (the *blame* of the rank, per step, identical on all ranks after an all-gather). A rank's
  * intrinsic gap is its blame plus the GEMM time its current plan sheds (so that resizing it does
- * not make it look fast, the same normalisation the GEMM timer uses). tp_detect_decide, a pure
+ * not make it look fast, the same normalisation the GEMM timer uses). zen__tp_detect_decide, a pure
  * function of all-gathered numbers, finds the ranks whose gap stands out in most recent rounds
  * and raises the time the controller sees for them so that the GEMM shrink it chooses covers the
  * gap.
@@ -79,22 +79,22 @@ typedef struct tp_detect_in {
  * 1 - t* / t_s equals the shrink that closes its gap: (gap_avg_s - gap_ref) / gemm_s, gap_ref
  * and t* being the largest gap and GEMM time of the unflagged ranks.
  */
-uint64_t tp_detect_decide(const tp_detect_in *in, uint32_t *hist, double *t_out);
+uint64_t zen__tp_detect_decide(const tp_detect_in *in, uint32_t *hist, double *t_out);
 
 /* The GEMM time a flagged rank must report so that resizing it removes `excess` ms of its step:
  * gemm_ref / (1 - excess / gemm_s), the shrink capped at 0.95, never below gemm_s. */
-double tp_detect_effective_ms(double gemm_s, double excess, double gemm_ref);
+double zen__tp_detect_effective_ms(double gemm_s, double excess, double gemm_ref);
 
 /* Read ZEN_TP_DETECT_MARGIN / ZEN_TP_DETECT_WINDOW (margin 0 turns detection off). */
-void tp_detect_init(tp_detect *d);
+void zen__tp_detect_init(tp_detect *d);
 /* At a step boundary, before the step counters are reset: record the step's sample. */
-void tp_detect_sample(zen_tp_group *g, double gemm_full_ms);
+void zen__tp_detect_sample(zen_tp_group *g, double gemm_full_ms);
 /* After the boundary's own work (the decision round): the next step starts now. */
-void tp_detect_mark(zen_tp_group *g);
+void zen__tp_detect_mark(zen_tp_group *g);
 /* This rank's TP_DET_FIELDS medians over the period's steps (0 when none); starts a new period. */
-void tp_detect_fill(zen_tp_group *g, double *out);
+void zen__tp_detect_fill(zen_tp_group *g, double *out);
 /* With the gathered vectors (rank r's fields at all[stride r + off]): flag ranks slow from
  * outside and raise their entries of t (the controller's input, GEMM times on entry). */
-void tp_detect_round(zen_tp_group *g, const double *all, int stride, int off, double *t);
+void zen__tp_detect_round(zen_tp_group *g, const double *all, int stride, int off, double *t);
 
 #endif

@@ -6,7 +6,7 @@
  * slowdown must scale with the work actually given to the rank (so that resizing or migrating
  * away columns shrinks it). Hence it is derived per GEMM call from that call's measured time:
  *   SLEEP: (factor - 1) x t_gemm is added to a sleep debt, paid before the next tp collective or
- *          migration wait and at the step boundary (tp_pay_sleep_debt). One sleep per layer
+ *          migration wait and at the step boundary (zen__tp_pay_sleep_debt). One sleep per layer
  *          instead of one per GEMM, and the oversleep of nanosleep (tens of microseconds, as
  *          long as a small GEMM) is credited against the next debt, so the emulated total stays
  *          close to factor x t_gemm. The timers account factor x t_gemm.
@@ -23,22 +23,22 @@
 #include "common/clock.h"
 #include "tp/tp_internal.h"
 
-zen_status tp_scratch(float **buf, size_t *cap, size_t count)
+zen_status zen__tp_scratch(float **buf, size_t *cap, size_t count)
 {
     if (count <= *cap)
         return ZEN_OK;
-    float *p = zen_malloc_array(count, sizeof(float));
+    float *p = zen__malloc_array(count, sizeof(float));
     if (!p)
         return ZEN_ENOMEM;
-    zen_free(*buf);
+    zen__free(*buf);
     *buf = p;
     *cap = count;
     return ZEN_OK;
 }
 
-zen_status tp_allreduce(zen_tp_group *g, float *buf, size_t count)
+zen_status zen__tp_allreduce(zen_tp_group *g, float *buf, size_t count)
 {
-    tp_pay_sleep_debt(g);
+    zen__tp_pay_sleep_debt(g);
     int64_t t0 = zen_now_ns();
     zen_status st = zen_allreduce(g->comm, buf, buf, count, ZEN_F32, ZEN_SUM);
     tp_add_wait(g, t0);
@@ -52,14 +52,14 @@ static void busy_wait_ns(int64_t ns)
     }
 }
 
-void tp_pay_sleep_debt(zen_tp_group *g)
+void zen__tp_pay_sleep_debt(zen_tp_group *g)
 {
     /* at most 2 ms of oversleep is carried as credit, so one long preemption is not repaid
      * by skipping the slowdown for many steps */
     if (g->sleep_debt_ns <= 0)
         return;
     int64_t t0 = zen_now_ns();
-    zen_sleep_ns(g->sleep_debt_ns);
+    zen__sleep_ns(g->sleep_debt_ns);
     g->sleep_debt_ns -= zen_now_ns() - t0;
     if (g->sleep_debt_ns < -2000000)
         g->sleep_debt_ns = -2000000;
@@ -72,7 +72,7 @@ static void spin(zen_tp_group *g, int m, int n, int k, int trans_a, int trans_b,
     double extra = g->slow_factor - 1.0;
     int repeats = (int)extra;
     size_t need = (size_t)m * (size_t)n;
-    if (repeats > 0 && tp_scratch(&g->spin_scratch, &g->spin_cap, need) == ZEN_OK) {
+    if (repeats > 0 && zen__tp_scratch(&g->spin_scratch, &g->spin_cap, need) == ZEN_OK) {
         for (int i = 0; i < repeats; i++)
             cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                         trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f,
@@ -83,9 +83,9 @@ static void spin(zen_tp_group *g, int m, int n, int k, int trans_a, int trans_b,
     busy_wait_ns((int64_t)((extra - repeats) * (double)real_ns));
 }
 
-void tp_gemm(zen_tp_group *g, int timed, int own, double full_scale, int trans_a, int trans_b,
-             int m, int n, int k, const float *a, int lda, const float *b, int ldb, float beta,
-             float *c, int ldc)
+void zen__tp_gemm(zen_tp_group *g, int timed, int own, double full_scale, int trans_a, int trans_b,
+                  int m, int n, int k, const float *a, int lda, const float *b, int ldb, float beta,
+                  float *c, int ldc)
 {
     if (m <= 0 || n <= 0)
         return;
@@ -135,7 +135,7 @@ static int cmp_rate(const void *a, const void *b)
  * 3 x (the step's median time per flop) x its flops before the scaled sum; moderate, steady
  * slowness (shared device, emulated factor) passes unchanged.
  */
-double tp_step_norm_ns(zen_tp_group *g)
+double zen__tp_step_norm_ns(zen_tp_group *g)
 {
     int n = g->nsamples;
     if (n == 0 || n == TP_MAX_SAMPLES)

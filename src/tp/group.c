@@ -25,25 +25,25 @@
 static zen_status check_options(zen_comm *comm, const zen_tp_options *o)
 {
     if ((int)o->balance < 0 || (int)o->balance > 3)
-        return zen_fail(comm, ZEN_EINVAL, "tp: unknown balance mode %d", (int)o->balance);
+        return zen__fail(comm, ZEN_EINVAL, "tp: unknown balance mode %d", (int)o->balance);
     if ((int)o->priority < 0 || (int)o->priority > 2)
-        return zen_fail(comm, ZEN_EINVAL, "tp: unknown priority policy %d", (int)o->priority);
+        return zen__fail(comm, ZEN_EINVAL, "tp: unknown priority policy %d", (int)o->priority);
     if ((int)o->slow_mode < 0 || (int)o->slow_mode > 1)
-        return zen_fail(comm, ZEN_EINVAL, "tp: unknown slow mode %d", (int)o->slow_mode);
+        return zen__fail(comm, ZEN_EINVAL, "tp: unknown slow mode %d", (int)o->slow_mode);
     if (o->period < 1 || !(o->delta >= 0) || !(o->rho_max >= 0 && o->rho_max <= 0.95) ||
         !(o->hysteresis >= 0) || !(o->ema_alpha > 0 && o->ema_alpha <= 1) ||
         !(o->bandwidth_Bps >= 0) || o->slow_rotate < 0 || o->nslow < 0 ||
         o->nslow > ZEN_TP_MAX_SLOW)
-        return zen_fail(comm, ZEN_EINVAL,
-                        "tp: bad options (period %d, delta %g, rho_max %g, hysteresis %g, "
-                        "ema_alpha %g, bandwidth %g, rotate %d, nslow %d)",
-                        o->period, o->delta, o->rho_max, o->hysteresis, o->ema_alpha,
-                        o->bandwidth_Bps, o->slow_rotate, o->nslow);
+        return zen__fail(comm, ZEN_EINVAL,
+                         "tp: bad options (period %d, delta %g, rho_max %g, hysteresis %g, "
+                         "ema_alpha %g, bandwidth %g, rotate %d, nslow %d)",
+                         o->period, o->delta, o->rho_max, o->hysteresis, o->ema_alpha,
+                         o->bandwidth_Bps, o->slow_rotate, o->nslow);
     for (int i = 0; i < o->nslow; i++)
         if (o->slow[i].rank < 0 || o->slow[i].rank >= zen_comm_size(comm) ||
             !(o->slow[i].factor >= 1.0))
-            return zen_fail(comm, ZEN_EINVAL, "tp: bad straggler %d:%g for tp size %d",
-                            o->slow[i].rank, o->slow[i].factor, zen_comm_size(comm));
+            return zen__fail(comm, ZEN_EINVAL, "tp: bad straggler %d:%g for tp size %d",
+                             o->slow[i].rank, o->slow[i].factor, zen_comm_size(comm));
     return ZEN_OK;
 }
 
@@ -56,7 +56,7 @@ static void fill_unset(zen_tp_options *o)
     char *end;
     if (o->period == 0) {
         o->period = 10;
-        if (*(v = zen_param_str("TP_PERIOD"))) {
+        if (*(v = zen__param_str("TP_PERIOD"))) {
             long p = strtol(v, &end, 10);
             if (*end == '\0' && p >= 1 && p <= 1000000)
                 o->period = (int)p;
@@ -66,7 +66,7 @@ static void fill_unset(zen_tp_options *o)
     }
     if (o->delta < 0) {
         o->delta = 0.1;
-        if (*(v = zen_param_str("TP_DELTA"))) {
+        if (*(v = zen__param_str("TP_DELTA"))) {
             double d = strtod(v, &end);
             if (*end == '\0' && d >= 0 && d < 100)
                 o->delta = d;
@@ -76,7 +76,7 @@ static void fill_unset(zen_tp_options *o)
     }
     if (o->rho_max < 0) {
         o->rho_max = 0.5;
-        if (*(v = zen_param_str("TP_RHO_MAX"))) {
+        if (*(v = zen__param_str("TP_RHO_MAX"))) {
             double r = strtod(v, &end);
             if (*end == '\0' && r >= 0 && r <= 0.95)
                 o->rho_max = r;
@@ -86,14 +86,15 @@ static void fill_unset(zen_tp_options *o)
     }
     if (o->priority == ZEN_TP_PRIORITY_UNSET) {
         o->priority = ZEN_TP_PRIORITY_SCORE;
-        if (*(v = zen_param_str("TP_PRIORITY")) && zen_tp_parse_priority(v, &o->priority) != ZEN_OK)
+        if (*(v = zen__param_str("TP_PRIORITY")) &&
+            zen_tp_parse_priority(v, &o->priority) != ZEN_OK)
             ZEN_WARN("tp", "ignoring ZEN_TP_PRIORITY=%s", v);
     }
 }
 
 static double arrival_weight(void)
 {
-    const char *v = zen_param_str("TP_ARRIVAL_WEIGHT");
+    const char *v = zen__param_str("TP_ARRIVAL_WEIGHT");
     char *end;
     double w = strtod(v, &end);
     if (*v && (*end != '\0' || !(w >= 0 && w <= 10))) {
@@ -114,8 +115,8 @@ zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, ze
     if (opts)
         merged = *opts;
     if (!ZEN_OPTIONS_SIZE_OK(&merged))
-        return zen_fail(tp_comm, ZEN_EINVAL, "tp: zen_tp_options.size %zu is not this zen's (%zu)",
-                        merged.size, sizeof merged);
+        return zen__fail(tp_comm, ZEN_EINVAL, "tp: zen_tp_options.size %zu is not this zen's (%zu)",
+                         merged.size, sizeof merged);
     fill_unset(&merged);
     const zen_tp_options *o = &merged;
     zen_status st = check_options(tp_comm, o);
@@ -123,9 +124,9 @@ zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, ze
         return st;
     int n = zen_comm_size(tp_comm);
     if (n > TP_MAX_RANKS)
-        return zen_fail(tp_comm, ZEN_EUNSUPPORTED, "tp: at most %d ranks per tp group",
-                        TP_MAX_RANKS);
-    zen_tp_group *g = zen_calloc(1, sizeof *g);
+        return zen__fail(tp_comm, ZEN_EUNSUPPORTED, "tp: at most %d ranks per tp group",
+                         TP_MAX_RANKS);
+    zen_tp_group *g = zen__calloc(1, sizeof *g);
     if (!g)
         return ZEN_ENOMEM;
     g->comm = tp_comm;
@@ -136,12 +137,12 @@ zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, ze
     g->latency_s = o->latency_s;
     g->last_arrival_rank = -1;
     g->arrival_weight = arrival_weight();
-    tp_detect_init(&g->det);
+    zen__tp_detect_init(&g->det);
     g->min_keep = 1.0;
-    g->slow_factor = tp_slow_factor(o, n, g->rank, 0);
-    st = tp_plan_init(&g->plan, n);
+    g->slow_factor = zen__tp_slow_factor(o, n, g->rank, 0);
+    st = zen__tp_plan_init(&g->plan, n);
     if (st != ZEN_OK) {
-        zen_free(g);
+        zen__free(g);
         return st;
     }
     *out = g;
@@ -155,10 +156,10 @@ void zen_tp_group_destroy(zen_tp_group *g)
     /* layers still alive are detached: they can only be destroyed from now on */
     for (int i = 0; i < g->nlayers; i++)
         g->layers[i]->g = NULL;
-    tp_plan_free(&g->plan);
-    zen_free(g->layers);
-    zen_free(g->spin_scratch);
-    zen_free(g);
+    zen__tp_plan_free(&g->plan);
+    zen__free(g->layers);
+    zen__free(g->spin_scratch);
+    zen__free(g);
 }
 
 /* Prefix the transport's own message (which names the cause) with the calibration context. */
@@ -166,8 +167,8 @@ static zen_status cal_fail(zen_tp_group *g, zen_status st, int peer)
 {
     char detail[sizeof g->comm->last_error];
     snprintf(detail, sizeof detail, "%s", zen_comm_last_error(g->comm));
-    return zen_fail(g->comm, st, "tp link calibration: rank %d with peer %d: %s (%s)", g->rank,
-                    peer, zen_strerror(st), detail);
+    return zen__fail(g->comm, st, "tp link calibration: rank %d with peer %d: %s (%s)", g->rank,
+                     peer, zen_strerror(st), detail);
 }
 
 enum {
@@ -214,7 +215,7 @@ static zen_status cal_pair(zen_tp_group *g, int peer, int leader, char *big, dou
             if (r) {
                 zen_status w = zen_request_wait(r, -1, NULL);
                 st = st == ZEN_OK ? w : st;
-                zen_request_free(r);
+                zen_request_destroy(r);
             }
             if (st == ZEN_OK)
                 st = zen_send(c, &word, sizeof word, peer, TP_TAG_CALIB + 1);
@@ -223,8 +224,8 @@ static zen_status cal_pair(zen_tp_group *g, int peer, int leader, char *big, dou
     if (st != ZEN_OK)
         return cal_fail(g, st, peer);
     if (leader) {
-        *lat = zen_median_inplace(rtt, CAL_REPS) / 2;
-        *bw = CAL_BYTES / fmax(zen_median_inplace(xfer, CAL_REPS) - *lat, 1e-7);
+        *lat = zen__median_inplace(rtt, CAL_REPS) / 2;
+        *bw = CAL_BYTES / fmax(zen__median_inplace(xfer, CAL_REPS) - *lat, 1e-7);
     }
     return ZEN_OK;
 }
@@ -244,12 +245,12 @@ static zen_status calibrate_link(zen_tp_group *g)
     double res[2] = { 0, 0 }; /* latency s, bandwidth B/s */
     zen_status st = ZEN_OK;
     if (peer >= 0) {
-        char *big = zen_malloc(CAL_BYTES);
+        char *big = zen__malloc(CAL_BYTES);
         if (!big)
             return ZEN_ENOMEM;
         memset(big, 0, CAL_BYTES);
         st = cal_pair(g, peer, r % 2 == 0, big, &res[0], &res[1]);
-        zen_free(big);
+        zen__free(big);
         if (st != ZEN_OK)
             return st;
         st = r % 2 == 0 ? zen_send(g->comm, res, sizeof res, peer, TP_TAG_CALIB + 4)
@@ -306,13 +307,13 @@ static const char *plan_label(const tp_plan *p)
     for (int i = 0; i < p->n * p->n; i++)
         if (p->mig[i] > 0)
             return "migrate";
-    return tp_plan_is_active(p) ? "resize" : "no change";
+    return zen__tp_plan_is_active(p) ? "resize" : "no change";
 }
 
 /* The plan is the same on every rank: tp rank 0 logs it, with the numbers it came from. */
 static void log_plan(const zen_tp_group *g, const tp_ctl_input *in)
 {
-    if (g->rank != 0 || !zen_log_enabled(ZEN_LOG_INFO, "tp"))
+    if (g->rank != 0 || !zen__log_enabled(ZEN_LOG_INFO, "tp"))
         return;
     const double *t = in->t_ms;
     const tp_plan *p = &g->plan;
@@ -361,7 +362,7 @@ static void update_plan_stats(zen_tp_group *g)
         int cnt[TP_MAX_RANKS];
         tp_counts c = { 0, 0, 0, cnt };
         for (int s = 0; s < g->size && s < TP_MAX_RANKS; s++) {
-            tp_plan_counts(&g->plan, s, g->layers[i]->K, &c);
+            zen__tp_plan_counts(&g->plan, s, g->layers[i]->K, &c);
             g->migrated_cols += c.mig_total;
         }
     }
@@ -392,13 +393,13 @@ static zen_status gather_arrivals(zen_tp_group *g)
     if (st != ZEN_OK || k == 0)
         return st;
     int64_t stamps[ZEN_ARRIVAL_HISTORY];
-    int64_t *all = zen_malloc_array(k * (size_t)g->size, sizeof *all);
+    int64_t *all = zen__malloc_array(k * (size_t)g->size, sizeof *all);
     if (!all)
         return ZEN_ENOMEM;
     for (size_t i = 0; i < k; i++)
         stamps[i] = mine[have - k + i].arrive_ns;
     if ((st = zen_allgather(g->comm, stamps, all, k, ZEN_I64)) != ZEN_OK) {
-        zen_free(all);
+        zen__free(all);
         return st;
     }
     double blame[TP_MAX_RANKS] = { 0 }, blame_all[TP_MAX_RANKS] = { 0 };
@@ -416,7 +417,7 @@ static zen_status gather_arrivals(zen_tp_group *g)
         if (j >= k - k_last)
             blame[last] += spread;
     }
-    zen_free(all);
+    zen__free(all);
     for (int r = 0; r < g->size; r++)
         g->det.blame_ms[r] = blame_all[r] / (double)nsteps;
     int worst = 0;
@@ -454,7 +455,7 @@ static zen_status learn_round(zen_tp_group *g, tp_ctl_input *in)
     int k = 0;
     for (int i = 1; i < g->nstep_ms; i++)
         v[k++] = g->step_ms[i];
-    double mine[2] = { k ? zen_median_inplace(v, (size_t)k) : 0,
+    double mine[2] = { k ? zen__median_inplace(v, (size_t)k) : 0,
                        g->ema_valid ? g->t_norm_ema_ms : 0 };
     double all[2 * TP_MAX_RANKS], gemm[TP_MAX_RANKS];
     g->nstep_ms = 0;
@@ -468,8 +469,8 @@ static zen_status learn_round(zen_tp_group *g, tp_ctl_input *in)
     }
     tp_ctl_input raw = *in;
     raw.t_ms = gemm;
-    tp_learn_observe(&g->learn, &raw, &g->plan, step);
-    tp_learn_apply(&g->learn, in);
+    zen__tp_learn_observe(&g->learn, &raw, &g->plan, step);
+    zen__tp_learn_apply(&g->learn, in);
     return ZEN_OK;
 }
 
@@ -491,7 +492,7 @@ static zen_status decision_round(zen_tp_group *g)
     };
 
     double mine[NG] = { g->ema_valid ? g->t_norm_ema_ms : 0.0, g->bandwidth_Bps, g->latency_s };
-    tp_detect_fill(g, mine + 3);
+    zen__tp_detect_fill(g, mine + 3);
     double all[NG * TP_MAX_RANKS];
     if ((st = zen_allgather(g->comm, mine, all, NG, ZEN_F64)) != ZEN_OK)
         return st;
@@ -520,22 +521,22 @@ static zen_status decision_round(zen_tp_group *g)
     /* whole-step slowness (a rank throttled from outside) raises the flagged ranks' times */
     double gemm_t[TP_MAX_RANKS];
     memcpy(gemm_t, t, (size_t)n * sizeof *t);
-    tp_detect_round(g, all, NG, 3, t);
+    zen__tp_detect_round(g, all, NG, 3, t);
     in.gemm_ms = gemm_t;
     mig_cost_terms(g, &in);
     if (g->opts.balance >= ZEN_BALANCE_MIGRATE && (st = learn_round(g, &in)) != ZEN_OK)
         return st;
     tp_plan next;
-    if ((st = tp_plan_init(&next, n)) != ZEN_OK)
+    if ((st = zen__tp_plan_init(&next, n)) != ZEN_OK)
         return st;
-    tp_decide(&in, &g->plan, &next);
-    tp_plan_copy(&g->plan, &next);
-    tp_plan_free(&next);
+    zen__tp_decide(&in, &g->plan, &next);
+    zen__tp_plan_copy(&g->plan, &next);
+    zen__tp_plan_free(&next);
     g->decisions++;
-    g->plan_active = tp_plan_is_active(&g->plan);
+    g->plan_active = zen__tp_plan_is_active(&g->plan);
     for (int i = 0; i < g->nlayers; i++) {
-        tp_layer_refresh_scores(g->layers[i]);
-        if ((st = tp_layer_apply_plan(g->layers[i])) != ZEN_OK)
+        zen__tp_layer_refresh_scores(g->layers[i]);
+        if ((st = zen__tp_layer_apply_plan(g->layers[i])) != ZEN_OK)
             return st;
     }
     update_plan_stats(g);
@@ -543,14 +544,14 @@ static zen_status decision_round(zen_tp_group *g)
     return ZEN_OK;
 }
 
-zen_status tp_group_force_plan(zen_tp_group *g, const tp_plan *p)
+zen_status zen__tp_group_force_plan(zen_tp_group *g, const tp_plan *p)
 {
     if (p->n != g->size)
         return ZEN_EINVAL;
-    tp_plan_copy(&g->plan, p);
-    g->plan_active = tp_plan_is_active(&g->plan);
+    zen__tp_plan_copy(&g->plan, p);
+    g->plan_active = zen__tp_plan_is_active(&g->plan);
     for (int i = 0; i < g->nlayers; i++) {
-        zen_status st = tp_layer_apply_plan(g->layers[i]);
+        zen_status st = zen__tp_layer_apply_plan(g->layers[i]);
         if (st != ZEN_OK)
             return st;
     }
@@ -563,15 +564,15 @@ zen_status zen_tp_group_step(zen_tp_group *g)
     if (!g)
         return ZEN_EINVAL;
     note_step_time(g);
-    tp_pay_sleep_debt(g);
+    zen__tp_pay_sleep_debt(g);
     if (g->step_timed) {
-        double t = tp_step_norm_ns(g) / 1e6;
+        double t = zen__tp_step_norm_ns(g) / 1e6;
         if (g->time_override_ms > 0)
             t = g->time_override_ms;
         double a = g->opts.ema_alpha;
         g->t_norm_ema_ms = g->ema_valid ? a * t + (1 - a) * g->t_norm_ema_ms : t;
         g->ema_valid = 1;
-        tp_detect_sample(g, t);
+        zen__tp_detect_sample(g, t);
     }
     zen_comm_stats cs;
     if (zen_comm_get_stats(g->comm, &cs) == ZEN_OK) {
@@ -586,11 +587,11 @@ zen_status zen_tp_group_step(zen_tp_group *g)
     g->nsamples = 0;
     g->steps++;
     g->version++;
-    g->slow_factor = tp_slow_factor(&g->opts, g->size, g->rank, g->steps);
+    g->slow_factor = zen__tp_slow_factor(&g->opts, g->size, g->rank, g->steps);
     zen_status st = ZEN_OK;
     if (g->steps % (uint64_t)g->opts.period == 0)
         st = decision_round(g);
-    tp_detect_mark(g); /* the round's own collectives are not part of the next step */
+    zen__tp_detect_mark(g); /* the round's own collectives are not part of the next step */
     return st;
 }
 
@@ -599,7 +600,7 @@ zen_status zen_tp_group_canonical_grads(zen_tp_group *g, int canonical)
     if (!g)
         return ZEN_EINVAL;
     for (int i = 0; i < g->nlayers; i++) {
-        zen_status st = tp_layer_canonical_grad(g->layers[i], canonical);
+        zen_status st = zen__tp_layer_canonical_grad(g->layers[i], canonical);
         if (st != ZEN_OK)
             return st;
     }

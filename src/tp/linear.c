@@ -14,7 +14,7 @@ static zen_status register_layer(zen_tp_group *g, zen_tp_linear *l)
 {
     if (g->nlayers == g->cap_layers) {
         int cap = g->cap_layers ? 2 * g->cap_layers : 8;
-        zen_tp_linear **p = zen_realloc(g->layers, (size_t)cap * sizeof *p);
+        zen_tp_linear **p = zen__realloc(g->layers, (size_t)cap * sizeof *p);
         if (!p)
             return ZEN_ENOMEM;
         g->layers = p;
@@ -39,17 +39,17 @@ static void unregister_layer(zen_tp_group *g, const zen_tp_linear *l)
 static zen_status check_shape(zen_tp_group *g, zen_tp_kind kind, int in, int out)
 {
     if (kind != ZEN_TP_COLUMN && kind != ZEN_TP_ROW)
-        return zen_fail(g->comm, ZEN_EINVAL, "tp linear: unknown kind %d", (int)kind);
+        return zen__fail(g->comm, ZEN_EINVAL, "tp linear: unknown kind %d", (int)kind);
     if (in <= 0 || out <= 0)
-        return zen_fail(g->comm, ZEN_EINVAL, "tp linear: bad shape in %d out %d", in, out);
+        return zen__fail(g->comm, ZEN_EINVAL, "tp linear: bad shape in %d out %d", in, out);
     int split = kind == ZEN_TP_COLUMN ? out : in;
     if (split % g->size != 0)
-        return zen_fail(g->comm, ZEN_EINVAL,
-                        "tp linear: %s features %d not divisible by tp size %d",
-                        kind == ZEN_TP_COLUMN ? "out" : "in", split, g->size);
+        return zen__fail(g->comm, ZEN_EINVAL,
+                         "tp linear: %s features %d not divisible by tp size %d",
+                         kind == ZEN_TP_COLUMN ? "out" : "in", split, g->size);
     size_t total;
     if (zen_mul_overflow((size_t)in, (size_t)out, &total) || total > ((size_t)1 << 40))
-        return zen_fail(g->comm, ZEN_EINVAL, "tp linear: %d x %d is too large", out, in);
+        return zen__fail(g->comm, ZEN_EINVAL, "tp linear: %d x %d is too large", out, in);
     return ZEN_OK;
 }
 
@@ -64,7 +64,7 @@ zen_status zen_tp_linear_create(zen_tp_group *g, zen_tp_kind kind, int in_featur
     zen_status st = check_shape(g, kind, in_features, out_features);
     if (st != ZEN_OK)
         return st;
-    zen_tp_linear *l = zen_calloc(1, sizeof *l);
+    zen_tp_linear *l = zen__calloc(1, sizeof *l);
     if (!l)
         return ZEN_ENOMEM;
     l->g = g;
@@ -78,17 +78,17 @@ zen_status zen_tp_linear_create(zen_tp_group *g, zen_tp_kind kind, int in_featur
     l->nbias = l->has_bias ? (kind == ZEN_TP_COLUMN ? l->wrows : out_features) : 0;
     l->n_local = l->K;
     size_t wcount = (size_t)l->wrows * (size_t)l->K;
-    l->w = zen_calloc(wcount, sizeof(float));
-    l->gw = zen_calloc(wcount, sizeof(float));
+    l->w = zen__calloc(wcount, sizeof(float));
+    l->gw = zen__calloc(wcount, sizeof(float));
     if (!l->w || !l->gw)
         goto fail_nomem;
     if (l->nbias) {
-        l->b = zen_calloc((size_t)l->nbias, sizeof(float));
-        l->gb = zen_calloc((size_t)l->nbias, sizeof(float));
+        l->b = zen__calloc((size_t)l->nbias, sizeof(float));
+        l->gb = zen__calloc((size_t)l->nbias, sizeof(float));
         if (!l->b || !l->gb)
             goto fail_nomem;
     }
-    st = tp_layer_alloc_balance(l);
+    st = zen__tp_layer_alloc_balance(l);
     if (st != ZEN_OK)
         goto fail;
     st = register_layer(g, l);
@@ -108,15 +108,15 @@ static void free_peer_arrays(zen_tp_linear *l, int n)
 {
     if (l->in_idx)
         for (int s = 0; s < n; s++)
-            zen_free(l->in_idx[s]);
+            zen__free(l->in_idx[s]);
     if (l->replica)
         for (int s = 0; s < n; s++)
-            zen_free(l->replica[s]);
-    zen_free(l->in_idx);
-    zen_free(l->replica);
-    zen_free(l->mig_off);
-    zen_free(l->mig_cnt);
-    zen_free(l->in_cnt);
+            zen__free(l->replica[s]);
+    zen__free(l->in_idx);
+    zen__free(l->replica);
+    zen__free(l->mig_off);
+    zen__free(l->mig_cnt);
+    zen__free(l->in_cnt);
 }
 
 void zen_tp_linear_destroy(zen_tp_linear *l)
@@ -128,21 +128,21 @@ void zen_tp_linear_destroy(zen_tp_linear *l)
     if (l->g)
         unregister_layer(l->g, l);
     free_peer_arrays(l, l->npeers);
-    zen_free(l->w);
-    zen_free(l->gw);
-    zen_free(l->b);
-    zen_free(l->gb);
-    zen_free(l->perm);
-    zen_free(l->pos);
-    zen_free(l->score);
-    zen_free(l->wref);
-    zen_free(l->active);
-    zen_free(l->xg);
-    zen_free(l->tmp);
-    zen_free(l->tmp2);
-    zen_free(l->mbuf);
-    zen_free(l->mbuf2);
-    zen_free(l);
+    zen__free(l->w);
+    zen__free(l->gw);
+    zen__free(l->b);
+    zen__free(l->gb);
+    zen__free(l->perm);
+    zen__free(l->pos);
+    zen__free(l->score);
+    zen__free(l->wref);
+    zen__free(l->active);
+    zen__free(l->xg);
+    zen__free(l->tmp);
+    zen__free(l->tmp2);
+    zen__free(l->mbuf);
+    zen__free(l->mbuf2);
+    zen__free(l);
 }
 
 zen_status zen_tp_linear_weight(zen_tp_linear *l, zen_tp_param *w)
@@ -229,14 +229,14 @@ zen_status zen_tp_linear_attach_state(zen_tp_linear *l, float *companion)
     if (!l || !l->g || !companion)
         return ZEN_EINVAL;
     if (l->ncompanions == TP_MAX_COMPANIONS)
-        return zen_fail(l->g->comm, ZEN_EINVAL, "tp linear: more than %d companion buffers",
-                        TP_MAX_COMPANIONS);
+        return zen__fail(l->g->comm, ZEN_EINVAL, "tp linear: more than %d companion buffers",
+                         TP_MAX_COMPANIONS);
     l->companions[l->ncompanions++] = companion;
     return ZEN_OK;
 }
 
-void tp_gather_cols(const zen_tp_linear *l, const float *x, int rows, int first, int count,
-                    float *dst)
+void zen__tp_gather_cols(const zen_tp_linear *l, const float *x, int rows, int first, int count,
+                         float *dst)
 {
     const int *perm = l->perm + first;
     for (int r = 0; r < rows; r++) {

@@ -30,12 +30,12 @@ static zen_status check_call(zen_tp_linear *l, const void *x, const void *y, int
     if (!l || !l->g)
         return ZEN_EINVAL;
     if (!x || !y || rows < 0)
-        return zen_fail(l->g->comm, ZEN_EINVAL, "tp %s: NULL buffer or rows %d < 0", what, rows);
+        return zen__fail(l->g->comm, ZEN_EINVAL, "tp %s: NULL buffer or rows %d < 0", what, rows);
     if (l->grad_canonical)
-        return zen_fail(l->g->comm, ZEN_EINVAL,
-                        "tp %s on rank %d: gradients are in canonical order "
-                        "(call zen_tp_group_canonical_grads(g, 0) first)",
-                        what, l->g->rank);
+        return zen__fail(l->g->comm, ZEN_EINVAL,
+                         "tp %s on rank %d: gradients are in canonical order "
+                         "(call zen_tp_group_canonical_grads(g, 0) first)",
+                         what, l->g->rank);
     return ZEN_OK;
 }
 
@@ -54,10 +54,10 @@ static zen_status select_input(zen_tp_linear *l, const float *x, int rows, int t
         *ldx = l->K;
         return ZEN_OK;
     }
-    zen_status st = tp_scratch(&l->xg, &l->xg_cap, (size_t)rows * (size_t)(c ? c : 1));
+    zen_status st = zen__tp_scratch(&l->xg, &l->xg_cap, (size_t)rows * (size_t)(c ? c : 1));
     if (st != ZEN_OK)
         return st;
-    tp_gather_cols(l, x, rows, 0, c, l->xg);
+    zen__tp_gather_cols(l, x, rows, 0, c, l->xg);
     *xs = l->xg;
     *ldx = c ? c : 1;
     return ZEN_OK;
@@ -72,8 +72,8 @@ static zen_status own_forward(zen_tp_linear *l, const float *x, int rows, float 
     if (st != ZEN_OK)
         return st;
     double scale = cnt ? (double)l->K / cnt : 1.0;
-    tp_gemm(l->g, training, 1, scale, 0, 1, rows, l->wrows, cnt, xs, ldx, l->w, l->K, 0.0f, out,
-            l->wrows);
+    zen__tp_gemm(l->g, training, 1, scale, 0, 1, rows, l->wrows, cnt, xs, ldx, l->w, l->K, 0.0f,
+                 out, l->wrows);
     return ZEN_OK;
 }
 
@@ -83,7 +83,7 @@ zen_status zen_tp_linear_forward(zen_tp_linear *l, const float *x, int rows, flo
     if (st != ZEN_OK)
         return st;
     zen_tp_group *g = l->g;
-    int mig = training && tp_layer_migrating(l);
+    int mig = training && zen__tp_layer_migrating(l);
     if (training) {
         g->last_rows = rows;
         if (l->wref && !l->wref_valid) {
@@ -92,23 +92,23 @@ zen_status zen_tp_linear_forward(zen_tp_linear *l, const float *x, int rows, flo
         }
     }
     if (mig) {
-        st = tp_sync_replicas(l);
+        st = zen__tp_sync_replicas(l);
         if (st != ZEN_OK)
             return st;
     }
     if (l->kind == ZEN_TP_COLUMN) {
-        if (mig && (st = tp_col_forward_mig(l, x, rows, NULL)) != ZEN_OK)
+        if (mig && (st = zen__tp_col_forward_mig(l, x, rows, NULL)) != ZEN_OK)
             return st;
         if ((st = own_forward(l, x, rows, y, training)) != ZEN_OK)
             return st;
-        if (mig && (st = tp_col_forward_mig(l, x, rows, y)) != ZEN_OK)
+        if (mig && (st = zen__tp_col_forward_mig(l, x, rows, y)) != ZEN_OK)
             return st;
     } else {
         if ((st = own_forward(l, x, rows, y, training)) != ZEN_OK)
             return st;
-        if (mig && (st = tp_row_forward_mig(l, x, rows, y)) != ZEN_OK)
+        if (mig && (st = zen__tp_row_forward_mig(l, x, rows, y)) != ZEN_OK)
             return st;
-        if ((st = tp_allreduce(g, y, (size_t)rows * (size_t)l->out)) != ZEN_OK)
+        if ((st = zen__tp_allreduce(g, y, (size_t)rows * (size_t)l->out)) != ZEN_OK)
             return st;
     }
     for (int r = 0; r < rows && l->nbias; r++) {
@@ -131,14 +131,17 @@ static zen_status own_backward(zen_tp_linear *l, const float *x, const float *dy
     double scale = cnt ? (double)l->K / cnt : 1.0;
     int K = l->K;
     if (cnt == K && !l->permuted) {
-        tp_gemm(l->g, 1, 1, scale, 0, 0, rows, K, l->wrows, dy, l->wrows, l->w, K, 0.0f, dx, K);
-        tp_gemm(l->g, 1, 1, scale, 1, 0, l->wrows, K, rows, dy, l->wrows, x, K, 1.0f, l->gw, K);
+        zen__tp_gemm(l->g, 1, 1, scale, 0, 0, rows, K, l->wrows, dy, l->wrows, l->w, K, 0.0f, dx,
+                     K);
+        zen__tp_gemm(l->g, 1, 1, scale, 1, 0, l->wrows, K, rows, dy, l->wrows, x, K, 1.0f, l->gw,
+                     K);
         return ZEN_OK;
     }
-    st = tp_scratch(&l->tmp, &l->tmp_cap, (size_t)rows * (size_t)(cnt ? cnt : 1));
+    st = zen__tp_scratch(&l->tmp, &l->tmp_cap, (size_t)rows * (size_t)(cnt ? cnt : 1));
     if (st != ZEN_OK)
         return st;
-    tp_gemm(l->g, 1, 1, scale, 0, 0, rows, cnt, l->wrows, dy, l->wrows, l->w, K, 0.0f, l->tmp, cnt);
+    zen__tp_gemm(l->g, 1, 1, scale, 0, 0, rows, cnt, l->wrows, dy, l->wrows, l->w, K, 0.0f, l->tmp,
+                 cnt);
     memset(dx, 0, (size_t)rows * (size_t)K * sizeof(float));
     for (int r = 0; r < rows; r++) {
         const float *t = l->tmp + (size_t)r * cnt;
@@ -146,7 +149,8 @@ static zen_status own_backward(zen_tp_linear *l, const float *x, const float *dy
         for (int p = 0; p < cnt; p++)
             d[l->perm[p]] = t[p];
     }
-    tp_gemm(l->g, 1, 1, scale, 1, 0, l->wrows, cnt, rows, dy, l->wrows, xs, ldx, 1.0f, l->gw, K);
+    zen__tp_gemm(l->g, 1, 1, scale, 1, 0, l->wrows, cnt, rows, dy, l->wrows, xs, ldx, 1.0f, l->gw,
+                 K);
     return ZEN_OK;
 }
 
@@ -167,23 +171,23 @@ zen_status zen_tp_linear_backward(zen_tp_linear *l, const float *x, const float 
         return st;
     zen_tp_group *g = l->g;
     if (!dx) {
-        st = tp_scratch(&l->tmp2, &l->tmp2_cap, (size_t)rows * (size_t)l->K);
+        st = zen__tp_scratch(&l->tmp2, &l->tmp2_cap, (size_t)rows * (size_t)l->K);
         if (st != ZEN_OK)
             return st;
         dx = l->tmp2;
     }
-    int mig = tp_layer_migrating(l);
-    if (mig && (st = tp_sync_replicas(l)) != ZEN_OK)
+    int mig = zen__tp_layer_migrating(l);
+    if (mig && (st = zen__tp_sync_replicas(l)) != ZEN_OK)
         return st;
     if ((st = own_backward(l, x, dy, rows, dx)) != ZEN_OK)
         return st;
     bias_grad(l, dy, rows);
     if (l->kind == ZEN_TP_COLUMN) {
-        if (mig && (st = tp_col_backward_mig(l, x, dy, rows, dx)) != ZEN_OK)
+        if (mig && (st = zen__tp_col_backward_mig(l, x, dy, rows, dx)) != ZEN_OK)
             return st;
-        return tp_allreduce(g, dx, (size_t)rows * (size_t)l->in);
+        return zen__tp_allreduce(g, dx, (size_t)rows * (size_t)l->in);
     }
-    if (mig && (st = tp_row_backward_mig(l, x, dy, rows, dx)) != ZEN_OK)
+    if (mig && (st = zen__tp_row_backward_mig(l, x, dy, rows, dx)) != ZEN_OK)
         return st;
     return ZEN_OK;
 }

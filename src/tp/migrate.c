@@ -66,7 +66,7 @@ static zen_status post(zen_tp_linear *l, tp_reqs *q, int is_send, const void *bu
 {
     zen_comm *comm = l->g->comm;
     if (q->n == (int)(sizeof q->req / sizeof q->req[0]))
-        return zen_fail(comm, ZEN_EINTERNAL, "tp migrate: too many requests");
+        return zen__fail(comm, ZEN_EINTERNAL, "tp migrate: too many requests");
     zen_request **r = &q->req[q->n];
     zen_status st = is_send ? zen_isend(comm, buf, bytes, peer, mig_tag(l, kind), r)
                             : zen_irecv(comm, (void *)buf, bytes, peer, mig_tag(l, kind), r);
@@ -83,14 +83,14 @@ static void fail_with_detail(zen_tp_linear *l, zen_status st, const char *what, 
 {
     char detail[sizeof l->g->comm->last_error];
     snprintf(detail, sizeof detail, "%s", zen_comm_last_error(l->g->comm));
-    zen_fail(l->g->comm, st, "tp migrate %s (layer %d) with peer %d: %s (%s)", what, l->id, peer,
-             zen_strerror(st), detail);
+    zen__fail(l->g->comm, st, "tp migrate %s (layer %d) with peer %d: %s (%s)", what, l->id, peer,
+              zen_strerror(st), detail);
 }
 
 static zen_status wait_all(zen_tp_linear *l, tp_reqs *q, const char *what)
 {
     zen_tp_group *g = l->g;
-    tp_pay_sleep_debt(g);
+    zen__tp_pay_sleep_debt(g);
     int64_t t0 = zen_now_ns();
     zen_status st = ZEN_OK;
     for (int i = 0; i < q->n; i++) {
@@ -98,20 +98,20 @@ static zen_status wait_all(zen_tp_linear *l, tp_reqs *q, const char *what)
         if (st == ZEN_OK) {
             st = zen_request_wait(q->req[i], -1, &got);
             if (st == ZEN_OK && q->expect[i] != SIZE_MAX && got != q->expect[i])
-                st = zen_fail(g->comm, ZEN_EPROTO,
-                              "tp migrate %s (layer %d): %zu bytes from rank %d, expected %zu",
-                              what, l->id, got, q->peer[i], q->expect[i]);
+                st = zen__fail(g->comm, ZEN_EPROTO,
+                               "tp migrate %s (layer %d): %zu bytes from rank %d, expected %zu",
+                               what, l->id, got, q->peer[i], q->expect[i]);
             else if (st != ZEN_OK)
                 fail_with_detail(l, st, what, q->peer[i]);
         }
-        zen_request_free(q->req[i]);
+        zen_request_destroy(q->req[i]);
     }
     q->n = 0;
     tp_add_wait(g, t0);
     return st;
 }
 
-int tp_layer_migrating(const zen_tp_linear *l)
+int zen__tp_layer_migrating(const zen_tp_linear *l)
 {
     return l->g->plan_active && (l->n_out > 0 || l->n_in > 0);
 }
@@ -157,13 +157,13 @@ static size_t in_total(const zen_tp_linear *l, size_t per_col, size_t per_pair)
     return total;
 }
 
-zen_status tp_sync_replicas(zen_tp_linear *l)
+zen_status zen__tp_sync_replicas(zen_tp_linear *l)
 {
     zen_tp_group *g = l->g;
     if (l->synced_version == g->version)
         return ZEN_OK;
     tp_reqs q = { .n = 0 };
-    zen_status st = tp_scratch(&l->mbuf, &l->mbuf_cap, out_total(l, (size_t)l->wrows, 0) + 1);
+    zen_status st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, out_total(l, (size_t)l->wrows, 0) + 1);
     if (st != ZEN_OK)
         return st;
     float *at = l->mbuf;
@@ -194,7 +194,7 @@ zen_status tp_sync_replicas(zen_tp_linear *l)
 }
 
 /* y == NULL: helper phase (before the own GEMM); else source phase: add helpers' partials. */
-zen_status tp_col_forward_mig(zen_tp_linear *l, const float *x, int rows, float *y)
+zen_status zen__tp_col_forward_mig(zen_tp_linear *l, const float *x, int rows, float *y)
 {
     zen_tp_group *g = l->g;
     tp_reqs q = { .n = 0 };
@@ -206,8 +206,8 @@ zen_status tp_col_forward_mig(zen_tp_linear *l, const float *x, int rows, float 
         int maxc = 0;
         for (int s = 0; s < g->size; s++)
             maxc = l->in_cnt[s] > maxc ? l->in_cnt[s] : maxc;
-        if ((st = tp_scratch(&l->mbuf, &l->mbuf_cap, in_total(l, 0, part) + 1)) != ZEN_OK ||
-            (st = tp_scratch(&l->mbuf2, &l->mbuf2_cap, (size_t)rows * maxc + 1)) != ZEN_OK)
+        if ((st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, in_total(l, 0, part) + 1)) != ZEN_OK ||
+            (st = zen__tp_scratch(&l->mbuf2, &l->mbuf2_cap, (size_t)rows * maxc + 1)) != ZEN_OK)
             return st;
         float *at = l->mbuf;
         for (int s = 0; s < g->size && st == ZEN_OK; s++) {
@@ -215,8 +215,8 @@ zen_status tp_col_forward_mig(zen_tp_linear *l, const float *x, int rows, float 
             if (cnt == 0)
                 continue;
             gather_idx(x, rows, l->K, l->in_idx[s], cnt, l->mbuf2);
-            tp_gemm(g, 1, 0, 1.0, 0, 1, rows, l->wrows, cnt, l->mbuf2, cnt, l->replica[s], cnt,
-                    0.0f, at, l->wrows);
+            zen__tp_gemm(g, 1, 0, 1.0, 0, 1, rows, l->wrows, cnt, l->mbuf2, cnt, l->replica[s], cnt,
+                         0.0f, at, l->wrows);
             st = post(l, &q, 1, at, fsz(part), s, TAG_FWD);
             at += part;
         }
@@ -225,7 +225,7 @@ zen_status tp_col_forward_mig(zen_tp_linear *l, const float *x, int rows, float 
     }
     if (l->n_out == 0)
         return ZEN_OK;
-    if ((st = tp_scratch(&l->mbuf, &l->mbuf_cap, out_total(l, 0, part) + 1)) != ZEN_OK)
+    if ((st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, out_total(l, 0, part) + 1)) != ZEN_OK)
         return st;
     float *at = l->mbuf;
     for (int a = 0; a < g->size && st == ZEN_OK; a++) {
@@ -259,7 +259,7 @@ static zen_status col_backward_source(zen_tp_linear *l, const float *dy, int row
 {
     zen_tp_group *g = l->g;
     tp_reqs q = { .n = 0 };
-    zen_status st = tp_scratch(&l->mbuf, &l->mbuf_cap, out_total(l, (size_t)l->wrows, 0) + 1);
+    zen_status st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, out_total(l, (size_t)l->wrows, 0) + 1);
     if (st != ZEN_OK)
         return st;
     float *at = l->mbuf;
@@ -294,9 +294,9 @@ static zen_status col_backward_helper(zen_tp_linear *l, const float *x, int rows
     for (int s = 0; s < g->size; s++)
         maxc = l->in_cnt[s] > maxc ? l->in_cnt[s] : maxc;
     zen_status st;
-    if ((st = tp_scratch(&l->mbuf, &l->mbuf_cap, in_total(l, (size_t)l->wrows, part) + 1)) !=
+    if ((st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, in_total(l, (size_t)l->wrows, part) + 1)) !=
             ZEN_OK ||
-        (st = tp_scratch(&l->mbuf2, &l->mbuf2_cap, (size_t)rows * maxc + 1)) != ZEN_OK)
+        (st = zen__tp_scratch(&l->mbuf2, &l->mbuf2_cap, (size_t)rows * maxc + 1)) != ZEN_OK)
         return st;
     float *at = l->mbuf;
     for (int s = 0; s < g->size && st == ZEN_OK; s++) {
@@ -316,8 +316,8 @@ static zen_status col_backward_helper(zen_tp_linear *l, const float *x, int rows
         const float *dys = at;
         float *dw = at + part;
         const int *idx = l->in_idx[s];
-        tp_gemm(g, 1, 0, 1.0, 0, 0, rows, cnt, l->wrows, dys, l->wrows, l->replica[s], cnt, 0.0f,
-                l->mbuf2, cnt);
+        zen__tp_gemm(g, 1, 0, 1.0, 0, 0, rows, cnt, l->wrows, dys, l->wrows, l->replica[s], cnt,
+                     0.0f, l->mbuf2, cnt);
         for (int r = 0; r < rows; r++) {
             const float *t = l->mbuf2 + (size_t)r * cnt;
             float *d = dx + (size_t)r * l->K;
@@ -325,8 +325,8 @@ static zen_status col_backward_helper(zen_tp_linear *l, const float *x, int rows
                 d[idx[j]] += t[j];
         }
         gather_idx(x, rows, l->K, idx, cnt, l->mbuf2);
-        tp_gemm(g, 1, 0, 1.0, 1, 0, l->wrows, cnt, rows, dys, l->wrows, l->mbuf2, cnt, 0.0f, dw,
-                cnt);
+        zen__tp_gemm(g, 1, 0, 1.0, 1, 0, l->wrows, cnt, rows, dys, l->wrows, l->mbuf2, cnt, 0.0f,
+                     dw, cnt);
         st = post(l, &q, 1, dw, fsz((size_t)l->wrows * cnt), s, TAG_DW);
         at += part + (size_t)l->wrows * cnt;
     }
@@ -334,8 +334,8 @@ static zen_status col_backward_helper(zen_tp_linear *l, const float *x, int rows
     return st != ZEN_OK ? st : wst;
 }
 
-zen_status tp_col_backward_mig(zen_tp_linear *l, const float *x, const float *dy, int rows,
-                               float *dx)
+zen_status zen__tp_col_backward_mig(zen_tp_linear *l, const float *x, const float *dy, int rows,
+                                    float *dx)
 {
     zen_status st = ZEN_OK;
     if (l->n_out > 0)
@@ -348,7 +348,7 @@ zen_status tp_col_backward_mig(zen_tp_linear *l, const float *x, const float *dy
 /* Source: send X_s[:, M_a] to every helper (forward and backward both need it). */
 static zen_status row_send_inputs(zen_tp_linear *l, tp_reqs *q, const float *x, int rows, int kind)
 {
-    zen_status st = tp_scratch(&l->mbuf, &l->mbuf_cap, out_total(l, (size_t)rows, 0) + 1);
+    zen_status st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, out_total(l, (size_t)rows, 0) + 1);
     if (st != ZEN_OK)
         return st;
     float *at = l->mbuf;
@@ -356,7 +356,7 @@ static zen_status row_send_inputs(zen_tp_linear *l, tp_reqs *q, const float *x, 
         int cnt = l->mig_cnt[a];
         if (cnt == 0)
             continue;
-        tp_gather_cols(l, x, rows, l->mig_off[a], cnt, at);
+        zen__tp_gather_cols(l, x, rows, l->mig_off[a], cnt, at);
         st = post(l, q, 1, at, fsz((size_t)rows * cnt), a, kind);
         at += (size_t)rows * cnt;
     }
@@ -367,7 +367,7 @@ static zen_status row_send_inputs(zen_tp_linear *l, tp_reqs *q, const float *x, 
 static zen_status row_recv_inputs(zen_tp_linear *l, int rows, int kind)
 {
     tp_reqs q = { .n = 0 };
-    zen_status st = tp_scratch(&l->mbuf, &l->mbuf_cap, in_total(l, (size_t)rows, 0) + 1);
+    zen_status st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, in_total(l, (size_t)rows, 0) + 1);
     if (st != ZEN_OK)
         return st;
     float *at = l->mbuf;
@@ -382,7 +382,7 @@ static zen_status row_recv_inputs(zen_tp_linear *l, int rows, int kind)
     return st != ZEN_OK ? st : wst;
 }
 
-zen_status tp_row_forward_mig(zen_tp_linear *l, const float *x, int rows, float *ypart)
+zen_status zen__tp_row_forward_mig(zen_tp_linear *l, const float *x, int rows, float *ypart)
 {
     zen_tp_group *g = l->g;
     zen_status st = ZEN_OK;
@@ -402,8 +402,8 @@ zen_status tp_row_forward_mig(zen_tp_linear *l, const float *x, int rows, float 
         int cnt = l->in_cnt[s];
         if (cnt == 0)
             continue;
-        tp_gemm(g, 1, 0, 1.0, 0, 1, rows, l->wrows, cnt, at, cnt, l->replica[s], cnt, 1.0f, ypart,
-                l->wrows);
+        zen__tp_gemm(g, 1, 0, 1.0, 0, 1, rows, l->wrows, cnt, at, cnt, l->replica[s], cnt, 1.0f,
+                     ypart, l->wrows);
         at += (size_t)rows * cnt;
     }
     return ZEN_OK;
@@ -413,8 +413,8 @@ static zen_status row_backward_source(zen_tp_linear *l, const float *x, int rows
 {
     zen_tp_group *g = l->g;
     tp_reqs q = { .n = 0 };
-    zen_status st =
-        tp_scratch(&l->mbuf2, &l->mbuf2_cap, out_total(l, (size_t)rows + (size_t)l->wrows, 0) + 1);
+    zen_status st = zen__tp_scratch(&l->mbuf2, &l->mbuf2_cap,
+                                    out_total(l, (size_t)rows + (size_t)l->wrows, 0) + 1);
     if (st == ZEN_OK)
         st = row_send_inputs(l, &q, x, rows, TAG_BWD_IN);
     float *at = l->mbuf2;
@@ -453,7 +453,8 @@ static zen_status row_backward_helper(zen_tp_linear *l, const float *dy, int row
     zen_status st = row_recv_inputs(l, rows, TAG_BWD_IN);
     if (st != ZEN_OK)
         return st;
-    st = tp_scratch(&l->mbuf2, &l->mbuf2_cap, in_total(l, (size_t)rows + (size_t)l->wrows, 0) + 1);
+    st = zen__tp_scratch(&l->mbuf2, &l->mbuf2_cap,
+                         in_total(l, (size_t)rows + (size_t)l->wrows, 0) + 1);
     if (st != ZEN_OK)
         return st;
     tp_reqs q = { .n = 0 };
@@ -464,9 +465,10 @@ static zen_status row_backward_helper(zen_tp_linear *l, const float *dy, int row
         if (cnt == 0)
             continue;
         float *dxs = at, *dws = at + (size_t)rows * cnt;
-        tp_gemm(g, 1, 0, 1.0, 0, 0, rows, cnt, l->wrows, dy, l->wrows, l->replica[s], cnt, 0.0f,
-                dxs, cnt);
-        tp_gemm(g, 1, 0, 1.0, 1, 0, l->wrows, cnt, rows, dy, l->wrows, xin, cnt, 0.0f, dws, cnt);
+        zen__tp_gemm(g, 1, 0, 1.0, 0, 0, rows, cnt, l->wrows, dy, l->wrows, l->replica[s], cnt,
+                     0.0f, dxs, cnt);
+        zen__tp_gemm(g, 1, 0, 1.0, 1, 0, l->wrows, cnt, rows, dy, l->wrows, xin, cnt, 0.0f, dws,
+                     cnt);
         st = post(l, &q, 1, dxs, fsz((size_t)rows * cnt), s, TAG_DX);
         if (st == ZEN_OK)
             st = post(l, &q, 1, dws, fsz((size_t)l->wrows * cnt), s, TAG_DW);
@@ -477,8 +479,8 @@ static zen_status row_backward_helper(zen_tp_linear *l, const float *dy, int row
     return st != ZEN_OK ? st : wst;
 }
 
-zen_status tp_row_backward_mig(zen_tp_linear *l, const float *x, const float *dy, int rows,
-                               float *dx)
+zen_status zen__tp_row_backward_mig(zen_tp_linear *l, const float *x, const float *dy, int rows,
+                                    float *dx)
 {
     zen_status st = ZEN_OK;
     if (l->n_out > 0)

@@ -22,16 +22,16 @@
 #include "common/hash.h"
 #include "tp/tp_internal.h"
 
-zen_status tp_layer_alloc_balance(zen_tp_linear *l)
+zen_status zen__tp_layer_alloc_balance(zen_tp_linear *l)
 {
     int n = l->g->size, K = l->K;
-    l->perm = zen_malloc_array((size_t)K, sizeof(int));
-    l->pos = zen_malloc_array((size_t)K, sizeof(int));
-    l->mig_off = zen_calloc((size_t)n, sizeof(int));
-    l->mig_cnt = zen_calloc((size_t)n, sizeof(int));
-    l->in_cnt = zen_calloc((size_t)n, sizeof(int));
-    l->in_idx = zen_calloc((size_t)n, sizeof(int *));
-    l->replica = zen_calloc((size_t)n, sizeof(float *));
+    l->perm = zen__malloc_array((size_t)K, sizeof(int));
+    l->pos = zen__malloc_array((size_t)K, sizeof(int));
+    l->mig_off = zen__calloc((size_t)n, sizeof(int));
+    l->mig_cnt = zen__calloc((size_t)n, sizeof(int));
+    l->in_cnt = zen__calloc((size_t)n, sizeof(int));
+    l->in_idx = zen__calloc((size_t)n, sizeof(int *));
+    l->replica = zen__calloc((size_t)n, sizeof(float *));
     if (!l->perm || !l->pos || !l->mig_off || !l->mig_cnt || !l->in_cnt || !l->in_idx ||
         !l->replica)
         return ZEN_ENOMEM;
@@ -40,9 +40,9 @@ zen_status tp_layer_alloc_balance(zen_tp_linear *l)
     l->synced_version = UINT64_MAX;
     if (l->g->opts.balance == ZEN_BALANCE_NONE)
         return ZEN_OK;
-    l->score = zen_malloc_array((size_t)K, sizeof(float));
-    l->active = zen_malloc_array((size_t)K, 1);
-    l->wref = zen_calloc((size_t)l->wrows * (size_t)K, sizeof(float));
+    l->score = zen__malloc_array((size_t)K, sizeof(float));
+    l->active = zen__malloc_array((size_t)K, 1);
+    l->wref = zen__calloc((size_t)l->wrows * (size_t)K, sizeof(float));
     if (!l->score || !l->active || !l->wref)
         return ZEN_ENOMEM;
     for (int j = 0; j < K; j++) {
@@ -52,7 +52,7 @@ zen_status tp_layer_alloc_balance(zen_tp_linear *l)
     return ZEN_OK;
 }
 
-void tp_layer_refresh_scores(zen_tp_linear *l)
+void zen__tp_layer_refresh_scores(zen_tp_linear *l)
 {
     if (!l->score)
         return;
@@ -119,7 +119,7 @@ static void permute_rows(float *buf, int rows, int K, const int *old_pos, const 
 static zen_status source_layout(zen_tp_linear *l, const tp_counts *c, int *np)
 {
     int K = l->K, n = l->g->size;
-    scored_col *sc = zen_malloc_array((size_t)K, sizeof *sc);
+    scored_col *sc = zen__malloc_array((size_t)K, sizeof *sc);
     if (!sc)
         return ZEN_ENOMEM;
     for (int j = 0; j < K; j++) {
@@ -129,7 +129,7 @@ static zen_status source_layout(zen_tp_linear *l, const tp_counts *c, int *np)
     qsort(sc, (size_t)K, sizeof *sc, by_score_desc);
     for (int p = 0; p < K; p++)
         np[p] = sc[p].col;
-    zen_free(sc);
+    zen__free(sc);
     int at = 0;
     qsort(np, (size_t)c->local, sizeof(int), by_index);
     l->n_local = c->local;
@@ -152,7 +152,7 @@ static zen_status apply_permutation(zen_tp_linear *l, const int *np)
     int K = l->K;
     if (memcmp(np, l->perm, (size_t)K * sizeof(int)) == 0)
         return ZEN_OK;
-    float *tmp = zen_malloc_array((size_t)K, sizeof(float));
+    float *tmp = zen__malloc_array((size_t)K, sizeof(float));
     if (!tmp)
         return ZEN_ENOMEM;
     permute_rows(l->w, l->wrows, K, l->pos, np, tmp);
@@ -161,7 +161,7 @@ static zen_status apply_permutation(zen_tp_linear *l, const int *np)
         permute_rows(l->wref, l->wrows, K, l->pos, np, tmp);
     for (int c = 0; c < l->ncompanions; c++)
         permute_rows(l->companions[c], l->wrows, K, l->pos, np, tmp);
-    zen_free(tmp);
+    zen__free(tmp);
     memcpy(l->perm, np, (size_t)K * sizeof(int));
     l->permuted = 0;
     for (int p = 0; p < K; p++) {
@@ -182,18 +182,18 @@ static zen_status helper_layout(zen_tp_linear *l)
     for (int s = 0; s < n; s++) {
         int want = 0;
         if (s != me) {
-            tp_plan_counts(&l->g->plan, s, l->K, &c);
+            zen__tp_plan_counts(&l->g->plan, s, l->K, &c);
             want = cnt[me];
         }
         if (want != l->in_cnt[s]) {
-            zen_free(l->replica[s]);
-            zen_free(l->in_idx[s]);
+            zen__free(l->replica[s]);
+            zen__free(l->in_idx[s]);
             l->replica[s] = NULL;
             l->in_idx[s] = NULL;
             l->in_cnt[s] = 0;
             if (want > 0) {
-                l->replica[s] = zen_malloc_array((size_t)l->wrows * (size_t)want, sizeof(float));
-                l->in_idx[s] = zen_malloc_array((size_t)want, sizeof(int));
+                l->replica[s] = zen__malloc_array((size_t)l->wrows * (size_t)want, sizeof(float));
+                l->in_idx[s] = zen__malloc_array((size_t)want, sizeof(int));
                 if (!l->replica[s] || !l->in_idx[s])
                     return ZEN_ENOMEM;
             }
@@ -204,16 +204,16 @@ static zen_status helper_layout(zen_tp_linear *l)
     return ZEN_OK;
 }
 
-zen_status tp_layer_apply_plan(zen_tp_linear *l)
+zen_status zen__tp_layer_apply_plan(zen_tp_linear *l)
 {
     int n = l->g->size, K = l->K;
-    zen_status st = tp_layer_canonical_grad(l, 0); /* the permutation below acts on physical */
+    zen_status st = zen__tp_layer_canonical_grad(l, 0); /* the permutation below acts on physical */
     if (st != ZEN_OK)
         return st;
     int cnt[TP_MAX_RANKS];
     tp_counts c = { 0, 0, 0, cnt };
-    tp_plan_counts(&l->g->plan, l->g->rank, K, &c);
-    int *np = zen_malloc_array((size_t)K, sizeof(int));
+    zen__tp_plan_counts(&l->g->plan, l->g->rank, K, &c);
+    int *np = zen__malloc_array((size_t)K, sizeof(int));
     if (!np)
         return ZEN_ENOMEM;
     if (c.local == K) {
@@ -229,7 +229,7 @@ zen_status tp_layer_apply_plan(zen_tp_linear *l)
     }
     if (st == ZEN_OK)
         st = apply_permutation(l, np);
-    zen_free(np);
+    zen__free(np);
     if (st != ZEN_OK)
         return st;
     l->n_out = c.mig_total;
@@ -237,12 +237,12 @@ zen_status tp_layer_apply_plan(zen_tp_linear *l)
     return helper_layout(l);
 }
 
-zen_status tp_layer_canonical_grad(zen_tp_linear *l, int canonical)
+zen_status zen__tp_layer_canonical_grad(zen_tp_linear *l, int canonical)
 {
     if (!l->permuted || l->grad_canonical == (canonical != 0))
         return ZEN_OK;
     int K = l->K;
-    float *tmp = zen_malloc_array((size_t)K, sizeof(float));
+    float *tmp = zen__malloc_array((size_t)K, sizeof(float));
     if (!tmp)
         return ZEN_ENOMEM;
     for (int i = 0; i < l->wrows; i++) {
@@ -255,7 +255,7 @@ zen_status tp_layer_canonical_grad(zen_tp_linear *l, int canonical)
         }
         memcpy(row, tmp, (size_t)K * sizeof(float));
     }
-    zen_free(tmp);
+    zen__free(tmp);
     l->grad_canonical = canonical != 0;
     return ZEN_OK;
 }

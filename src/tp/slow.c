@@ -129,7 +129,7 @@ const char *zen_tp_balance_name(zen_tp_balance balance)
     return balance_names[balance];
 }
 
-double tp_slow_factor(const zen_tp_options *o, int size, int rank, uint64_t step)
+double zen__tp_slow_factor(const zen_tp_options *o, int size, int rank, uint64_t step)
 {
     double f = 1.0;
     uint64_t shift = o->slow_rotate > 0 ? step / (uint64_t)o->slow_rotate : 0;

@@ -74,7 +74,7 @@ typedef struct tp_ctl_input {
 } tp_ctl_input;
 
 /*
- * What the controller learned from observed step times (controller.c tp_learn_observe; updated
+ * What the controller learned from observed step times (controller.c zen__tp_learn_observe; updated
  * on every rank from the same all-gathered numbers, so it stays identical everywhere).
  */
 typedef struct tp_learn {
@@ -204,15 +204,15 @@ struct zen_tp_linear {
 
 /* gemm.c: C = alpha op(A) op(B) + beta C through cblas_sgemm, timed and slowed as configured.
  * own = 1 for the rank's own shard (feeds detection, scaled by full_scale = K/used_K). */
-void tp_gemm(zen_tp_group *g, int timed, int own, double full_scale, int trans_a, int trans_b,
-             int m, int n, int k, const float *a, int lda, const float *b, int ldb, float beta,
-             float *c, int ldc);
+void zen__tp_gemm(zen_tp_group *g, int timed, int own, double full_scale, int trans_a, int trans_b,
+                  int m, int n, int k, const float *a, int lda, const float *b, int ldb, float beta,
+                  float *c, int ldc);
 
 /* SLEEP emulation: sleep the accumulated slowdown now (before any wait on peers). */
-void tp_pay_sleep_debt(zen_tp_group *g);
+void zen__tp_pay_sleep_debt(zen_tp_group *g);
 
 /* The step's own full-K GEMM time in ns, robust to scheduler spikes (gemm.c). */
-double tp_step_norm_ns(zen_tp_group *g);
+double zen__tp_step_norm_ns(zen_tp_group *g);
 
 /* Time a wait (collective or migration receive) into the step counters. */
 static inline void tp_add_wait(zen_tp_group *g, int64_t t0)
@@ -221,56 +221,56 @@ static inline void tp_add_wait(zen_tp_group *g, int64_t t0)
 }
 
 /* Grow a scratch buffer to at least count floats. */
-zen_status tp_scratch(float **buf, size_t *cap, size_t count);
+zen_status zen__tp_scratch(float **buf, size_t *cap, size_t count);
 
 /* Allreduce (sum, f32) on the tp communicator, counted as wait time. */
-zen_status tp_allreduce(zen_tp_group *g, float *buf, size_t count);
+zen_status zen__tp_allreduce(zen_tp_group *g, float *buf, size_t count);
 
 /* controller.c: the pure decision function. prev may be NULL. Returns ZEN_OK and fills out. */
-zen_status tp_plan_init(tp_plan *p, int n);
-void tp_plan_free(tp_plan *p);
-void tp_plan_reset(tp_plan *p);
-void tp_plan_copy(tp_plan *dst, const tp_plan *src);
-void tp_decide(const tp_ctl_input *in, const tp_plan *prev, tp_plan *out);
+zen_status zen__tp_plan_init(tp_plan *p, int n);
+void zen__tp_plan_free(tp_plan *p);
+void zen__tp_plan_reset(tp_plan *p);
+void zen__tp_plan_copy(tp_plan *dst, const tp_plan *src);
+void zen__tp_decide(const tp_ctl_input *in, const tp_plan *prev, tp_plan *out);
 /* The modelled migration cost (ms per step) of plan p under the input's link model, before the
  * learned scale. */
-double tp_migration_cost_ms(const tp_ctl_input *in, const tp_plan *p);
+double zen__tp_migration_cost_ms(const tp_ctl_input *in, const tp_plan *p);
 /* Critical tp GEMM time of plan p under the timings: max over ranks of t_r (local_r + received_r).
  */
-double tp_plan_critical_ms(const tp_ctl_input *in, const tp_plan *p);
+double zen__tp_plan_critical_ms(const tp_ctl_input *in, const tp_plan *p);
 /* Fold the median step time of the period that ran plan `ran` into L (see controller.c). */
-void tp_learn_observe(tp_learn *L, const tp_ctl_input *in, const tp_plan *ran, double step_ms);
+void zen__tp_learn_observe(tp_learn *L, const tp_ctl_input *in, const tp_plan *ran, double step_ms);
 /* Set in's cost_scale and SEMI's probes from what L holds. */
-void tp_learn_apply(const tp_learn *L, tp_ctl_input *in);
-int tp_plan_is_active(const tp_plan *p);
+void zen__tp_learn_apply(const tp_learn *L, tp_ctl_input *in);
+int zen__tp_plan_is_active(const tp_plan *p);
 /* Column counts of source s for a layer of inner size K (deterministic on all ranks). */
-void tp_plan_counts(const tp_plan *p, int s, int K, tp_counts *c);
+void zen__tp_plan_counts(const tp_plan *p, int s, int K, tp_counts *c);
 
 /* group.c: install a plan on this rank (tests; every rank must install the same one). */
-zen_status tp_group_force_plan(zen_tp_group *g, const tp_plan *p);
+zen_status zen__tp_group_force_plan(zen_tp_group *g, const tp_plan *p);
 
 /* priority.c */
-zen_status tp_layer_alloc_balance(zen_tp_linear *l);
-void tp_layer_refresh_scores(zen_tp_linear *l);
-zen_status tp_layer_apply_plan(zen_tp_linear *l);
+zen_status zen__tp_layer_alloc_balance(zen_tp_linear *l);
+void zen__tp_layer_refresh_scores(zen_tp_linear *l);
+zen_status zen__tp_layer_apply_plan(zen_tp_linear *l);
 /* Put the gradient of a permuted layer into canonical column order (1) or back (0). */
-zen_status tp_layer_canonical_grad(zen_tp_linear *l, int canonical);
+zen_status zen__tp_layer_canonical_grad(zen_tp_linear *l, int canonical);
 
 /* migrate.c */
-zen_status tp_sync_replicas(zen_tp_linear *l);
-int tp_layer_migrating(const zen_tp_linear *l);
-zen_status tp_col_forward_mig(zen_tp_linear *l, const float *x, int rows, float *y);
-zen_status tp_col_backward_mig(zen_tp_linear *l, const float *x, const float *dy, int rows,
-                               float *dx);
-zen_status tp_row_forward_mig(zen_tp_linear *l, const float *x, int rows, float *ypart);
-zen_status tp_row_backward_mig(zen_tp_linear *l, const float *x, const float *dy, int rows,
-                               float *dx);
+zen_status zen__tp_sync_replicas(zen_tp_linear *l);
+int zen__tp_layer_migrating(const zen_tp_linear *l);
+zen_status zen__tp_col_forward_mig(zen_tp_linear *l, const float *x, int rows, float *y);
+zen_status zen__tp_col_backward_mig(zen_tp_linear *l, const float *x, const float *dy, int rows,
+                                    float *dx);
+zen_status zen__tp_row_forward_mig(zen_tp_linear *l, const float *x, int rows, float *ypart);
+zen_status zen__tp_row_backward_mig(zen_tp_linear *l, const float *x, const float *dy, int rows,
+                                    float *dx);
 
 /* linear.c helpers shared with migrate.c */
 /* Gather x[:, perm[first .. first+count)] into a packed rows x count buffer. */
-void tp_gather_cols(const zen_tp_linear *l, const float *x, int rows, int first, int count,
-                    float *dst);
+void zen__tp_gather_cols(const zen_tp_linear *l, const float *x, int rows, int first, int count,
+                         float *dst);
 /* The emulated slowness of rank r at step s. */
-double tp_slow_factor(const zen_tp_options *o, int size, int rank, uint64_t step);
+double zen__tp_slow_factor(const zen_tp_options *o, int size, int rank, uint64_t step);
 
 #endif

@@ -111,7 +111,7 @@ zen_status zen_adamw_create(zen_gpt *m, const zen_adamw_config *cfg, zen_adamw *
         !(cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f) || !(cfg->eps > 0.0f) ||
         !(cfg->weight_decay >= 0.0f))
         return ZEN_EINVAL;
-    zen_adamw *o = zen_calloc(1, sizeof *o);
+    zen_adamw *o = zen__calloc(1, sizeof *o);
     if (!o)
         return ZEN_ENOMEM;
     o->model = m;
@@ -120,9 +120,9 @@ zen_status zen_adamw_create(zen_gpt *m, const zen_adamw_config *cfg, zen_adamw *
     const zen_gpt_param *p = zen_gpt_params(m);
     for (size_t i = 0; i < np; i++)
         total += p[i].count;
-    o->mem = zen_calloc(2 * total, sizeof(float));
-    o->m1 = zen_calloc(np, sizeof(float *));
-    o->m2 = zen_calloc(np, sizeof(float *));
+    o->mem = zen__calloc(2 * total, sizeof(float));
+    o->m1 = zen__calloc(np, sizeof(float *));
+    o->m2 = zen__calloc(np, sizeof(float *));
     zen_status st = o->mem && o->m1 && o->m2 ? ZEN_OK : ZEN_ENOMEM;
     size_t off = 0;
     for (size_t i = 0; st == ZEN_OK && i < np; i++) {
@@ -147,10 +147,10 @@ void zen_adamw_destroy(zen_adamw *o)
 {
     if (!o)
         return;
-    zen_free(o->mem);
-    zen_free(o->m1);
-    zen_free(o->m2);
-    zen_free(o);
+    zen__free(o->mem);
+    zen__free(o->m1);
+    zen__free(o->m2);
+    zen__free(o);
 }
 
 long zen_adamw_steps(const zen_adamw *o)

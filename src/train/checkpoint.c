@@ -39,7 +39,7 @@ typedef struct section_head {
 
 static uint64_t header_sum(const ckpt_header *h)
 {
-    return zen_fnv1a(h, offsetof(ckpt_header, header_sum), 0x636b7074ull);
+    return zen__fnv1a(h, offsetof(ckpt_header, header_sum), 0x636b7074ull);
 }
 
 void zen_ckpt_resolve(const char *arg, char *out, size_t outlen)
@@ -53,13 +53,13 @@ void zen_ckpt_resolve(const char *arg, char *out, size_t outlen)
 
 /*
  * Streaming FNV-1a (64-bit): the payload checksum is accumulated while it is written.
- * zen_fnv1a starts from FNV_BASIS ^ seed, so seeding it with h ^ FNV_BASIS continues from state h.
+ * zen__fnv1a starts from FNV_BASIS ^ seed, so seeding it with h ^ FNV_BASIS continues from state h.
  */
 #define FNV_BASIS 0xcbf29ce484222325ull
 
 static uint64_t fnv_update(uint64_t h, const void *data, size_t n)
 {
-    return zen_fnv1a(data, n, h ^ FNV_BASIS);
+    return zen__fnv1a(data, n, h ^ FNV_BASIS);
 }
 
 static int write_all(int fd, const void *buf, size_t n, uint64_t *sum)
@@ -300,7 +300,7 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
                           (long long)sb.st_size, (unsigned long long)(sizeof h + h.payload_bytes));
         goto out;
     }
-    payload = zen_malloc(h.payload_bytes + 1);
+    payload = zen__malloc(h.payload_bytes + 1);
     if (!payload) {
         st = ZEN_ENOMEM;
         zen_train_set_err(err, errlen, "out of memory reading checkpoint %s", path);
@@ -324,7 +324,7 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
     }
     payload[h.config_bytes] = save;
     /* locate every wanted section before copying any */
-    const char **found = zen_calloc(nsections ? nsections : 1, sizeof *found);
+    const char **found = zen__calloc(nsections ? nsections : 1, sizeof *found);
     if (!found) {
         st = ZEN_ENOMEM;
         zen_train_set_err(err, errlen, "out of memory reading checkpoint %s", path);
@@ -336,13 +336,13 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
     if (st == ZEN_OK)
         for (size_t i = 0; i < nsections; i++)
             memcpy(sections[i].data, found[i], sections[i].count * sizeof(float));
-    zen_free(found);
+    zen__free(found);
     if (st != ZEN_OK)
         goto out;
     *step = h.step;
     st = ZEN_OK;
 out:
-    zen_free(payload);
+    zen__free(payload);
     fclose(f);
     return st;
 }

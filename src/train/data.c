@@ -68,7 +68,7 @@ static zen_status read_stream(FILE *f, text_buf *t)
             size_t ncap = t->cap ? t->cap : 1 << 20;
             while (ncap < t->len + n + 1)
                 ncap *= 2;
-            char *p = zen_realloc(t->data, ncap);
+            char *p = zen__realloc(t->data, ncap);
             if (!p)
                 return ZEN_ENOMEM;
             t->data = p;
@@ -79,7 +79,7 @@ static zen_status read_stream(FILE *f, text_buf *t)
     }
     if (ferror(f))
         return ZEN_EIO;
-    if (!t->data && !(t->data = zen_malloc(1)))
+    if (!t->data && !(t->data = zen__malloc(1)))
         return ZEN_ENOMEM;
     t->data[t->len] = 0;
     return ZEN_OK;
@@ -106,9 +106,9 @@ static zen_status split_lines(text_buf *t, int strip_refs, char ***lines, size_t
         if (!blank) {
             if (n == cap) {
                 size_t ncap = cap ? 2 * cap : 4096;
-                char **nv = zen_realloc(v, ncap * sizeof *nv);
+                char **nv = zen__realloc(v, ncap * sizeof *nv);
                 if (!nv) {
-                    zen_free(v);
+                    zen__free(v);
                     return ZEN_ENOMEM;
                 }
                 v = nv;
@@ -138,7 +138,7 @@ zen_status zen_dataset_from_lines(const char *const *lines, size_t nlines,
         nval = nlines - 1;
     size_t ntr = nlines - nval;
 
-    zen_dataset *ds = zen_calloc(1, sizeof *ds);
+    zen_dataset *ds = zen__calloc(1, sizeof *ds);
     zen_wordcount *wc = NULL;
     zen_status st = ds ? zen_wordcount_create(&wc) : ZEN_ENOMEM;
     for (size_t i = 0; i < ntr && st == ZEN_OK; i++)
@@ -169,15 +169,15 @@ void zen_dataset_destroy(zen_dataset *ds)
     if (!ds)
         return;
     zen_vocab_destroy(ds->vocab);
-    zen_free(ds->tokens);
-    zen_free(ds);
+    zen__free(ds->tokens);
+    zen__free(ds);
 }
 
 /* ---- cache files ---- */
 
 static uint64_t header_sum(const token_header *h)
 {
-    return zen_fnv1a(h, offsetof(token_header, header_sum), 0x746f6b68ull);
+    return zen__fnv1a(h, offsetof(token_header, header_sum), 0x746f6b68ull);
 }
 
 static int mkdir_p(const char *dir)
@@ -211,7 +211,7 @@ static zen_status write_cache(const zen_dataset *ds, const zen_data_options *opt
     h.ntrain = ds->ntrain;
     h.nlines_train = ds->nlines_train;
     h.nlines_val = ds->nlines_val;
-    h.checksum = zen_fnv1a(ds->tokens, ds->ntokens * sizeof *ds->tokens, 0);
+    h.checksum = zen__fnv1a(ds->tokens, ds->ntokens * sizeof *ds->tokens, 0);
     h.header_sum = header_sum(&h);
 
     /* vocabulary first, token file last: the token file names the vocabulary digest, so a crash
@@ -255,13 +255,13 @@ static zen_status read_cache(const zen_data_options *opts, const char *tok_path,
         h.val_permille != (uint64_t)llround(opts->val_fraction * 1000.0) || h.ntrain > h.ntokens ||
         h.ntokens > ((uint64_t)1 << 34))
         goto out;
-    ds = zen_calloc(1, sizeof *ds);
-    if (!ds || !(ds->tokens = zen_malloc_array(h.ntokens ? h.ntokens : 1, sizeof(uint32_t)))) {
+    ds = zen__calloc(1, sizeof *ds);
+    if (!ds || !(ds->tokens = zen__malloc_array(h.ntokens ? h.ntokens : 1, sizeof(uint32_t)))) {
         st = ZEN_ENOMEM;
         goto out;
     }
     if (fread(ds->tokens, sizeof(uint32_t), h.ntokens, f) != h.ntokens ||
-        zen_fnv1a(ds->tokens, h.ntokens * sizeof(uint32_t), 0) != h.checksum)
+        zen__fnv1a(ds->tokens, h.ntokens * sizeof(uint32_t), 0) != h.checksum)
         goto out;
     st = zen_vocab_load(vocab_path, &ds->vocab);
     if (st != ZEN_OK)
@@ -327,7 +327,8 @@ static zen_status read_source(const zen_data_options *opts, text_buf *t, char *e
          * available memory, and only regular files (`--data /dev/zero` would read forever). */
         uint64_t size = 0;
         char why[512];
-        f = zen_open_input(opts->text_path, zen_mem_available_bytes() / 4, &size, why, sizeof why);
+        f = zen__open_input(opts->text_path, zen__mem_available_bytes() / 4, &size, why,
+                            sizeof why);
         if (!f) {
             zen_train_set_err(err, errlen, "--data: %s", why);
             return ZEN_EIO;
@@ -371,7 +372,7 @@ zen_status zen_dataset_load(const zen_data_options *opts, zen_dataset **out, cha
         if (st != ZEN_OK)
             goto done;
         snprintf(base, sizeof base, "text-%016llx",
-                 (unsigned long long)zen_fnv1a(t.data, t.len, 0x74657874ull));
+                 (unsigned long long)zen__fnv1a(t.data, t.len, 0x74657874ull));
     } else {
         snprintf(base, sizeof base, "kjv");
     }
@@ -407,7 +408,7 @@ zen_status zen_dataset_load(const zen_data_options *opts, zen_dataset **out, cha
         else if (st != ZEN_OK)
             zen_train_set_err(err, errlen, "tokenizing failed: %s", zen_strerror(st));
     }
-    zen_free(lines);
+    zen__free(lines);
     if (st != ZEN_OK)
         goto done;
     snprintf((*out)->name, sizeof(*out)->name, "%s", base);
@@ -417,7 +418,7 @@ zen_status zen_dataset_load(const zen_data_options *opts, zen_dataset **out, cha
             fprintf(stderr, "zen train: warning: cannot write the token cache in %s/\n", dir);
     }
 done:
-    zen_free(t.data);
+    zen__free(t.data);
     return st;
 }
 
@@ -461,9 +462,9 @@ zen_status zen_data_val_batch(const zen_dataset *ds, size_t nval, size_t first, 
 double zen_data_unigram_loss(const zen_dataset *ds)
 {
     size_t v = zen_vocab_size(ds->vocab);
-    uint64_t *cnt = zen_calloc(v, sizeof *cnt);
+    uint64_t *cnt = zen__calloc(v, sizeof *cnt);
     if (!cnt || ds->ntokens == ds->ntrain) {
-        zen_free(cnt);
+        zen__free(cnt);
         return NAN;
     }
     for (size_t i = 0; i < ds->ntrain; i++)
@@ -471,6 +472,6 @@ double zen_data_unigram_loss(const zen_dataset *ds)
     double total = (double)ds->ntrain + (double)v, loss = 0;
     for (size_t i = ds->ntrain; i < ds->ntokens; i++)
         loss -= log(((double)cnt[ds->tokens[i]] + 1.0) / total);
-    zen_free(cnt);
+    zen__free(cnt);
     return loss / (double)(ds->ntokens - ds->ntrain);
 }

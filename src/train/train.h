@@ -70,10 +70,10 @@ void zen_train_options_default(zen_train_options *o);
 typedef struct zen_train_result {
     long steps_done;      /* last step index + 1 */
     long first_step;      /* 0, or the resumed step */
-    float *losses;        /* losses[i] = training loss of step first_step + i (zen_free) */
+    float *losses;        /* losses[i] = training loss of step first_step + i (zen__free) */
     float final_val_loss; /* NAN when never evaluated */
     double unigram_loss;
-    float *params; /* full model in canonical order (zen_free), when want_params */
+    float *params; /* full model in canonical order (zen__free), when want_params */
     size_t nparams;
     int want_params; /* input: 1 to export the final parameters */
     double tokens_per_s;

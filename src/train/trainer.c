@@ -75,8 +75,8 @@ void zen_train_result_free(zen_train_result *r)
 {
     if (!r)
         return;
-    zen_free(r->losses);
-    zen_free(r->params);
+    zen__free(r->losses);
+    zen__free(r->params);
     r->losses = NULL;
     r->params = NULL;
 }
@@ -199,9 +199,9 @@ static zen_status save_checkpoint(rank_state *r, long next_step)
     int32_t ok = 1;
     float *w = NULL, *m1 = NULL, *m2 = NULL;
     if (r->dp_rank == 0) {
-        w = zen_malloc_array(n, sizeof *w);
-        m1 = zen_malloc_array(n, sizeof *m1);
-        m2 = zen_malloc_array(n, sizeof *m2);
+        w = zen__malloc_array(n, sizeof *w);
+        m1 = zen__malloc_array(n, sizeof *m1);
+        m2 = zen__malloc_array(n, sizeof *m2);
         long step = 0;
         st = (w && m1 && m2) ? ZEN_OK : ZEN_ENOMEM;
         /* every tp rank of replica 0 joins the gathers; world rank 0 writes */
@@ -223,9 +223,9 @@ static zen_status save_checkpoint(rank_state *r, long next_step)
         }
         ok = st == ZEN_OK;
     }
-    zen_free(w);
-    zen_free(m1);
-    zen_free(m2);
+    zen__free(w);
+    zen__free(m1);
+    zen__free(m2);
     /* everyone learns whether the write worked, so a failure stops all ranks */
     zen_status bst = zen_broadcast(r->world, &ok, 1, ZEN_I32, 0);
     if (bst != ZEN_OK)
@@ -237,9 +237,9 @@ static zen_status load_checkpoint(rank_state *r, uint64_t *checksum)
 {
     run_ctx *c = r->c;
     size_t n = zen_gpt_full_param_count(zen_gpt_get_config(r->model));
-    float *w = zen_malloc_array(n, sizeof *w);
-    float *m1 = zen_malloc_array(n, sizeof *m1);
-    float *m2 = zen_malloc_array(n, sizeof *m2);
+    float *w = zen__malloc_array(n, sizeof *w);
+    float *m1 = zen__malloc_array(n, sizeof *m1);
+    float *m2 = zen__malloc_array(n, sizeof *m2);
     zen_status st = (w && m1 && m2) ? ZEN_OK : ZEN_ENOMEM;
     uint64_t step = 0;
     if (st == ZEN_OK) {
@@ -249,7 +249,7 @@ static zen_status load_checkpoint(rank_state *r, uint64_t *checksum)
         if (st != ZEN_OK)
             snprintf(r->err, sizeof r->err, "%s", err);
         else
-            *checksum = zen_fnv1a(w, n * sizeof *w, step);
+            *checksum = zen__fnv1a(w, n * sizeof *w, step);
     }
     if (st == ZEN_OK && step > (uint64_t)r->o->steps) {
         snprintf(r->err, sizeof r->err, "checkpoint %s is at step %llu, beyond --steps %ld",
@@ -262,9 +262,9 @@ static zen_status load_checkpoint(rank_state *r, uint64_t *checksum)
         rank_fail(r, st, "importing optimizer state");
     if (st == ZEN_OK)
         r->first_step = (long)step;
-    zen_free(w);
-    zen_free(m1);
-    zen_free(m2);
+    zen__free(w);
+    zen__free(m1);
+    zen__free(m2);
     return st;
 }
 
@@ -458,7 +458,7 @@ static zen_status train_loop(rank_state *r)
     zen_status st = ZEN_OK;
     if (lead && res) {
         res->first_step = r->first_step;
-        res->losses = zen_calloc(nrec > 0 ? (size_t)nrec : 1, sizeof(float));
+        res->losses = zen__calloc(nrec > 0 ? (size_t)nrec : 1, sizeof(float));
         if (!res->losses)
             return ZEN_ENOMEM;
     }
@@ -638,8 +638,8 @@ static zen_status rank_main(zen_comm *world, void *arg)
         goto out;
     }
     size_t nxy = (size_t)o->batch * (size_t)o->seq;
-    r->x = zen_malloc_array(nxy, sizeof *r->x);
-    r->y = zen_malloc_array(nxy, sizeof *r->y);
+    r->x = zen__malloc_array(nxy, sizeof *r->x);
+    r->y = zen__malloc_array(nxy, sizeof *r->y);
     if (!r->x || !r->y) {
         st = ZEN_ENOMEM;
         rank_fail(r, st, "allocating batches");
@@ -661,14 +661,14 @@ static zen_status rank_main(zen_comm *world, void *arg)
     }
     if (c->res && c->res->want_params && r->dp_rank == 0) {
         size_t n = zen_gpt_full_param_count(&g);
-        float *p = zen_malloc_array(n, sizeof *p);
+        float *p = zen__malloc_array(n, sizeof *p);
         st = p ? zen_gpt_export(r->model, p) : ZEN_ENOMEM;
         if (st == ZEN_OK && r->wrank == 0) {
             c->res->params = p;
             c->res->nparams = n;
             p = NULL;
         }
-        zen_free(p);
+        zen__free(p);
         if (st != ZEN_OK) {
             rank_fail(r, st, "exporting parameters");
             goto out;
@@ -684,8 +684,8 @@ out:
         snprintf(c->rank_err[slot], sizeof c->rank_err[slot], "%s", r->err);
         c->rank_st[slot] = st;
     }
-    zen_free(r->x);
-    zen_free(r->y);
+    zen__free(r->x);
+    zen__free(r->y);
     zen_trainer_sync_destroy(r->sync);
     zen_adamw_destroy(r->opt);
     zen_gpt_destroy(r->model);
@@ -865,8 +865,8 @@ zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_
     if ((st = prepare_outputs(&c, wrank, err, sizeof err)) != ZEN_OK)
         goto done;
     c.ranks_here = world ? 1 : o->dp * o->tp;
-    c.rank_err = zen_calloc((size_t)c.ranks_here, sizeof *c.rank_err);
-    c.rank_st = zen_calloc((size_t)c.ranks_here, sizeof *c.rank_st);
+    c.rank_err = zen__calloc((size_t)c.ranks_here, sizeof *c.rank_err);
+    c.rank_st = zen__calloc((size_t)c.ranks_here, sizeof *c.rank_st);
     if (!c.rank_err || !c.rank_st) {
         st = ZEN_ENOMEM;
         goto done;
@@ -881,8 +881,8 @@ zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_
     if (st != ZEN_OK)
         st = first_rank_error(&c, st, err, sizeof err);
 done:
-    zen_free(c.rank_err);
-    zen_free(c.rank_st);
+    zen__free(c.rank_err);
+    zen__free(c.rank_st);
     if (c.metrics)
         fclose(c.metrics);
     if (world) {

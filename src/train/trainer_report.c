@@ -148,9 +148,9 @@ zen_status zen_trainer_sample(zen_gpt *m, const zen_vocab *v, const char *prompt
             n--; /* drop the end-of-line token: the sample continues the prompt's line */
     }
     size_t total = n + (size_t)ntokens + 1;
-    uint32_t *all = st == ZEN_OK ? zen_malloc_array(total, sizeof *all) : NULL;
-    int32_t *win = zen_malloc_array((size_t)cfg->ctx, sizeof *win);
-    float *logits = zen_malloc_array((size_t)cfg->vocab, sizeof *logits);
+    uint32_t *all = st == ZEN_OK ? zen__malloc_array(total, sizeof *all) : NULL;
+    int32_t *win = zen__malloc_array((size_t)cfg->ctx, sizeof *win);
+    float *logits = zen__malloc_array((size_t)cfg->vocab, sizeof *logits);
     if (st == ZEN_OK && (!all || !win || !logits))
         st = ZEN_ENOMEM;
     size_t len = 0;
@@ -183,9 +183,9 @@ zen_status zen_trainer_sample(zen_gpt *m, const zen_vocab *v, const char *prompt
     zen_gpt_set_training(m, 1);
     if (st == ZEN_OK)
         zen_vocab_decode(v, all + start, len - start, out, outlen);
-    zen_free(ids);
-    zen_free(all);
-    zen_free(win);
-    zen_free(logits);
+    zen__free(ids);
+    zen__free(all);
+    zen__free(win);
+    zen__free(logits);
     return st;
 }

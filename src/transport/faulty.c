@@ -33,7 +33,7 @@ static zen_status relay(faulty *f, zen_status st)
     if (st == ZEN_OK || st == ZEN_EINPROGRESS)
         return st;
     char detail[sizeof f->base.err];
-    zen_transport_last_error(f->inner, detail, sizeof detail);
+    zen__transport_last_error(f->inner, detail, sizeof detail);
     pthread_mutex_lock(&f->base.err_lock);
     snprintf(f->base.err, sizeof f->base.err, "%s", detail);
     pthread_mutex_unlock(&f->base.err_lock);
@@ -42,9 +42,9 @@ static zen_status relay(faulty *f, zen_status st)
 
 static zen_status dead(faulty *f, const char *what, int peer)
 {
-    return zen_transport_fail(&f->base, ZEN_EABORTED,
-                              "%s rank %d refused: this rank was killed by fault injection", what,
-                              peer);
+    return zen__transport_fail(&f->base, ZEN_EABORTED,
+                               "%s rank %d refused: this rank was killed by fault injection", what,
+                               peer);
 }
 
 static void kill_now(faulty *f)
@@ -52,15 +52,15 @@ static void kill_now(faulty *f)
     if (atomic_exchange(&f->killed, 1))
         return;
     ZEN_WARN("transport", "fault injection: rank %d dies now", f->base.rank);
-    if (zen_transport_is_tcp(f->inner))
-        zen_transport_tcp_kill(f->inner);
+    if (zen__transport_is_tcp(f->inner))
+        zen__transport_tcp_kill(f->inner);
     else
         f->inner->ops->abort(f->inner, ZEN_EABORTED, "killed by fault injection");
 }
 
 static zen_status wrap_req(zen_treq *inner, int is_send, zen_treq **out)
 {
-    freq *r = zen_calloc(1, sizeof *r);
+    freq *r = zen__calloc(1, sizeof *r);
     if (!r)
         return ZEN_ENOMEM;
     r->base.is_send = is_send;
@@ -97,14 +97,14 @@ static zen_status faulty_isend(zen_transport *t, int peer, uint64_t tag, const v
     ZEN_INFO("transport", "fault injection: send %ld to rank %d (%zu bytes)", n, peer, len);
     switch (f->cfg.action) {
     case ZEN_FAULT_DELAY:
-        zen_sleep_ns((int64_t)f->cfg.ms * 1000000);
+        zen__sleep_ns((int64_t)f->cfg.ms * 1000000);
         return forward_send(f, peer, tag, buf, len, req);
     case ZEN_FAULT_DROP:
         return wrap_req(NULL, 1, req);
     case ZEN_FAULT_TRUNCATE:
         return forward_send(f, peer, tag, buf, len / 2, req);
     case ZEN_FAULT_CORRUPT: {
-        unsigned char *copy = zen_malloc(len ? len : 1);
+        unsigned char *copy = zen__malloc(len ? len : 1);
         if (!copy)
             return ZEN_ENOMEM;
         if (len)
@@ -113,13 +113,13 @@ static zen_status faulty_isend(zen_transport *t, int peer, uint64_t tag, const v
             copy[i] ^= 0x5a;
         /* inproc and tcp finish a send before isend returns, so the copy may go right away. */
         zen_status st = forward_send(f, peer, tag, copy, len, req);
-        zen_free(copy);
+        zen__free(copy);
         return st;
     }
     case ZEN_FAULT_GARBAGE: {
         if (!f->inner->ops->send_raw)
-            return zen_transport_fail(t, ZEN_EUNSUPPORTED, "garbage fault: %s has no send_raw",
-                                      f->inner->ops->name);
+            return zen__transport_fail(t, ZEN_EUNSUPPORTED, "garbage fault: %s has no send_raw",
+                                       f->inner->ops->name);
         static const char junk[32] = "this is not a zen frame header!";
         zen_status st = relay(f, f->inner->ops->send_raw(f->inner, peer, junk, sizeof junk));
         return st == ZEN_OK ? wrap_req(NULL, 1, req) : st;
@@ -180,7 +180,7 @@ static void faulty_req_free(zen_transport *t, zen_treq *req)
     freq *r = (freq *)req;
     if (r->inner)
         f->inner->ops->req_free(f->inner, r->inner);
-    zen_free(r);
+    zen__free(r);
 }
 
 static void faulty_abort(zen_transport *t, zen_status status, const char *reason)
@@ -195,8 +195,8 @@ static void faulty_destroy(zen_transport *t)
 {
     faulty *f = (faulty *)t;
     f->inner->ops->destroy(f->inner);
-    zen_transport_base_release(&f->base);
-    zen_free(f);
+    zen__transport_base_release(&f->base);
+    zen__free(f);
 }
 
 static zen_status faulty_send_raw(zen_transport *t, int peer, const void *bytes, size_t len)
@@ -205,7 +205,7 @@ static zen_status faulty_send_raw(zen_transport *t, int peer, const void *bytes,
     if (atomic_load(&f->killed))
         return dead(f, "send to", peer);
     if (!f->inner->ops->send_raw)
-        return zen_transport_fail(t, ZEN_EUNSUPPORTED, "%s has no send_raw", f->inner->ops->name);
+        return zen__transport_fail(t, ZEN_EUNSUPPORTED, "%s has no send_raw", f->inner->ops->name);
     return relay(f, f->inner->ops->send_raw(f->inner, peer, bytes, len));
 }
 
@@ -221,16 +221,16 @@ static const zen_transport_ops faulty_ops = {
     .send_raw = faulty_send_raw,
 };
 
-zen_status zen_transport_faulty_wrap(zen_transport *inner, const zen_fault_config *cfg,
-                                     zen_transport **out)
+zen_status zen__transport_faulty_wrap(zen_transport *inner, const zen_fault_config *cfg,
+                                      zen_transport **out)
 {
     *out = NULL;
     if (!inner || !cfg)
         return ZEN_EINVAL;
-    faulty *f = zen_calloc(1, sizeof *f);
+    faulty *f = zen__calloc(1, sizeof *f);
     if (!f)
         return ZEN_ENOMEM;
-    zen_transport_base_init(&f->base, &faulty_ops, f, inner->rank, inner->size);
+    zen__transport_base_init(&f->base, &faulty_ops, f, inner->rank, inner->size);
     f->base.local_rank = inner->local_rank;
     f->base.local_size = inner->local_size;
     f->inner = inner;
@@ -264,7 +264,7 @@ static int parse_action(const char *v, zen_fault_action *a)
     return -1;
 }
 
-zen_status zen_fault_parse(const char *spec, zen_fault_config *cfg)
+zen_status zen__fault_parse(const char *spec, zen_fault_config *cfg)
 {
     cfg->rank = -1;
     cfg->after = 0;
@@ -312,18 +312,18 @@ zen_status zen_fault_parse(const char *spec, zen_fault_config *cfg)
     return ZEN_OK;
 }
 
-zen_status zen_fault_maybe_wrap(zen_transport **t)
+zen_status zen__fault_maybe_wrap(zen_transport **t)
 {
-    const char *spec = zen_param_str("FAULT");
+    const char *spec = zen__param_str("FAULT");
     if (!spec || !*spec)
         return ZEN_OK;
     zen_fault_config cfg;
-    zen_status st = zen_fault_parse(spec, &cfg);
+    zen_status st = zen__fault_parse(spec, &cfg);
     if (st == ZEN_OK && cfg.rank != (*t)->rank)
         return ZEN_OK;
     zen_transport *w = NULL;
     if (st == ZEN_OK)
-        st = zen_transport_faulty_wrap(*t, &cfg, &w);
+        st = zen__transport_faulty_wrap(*t, &cfg, &w);
     if (st != ZEN_OK) {
         (*t)->ops->destroy(*t);
         *t = NULL;

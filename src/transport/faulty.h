@@ -19,7 +19,7 @@
  *                     without an ABORT frame; on other transports the rank aborts; then all
  *                     traffic of this rank is refused
  *
- * zen_comm_create calls zen_fault_maybe_wrap right after making the transport, so the same
+ * zen_comm_create calls zen__fault_maybe_wrap right after making the transport, so the same
  * variable works for inproc threads and tcp processes.
  */
 #ifndef ZEN_TRANSPORT_FAULTY_H
@@ -46,14 +46,14 @@ typedef struct zen_fault_config {
 } zen_fault_config;
 
 /* Parse a ZEN_FAULT string. ZEN_EINVAL (and a logged reason) when malformed. */
-zen_status zen_fault_parse(const char *spec, zen_fault_config *cfg);
+zen_status zen__fault_parse(const char *spec, zen_fault_config *cfg);
 
 /* Wrap inner; on success *out owns inner (destroying *out destroys inner). */
-zen_status zen_transport_faulty_wrap(zen_transport *inner, const zen_fault_config *cfg,
-                                     zen_transport **out);
+zen_status zen__transport_faulty_wrap(zen_transport *inner, const zen_fault_config *cfg,
+                                      zen_transport **out);
 
 /* If ZEN_FAULT is set and names this rank, replace *t by a wrapper around it. On failure *t is
  * destroyed and set to NULL. */
-zen_status zen_fault_maybe_wrap(zen_transport **t);
+zen_status zen__fault_maybe_wrap(zen_transport **t);
 
 #endif

@@ -5,7 +5,7 @@
  *
  * The world owns every endpoint and mailbox, so a rank that leaves or dies never frees memory
  * another rank may still be delivering into; everything is freed by
- * zen_transport_inproc_world_destroy.
+ * zen__transport_inproc_world_destroy.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -37,47 +37,48 @@ static zen_status inproc_isend(zen_transport *t, int peer, uint64_t tag, const v
     zen_inproc_world *w = WORLD(t);
     *req = NULL;
     if (peer < 0 || peer >= w->nranks)
-        return zen_transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, w->nranks);
+        return zen__transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, w->nranks);
     if (atomic_load(&w->closed[t->rank]))
-        return zen_transport_fail(t, ZEN_EABORTED, "send to rank %d after this rank aborted", peer);
+        return zen__transport_fail(t, ZEN_EABORTED, "send to rank %d after this rank aborted",
+                                   peer);
     if (atomic_load(&w->closed[peer]) == GONE) {
         /* name the root cause the peer announced when it left (it may have aborted because of
          * a third rank), not only the peer */
         char why[256];
-        if (zen_mailbox_peer_failure(w->mailboxes[t->rank], peer, why, sizeof why) != ZEN_OK)
-            return zen_transport_fail(t, ZEN_EPEER, "send to rank %d failed: %s", peer, why);
-        return zen_transport_fail(t, ZEN_EPEER, "send to rank %d, which has left or died", peer);
+        if (zen__mailbox_peer_failure(w->mailboxes[t->rank], peer, why, sizeof why) != ZEN_OK)
+            return zen__transport_fail(t, ZEN_EPEER, "send to rank %d failed: %s", peer, why);
+        return zen__transport_fail(t, ZEN_EPEER, "send to rank %d, which has left or died", peer);
     }
-    zen_mailbox_deliver(w->mailboxes[peer], t->rank, tag, buf, len);
-    return zen_mailbox_send_done(req);
+    zen__mailbox_deliver(w->mailboxes[peer], t->rank, tag, buf, len);
+    return zen__mailbox_send_done(req);
 }
 
 static zen_status inproc_irecv(zen_transport *t, int peer, uint64_t tag, void *buf, size_t cap,
                                zen_treq **req)
 {
-    return zen_mailbox_irecv(WORLD(t)->mailboxes[t->rank], peer, tag, buf, cap, req);
+    return zen__mailbox_irecv(WORLD(t)->mailboxes[t->rank], peer, tag, buf, cap, req);
 }
 
 static zen_status inproc_irecv_combine(zen_transport *t, int peer, uint64_t tag, void *buf,
                                        size_t cap, const zen_combine *combine, zen_treq **req)
 {
-    return zen_mailbox_irecv_combine(WORLD(t)->mailboxes[t->rank], peer, tag, buf, cap, combine,
-                                     req);
+    return zen__mailbox_irecv_combine(WORLD(t)->mailboxes[t->rank], peer, tag, buf, cap, combine,
+                                      req);
 }
 
 static zen_status inproc_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns, size_t *len)
 {
-    return zen_mailbox_wait(WORLD(t)->mailboxes[t->rank], req, deadline_ns, len);
+    return zen__mailbox_wait(WORLD(t)->mailboxes[t->rank], req, deadline_ns, len);
 }
 
 static zen_status inproc_test(zen_transport *t, zen_treq *req, int *done, size_t *len)
 {
-    return zen_mailbox_test(WORLD(t)->mailboxes[t->rank], req, done, len);
+    return zen__mailbox_test(WORLD(t)->mailboxes[t->rank], req, done, len);
 }
 
 static void inproc_req_free(zen_transport *t, zen_treq *req)
 {
-    zen_mailbox_req_free(WORLD(t)->mailboxes[t->rank], req);
+    zen__mailbox_req_free(WORLD(t)->mailboxes[t->rank], req);
 }
 
 /* Tell every other rank that this one is gone, so their waits on it end now, not at timeout. */
@@ -89,7 +90,7 @@ static void announce_departure(zen_transport *t, zen_status status, const char *
         return;
     for (int p = 0; p < w->nranks; p++)
         if (p != t->rank)
-            zen_mailbox_fail_peer(w->mailboxes[p], t->rank, status, reason);
+            zen__mailbox_fail_peer(w->mailboxes[p], t->rank, status, reason);
     /* GONE only now: a sender that sees it finds the reason in its own mailbox already */
     atomic_store(&w->closed[t->rank], GONE);
 }
@@ -98,8 +99,8 @@ static void inproc_abort(zen_transport *t, zen_status status, const char *reason
 {
     char msg[400];
     snprintf(msg, sizeof msg, "rank %d aborted: %s", t->rank, reason ? reason : "abort");
-    zen_mailbox_fail_all(WORLD(t)->mailboxes[t->rank], status == ZEN_OK ? ZEN_EABORTED : status,
-                         reason ? reason : "aborted");
+    zen__mailbox_fail_all(WORLD(t)->mailboxes[t->rank], status == ZEN_OK ? ZEN_EABORTED : status,
+                          reason ? reason : "aborted");
     announce_departure(t, ZEN_EPEER, msg);
 }
 
@@ -123,29 +124,29 @@ static const zen_transport_ops inproc_ops = {
     .send_raw = NULL,
 };
 
-zen_status zen_transport_inproc_world_create(int nranks, zen_inproc_world **out)
+zen_status zen__transport_inproc_world_create(int nranks, zen_inproc_world **out)
 {
     if (!out)
         return ZEN_EINVAL;
     *out = NULL;
     if (nranks < 1 || nranks > 4096)
         return ZEN_EINVAL;
-    zen_inproc_world *w = zen_calloc(1, sizeof *w);
+    zen_inproc_world *w = zen__calloc(1, sizeof *w);
     if (!w)
         return ZEN_ENOMEM;
     w->nranks = nranks;
-    w->endpoints = zen_calloc((size_t)nranks, sizeof *w->endpoints);
-    w->mailboxes = zen_calloc((size_t)nranks, sizeof *w->mailboxes);
-    w->claimed = zen_calloc((size_t)nranks, sizeof *w->claimed);
-    w->closed = zen_calloc((size_t)nranks, sizeof *w->closed);
+    w->endpoints = zen__calloc((size_t)nranks, sizeof *w->endpoints);
+    w->mailboxes = zen__calloc((size_t)nranks, sizeof *w->mailboxes);
+    w->claimed = zen__calloc((size_t)nranks, sizeof *w->claimed);
+    w->closed = zen__calloc((size_t)nranks, sizeof *w->closed);
     if (!w->endpoints || !w->mailboxes || !w->claimed || !w->closed) {
-        zen_transport_inproc_world_destroy(w);
+        zen__transport_inproc_world_destroy(w);
         return ZEN_ENOMEM;
     }
     for (int r = 0; r < nranks; r++) {
-        zen_transport_base_init(&w->endpoints[r], &inproc_ops, w, r, nranks);
-        if (zen_mailbox_create(&w->endpoints[r], nranks, &w->mailboxes[r]) != ZEN_OK) {
-            zen_transport_inproc_world_destroy(w);
+        zen__transport_base_init(&w->endpoints[r], &inproc_ops, w, r, nranks);
+        if (zen__mailbox_create(&w->endpoints[r], nranks, &w->mailboxes[r]) != ZEN_OK) {
+            zen__transport_inproc_world_destroy(w);
             return ZEN_ENOMEM;
         }
     }
@@ -153,24 +154,24 @@ zen_status zen_transport_inproc_world_create(int nranks, zen_inproc_world **out)
     return ZEN_OK;
 }
 
-void zen_transport_inproc_world_destroy(zen_inproc_world *w)
+void zen__transport_inproc_world_destroy(zen_inproc_world *w)
 {
     if (!w)
         return;
     for (int r = 0; r < w->nranks; r++) {
         if (w->mailboxes && w->mailboxes[r]) {
-            zen_mailbox_destroy(w->mailboxes[r]);
-            zen_transport_base_release(&w->endpoints[r]);
+            zen__mailbox_destroy(w->mailboxes[r]);
+            zen__transport_base_release(&w->endpoints[r]);
         }
     }
-    zen_free(w->endpoints);
-    zen_free(w->mailboxes);
-    zen_free(w->claimed);
-    zen_free(w->closed);
-    zen_free(w);
+    zen__free(w->endpoints);
+    zen__free(w->mailboxes);
+    zen__free(w->claimed);
+    zen__free(w->closed);
+    zen__free(w);
 }
 
-zen_status zen_transport_inproc_create(zen_inproc_world *w, int rank, zen_transport **out)
+zen_status zen__transport_inproc_create(zen_inproc_world *w, int rank, zen_transport **out)
 {
     *out = NULL;
     if (!w || rank < 0 || rank >= w->nranks)

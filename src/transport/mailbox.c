@@ -51,7 +51,7 @@ struct zen_mailbox {
     int nranks;
     zen_status *peer_status; /* ZEN_OK while the peer is usable */
     char (*peer_msg)[256];
-    void (*notify)(void *); /* zen_mailbox_set_notify */
+    void (*notify)(void *); /* zen__mailbox_set_notify */
     void *notify_arg;
 };
 
@@ -63,20 +63,20 @@ static void wake_all(zen_mailbox *mb)
         mb->notify(mb->notify_arg);
 }
 
-zen_status zen_mailbox_create(zen_transport *owner, int nranks, zen_mailbox **out)
+zen_status zen__mailbox_create(zen_transport *owner, int nranks, zen_mailbox **out)
 {
     *out = NULL;
-    zen_mailbox *mb = zen_calloc(1, sizeof *mb);
+    zen_mailbox *mb = zen__calloc(1, sizeof *mb);
     if (!mb)
         return ZEN_ENOMEM;
     mb->owner = owner;
     mb->nranks = nranks;
-    mb->peer_status = zen_calloc((size_t)nranks, sizeof *mb->peer_status);
-    mb->peer_msg = zen_calloc((size_t)nranks, sizeof *mb->peer_msg);
+    mb->peer_status = zen__calloc((size_t)nranks, sizeof *mb->peer_status);
+    mb->peer_msg = zen__calloc((size_t)nranks, sizeof *mb->peer_msg);
     if (!mb->peer_status || !mb->peer_msg) {
-        zen_free(mb->peer_status);
-        zen_free(mb->peer_msg);
-        zen_free(mb);
+        zen__free(mb->peer_status);
+        zen__free(mb->peer_msg);
+        zen__free(mb);
         return ZEN_ENOMEM;
     }
     pthread_condattr_t attr;
@@ -89,20 +89,20 @@ zen_status zen_mailbox_create(zen_transport *owner, int nranks, zen_mailbox **ou
     return ZEN_OK;
 }
 
-void zen_mailbox_destroy(zen_mailbox *mb)
+void zen__mailbox_destroy(zen_mailbox *mb)
 {
     if (!mb)
         return;
     for (mb_msg *m = mb->unexp_head, *next; m; m = next) {
         next = m->next;
-        zen_free(m->data);
-        zen_free(m);
+        zen__free(m->data);
+        zen__free(m);
     }
     pthread_mutex_destroy(&mb->lock);
     pthread_cond_destroy(&mb->cond);
-    zen_free(mb->peer_status);
-    zen_free(mb->peer_msg);
-    zen_free(mb);
+    zen__free(mb->peer_status);
+    zen__free(mb->peer_msg);
+    zen__free(mb);
 }
 
 static void finish(mb_req *r, zen_status status, size_t len, const char *msg)
@@ -141,8 +141,8 @@ static void consume(zen_mailbox *mb, mb_req *r, mb_msg *m)
         store(r, m->data, m->len);
         finish(r, ZEN_OK, m->len, NULL);
     }
-    zen_free(m->data);
-    zen_free(m);
+    zen__free(m->data);
+    zen__free(m);
 }
 
 static zen_status post_recv(zen_mailbox *mb, int peer, uint64_t tag, void *buf, size_t cap,
@@ -151,7 +151,7 @@ static zen_status post_recv(zen_mailbox *mb, int peer, uint64_t tag, void *buf, 
     *out = NULL;
     if (peer < 0 || peer >= mb->nranks)
         return ZEN_EINVAL;
-    mb_req *r = zen_calloc(1, sizeof *r);
+    mb_req *r = zen__calloc(1, sizeof *r);
     if (!r)
         return ZEN_ENOMEM;
     r->peer = peer;
@@ -197,14 +197,14 @@ static zen_status post_recv(zen_mailbox *mb, int peer, uint64_t tag, void *buf, 
     return ZEN_OK;
 }
 
-zen_status zen_mailbox_irecv(zen_mailbox *mb, int peer, uint64_t tag, void *buf, size_t cap,
-                             zen_treq **out)
+zen_status zen__mailbox_irecv(zen_mailbox *mb, int peer, uint64_t tag, void *buf, size_t cap,
+                              zen_treq **out)
 {
     return post_recv(mb, peer, tag, buf, cap, NULL, out);
 }
 
-zen_status zen_mailbox_irecv_combine(zen_mailbox *mb, int peer, uint64_t tag, void *buf, size_t cap,
-                                     const zen_combine *combine, zen_treq **out)
+zen_status zen__mailbox_irecv_combine(zen_mailbox *mb, int peer, uint64_t tag, void *buf,
+                                      size_t cap, const zen_combine *combine, zen_treq **out)
 {
     return post_recv(mb, peer, tag, buf, cap, combine, out);
 }
@@ -214,11 +214,11 @@ static zen_status completed(zen_mailbox *mb, mb_req *r, size_t *len)
     if (len)
         *len = r->len;
     if (r->status != ZEN_OK)
-        zen_transport_fail(mb->owner, r->status, "%s", r->errmsg);
+        zen__transport_fail(mb->owner, r->status, "%s", r->errmsg);
     return r->status;
 }
 
-zen_status zen_mailbox_wait(zen_mailbox *mb, zen_treq *req, int64_t deadline_ns, size_t *len)
+zen_status zen__mailbox_wait(zen_mailbox *mb, zen_treq *req, int64_t deadline_ns, size_t *len)
 {
     if (req->is_send) {
         if (len)
@@ -232,11 +232,11 @@ zen_status zen_mailbox_wait(zen_mailbox *mb, zen_treq *req, int64_t deadline_ns,
     while (r->state != REQ_DONE) {
         if (zen_now_ns() >= deadline_ns) {
             pthread_mutex_unlock(&mb->lock);
-            return zen_transport_fail(mb->owner, ZEN_ETIMEDOUT,
-                                      "no message from rank %d after %.1f s (tag 0x%llx): rank %d "
-                                      "is missing, slow or stuck",
-                                      r->peer, (double)(zen_now_ns() - start) / 1e9,
-                                      (unsigned long long)r->tag, r->peer);
+            return zen__transport_fail(mb->owner, ZEN_ETIMEDOUT,
+                                       "no message from rank %d after %.1f s (tag 0x%llx): rank %d "
+                                       "is missing, slow or stuck",
+                                       r->peer, (double)(zen_now_ns() - start) / 1e9,
+                                       (unsigned long long)r->tag, r->peer);
         }
         pthread_cond_timedwait(&mb->cond, &mb->lock, &ts);
     }
@@ -244,7 +244,7 @@ zen_status zen_mailbox_wait(zen_mailbox *mb, zen_treq *req, int64_t deadline_ns,
     return completed(mb, r, len);
 }
 
-zen_status zen_mailbox_test(zen_mailbox *mb, zen_treq *req, int *done, size_t *len)
+zen_status zen__mailbox_test(zen_mailbox *mb, zen_treq *req, int *done, size_t *len)
 {
     if (req->is_send) {
         *done = 1;
@@ -276,12 +276,12 @@ static void unlink_posted(zen_mailbox *mb, mb_req *r)
     }
 }
 
-void zen_mailbox_req_free(zen_mailbox *mb, zen_treq *req)
+void zen__mailbox_req_free(zen_mailbox *mb, zen_treq *req)
 {
     if (!req)
         return;
     if (req->is_send) {
-        zen_free(req);
+        zen__free(req);
         return;
     }
     mb_req *r = (mb_req *)req;
@@ -292,12 +292,12 @@ void zen_mailbox_req_free(zen_mailbox *mb, zen_treq *req)
     while (r->state == REQ_RECEIVING)
         pthread_cond_wait(&mb->cond, &mb->lock);
     pthread_mutex_unlock(&mb->lock);
-    zen_free(r);
+    zen__free(r);
 }
 
-zen_status zen_mailbox_send_done(zen_treq **out)
+zen_status zen__mailbox_send_done(zen_treq **out)
 {
-    zen_treq *req = zen_calloc(1, sizeof *req);
+    zen_treq *req = zen__calloc(1, sizeof *req);
     *out = req;
     if (!req)
         return ZEN_ENOMEM;
@@ -308,8 +308,8 @@ zen_status zen_mailbox_send_done(zen_treq **out)
 static void fail_peer_locked(zen_mailbox *mb, int peer, zen_status status, const char *msg);
 
 /* have_data: the carrier holds the whole message (inproc), so a combining receive is fed
- * directly by zen_mailbox_deliver instead of through a temporary buffer; PIECES: the carrier
- * feeds it piece by piece through zen_mailbox_deliver_piece. */
+ * directly by zen__mailbox_deliver instead of through a temporary buffer; PIECES: the carrier
+ * feeds it piece by piece through zen__mailbox_deliver_piece. */
 #define PIECES 2
 
 static void begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delivery *d,
@@ -343,7 +343,7 @@ static void begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delive
             d->is_posted = 1;
             if (r->combine && !have_data) {
                 /* the bytes arrive piecewise: gather them, combine at deliver_end */
-                d->tmp = zen_malloc(len);
+                d->tmp = zen__malloc(len);
                 d->dest = d->tmp;
                 if (!d->tmp) {
                     finish(r, ZEN_ENOMEM, 0, "out of memory staging a combined receive");
@@ -351,17 +351,17 @@ static void begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delive
                     wake_all(mb);
                 }
             } else if (r->combine) {
-                d->dest = NULL; /* zen_mailbox_deliver combines straight from the sender */
+                d->dest = NULL; /* zen__mailbox_deliver combines straight from the sender */
                 d->pieces = have_data == PIECES;
             }
         }
         pthread_mutex_unlock(&mb->lock);
         return;
     }
-    mb_msg *m = zen_calloc(1, sizeof *m);
-    void *data = m ? zen_malloc(len) : NULL;
+    mb_msg *m = zen__calloc(1, sizeof *m);
+    void *data = m ? zen__malloc(len) : NULL;
     if (!m || !data) {
-        zen_free(m);
+        zen__free(m);
         char msg[128];
         snprintf(msg, sizeof msg, "out of memory buffering a %zu-byte message from rank %d", len,
                  src);
@@ -384,18 +384,18 @@ static void begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delive
     pthread_mutex_unlock(&mb->lock);
 }
 
-void zen_mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delivery *d)
+void zen__mailbox_deliver_begin(zen_mailbox *mb, int src, uint64_t tag, size_t len, zen_delivery *d)
 {
     begin(mb, src, tag, len, d, 0);
 }
 
-void zen_mailbox_deliver_begin_pieces(zen_mailbox *mb, int src, uint64_t tag, size_t len,
-                                      zen_delivery *d)
+void zen__mailbox_deliver_begin_pieces(zen_mailbox *mb, int src, uint64_t tag, size_t len,
+                                       zen_delivery *d)
 {
     begin(mb, src, tag, len, d, PIECES);
 }
 
-void zen_mailbox_deliver_piece(zen_delivery *d, size_t off, const void *data, size_t n)
+void zen__mailbox_deliver_piece(zen_delivery *d, size_t off, const void *data, size_t n)
 {
     if (d->dest) {
         if (n)
@@ -406,7 +406,7 @@ void zen_mailbox_deliver_piece(zen_delivery *d, size_t off, const void *data, si
     }
 }
 
-int zen_mailbox_req_done(zen_mailbox *mb, zen_treq *req)
+int zen__mailbox_req_done(zen_mailbox *mb, zen_treq *req)
 {
     if (req->is_send)
         return 1;
@@ -416,14 +416,14 @@ int zen_mailbox_req_done(zen_mailbox *mb, zen_treq *req)
     return done;
 }
 
-void zen_mailbox_req_info(zen_treq *req, int *peer, uint64_t *tag)
+void zen__mailbox_req_info(zen_treq *req, int *peer, uint64_t *tag)
 {
     const mb_req *r = (const mb_req *)req;
     *peer = req->is_send ? -1 : r->peer;
     *tag = req->is_send ? 0 : r->tag;
 }
 
-int zen_mailbox_req_receiving(zen_mailbox *mb, zen_treq *req)
+int zen__mailbox_req_receiving(zen_mailbox *mb, zen_treq *req)
 {
     if (!req || req->is_send)
         return 0;
@@ -433,13 +433,13 @@ int zen_mailbox_req_receiving(zen_mailbox *mb, zen_treq *req)
     return busy;
 }
 
-void zen_mailbox_set_notify(zen_mailbox *mb, void (*fn)(void *), void *arg)
+void zen__mailbox_set_notify(zen_mailbox *mb, void (*fn)(void *), void *arg)
 {
     mb->notify = fn;
     mb->notify_arg = arg;
 }
 
-void zen_mailbox_deliver_end(zen_mailbox *mb, zen_delivery *d)
+void zen__mailbox_deliver_end(zen_mailbox *mb, zen_delivery *d)
 {
     if (!d->entry)
         return;
@@ -447,7 +447,7 @@ void zen_mailbox_deliver_end(zen_mailbox *mb, zen_delivery *d)
         /* r is RECEIVING: no one else touches it until it is finished below */
         mb_req *r = d->entry;
         store(r, d->tmp, r->len);
-        zen_free(d->tmp);
+        zen__free(d->tmp);
         d->tmp = NULL;
     }
     pthread_mutex_lock(&mb->lock);
@@ -464,11 +464,11 @@ void zen_mailbox_deliver_end(zen_mailbox *mb, zen_delivery *d)
     pthread_mutex_unlock(&mb->lock);
 }
 
-void zen_mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status status, const char *msg)
+void zen__mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status status, const char *msg)
 {
     if (!d->entry)
         return;
-    zen_free(d->tmp);
+    zen__free(d->tmp);
     d->tmp = NULL;
     pthread_mutex_lock(&mb->lock);
     if (d->is_posted) {
@@ -491,14 +491,14 @@ void zen_mailbox_deliver_fail(zen_mailbox *mb, zen_delivery *d, zen_status statu
                 break;
             }
         }
-        zen_free(m->data);
-        zen_free(m);
+        zen__free(m->data);
+        zen__free(m);
     }
     wake_all(mb);
     pthread_mutex_unlock(&mb->lock);
 }
 
-void zen_mailbox_deliver(zen_mailbox *mb, int src, uint64_t tag, const void *data, size_t len)
+void zen__mailbox_deliver(zen_mailbox *mb, int src, uint64_t tag, const void *data, size_t len)
 {
     zen_delivery d;
     begin(mb, src, tag, len, &d, 1);
@@ -506,7 +506,7 @@ void zen_mailbox_deliver(zen_mailbox *mb, int src, uint64_t tag, const void *dat
         memcpy(d.dest, data, len);
     else if (d.entry && d.is_posted)
         store(d.entry, data, len); /* a combining receive: reduce straight from the sender */
-    zen_mailbox_deliver_end(mb, &d);
+    zen__mailbox_deliver_end(mb, &d);
 }
 
 /* Lock held. */
@@ -527,7 +527,7 @@ static void fail_peer_locked(zen_mailbox *mb, int peer, zen_status status, const
     }
 }
 
-zen_status zen_mailbox_peer_failure(zen_mailbox *mb, int peer, char *msg, size_t cap)
+zen_status zen__mailbox_peer_failure(zen_mailbox *mb, int peer, char *msg, size_t cap)
 {
     pthread_mutex_lock(&mb->lock);
     zen_status st = mb->peer_status[peer];
@@ -537,7 +537,7 @@ zen_status zen_mailbox_peer_failure(zen_mailbox *mb, int peer, char *msg, size_t
     return st;
 }
 
-void zen_mailbox_fail_peer(zen_mailbox *mb, int peer, zen_status status, const char *msg)
+void zen__mailbox_fail_peer(zen_mailbox *mb, int peer, zen_status status, const char *msg)
 {
     if (peer < 0 || peer >= mb->nranks)
         return;
@@ -547,7 +547,7 @@ void zen_mailbox_fail_peer(zen_mailbox *mb, int peer, zen_status status, const c
     pthread_mutex_unlock(&mb->lock);
 }
 
-void zen_mailbox_fail_all(zen_mailbox *mb, zen_status status, const char *msg)
+void zen__mailbox_fail_all(zen_mailbox *mb, zen_status status, const char *msg)
 {
     pthread_mutex_lock(&mb->lock);
     for (int p = 0; p < mb->nranks; p++)

@@ -7,7 +7,7 @@
  * 1 GiB so counts fit an int). A per-peer send mutex keeps each header and its payload adjacent.
  *
  * Receiving reuses the mailbox of inproc/tcp: one progress thread blocks in MPI_Mprobe for the
- * next header from anyone, claims the destination with zen_mailbox_deliver_begin (a posted
+ * next header from anyone, claims the destination with zen__mailbox_deliver_begin (a posted
  * receive buffer, else an unexpected buffer) and receives the payload straight into it. The
  * progress thread only ever waits for a payload whose sender is already sending it, so no cycle
  * of waits can form. Requires MPI_THREAD_MULTIPLE (Open MPI 4 provides it).
@@ -76,7 +76,7 @@ static zen_status mpi_error(zen_transport *t, int rc, const char *what, int peer
     int len = 0;
     if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
         snprintf(msg, sizeof msg, "MPI error %d", rc);
-    return zen_transport_fail(t, ZEN_EPEER, "%s rank %d failed: %s", what, peer, msg);
+    return zen__transport_fail(t, ZEN_EPEER, "%s rank %d failed: %s", what, peer, msg);
 }
 
 static zen_status send_payload(zen_transport *t, int peer, const void *buf, size_t len)
@@ -98,7 +98,7 @@ static zen_status mpi_isend(zen_transport *t, int peer, uint64_t tag, const void
 {
     *req = NULL;
     if (peer < 0 || peer >= t->size)
-        return zen_transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, t->size);
+        return zen__transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, t->size);
     mpi_state *s = STATE(t);
     mpi_hdr h = { HDR_MAGIC, HDR_DATA, tag, (uint64_t)len };
     pthread_mutex_lock(&s->send_locks[peer]);
@@ -108,34 +108,34 @@ static zen_status mpi_isend(zen_transport *t, int peer, uint64_t tag, const void
     pthread_mutex_unlock(&s->send_locks[peer]);
     if (st != ZEN_OK)
         return st;
-    return zen_mailbox_send_done(req);
+    return zen__mailbox_send_done(req);
 }
 
 static zen_status mpi_irecv(zen_transport *t, int peer, uint64_t tag, void *buf, size_t cap,
                             zen_treq **req)
 {
-    return zen_mailbox_irecv(STATE(t)->mailbox, peer, tag, buf, cap, req);
+    return zen__mailbox_irecv(STATE(t)->mailbox, peer, tag, buf, cap, req);
 }
 
 static zen_status mpi_irecv_combine(zen_transport *t, int peer, uint64_t tag, void *buf, size_t cap,
                                     const zen_combine *combine, zen_treq **req)
 {
-    return zen_mailbox_irecv_combine(STATE(t)->mailbox, peer, tag, buf, cap, combine, req);
+    return zen__mailbox_irecv_combine(STATE(t)->mailbox, peer, tag, buf, cap, combine, req);
 }
 
 static zen_status mpi_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns, size_t *len)
 {
-    return zen_mailbox_wait(STATE(t)->mailbox, req, deadline_ns, len);
+    return zen__mailbox_wait(STATE(t)->mailbox, req, deadline_ns, len);
 }
 
 static zen_status mpi_test(zen_transport *t, zen_treq *req, int *done, size_t *len)
 {
-    return zen_mailbox_test(STATE(t)->mailbox, req, done, len);
+    return zen__mailbox_test(STATE(t)->mailbox, req, done, len);
 }
 
 static void mpi_req_free(zen_transport *t, zen_treq *req)
 {
-    zen_mailbox_req_free(STATE(t)->mailbox, req);
+    zen__mailbox_req_free(STATE(t)->mailbox, req);
 }
 
 /* Receive len payload bytes from src into dest (NULL: discard through a bounce buffer). */
@@ -169,7 +169,7 @@ static void handle_abort(zen_transport *t, int src, size_t len)
     if (len > keep)
         recv_payload(s, src, NULL, len - keep);
     snprintf(msg, sizeof msg, "rank %d aborted: %s", src, reason);
-    zen_mailbox_fail_all(s->mailbox, ZEN_EPEER, msg);
+    zen__mailbox_fail_all(s->mailbox, ZEN_EPEER, msg);
 }
 
 static void *progress_main(void *arg)
@@ -184,14 +184,14 @@ static void *progress_main(void *arg)
         if (rc == MPI_SUCCESS)
             rc = MPI_Mrecv(&h, (int)sizeof h, MPI_BYTE, &m, &status);
         if (rc != MPI_SUCCESS) {
-            zen_mailbox_fail_all(s->mailbox, ZEN_EPEER, "MPI progress failed; job is broken");
+            zen__mailbox_fail_all(s->mailbox, ZEN_EPEER, "MPI progress failed; job is broken");
             return NULL;
         }
         int src = status.MPI_SOURCE;
         if (h.magic != HDR_MAGIC) {
             char msg[128];
             snprintf(msg, sizeof msg, "bad header magic 0x%08x from rank %d", h.magic, src);
-            zen_mailbox_fail_peer(s->mailbox, src, ZEN_EPROTO, msg);
+            zen__mailbox_fail_peer(s->mailbox, src, ZEN_EPROTO, msg);
             continue;
         }
         if (h.kind == HDR_SHUTDOWN && src == t->rank)
@@ -201,13 +201,13 @@ static void *progress_main(void *arg)
             continue;
         }
         zen_delivery d;
-        zen_mailbox_deliver_begin(s->mailbox, src, h.tag, (size_t)h.len, &d);
+        zen__mailbox_deliver_begin(s->mailbox, src, h.tag, (size_t)h.len, &d);
         rc = recv_payload(s, src, d.dest, (size_t)h.len);
         if (rc == MPI_SUCCESS) {
-            zen_mailbox_deliver_end(s->mailbox, &d);
+            zen__mailbox_deliver_end(s->mailbox, &d);
         } else {
-            zen_mailbox_deliver_fail(s->mailbox, &d, ZEN_EPEER, "MPI receive failed");
-            zen_mailbox_fail_peer(s->mailbox, src, ZEN_EPEER, "MPI receive failed");
+            zen__mailbox_deliver_fail(s->mailbox, &d, ZEN_EPEER, "MPI receive failed");
+            zen__mailbox_fail_peer(s->mailbox, src, ZEN_EPEER, "MPI receive failed");
         }
     }
 }
@@ -235,7 +235,7 @@ static void mpi_abort(zen_transport *t, zen_status status, const char *reason)
             MPI_Request_free(&r);
         pthread_mutex_unlock(&s->send_locks[p]);
     }
-    zen_mailbox_fail_all(s->mailbox, status == ZEN_OK ? ZEN_EABORTED : status, why);
+    zen__mailbox_fail_all(s->mailbox, status == ZEN_OK ? ZEN_EABORTED : status, why);
 }
 
 static uint64_t members_key(const int *world_ranks, int n)
@@ -262,10 +262,10 @@ static zen_status native_comm_for(zen_transport *t, const int *world_ranks, int 
         }
     }
     if (s->native_count == NATIVE_CACHE) {
-        st = zen_transport_fail(t, ZEN_EUNSUPPORTED,
-                                "more than %d communicators use native "
-                                "MPI collectives",
-                                NATIVE_CACHE);
+        st = zen__transport_fail(t, ZEN_EUNSUPPORTED,
+                                 "more than %d communicators use native "
+                                 "MPI collectives",
+                                 NATIVE_CACHE);
     } else {
         MPI_Group world, group;
         MPI_Comm_group(s->comm, &world);
@@ -306,11 +306,11 @@ static zen_status mpi_native_allreduce(zen_transport *t, const int *world_ranks,
         type = MPI_INT64_T;
         break;
     default:
-        return zen_transport_fail(t, ZEN_EUNSUPPORTED, "MPI has no %s allreduce",
-                                  zen_dtype_name(dtype));
+        return zen__transport_fail(t, ZEN_EUNSUPPORTED, "MPI has no %s allreduce",
+                                   zen_dtype_name(dtype));
     }
     if ((unsigned)op > ZEN_MAX)
-        return zen_transport_fail(t, ZEN_EINVAL, "native allreduce of op %d", (int)op);
+        return zen__transport_fail(t, ZEN_EINVAL, "native allreduce of op %d", (int)op);
     MPI_Comm comm;
     zen_status st = native_comm_for(t, world_ranks, n, &comm);
     if (st != ZEN_OK)
@@ -339,15 +339,15 @@ static void mpi_destroy(zen_transport *t)
         MPI_Send(&h, (int)sizeof h, MPI_BYTE, t->rank, MPI_TAG_HDR, s->comm);
         pthread_join(s->progress, NULL);
     }
-    zen_mailbox_destroy(s->mailbox);
+    zen__mailbox_destroy(s->mailbox);
     if (s->comm != MPI_COMM_NULL)
         MPI_Comm_free(&s->comm);
     for (int p = 0; s->send_locks && p < t->size; p++)
         pthread_mutex_destroy(&s->send_locks[p]);
-    zen_free(s->send_locks);
-    zen_transport_base_release(t);
-    zen_free(s);
-    zen_free(t);
+    zen__free(s->send_locks);
+    zen__transport_base_release(t);
+    zen__free(s);
+    zen__free(t);
 }
 
 static const zen_transport_ops mpi_ops = {
@@ -395,18 +395,18 @@ static zen_status init_mpi(int *initialized_here)
     return ZEN_OK;
 }
 
-zen_status zen_transport_mpi_create(zen_transport **out)
+zen_status zen__transport_mpi_create(zen_transport **out)
 {
     *out = NULL;
     int here = 0;
     zen_status st = init_mpi(&here);
     if (st != ZEN_OK)
         return st;
-    zen_transport *t = zen_calloc(1, sizeof *t);
-    mpi_state *s = zen_calloc(1, sizeof *s);
+    zen_transport *t = zen__calloc(1, sizeof *t);
+    mpi_state *s = zen__calloc(1, sizeof *s);
     if (!t || !s) {
-        zen_free(t);
-        zen_free(s);
+        zen__free(t);
+        zen__free(s);
         return ZEN_ENOMEM;
     }
     s->comm = MPI_COMM_NULL;
@@ -417,7 +417,7 @@ zen_status zen_transport_mpi_create(zen_transport **out)
     MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(s->comm, &rank);
     MPI_Comm_size(s->comm, &size);
-    zen_transport_base_init(t, &mpi_ops, s, rank, size);
+    zen__transport_base_init(t, &mpi_ops, s, rank, size);
     MPI_Comm node;
     if (MPI_Comm_split_type(s->comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) ==
         MPI_SUCCESS) {
@@ -425,8 +425,8 @@ zen_status zen_transport_mpi_create(zen_transport **out)
         MPI_Comm_size(node, &t->local_size);
         MPI_Comm_free(&node);
     }
-    s->send_locks = zen_calloc((size_t)size, sizeof *s->send_locks);
-    if (!s->send_locks || zen_mailbox_create(t, size, &s->mailbox) != ZEN_OK) {
+    s->send_locks = zen__calloc((size_t)size, sizeof *s->send_locks);
+    if (!s->send_locks || zen__mailbox_create(t, size, &s->mailbox) != ZEN_OK) {
         mpi_destroy(t);
         return ZEN_ENOMEM;
     }
@@ -441,7 +441,7 @@ zen_status zen_transport_mpi_create(zen_transport **out)
     return ZEN_OK;
 }
 
-int zen_transport_mpi_launched(void)
+int zen__transport_mpi_launched(void)
 {
     return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMI_SIZE") != NULL;
 }
@@ -450,14 +450,14 @@ int zen_transport_mpi_launched(void)
 
 #include "common/log.h"
 
-zen_status zen_transport_mpi_create(zen_transport **out)
+zen_status zen__transport_mpi_create(zen_transport **out)
 {
     *out = NULL;
     ZEN_ERROR("transport", "this zen was built without MPI: install libopenmpi-dev and rebuild");
     return ZEN_EUNSUPPORTED;
 }
 
-int zen_transport_mpi_launched(void)
+int zen__transport_mpi_launched(void)
 {
     return 0;
 }

@@ -43,17 +43,17 @@
 
 static const zen_transport_ops shm_ops;
 
-int zen_transport_is_pure_shm(const zen_transport *t)
+int zen__transport_is_pure_shm(const zen_transport *t)
 {
     return t && t->ops == &shm_ops && ((const shm_state *)t)->tcp == NULL;
 }
 
-int zen_shm_cma_allowed(void)
+int zen__shm_cma_allowed(void)
 {
-    return zen_param_long("SHM_CMA") != 0;
+    return zen__param_long("SHM_CMA") != 0;
 }
 
-void zen_shm_attach_peer(shm_state *s, shm_peer *pe, void *seg, size_t seg_bytes)
+void zen__shm_attach_peer(shm_state *s, shm_peer *pe, void *seg, size_t seg_bytes)
 {
     int me = s->peers[s->base.rank].lidx;
     pe->seg = seg;
@@ -94,13 +94,13 @@ static int send_ready(void *arg)
 static zen_status send_failed(shm_state *s, shm_peer *pe)
 {
     if (atomic_load(&s->aborted))
-        return zen_transport_fail(&s->base, ZEN_EABORTED, "send to rank %d after this rank aborted",
-                                  pe->rank);
+        return zen__transport_fail(&s->base, ZEN_EABORTED,
+                                   "send to rank %d after this rank aborted", pe->rank);
     char why[sizeof pe->why];
     pthread_mutex_lock(&s->drain_lock);
     snprintf(why, sizeof why, "%s", pe->why);
     pthread_mutex_unlock(&s->drain_lock);
-    return zen_transport_fail(&s->base, ZEN_EPEER, "send to rank %d: %s", pe->rank, why);
+    return zen__transport_fail(&s->base, ZEN_EPEER, "send to rank %d: %s", pe->rank, why);
 }
 
 /* Wait for the ring or the acknowledgement; the stall limit restarts whenever the peer moves. */
@@ -109,7 +109,7 @@ static zen_status send_block(shm_state *s, shm_peer *pe, send_wait *w, size_t by
     uint64_t seen = atomic_load(&pe->out_ctl->head) + atomic_load(&pe->out_ctl->acked);
     for (;;) {
         atomic_store(&pe->out_ctl->producer_waiting, 1);
-        int ok = zen_shm_wait_until(s, send_ready, w, zen_now_ns() + s->stall_ns);
+        int ok = zen__shm_wait_until(s, send_ready, w, zen_now_ns() + s->stall_ns);
         atomic_store(&pe->out_ctl->producer_waiting, 0);
         if (peer_gone(s, pe))
             return send_failed(s, pe);
@@ -117,10 +117,10 @@ static zen_status send_block(shm_state *s, shm_peer *pe, send_wait *w, size_t by
             return ZEN_OK;
         uint64_t now = atomic_load(&pe->out_ctl->head) + atomic_load(&pe->out_ctl->acked);
         if (now == seen)
-            return zen_transport_fail(&s->base, ZEN_ETIMEDOUT,
-                                      "send of %zu bytes to rank %d made no progress for %.1f s: "
-                                      "rank %d is not reading (stuck or stopped)",
-                                      bytes, pe->rank, s->timeout_s, pe->rank);
+            return zen__transport_fail(&s->base, ZEN_ETIMEDOUT,
+                                       "send of %zu bytes to rank %d made no progress for %.1f s: "
+                                       "rank %d is not reading (stuck or stopped)",
+                                       bytes, pe->rank, s->timeout_s, pe->rank);
         seen = now;
     }
 }
@@ -152,7 +152,7 @@ static zen_status put_record(shm_state *s, shm_peer *pe, const zen_shm_rec *h, c
     if (h->bytes)
         memcpy(pe->out_data + pos + ZEN_SHM_REC_HDR, payload, h->bytes);
     atomic_store_explicit(&out->tail, tail + len, memory_order_release);
-    zen_shm_ring_bell(pe->bell);
+    zen__shm_ring_bell(pe->bell);
     return ZEN_OK;
 }
 
@@ -187,9 +187,9 @@ static zen_status send_local(shm_state *s, shm_peer *pe, uint64_t tag, const voi
 static zen_status tcp_error(shm_state *s, zen_status st)
 {
     char e[sizeof s->base.err];
-    zen_transport_last_error(s->tcp, e, sizeof e);
+    zen__transport_last_error(s->tcp, e, sizeof e);
     const char *p = strstr(e, ": ");
-    return zen_transport_fail(&s->base, st, "%s", p ? p + 2 : e);
+    return zen__transport_fail(&s->base, st, "%s", p ? p + 2 : e);
 }
 
 static zen_status shm_isend(zen_transport *t, int peer, uint64_t tag, const void *buf, size_t len,
@@ -198,13 +198,14 @@ static zen_status shm_isend(zen_transport *t, int peer, uint64_t tag, const void
     shm_state *s = (shm_state *)t;
     *req = NULL;
     if (peer < 0 || peer >= t->size)
-        return zen_transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, t->size);
+        return zen__transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, t->size);
     if (atomic_load(&s->aborted))
-        return zen_transport_fail(t, ZEN_EABORTED, "send to rank %d after this rank aborted", peer);
+        return zen__transport_fail(t, ZEN_EABORTED, "send to rank %d after this rank aborted",
+                                   peer);
     shm_peer *pe = &s->peers[peer];
     zen_status st;
     if (peer == t->rank) {
-        zen_mailbox_deliver(s->mb, peer, tag, buf, len);
+        zen__mailbox_deliver(s->mb, peer, tag, buf, len);
         st = ZEN_OK;
     } else if (pe->lidx < 0) {
         zen_treq *inner = NULL;
@@ -216,7 +217,7 @@ static zen_status shm_isend(zen_transport *t, int peer, uint64_t tag, const void
     } else {
         st = send_local(s, pe, tag, buf, len);
     }
-    return st == ZEN_OK ? zen_mailbox_send_done(req) : st;
+    return st == ZEN_OK ? zen__mailbox_send_done(req) : st;
 }
 
 /* ---- receive ---- */
@@ -224,8 +225,8 @@ static zen_status shm_isend(zen_transport *t, int peer, uint64_t tag, const void
 static zen_status check_recv(shm_state *s, int peer)
 {
     if (peer < 0 || peer >= s->base.size)
-        return zen_transport_fail(&s->base, ZEN_EINVAL, "receive from rank %d of %d", peer,
-                                  s->base.size);
+        return zen__transport_fail(&s->base, ZEN_EINVAL, "receive from rank %d of %d", peer,
+                                   s->base.size);
     return ZEN_OK;
 }
 
@@ -235,7 +236,7 @@ static zen_status shm_irecv(zen_transport *t, int peer, uint64_t tag, void *buf,
     shm_state *s = (shm_state *)t;
     *req = NULL;
     zen_status st = check_recv(s, peer);
-    return st != ZEN_OK ? st : zen_mailbox_irecv(s->mb, peer, tag, buf, cap, req);
+    return st != ZEN_OK ? st : zen__mailbox_irecv(s->mb, peer, tag, buf, cap, req);
 }
 
 static zen_status shm_irecv_combine(zen_transport *t, int peer, uint64_t tag, void *buf, size_t cap,
@@ -244,7 +245,7 @@ static zen_status shm_irecv_combine(zen_transport *t, int peer, uint64_t tag, vo
     shm_state *s = (shm_state *)t;
     *req = NULL;
     zen_status st = check_recv(s, peer);
-    return st != ZEN_OK ? st : zen_mailbox_irecv_combine(s->mb, peer, tag, buf, cap, combine, req);
+    return st != ZEN_OK ? st : zen__mailbox_irecv_combine(s->mb, peer, tag, buf, cap, combine, req);
 }
 
 typedef struct recv_wait {
@@ -255,13 +256,13 @@ typedef struct recv_wait {
 static int recv_done(void *arg)
 {
     recv_wait *w = arg;
-    return zen_mailbox_req_done(w->s->mb, w->req);
+    return zen__mailbox_req_done(w->s->mb, w->req);
 }
 
 static int recv_idle(void *arg)
 {
     recv_wait *w = arg;
-    return !zen_mailbox_req_receiving(w->s->mb, w->req);
+    return !zen__mailbox_req_receiving(w->s->mb, w->req);
 }
 
 static zen_status shm_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns, size_t *len)
@@ -274,26 +275,26 @@ static zen_status shm_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns,
     }
     recv_wait w = { s, req };
     int64_t start = zen_now_ns();
-    if (!zen_shm_wait_until(s, recv_done, &w, deadline_ns)) {
+    if (!zen__shm_wait_until(s, recv_done, &w, deadline_ns)) {
         int peer;
         uint64_t tag;
-        zen_mailbox_req_info(req, &peer, &tag);
-        return zen_transport_fail(t, ZEN_ETIMEDOUT,
-                                  "no message from rank %d after %.1f s (tag 0x%llx): rank %d is "
-                                  "missing, slow or stuck",
-                                  peer, (double)(zen_now_ns() - start) / 1e9,
-                                  (unsigned long long)tag, peer);
+        zen__mailbox_req_info(req, &peer, &tag);
+        return zen__transport_fail(t, ZEN_ETIMEDOUT,
+                                   "no message from rank %d after %.1f s (tag 0x%llx): rank %d is "
+                                   "missing, slow or stuck",
+                                   peer, (double)(zen_now_ns() - start) / 1e9,
+                                   (unsigned long long)tag, peer);
     }
     int done = 0;
-    return zen_mailbox_test(s->mb, req, &done, len);
+    return zen__mailbox_test(s->mb, req, &done, len);
 }
 
 static zen_status shm_test(zen_transport *t, zen_treq *req, int *done, size_t *len)
 {
     shm_state *s = (shm_state *)t;
     if (!req->is_send)
-        zen_shm_progress(s);
-    return zen_mailbox_test(s->mb, req, done, len);
+        zen__shm_progress(s);
+    return zen__mailbox_test(s->mb, req, done, len);
 }
 
 static void shm_req_free(zen_transport *t, zen_treq *req)
@@ -305,8 +306,8 @@ static void shm_req_free(zen_transport *t, zen_treq *req)
      * keep draining until it lets go, so freeing it cannot wait on ourselves. */
     recv_wait w = { s, req };
     if (!req->is_send && !recv_idle(&w))
-        zen_shm_wait_until(s, recv_idle, &w, zen_now_ns() + s->stall_ns + 1000000000);
-    zen_mailbox_req_free(s->mb, req);
+        zen__shm_wait_until(s, recv_idle, &w, zen_now_ns() + s->stall_ns + 1000000000);
+    zen__mailbox_req_free(s->mb, req);
 }
 
 /* ---- failures ---- */
@@ -318,7 +319,7 @@ static void shm_abort(zen_transport *t, zen_status status, const char *reason)
         reason = "aborted";
     if (atomic_exchange(&s->aborted, 1))
         return;
-    zen_mailbox_fail_all(s->mb, status == ZEN_OK ? ZEN_EABORTED : status, reason);
+    zen__mailbox_fail_all(s->mb, status == ZEN_OK ? ZEN_EABORTED : status, reason);
     size_t rlen = strlen(reason) < ABORT_REASON_MAX ? strlen(reason) : ABORT_REASON_MAX;
     for (int p = 0; p < t->size; p++) {
         shm_peer *pe = &s->peers[p];
@@ -331,7 +332,7 @@ static void shm_abort(zen_transport *t, zen_status status, const char *reason)
     if (s->tcp)
         s->tcp->ops->abort(s->tcp, status, reason);
     if (s->head)
-        zen_shm_ring_bell(&s->head->bell);
+        zen__shm_ring_bell(&s->head->bell);
 }
 
 typedef struct watch {
@@ -359,13 +360,13 @@ static int watch_event(shm_state *s, watch *w)
         w->reason[w->got] = '\0';
         snprintf(msg, sizeof msg, "rank %d aborted: %s", w->peer, w->reason);
         ZEN_INFO("transport", "%s", msg);
-        zen_shm_peer_down(s, pe, ZEN_EPEER, 1, msg);
+        zen__shm_peer_down(s, pe, ZEN_EPEER, 1, msg);
     } else {
         snprintf(msg, sizeof msg, "rank %d closed the connection (%s: it left or died)", w->peer,
                  n == 0 ? "end of stream" : strerror(errno));
         if (!atomic_load(&s->aborted))
             ZEN_DEBUG("transport", "%s", msg);
-        zen_shm_peer_down(s, pe, ZEN_EPEER, 0, msg);
+        zen__shm_peer_down(s, pe, ZEN_EPEER, 0, msg);
     }
     return 1;
 }
@@ -373,13 +374,13 @@ static int watch_event(shm_state *s, watch *w)
 static void *monitor_main(void *arg)
 {
     shm_state *s = arg;
-    zen_log_set_thread_rank(s->base.rank);
+    zen__log_set_thread_rank(s->base.rank);
     int n = 0;
-    struct pollfd *pf = zen_calloc((size_t)s->nlocal, sizeof *pf);
-    watch *w = zen_calloc((size_t)s->nlocal, sizeof *w);
+    struct pollfd *pf = zen__calloc((size_t)s->nlocal, sizeof *pf);
+    watch *w = zen__calloc((size_t)s->nlocal, sizeof *w);
     if (!pf || !w) {
-        zen_free(pf);
-        zen_free(w);
+        zen__free(pf);
+        zen__free(w);
         return NULL;
     }
     pf[n++] = (struct pollfd){ .fd = s->stop_fd, .events = POLLIN, .revents = 0 };
@@ -398,8 +399,8 @@ static void *monitor_main(void *arg)
             if (pf[i].fd >= 0 && pf[i].revents && watch_event(s, &w[i]))
                 pf[i].fd = -1; /* done with this peer */
     }
-    zen_free(pf);
-    zen_free(w);
+    zen__free(pf);
+    zen__free(w);
     return NULL;
 }
 
@@ -419,7 +420,7 @@ static void shm_free(shm_state *s)
     for (int p = 0; s->peers && p < s->base.size; p++) {
         shm_peer *pe = &s->peers[p];
         if (pe->active)
-            zen_mailbox_deliver_fail(s->mb, &pe->d, ZEN_EPEER, "transport closed");
+            zen__mailbox_deliver_fail(s->mb, &pe->d, ZEN_EPEER, "transport closed");
         if (pe->sock >= 0)
             close(pe->sock);
         if (pe->seg)
@@ -428,15 +429,15 @@ static void shm_free(shm_state *s)
     }
     if (s->seg)
         munmap(s->seg, s->seg_bytes);
-    zen_free(s->peers);
-    zen_free(s->host_of);
-    zen_free(s->bounce);
-    zen_free(s->was_down);
+    zen__free(s->peers);
+    zen__free(s->host_of);
+    zen__free(s->bounce);
+    zen__free(s->was_down);
     if (s->mb)
-        zen_mailbox_destroy(s->mb);
+        zen__mailbox_destroy(s->mb);
     pthread_mutex_destroy(&s->drain_lock);
-    zen_transport_base_release(&s->base);
-    zen_free(s);
+    zen__transport_base_release(&s->base);
+    zen__free(s);
 }
 
 static void shm_destroy(zen_transport *t)
@@ -467,26 +468,26 @@ static void mailbox_notify(void *arg)
 {
     shm_state *s = arg;
     if (s->head)
-        zen_shm_ring_bell(&s->head->bell);
+        zen__shm_ring_bell(&s->head->bell);
 }
 
 static void read_tunables(shm_state *s, double timeout_s)
 {
-    long kb = zen_param_long("SHM_RING_KB");
+    long kb = zen__param_long("SHM_RING_KB");
     kb = kb < 64 ? 64 : kb > 65536 ? 65536 : kb;
     s->ring_bytes = (size_t)kb << 10;
     s->frag_bytes = s->ring_bytes / 4 - ZEN_SHM_REC_HDR;
-    long cma_min = zen_param_long("SHM_CMA_MIN_BYTES");
+    long cma_min = zen__param_long("SHM_CMA_MIN_BYTES");
     s->cma_min = cma_min > 0 ? (size_t)cma_min : 1;
     s->timeout_s = timeout_s > 0 ? timeout_s : 300;
     s->stall_ns = (int64_t)(s->timeout_s * 1e9);
-    long spin = zen_param_long("SHM_SPIN_US");
+    long spin = zen__param_long("SHM_SPIN_US");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     /* A waiter that spins takes the core its peer may need: oversubscribed (more ranks than
      * cores), or unpinned, when the scheduler's wake-up affinity puts two ranks that wake each
      * other on one core (measured: an 8-byte round trip took the whole spin budget, 20-60 us,
      * when spinning, 4-5 us when yielding; docs/benchmarks.md). So by default it yields. */
-    long yield = zen_param_long("SHM_SPIN_YIELD");
+    long yield = zen__param_long("SHM_SPIN_YIELD");
     s->spin_yield = yield > 0 || (yield < 0 && cpus > 0 && s->nlocal > cpus);
     if (spin < 0)
         spin = 50;
@@ -497,7 +498,7 @@ static void read_tunables(shm_state *s, double timeout_s)
 static zen_status assign_peers(shm_state *s, const int *host_of)
 {
     int n = s->base.size, me = s->base.rank;
-    s->host_of = zen_malloc_array((size_t)n, sizeof *s->host_of);
+    s->host_of = zen__malloc_array((size_t)n, sizeof *s->host_of);
     if (!s->host_of)
         return ZEN_ENOMEM;
     for (int p = 0; p < n; p++) {
@@ -519,7 +520,7 @@ static zen_status assign_peers(shm_state *s, const int *host_of)
 
 static zen_status shm_start(shm_state *s, int *fds, zen_shm_boot *b, const zen_shm_blob *blobs)
 {
-    zen_status st = zen_shm_setup_segments(s, b, blobs, zen_deadline_after(s->timeout_s));
+    zen_status st = zen__shm_setup_segments(s, b, blobs, zen_deadline_after(s->timeout_s));
     if (st != ZEN_OK)
         return st;
     int remote = 0;
@@ -531,41 +532,41 @@ static zen_status shm_start(shm_state *s, int *fds, zen_shm_boot *b, const zen_s
         s->peers[p].sock = fds[p];
         fds[p] = -1;
     }
-    if (remote && (st = zen_transport_tcp_create_shared(s->base.rank, s->base.size, fds,
-                                                        s->timeout_s, s->mb, &s->tcp)) != ZEN_OK)
-        return zen_transport_fail(&s->base, st, "mixed: cannot start tcp for the other hosts");
+    if (remote && (st = zen__transport_tcp_create_shared(s->base.rank, s->base.size, fds,
+                                                         s->timeout_s, s->mb, &s->tcp)) != ZEN_OK)
+        return zen__transport_fail(&s->base, st, "mixed: cannot start tcp for the other hosts");
     s->stop_fd = eventfd(0, EFD_CLOEXEC);
     if (s->stop_fd < 0 || pthread_create(&s->monitor, NULL, monitor_main, s) != 0)
-        return zen_transport_fail(&s->base, ZEN_ESYS, "shm: cannot start the liveness monitor");
+        return zen__transport_fail(&s->base, ZEN_ESYS, "shm: cannot start the liveness monitor");
     s->monitor_started = 1;
     return ZEN_OK;
 }
 
-zen_status zen_transport_shm_create(int rank, int size, int *fds, const int *host_of,
-                                    const zen_shm_blob *blobs, zen_shm_boot *b, double timeout_s,
-                                    zen_transport **out, char *err, size_t err_size)
+zen_status zen__transport_shm_create(int rank, int size, int *fds, const int *host_of,
+                                     const zen_shm_blob *blobs, zen_shm_boot *b, double timeout_s,
+                                     zen_transport **out, char *err, size_t err_size)
 {
     *out = NULL;
     err[0] = '\0';
-    shm_state *s = zen_calloc(1, sizeof *s);
+    shm_state *s = zen__calloc(1, sizeof *s);
     zen_status st = s ? ZEN_OK : ZEN_ENOMEM;
     if (s) {
-        zen_transport_base_init(&s->base, &shm_ops, s, rank, size);
+        zen__transport_base_init(&s->base, &shm_ops, s, rank, size);
         pthread_mutex_init(&s->drain_lock, NULL);
         s->stop_fd = -1;
-        s->peers = zen_calloc((size_t)size, sizeof *s->peers);
-        s->bounce = zen_malloc(ZEN_SHM_BOUNCE_BYTES);
-        s->was_down = zen_calloc((size_t)size, sizeof *s->was_down);
+        s->peers = zen__calloc((size_t)size, sizeof *s->peers);
+        s->bounce = zen__malloc(ZEN_SHM_BOUNCE_BYTES);
+        s->was_down = zen__calloc((size_t)size, sizeof *s->was_down);
         st = s->peers && s->bounce && s->was_down ? assign_peers(s, host_of) : ZEN_ENOMEM;
     }
     if (st == ZEN_OK)
-        st = zen_mailbox_create(&s->base, size, &s->mb);
+        st = zen__mailbox_create(&s->base, size, &s->mb);
     if (st == ZEN_OK) {
         read_tunables(s, timeout_s);
-        zen_mailbox_set_notify(s->mb, mailbox_notify, s);
+        zen__mailbox_set_notify(s->mb, mailbox_notify, s);
         st = shm_start(s, fds, b, blobs);
     }
-    zen_shm_boot_cancel(b);
+    zen__shm_boot_cancel(b);
     for (int p = 0; p < size; p++) {
         if (fds[p] >= 0)
             close(fds[p]);
@@ -573,7 +574,7 @@ zen_status zen_transport_shm_create(int rank, int size, int *fds, const int *hos
     }
     if (st != ZEN_OK) {
         if (s) {
-            zen_transport_last_error(&s->base, err, err_size);
+            zen__transport_last_error(&s->base, err, err_size);
             shm_abort(&s->base, st, err[0] ? err : "shm setup failed");
             shm_free(s);
         }

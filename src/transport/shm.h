@@ -4,11 +4,11 @@
  * overview; shm_seg.h the segment layout; this header the setup interface used by the bootstrap.
  *
  * Setup, after the tcp rendezvous has built the full mesh of sockets:
- *   1. zen_shm_boot_begin: listen on an abstract Unix socket with a random name (abstract: no
+ *   1. zen__shm_boot_begin: listen on an abstract Unix socket with a random name (abstract: no
  *      file to leave behind) and describe this process in a blob (pid, socket name, the address
  *      of a cookie for the single-copy probe).
  *   2. The bootstrap exchanges (host identity, blob) over the mesh (bootstrap/hosts.c).
- *   3. zen_transport_shm_create: create this process's segment (memfd), probe single copy
+ *   3. zen__transport_shm_create: create this process's segment (memfd), probe single copy
  *      (process_vm_readv of each local peer's cookie), hand the segment to every local peer over
  *      the Unix socket with SCM_RIGHTS (checking the peer's pid with SO_PEERCRED), map theirs,
  *      and close every descriptor of the segments: only the mappings remain, so when the last
@@ -36,9 +36,9 @@ typedef struct zen_shm_blob {
 typedef struct zen_shm_boot zen_shm_boot;
 
 /* Step 1: listen and fill *mine. On success the caller owns *out (consumed by create, or released
- * with zen_shm_boot_cancel). */
-zen_status zen_shm_boot_begin(zen_shm_boot **out, zen_shm_blob *mine);
-void zen_shm_boot_cancel(zen_shm_boot *b);
+ * with zen__shm_boot_cancel). */
+zen_status zen__shm_boot_begin(zen_shm_boot **out, zen_shm_blob *mine);
+void zen__shm_boot_cancel(zen_shm_boot *b);
 
 /*
  * Step 3: the transport. host_of[p] is the host index of world rank p (equal: same host) and
@@ -47,11 +47,11 @@ void zen_shm_boot_cancel(zen_shm_boot *b);
  * mailbox for both). Takes ownership of fds (also on failure) and of b. err gets a message
  * naming the peer on failure.
  */
-zen_status zen_transport_shm_create(int rank, int size, int *fds, const int *host_of,
-                                    const zen_shm_blob *blobs, zen_shm_boot *b, double timeout_s,
-                                    zen_transport **out, char *err, size_t err_size);
+zen_status zen__transport_shm_create(int rank, int size, int *fds, const int *host_of,
+                                     const zen_shm_blob *blobs, zen_shm_boot *b, double timeout_s,
+                                     zen_transport **out, char *err, size_t err_size);
 
 /* 1 when t is an shm transport whose peers are all on this host, 0 otherwise (mixed or other). */
-int zen_transport_is_pure_shm(const zen_transport *t);
+int zen__transport_is_pure_shm(const zen_transport *t);
 
 #endif

@@ -47,16 +47,16 @@ static uint64_t random64(void)
     return r;
 }
 
-zen_status zen_shm_boot_begin(zen_shm_boot **out, zen_shm_blob *mine)
+zen_status zen__shm_boot_begin(zen_shm_boot **out, zen_shm_blob *mine)
 {
     *out = NULL;
     memset(mine, 0, sizeof *mine);
-    zen_shm_boot *b = zen_calloc(1, sizeof *b);
+    zen_shm_boot *b = zen__calloc(1, sizeof *b);
     if (!b)
         return ZEN_ENOMEM;
     b->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (b->listen_fd < 0) {
-        zen_free(b);
+        zen__free(b);
         return ZEN_ESYS;
     }
     /* A random name: concurrent jobs (and the tests' forked ranks) never collide, and no
@@ -68,7 +68,7 @@ zen_status zen_shm_boot_begin(zen_shm_boot **out, zen_shm_blob *mine)
     abstract_addr(mine->sock_name, &sa, &len);
     if (bind(b->listen_fd, (struct sockaddr *)&sa, len) != 0 || listen(b->listen_fd, 256) != 0) {
         close(b->listen_fd);
-        zen_free(b);
+        zen__free(b);
         return ZEN_ESYS;
     }
     mine->pid = (uint32_t)getpid();
@@ -78,13 +78,13 @@ zen_status zen_shm_boot_begin(zen_shm_boot **out, zen_shm_blob *mine)
     return ZEN_OK;
 }
 
-void zen_shm_boot_cancel(zen_shm_boot *b)
+void zen__shm_boot_cancel(zen_shm_boot *b)
 {
     if (!b)
         return;
     if (b->listen_fd >= 0)
         close(b->listen_fd);
-    zen_free(b);
+    zen__free(b);
 }
 
 /* Can this process read peer's memory (CMA)? Needs the same uid and ptrace permission (Yama
@@ -160,22 +160,22 @@ static zen_status map_peer(shm_state *s, shm_peer *pe, int memfd, size_t seg_byt
 {
     size_t want = zen_shm_seg_bytes(s->nlocal, s->ring_bytes);
     if (seg_bytes != want)
-        return zen_transport_fail(&s->base, ZEN_EMISMATCH,
-                                  "shm: rank %d's segment has %zu bytes, expected %zu (different "
-                                  "ZEN_SHM_RING_KB?)",
-                                  pe->rank, seg_bytes, want);
+        return zen__transport_fail(&s->base, ZEN_EMISMATCH,
+                                   "shm: rank %d's segment has %zu bytes, expected %zu (different "
+                                   "ZEN_SHM_RING_KB?)",
+                                   pe->rank, seg_bytes, want);
     void *p = mmap(NULL, seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
     if (p == MAP_FAILED)
-        return zen_transport_fail(&s->base, ZEN_ESYS, "shm: cannot map rank %d's segment: %s",
-                                  pe->rank, strerror(errno));
+        return zen__transport_fail(&s->base, ZEN_ESYS, "shm: cannot map rank %d's segment: %s",
+                                   pe->rank, strerror(errno));
     const zen_shm_seg_head *h = p;
     if (h->magic != ZEN_SHM_MAGIC || (int)h->nlocal != s->nlocal ||
         h->ring_bytes != s->ring_bytes) {
         munmap(p, seg_bytes);
-        return zen_transport_fail(&s->base, ZEN_EMISMATCH,
-                                  "shm: rank %d's segment does not match this job", pe->rank);
+        return zen__transport_fail(&s->base, ZEN_EMISMATCH,
+                                   "shm: rank %d's segment does not match this job", pe->rank);
     }
-    zen_shm_attach_peer(s, pe, p, seg_bytes);
+    zen__shm_attach_peer(s, pe, p, seg_bytes);
     return ZEN_OK;
 }
 
@@ -193,7 +193,7 @@ static zen_status hand_connect(shm_state *s, const zen_shm_blob *blob, shm_peer 
 {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        return zen_transport_fail(&s->base, ZEN_ESYS, "shm: socket: %s", strerror(errno));
+        return zen__transport_fail(&s->base, ZEN_ESYS, "shm: socket: %s", strerror(errno));
     sock_deadline(fd, deadline);
     struct sockaddr_un sa;
     socklen_t len;
@@ -202,19 +202,19 @@ static zen_status hand_connect(shm_state *s, const zen_shm_blob *blob, shm_peer 
     hand_msg m;
     int theirs = -1;
     if (connect(fd, (struct sockaddr *)&sa, len) != 0)
-        st = zen_transport_fail(&s->base, ZEN_EPEER,
-                                "shm: cannot reach rank %d's socket (%s): is it in another "
-                                "network namespace with the same host id? (set ZEN_HOST_ID or "
-                                "--transport tcp)",
-                                pe->rank, strerror(errno));
+        st = zen__transport_fail(&s->base, ZEN_EPEER,
+                                 "shm: cannot reach rank %d's socket (%s): is it in another "
+                                 "network namespace with the same host id? (set ZEN_HOST_ID or "
+                                 "--transport tcp)",
+                                 pe->rank, strerror(errno));
     else if (!peer_pid_ok(fd, blob->pid))
-        st = zen_transport_fail(&s->base, ZEN_EPROTO,
-                                "shm: the socket of rank %d belongs to another process", pe->rank);
+        st = zen__transport_fail(&s->base, ZEN_EPROTO,
+                                 "shm: the socket of rank %d belongs to another process", pe->rank);
     else if (send_seg(fd, s->base.rank, memfd, s->seg_bytes) != 0 ||
              recv_seg(fd, &m, &theirs) != 0 || theirs < 0 || (int)m.rank != pe->rank)
-        st = zen_transport_fail(&s->base, ZEN_EPEER,
-                                "shm: handing segments over with rank %d failed (%s)", pe->rank,
-                                errno ? strerror(errno) : "bad message");
+        st = zen__transport_fail(&s->base, ZEN_EPEER,
+                                 "shm: handing segments over with rank %d failed (%s)", pe->rank,
+                                 errno ? strerror(errno) : "bad message");
     if (st == ZEN_OK)
         st = map_peer(s, pe, theirs, (size_t)m.seg_bytes);
     if (theirs >= 0)
@@ -236,9 +236,9 @@ static zen_status hand_accept(shm_state *s, zen_shm_boot *b, const zen_shm_blob 
         if (left <= 0 || poll(&pf, 1, (int)(left / 1000000) + 1) <= 0) {
             for (int p = s->base.rank + 1; p < s->base.size; p++)
                 if (s->peers[p].lidx >= 0 && !s->peers[p].seg)
-                    return zen_transport_fail(&s->base, ZEN_ETIMEDOUT,
-                                              "shm: rank %d never handed over its segment", p);
-            return zen_transport_fail(&s->base, ZEN_ETIMEDOUT, "shm: segment hand-over timed out");
+                    return zen__transport_fail(&s->base, ZEN_ETIMEDOUT,
+                                               "shm: rank %d never handed over its segment", p);
+            return zen__transport_fail(&s->base, ZEN_ETIMEDOUT, "shm: segment hand-over timed out");
         }
         int fd = accept4(b->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
@@ -259,9 +259,9 @@ static zen_status hand_accept(shm_state *s, zen_shm_boot *b, const zen_shm_blob 
         }
         zen_status st = ZEN_OK;
         if (send_seg(fd, s->base.rank, memfd, s->seg_bytes) != 0)
-            st = zen_transport_fail(&s->base, ZEN_EPEER,
-                                    "shm: handing this segment to rank %d failed: %s", peer,
-                                    strerror(errno));
+            st = zen__transport_fail(&s->base, ZEN_EPEER,
+                                     "shm: handing this segment to rank %d failed: %s", peer,
+                                     strerror(errno));
         if (st == ZEN_OK)
             st = map_peer(s, &s->peers[peer], theirs, (size_t)m.seg_bytes);
         close(theirs);
@@ -273,30 +273,30 @@ static zen_status hand_accept(shm_state *s, zen_shm_boot *b, const zen_shm_blob 
     return ZEN_OK;
 }
 
-zen_status zen_shm_setup_segments(shm_state *s, zen_shm_boot *b, const zen_shm_blob *blobs,
-                                  int64_t deadline)
+zen_status zen__shm_setup_segments(shm_state *s, zen_shm_boot *b, const zen_shm_blob *blobs,
+                                   int64_t deadline)
 {
     s->seg_bytes = zen_shm_seg_bytes(s->nlocal, s->ring_bytes);
     int memfd = memfd_create("zen-shm", MFD_CLOEXEC);
     if (memfd < 0)
-        return zen_transport_fail(&s->base, ZEN_ESYS, "shm: memfd_create: %s", strerror(errno));
+        return zen__transport_fail(&s->base, ZEN_ESYS, "shm: memfd_create: %s", strerror(errno));
     if (ftruncate(memfd, (off_t)s->seg_bytes) != 0) {
         close(memfd);
-        return zen_transport_fail(&s->base, ZEN_ESYS, "shm: cannot size a %zu-byte segment: %s",
-                                  s->seg_bytes, strerror(errno));
+        return zen__transport_fail(&s->base, ZEN_ESYS, "shm: cannot size a %zu-byte segment: %s",
+                                   s->seg_bytes, strerror(errno));
     }
     void *seg = mmap(NULL, s->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
     if (seg == MAP_FAILED) {
         close(memfd);
-        return zen_transport_fail(&s->base, ZEN_ESYS, "shm: cannot map this segment: %s",
-                                  strerror(errno));
+        return zen__transport_fail(&s->base, ZEN_ESYS, "shm: cannot map this segment: %s",
+                                   strerror(errno));
     }
     s->seg = seg;
     s->head = seg;
     s->head->magic = ZEN_SHM_MAGIC;
     s->head->nlocal = (uint32_t)s->nlocal;
     s->head->ring_bytes = s->ring_bytes;
-    int allow_cma = zen_shm_cma_allowed();
+    int allow_cma = zen__shm_cma_allowed();
     for (int p = 0; p < s->base.size; p++) {
         shm_peer *pe = &s->peers[p];
         if (pe->lidx < 0 || p == s->base.rank)

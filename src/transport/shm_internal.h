@@ -59,7 +59,7 @@ struct shm_state {
     pthread_mutex_t drain_lock;
     atomic_int aborted;
     atomic_int any_down;     /* some peer has down set and not yet failed */
-    atomic_int drain_missed; /* a thread found the drain lock taken (see zen_shm_progress) */
+    atomic_int drain_missed; /* a thread found the drain lock taken (see zen__shm_progress) */
     pthread_t monitor;
     int monitor_started;
     int stop_fd;   /* eventfd: tells the monitor to leave */
@@ -72,30 +72,30 @@ struct shm_state {
 #define ZEN_SHM_BOUNCE_BYTES ((size_t)256 << 10)
 
 /* Fill pe's pointers into a mapped peer segment. */
-void zen_shm_attach_peer(shm_state *s, shm_peer *pe, void *seg, size_t seg_bytes);
+void zen__shm_attach_peer(shm_state *s, shm_peer *pe, void *seg, size_t seg_bytes);
 
 /* ZEN_SHM_CMA != 0. */
-int zen_shm_cma_allowed(void);
+int zen__shm_cma_allowed(void);
 
 /* Create this segment, probe single copy, exchange segments with every local peer. */
-zen_status zen_shm_setup_segments(shm_state *s, zen_shm_boot *b, const zen_shm_blob *blobs,
-                                  int64_t deadline);
+zen_status zen__shm_setup_segments(shm_state *s, zen_shm_boot *b, const zen_shm_blob *blobs,
+                                   int64_t deadline);
 
 /* Ring bell: wake its sleepers, if any (see shm_seg.h). */
-void zen_shm_ring_bell(zen_shm_doorbell *bell);
+void zen__shm_ring_bell(zen_shm_doorbell *bell);
 
 /* Drain every inbound ring and turn dead peers into failures. Never blocks (another thread
  * draining: returns 0). Returns the number of records consumed. */
-int zen_shm_progress(shm_state *s);
+int zen__shm_progress(shm_state *s);
 
 /*
  * Wait until done(arg) != 0 or the deadline: poll progress for spin_ns, then sleep on this
  * process's doorbell (woken by any arrival, ring space, ack, mailbox completion or failure).
  * Returns 1 when done, 0 at the deadline.
  */
-int zen_shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t deadline_ns);
+int zen__shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t deadline_ns);
 
 /* Mark peer as gone (monitor thread, or a failed read from its memory). */
-void zen_shm_peer_down(shm_state *s, shm_peer *pe, zen_status st, int aborted, const char *why);
+void zen__shm_peer_down(shm_state *s, shm_peer *pe, zen_status st, int aborted, const char *why);
 
 #endif

@@ -33,7 +33,7 @@ static void futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t ns)
     (void)syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT, val, &ts, NULL, 0);
 }
 
-void zen_shm_ring_bell(zen_shm_doorbell *bell)
+void zen__shm_ring_bell(zen_shm_doorbell *bell)
 {
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&bell->sleepers, memory_order_relaxed) == 0)
@@ -42,7 +42,7 @@ void zen_shm_ring_bell(zen_shm_doorbell *bell)
     (void)syscall(SYS_futex, (uint32_t *)&bell->seq, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 }
 
-void zen_shm_peer_down(shm_state *s, shm_peer *pe, zen_status st, int aborted, const char *why)
+void zen__shm_peer_down(shm_state *s, shm_peer *pe, zen_status st, int aborted, const char *why)
 {
     pthread_mutex_lock(&s->drain_lock);
     if (!atomic_load(&pe->down)) {
@@ -53,7 +53,7 @@ void zen_shm_peer_down(shm_state *s, shm_peer *pe, zen_status st, int aborted, c
         atomic_store(&s->any_down, 1);
     }
     pthread_mutex_unlock(&s->drain_lock);
-    zen_shm_ring_bell(&s->head->bell);
+    zen__shm_ring_bell(&s->head->bell);
 }
 
 /* Corrupt ring contents (only a bug or a stray write can cause it): the peer is failed for good. */
@@ -64,14 +64,14 @@ static void ring_corrupt(shm_state *s, shm_peer *pe, const char *what, uint64_t 
              pe->rank, what, (unsigned long long)a);
     ZEN_WARN("transport", "%s", msg);
     if (pe->active) {
-        zen_mailbox_deliver_fail(s->mb, &pe->d, ZEN_EPROTO, msg);
+        zen__mailbox_deliver_fail(s->mb, &pe->d, ZEN_EPROTO, msg);
         pe->active = 0;
     }
     snprintf(pe->why, sizeof pe->why, "%s", msg);
     pe->down_status = ZEN_EPROTO;
     atomic_store(&pe->down, 1);
     atomic_store(&pe->failed, 1);
-    zen_mailbox_fail_peer(s->mb, pe->rank, ZEN_EPROTO, msg);
+    zen__mailbox_fail_peer(s->mb, pe->rank, ZEN_EPROTO, msg);
 }
 
 /* Read n bytes at the peer's address raddr into dst (process_vm_readv, which may return short). */
@@ -101,7 +101,7 @@ static int cma_read(pid_t pid, void *dst, uint64_t raddr, size_t n)
 static void take_rts(shm_state *s, shm_peer *pe, const zen_shm_rec *r)
 {
     zen_delivery d;
-    zen_mailbox_deliver_begin_pieces(s->mb, pe->rank, r->tag, (size_t)r->total, &d);
+    zen__mailbox_deliver_begin_pieces(s->mb, pe->rank, r->tag, (size_t)r->total, &d);
     int err = 0;
     if (d.dest) {
         err = cma_read(pe->pid, d.dest, r->addr, (size_t)r->total);
@@ -111,7 +111,7 @@ static void take_rts(shm_state *s, shm_peer *pe, const zen_shm_rec *r)
                                                              : ZEN_SHM_BOUNCE_BYTES;
             err = cma_read(pe->pid, s->bounce, r->addr + off, n);
             if (!err)
-                zen_mailbox_deliver_piece(&d, (size_t)off, s->bounce, n);
+                zen__mailbox_deliver_piece(&d, (size_t)off, s->bounce, n);
         }
     }
     if (err) {
@@ -119,13 +119,13 @@ static void take_rts(shm_state *s, shm_peer *pe, const zen_shm_rec *r)
         snprintf(msg, sizeof msg,
                  "reading a %llu-byte message from rank %d's memory failed: %s (rank %d died?)",
                  (unsigned long long)r->total, pe->rank, strerror(err), pe->rank);
-        zen_mailbox_deliver_fail(s->mb, &d, ZEN_EPEER, msg);
+        zen__mailbox_deliver_fail(s->mb, &d, ZEN_EPEER, msg);
         snprintf(pe->why, sizeof pe->why, "%s", msg);
         pe->down_status = ZEN_EPEER;
         atomic_store(&pe->down, 1);
         atomic_store(&s->any_down, 1);
     } else {
-        zen_mailbox_deliver_end(s->mb, &d);
+        zen__mailbox_deliver_end(s->mb, &d);
     }
 }
 
@@ -135,7 +135,7 @@ static int take_piece(shm_state *s, shm_peer *pe, const zen_shm_rec *r)
     if (r->kind == ZEN_SHM_FIRST) {
         if (pe->active)
             return -1;
-        zen_mailbox_deliver_begin_pieces(s->mb, pe->rank, r->tag, (size_t)r->total, &pe->d);
+        zen__mailbox_deliver_begin_pieces(s->mb, pe->rank, r->tag, (size_t)r->total, &pe->d);
         pe->active = 1;
         pe->off = 0;
         pe->total = r->total;
@@ -144,12 +144,13 @@ static int take_piece(shm_state *s, shm_peer *pe, const zen_shm_rec *r)
     }
     if (pe->off + r->bytes > pe->total)
         return -1;
-    zen_mailbox_deliver_piece(&pe->d, (size_t)pe->off, (const char *)r + ZEN_SHM_REC_HDR, r->bytes);
+    zen__mailbox_deliver_piece(&pe->d, (size_t)pe->off, (const char *)r + ZEN_SHM_REC_HDR,
+                               r->bytes);
     pe->off += r->bytes;
     pe->last_ns = zen_now_ns();
     if (pe->off == pe->total) {
         pe->active = 0;
-        zen_mailbox_deliver_end(s->mb, &pe->d);
+        zen__mailbox_deliver_end(s->mb, &pe->d);
     }
     return 0;
 }
@@ -196,7 +197,7 @@ static int drain_ring(shm_state *s, shm_peer *pe)
             tail = atomic_load_explicit(&in->tail, memory_order_acquire);
     }
     if (n && atomic_load(&in->producer_waiting))
-        zen_shm_ring_bell(pe->bell);
+        zen__shm_ring_bell(pe->bell);
     return n;
 }
 
@@ -228,17 +229,17 @@ static void fail_down_peers(shm_state *s, const int *was_down)
             continue;
         }
         if (pe->active) {
-            zen_mailbox_deliver_fail(s->mb, &pe->d, pe->down_status, pe->why);
+            zen__mailbox_deliver_fail(s->mb, &pe->d, pe->down_status, pe->why);
             pe->active = 0;
         }
         atomic_store(&pe->failed, 1);
-        zen_mailbox_fail_peer(s->mb, pe->rank, pe->down_status, pe->why);
+        zen__mailbox_fail_peer(s->mb, pe->rank, pe->down_status, pe->why);
         if (pe->down_abort)
-            zen_mailbox_fail_all(s->mb, ZEN_EPEER, pe->why);
+            zen__mailbox_fail_all(s->mb, ZEN_EPEER, pe->why);
     }
 }
 
-int zen_shm_progress(shm_state *s)
+int zen__shm_progress(shm_state *s)
 {
     if (pthread_mutex_trylock(&s->drain_lock) != 0) {
         /* another thread drains: it rings this process's bell when it lets go, so a waiter that
@@ -262,7 +263,7 @@ int zen_shm_progress(shm_state *s)
         fail_down_peers(s, was_down);
     pthread_mutex_unlock(&s->drain_lock);
     if (atomic_exchange(&s->drain_missed, 0))
-        zen_shm_ring_bell(&s->head->bell);
+        zen__shm_ring_bell(&s->head->bell);
     return n;
 }
 
@@ -273,12 +274,12 @@ static inline void cpu_relax(void)
 #endif
 }
 
-int zen_shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t deadline_ns)
+int zen__shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t deadline_ns)
 {
     zen_shm_doorbell *bell = &s->head->bell;
     int64_t spin_end = zen_now_ns() + s->spin_ns;
     for (;;) {
-        zen_shm_progress(s);
+        zen__shm_progress(s);
         if (done(arg))
             return 1;
         int64_t now = zen_now_ns();
@@ -295,7 +296,7 @@ int zen_shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t dea
         atomic_fetch_add(&bell->sleepers, 1);
         atomic_thread_fence(memory_order_seq_cst);
         uint32_t seq = atomic_load(&bell->seq);
-        zen_shm_progress(s);
+        zen__shm_progress(s);
         if (done(arg)) {
             atomic_fetch_sub(&bell->sleepers, 1);
             return 1;

@@ -1,6 +1,6 @@
 /*
  * tcp: one process per rank, a full mesh of TCP connections (built by src/bootstrap/rendezvous.c,
- * which hands the connected sockets to zen_transport_tcp_create).
+ * which hands the connected sockets to zen__transport_tcp_create).
  *
  * Receive side: one reader thread per peer connection reads frames and delivers them into this
  * rank's mailbox (mailbox.h). deliver_begin returns the posted receive's own buffer when the
@@ -81,7 +81,7 @@ struct tcp_state {
 
 static const zen_transport_ops tcp_ops;
 
-int zen_transport_is_tcp(const zen_transport *t)
+int zen__transport_is_tcp(const zen_transport *t)
 {
     return t && t->ops == &tcp_ops;
 }
@@ -95,7 +95,7 @@ static void peer_broken(tcp_state *s, tcp_peer *pe, zen_status status, const cha
         atomic_store(&pe->broken, 1);
     }
     pthread_mutex_unlock(&s->lock);
-    zen_mailbox_fail_peer(s->mb, pe->rank, status, msg);
+    zen__mailbox_fail_peer(s->mb, pe->rank, status, msg);
 }
 
 enum {
@@ -182,7 +182,7 @@ static void read_ended(tcp_peer *pe, int rc, int partial, int err, zen_delivery 
         break;
     }
     if (d)
-        zen_mailbox_deliver_fail(s->mb, d, st, msg);
+        zen__mailbox_deliver_fail(s->mb, d, st, msg);
     if (!atomic_load(&s->stopping) && !atomic_load(&s->aborted))
         ZEN_DEBUG("transport", "%s", msg);
     peer_broken(s, pe, st, msg);
@@ -218,7 +218,7 @@ static int read_abort(tcp_peer *pe, uint64_t len)
     snprintf(msg, sizeof msg, "rank %d aborted: %s", pe->rank, reason);
     ZEN_INFO("transport", "%s", msg);
     peer_broken(s, pe, ZEN_EPEER, msg);
-    zen_mailbox_fail_all(s->mb, ZEN_EPEER, msg);
+    zen__mailbox_fail_all(s->mb, ZEN_EPEER, msg);
     return 0;
 }
 
@@ -226,7 +226,7 @@ static void *reader_main(void *arg)
 {
     tcp_peer *pe = arg;
     tcp_state *s = pe->s;
-    zen_log_set_thread_rank(s->base.rank);
+    zen__log_set_thread_rank(s->base.rank);
     unsigned char h[ZEN_TCP_HEADER_BYTES];
     int aborted_by_peer = 0;
     for (;;) {
@@ -238,7 +238,7 @@ static void *reader_main(void *arg)
         }
         uint32_t kind = 0;
         uint64_t tag = 0, len = 0;
-        int hv = zen_tcp_parse_header(h, &kind, &tag, &len);
+        int hv = zen__tcp_parse_header(h, &kind, &tag, &len);
         if (hv == -1) {
             protocol_error(pe, "bad frame header (magic, version)", zen_get_u32(h),
                            zen_get_u16(h + 4));
@@ -266,14 +266,14 @@ static void *reader_main(void *arg)
             continue;
         }
         zen_delivery d;
-        zen_mailbox_deliver_begin(s->mb, pe->rank, tag, (size_t)len, &d);
+        zen__mailbox_deliver_begin(s->mb, pe->rank, tag, (size_t)len, &d);
         rc = d.dest ? rd_exact(pe, d.dest, (size_t)len, 0, &partial, &err)
                     : rd_discard(pe, len, &partial, &err);
         if (rc != RD_OK) {
             read_ended(pe, rc, 1, err, &d);
             break;
         }
-        zen_mailbox_deliver_end(s->mb, &d);
+        zen__mailbox_deliver_end(s->mb, &d);
     }
     atomic_fetch_sub(&s->live_readers, 1);
     return NULL;
@@ -293,16 +293,17 @@ static zen_status send_check(tcp_state *s, int peer)
 {
     zen_transport *t = &s->base;
     if (peer < 0 || peer >= t->size)
-        return zen_transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, t->size);
+        return zen__transport_fail(t, ZEN_EINVAL, "send to rank %d of %d", peer, t->size);
     if (atomic_load(&s->aborted))
-        return zen_transport_fail(t, ZEN_EABORTED, "send to rank %d after this rank aborted", peer);
+        return zen__transport_fail(t, ZEN_EABORTED, "send to rank %d after this rank aborted",
+                                   peer);
     tcp_peer *pe = &s->peers[peer];
     if (peer != t->rank && atomic_load(&pe->broken)) {
         char why[sizeof pe->why];
         pthread_mutex_lock(&s->lock);
         snprintf(why, sizeof why, "%s", pe->why);
         pthread_mutex_unlock(&s->lock);
-        return zen_transport_fail(t, ZEN_EPEER, "send to rank %d: %s", peer, why);
+        return zen__transport_fail(t, ZEN_EPEER, "send to rank %d: %s", peer, why);
     }
     return ZEN_OK;
 }
@@ -312,7 +313,7 @@ static zen_status write_peer(tcp_state *s, int peer, struct iovec *iov, int iovc
 {
     tcp_peer *pe = &s->peers[peer];
     pthread_mutex_lock(&pe->send_lock);
-    int rc = zen_sock_writev_all(pe->fd, iov, iovcnt, s->stall_ns, INT64_MAX);
+    int rc = zen__sock_writev_all(pe->fd, iov, iovcnt, s->stall_ns, INT64_MAX);
     pthread_mutex_unlock(&pe->send_lock);
     if (rc == 0)
         return ZEN_OK;
@@ -334,7 +335,7 @@ static zen_status write_peer(tcp_state *s, int peer, struct iovec *iov, int iovc
     /* The frame may be cut short: the stream is unusable from here on. */
     shutdown(pe->fd, SHUT_RDWR);
     peer_broken(s, pe, st, msg);
-    return zen_transport_fail(&s->base, st, "%s", msg);
+    return zen__transport_fail(&s->base, st, "%s", msg);
 }
 
 static zen_status tcp_isend(zen_transport *t, int peer, uint64_t tag, const void *buf, size_t len,
@@ -346,8 +347,8 @@ static zen_status tcp_isend(zen_transport *t, int peer, uint64_t tag, const void
     if (st != ZEN_OK)
         return st;
     if (peer == t->rank) {
-        zen_mailbox_deliver(s->mb, peer, tag, buf, len);
-        return zen_mailbox_send_done(req);
+        zen__mailbox_deliver(s->mb, peer, tag, buf, len);
+        return zen__mailbox_send_done(req);
     }
     unsigned char h[ZEN_TCP_HEADER_BYTES];
     put_header(h, ZEN_TCP_KIND_DATA, tag, len);
@@ -355,7 +356,7 @@ static zen_status tcp_isend(zen_transport *t, int peer, uint64_t tag, const void
                             { .iov_base = (void *)buf, .iov_len = len } };
     if ((st = write_peer(s, peer, iov, 2, len)) != ZEN_OK)
         return st;
-    return zen_mailbox_send_done(req);
+    return zen__mailbox_send_done(req);
 }
 
 static zen_status tcp_send_raw(zen_transport *t, int peer, const void *bytes, size_t len)
@@ -365,7 +366,7 @@ static zen_status tcp_send_raw(zen_transport *t, int peer, const void *bytes, si
     if (st != ZEN_OK)
         return st;
     if (peer == t->rank)
-        return zen_transport_fail(t, ZEN_EINVAL, "send_raw to itself");
+        return zen__transport_fail(t, ZEN_EINVAL, "send_raw to itself");
     struct iovec iov = { .iov_base = (void *)bytes, .iov_len = len };
     return write_peer(s, peer, &iov, 1, len);
 }
@@ -374,25 +375,25 @@ static zen_status tcp_irecv(zen_transport *t, int peer, uint64_t tag, void *buf,
                             zen_treq **req)
 {
     tcp_state *s = (tcp_state *)t;
-    zen_status st = zen_mailbox_irecv(s->mb, peer, tag, buf, cap, req);
+    zen_status st = zen__mailbox_irecv(s->mb, peer, tag, buf, cap, req);
     if (st == ZEN_EINVAL)
-        return zen_transport_fail(t, st, "receive from rank %d of %d", peer, t->size);
+        return zen__transport_fail(t, st, "receive from rank %d of %d", peer, t->size);
     return st;
 }
 
 static zen_status tcp_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns, size_t *len)
 {
-    return zen_mailbox_wait(((tcp_state *)t)->mb, req, deadline_ns, len);
+    return zen__mailbox_wait(((tcp_state *)t)->mb, req, deadline_ns, len);
 }
 
 static zen_status tcp_test(zen_transport *t, zen_treq *req, int *done, size_t *len)
 {
-    return zen_mailbox_test(((tcp_state *)t)->mb, req, done, len);
+    return zen__mailbox_test(((tcp_state *)t)->mb, req, done, len);
 }
 
 static void tcp_req_free(zen_transport *t, zen_treq *req)
 {
-    zen_mailbox_req_free(((tcp_state *)t)->mb, req);
+    zen__mailbox_req_free(((tcp_state *)t)->mb, req);
 }
 
 static void tcp_abort(zen_transport *t, zen_status status, const char *reason)
@@ -402,7 +403,7 @@ static void tcp_abort(zen_transport *t, zen_status status, const char *reason)
         reason = "aborted";
     if (atomic_exchange(&s->aborted, 1))
         return;
-    zen_mailbox_fail_all(s->mb, status == ZEN_OK ? ZEN_EABORTED : status, reason);
+    zen__mailbox_fail_all(s->mb, status == ZEN_OK ? ZEN_EABORTED : status, reason);
     size_t rlen = strlen(reason);
     if (rlen > ZEN_TCP_MAX_REASON)
         rlen = ZEN_TCP_MAX_REASON;
@@ -423,13 +424,13 @@ static void tcp_abort(zen_transport *t, zen_status status, const char *reason)
     }
 }
 
-void zen_transport_tcp_kill(zen_transport *t)
+void zen__transport_tcp_kill(zen_transport *t)
 {
     tcp_state *s = (tcp_state *)t;
     atomic_store(&s->killed, 1);
     if (atomic_exchange(&s->aborted, 1))
         return;
-    zen_mailbox_fail_all(s->mb, ZEN_EABORTED, "this rank was killed by fault injection");
+    zen__mailbox_fail_all(s->mb, ZEN_EABORTED, "this rank was killed by fault injection");
     for (int p = 0; p < t->size; p++)
         if (p != t->rank && s->peers[p].fd >= 0)
             shutdown(s->peers[p].fd, SHUT_RDWR);
@@ -450,7 +451,7 @@ static void send_heartbeat(tcp_state *s, tcp_peer *pe)
         ssize_t n = send(pe->fd, h, sizeof h, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n > 0 && (size_t)n < sizeof h) {
             struct iovec iov = { .iov_base = h + n, .iov_len = sizeof h - (size_t)n };
-            (void)zen_sock_writev_all(pe->fd, &iov, 1, s->stall_ns, INT64_MAX);
+            (void)zen__sock_writev_all(pe->fd, &iov, 1, s->stall_ns, INT64_MAX);
         }
     }
     pthread_mutex_unlock(&pe->send_lock);
@@ -460,7 +461,7 @@ static void *heartbeat_main(void *arg)
 {
     tcp_state *s = arg;
     zen_transport *t = &s->base;
-    zen_log_set_thread_rank(t->rank);
+    zen__log_set_thread_rank(t->rank);
     int64_t period = s->silence_ns / 5;
     if (period > 1000000000)
         period = 1000000000;
@@ -490,7 +491,7 @@ static void *heartbeat_main(void *arg)
             tcp_abort(t, ZEN_ETIMEDOUT, msg);
             return NULL;
         }
-        zen_sleep_ns(period < 50000000 ? period : 50000000);
+        zen__sleep_ns(period < 50000000 ? period : 50000000);
     }
     return NULL;
 }
@@ -513,12 +514,12 @@ static void tcp_free(tcp_state *s)
             pthread_mutex_destroy(&s->peers[p].send_lock);
         }
     }
-    zen_free(s->peers);
+    zen__free(s->peers);
     if (s->owns_mb)
-        zen_mailbox_destroy(s->mb);
+        zen__mailbox_destroy(s->mb);
     pthread_mutex_destroy(&s->lock);
-    zen_transport_base_release(&s->base);
-    zen_free(s);
+    zen__transport_base_release(&s->base);
+    zen__free(s);
 }
 
 static void tcp_destroy(zen_transport *t)
@@ -536,7 +537,7 @@ static void tcp_destroy(zen_transport *t)
         grace = CLOSE_GRACE_NS;
     int64_t until = zen_now_ns() + grace;
     while (atomic_load(&s->live_readers) > 0 && zen_now_ns() < until)
-        zen_sleep_ns(1000000);
+        zen__sleep_ns(1000000);
     atomic_store(&s->stopping, 1);
     for (int p = 0; p < n; p++)
         if (p != t->rank && s->peers[p].fd >= 0)
@@ -572,8 +573,8 @@ static zen_status start_readers(tcp_state *s)
         atomic_fetch_add(&s->live_readers, 1);
         if (pthread_create(&pe->reader, &attr, reader_main, pe) != 0) {
             atomic_fetch_sub(&s->live_readers, 1);
-            st = zen_transport_fail(&s->base, ZEN_ESYS,
-                                    "cannot start the reader thread for rank %d", p);
+            st = zen__transport_fail(&s->base, ZEN_ESYS,
+                                     "cannot start the reader thread for rank %d", p);
         } else {
             pe->reader_started = 1;
         }
@@ -585,14 +586,14 @@ static zen_status start_readers(tcp_state *s)
 static zen_status tcp_create(int rank, int size, int *fds, double timeout_s, zen_mailbox *shared_mb,
                              zen_transport **out);
 
-zen_status zen_transport_tcp_create(int rank, int size, int *fds, double timeout_s,
-                                    zen_transport **out)
+zen_status zen__transport_tcp_create(int rank, int size, int *fds, double timeout_s,
+                                     zen_transport **out)
 {
     return tcp_create(rank, size, fds, timeout_s, NULL, out);
 }
 
-zen_status zen_transport_tcp_create_shared(int rank, int size, int *fds, double timeout_s,
-                                           zen_mailbox *mb, zen_transport **out)
+zen_status zen__transport_tcp_create_shared(int rank, int size, int *fds, double timeout_s,
+                                            zen_mailbox *mb, zen_transport **out)
 {
     return tcp_create(rank, size, fds, timeout_s, mb, out);
 }
@@ -605,20 +606,20 @@ static zen_status tcp_create(int rank, int size, int *fds, double timeout_s, zen
         ZEN_ERROR("transport", "tcp: invalid rank %d / world size %d", rank, size);
         return ZEN_EINVAL;
     }
-    tcp_state *s = zen_calloc(1, sizeof *s);
+    tcp_state *s = zen__calloc(1, sizeof *s);
     if (!s)
         return ZEN_ENOMEM;
-    zen_transport_base_init(&s->base, &tcp_ops, s, rank, size);
+    zen__transport_base_init(&s->base, &tcp_ops, s, rank, size);
     pthread_mutex_init(&s->lock, NULL);
     s->timeout_s = timeout_s > 0 ? timeout_s : 300;
     s->stall_ns = zen_ns_from_s(s->timeout_s); /* INT64_MAX for inf: never a stall */
-    s->silence_ns = zen_ns_from_s(zen_param_timeout("HEARTBEAT_S"));
-    s->peers = zen_calloc((size_t)size, sizeof *s->peers);
+    s->silence_ns = zen_ns_from_s(zen__param_timeout("HEARTBEAT_S"));
+    s->peers = zen__calloc((size_t)size, sizeof *s->peers);
     s->owns_mb = shared_mb == NULL;
     s->mb = shared_mb;
     zen_status st = !s->peers   ? ZEN_ENOMEM
                     : shared_mb ? ZEN_OK
-                                : zen_mailbox_create(&s->base, size, &s->mb);
+                                : zen__mailbox_create(&s->base, size, &s->mb);
     if (st != ZEN_OK) {
         for (int p = 0; p < size; p++) {
             if (fds[p] >= 0)
@@ -637,14 +638,14 @@ static zen_status tcp_create(int rank, int size, int *fds, double timeout_s, zen
         fds[p] = -1; /* the transport owns the sockets now */
         pthread_mutex_init(&s->peers[p].send_lock, NULL);
         if (s->peers[p].fd >= 0)
-            zen_sock_tune(s->peers[p].fd);
+            zen__sock_tune(s->peers[p].fd);
     }
     int64_t start = zen_now_ns();
     for (int p = 0; p < size; p++)
         atomic_store(&s->peers[p].last_rx_ns, start);
     if ((st = start_readers(s)) == ZEN_OK && size > 1 && s->silence_ns != INT64_MAX) {
         if (pthread_create(&s->heartbeat, NULL, heartbeat_main, s) != 0)
-            st = zen_transport_fail(&s->base, ZEN_ESYS, "cannot start the heartbeat thread");
+            st = zen__transport_fail(&s->base, ZEN_ESYS, "cannot start the heartbeat thread");
         else
             s->heartbeat_started = 1;
     }

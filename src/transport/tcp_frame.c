@@ -1,8 +1,8 @@
 #include "transport/tcp_internal.h"
 #include "transport/tcp_sock.h"
 
-int zen_tcp_parse_header(const unsigned char h[ZEN_TCP_HEADER_BYTES], uint32_t *kind, uint64_t *tag,
-                         uint64_t *len)
+int zen__tcp_parse_header(const unsigned char h[ZEN_TCP_HEADER_BYTES], uint32_t *kind,
+                          uint64_t *tag, uint64_t *len)
 {
     if (zen_get_u32(h) != ZEN_TCP_MAGIC || zen_get_u16(h + 4) != ZEN_TCP_VERSION)
         return -1;

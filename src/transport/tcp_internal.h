@@ -23,21 +23,21 @@
 /* Check a received frame header (pure: tests/fuzz/fuzz_frame.c). 0 valid, with the fields
  * stored; -1 wrong magic or version; -2 unknown kind, a DATA length above ZEN_TCP_MAX_PAYLOAD,
  * an ABORT reason above ZEN_TCP_MAX_REASON or a HEARTBEAT with a payload. */
-int zen_tcp_parse_header(const unsigned char h[ZEN_TCP_HEADER_BYTES], uint32_t *kind, uint64_t *tag,
-                         uint64_t *len);
+int zen__tcp_parse_header(const unsigned char h[ZEN_TCP_HEADER_BYTES], uint32_t *kind,
+                          uint64_t *tag, uint64_t *len);
 
 /* Behave as if this process died: close every connection at once without an ABORT frame, fail
  * this rank's own requests and refuse all further traffic. t must be a tcp transport. */
-void zen_transport_tcp_kill(zen_transport *t);
+void zen__transport_tcp_kill(zen_transport *t);
 
-int zen_transport_is_tcp(const zen_transport *t);
+int zen__transport_is_tcp(const zen_transport *t);
 
-/* zen_transport_tcp_create delivering into mb, which the caller owns and keeps alive until after
+/* zen__transport_tcp_create delivering into mb, which the caller owns and keeps alive until after
  * destroy (shm's mixed mode: one mailbox for the ranks on this host and those on others). Peers
  * with fds[p] == -1 get no reader thread; the caller must not send to them through this
  * transport. */
 typedef struct zen_mailbox zen_mailbox;
-zen_status zen_transport_tcp_create_shared(int rank, int size, int *fds, double timeout_s,
-                                           zen_mailbox *mb, zen_transport **out);
+zen_status zen__transport_tcp_create_shared(int rank, int size, int *fds, double timeout_s,
+                                            zen_mailbox *mb, zen_transport **out);
 
 #endif

@@ -16,7 +16,7 @@
 #include "common/clock.h"
 #include "common/tunables.h"
 
-int zen_sock_nonblock(int fd)
+int zen__sock_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
@@ -47,11 +47,11 @@ static void read_limits(void)
     wmem_max = read_sysctl("/proc/sys/net/core/wmem_max");
 }
 
-void zen_sock_tune(int fd)
+void zen__sock_tune(int fd)
 {
     int one = 1;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    long want = zen_param_long("SOCKET_BUF_BYTES");
+    long want = zen__param_long("SOCKET_BUF_BYTES");
     if (want <= 0)
         return; /* 0: the kernel's autotuning */
     if (want > (1 << 30))
@@ -88,8 +88,8 @@ static int wait_fd(int fd, short events, int64_t deadline_ns)
     }
 }
 
-int zen_sock_writev_all(int fd, struct iovec *iov, int iovcnt, int64_t stall_ns,
-                        int64_t deadline_ns)
+int zen__sock_writev_all(int fd, struct iovec *iov, int iovcnt, int64_t stall_ns,
+                         int64_t deadline_ns)
 {
     int64_t last_progress = zen_now_ns();
     while (iovcnt > 0) {
@@ -134,7 +134,7 @@ int zen_sock_writev_all(int fd, struct iovec *iov, int iovcnt, int64_t stall_ns,
     return 0;
 }
 
-int zen_sock_read_all(int fd, void *buf, size_t len, int64_t deadline_ns)
+int zen__sock_read_all(int fd, void *buf, size_t len, int64_t deadline_ns)
 {
     char *p = buf;
     while (len > 0) {
@@ -159,12 +159,12 @@ int zen_sock_read_all(int fd, void *buf, size_t len, int64_t deadline_ns)
     return 0;
 }
 
-int zen_sock_connect(uint32_t addr_be, uint16_t port, int64_t deadline_ns)
+int zen__sock_connect(uint32_t addr_be, uint16_t port, int64_t deadline_ns)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         return -errno;
-    int rc = zen_sock_nonblock(fd);
+    int rc = zen__sock_nonblock(fd);
     if (rc < 0) {
         close(fd);
         return rc;
@@ -206,7 +206,7 @@ int zen_sock_connect(uint32_t addr_be, uint16_t port, int64_t deadline_ns)
     return fd;
 }
 
-int zen_sock_listen(uint32_t addr_be, uint16_t port, int reuse, uint16_t *bound_port)
+int zen__sock_listen(uint32_t addr_be, uint16_t port, int reuse, uint16_t *bound_port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
@@ -225,7 +225,7 @@ int zen_sock_listen(uint32_t addr_be, uint16_t port, int reuse, uint16_t *bound_
         getsockname(fd, (struct sockaddr *)&sa, &slen) < 0)
         rc = -errno;
     if (rc == 0)
-        rc = zen_sock_nonblock(fd);
+        rc = zen__sock_nonblock(fd);
     if (rc < 0) {
         close(fd);
         return rc;
@@ -234,12 +234,12 @@ int zen_sock_listen(uint32_t addr_be, uint16_t port, int reuse, uint16_t *bound_
     return fd;
 }
 
-int zen_sock_accept(int listen_fd, int64_t deadline_ns)
+int zen__sock_accept(int listen_fd, int64_t deadline_ns)
 {
     for (;;) {
         int fd = accept(listen_fd, NULL, NULL);
         if (fd >= 0) {
-            int rc = zen_sock_nonblock(fd);
+            int rc = zen__sock_nonblock(fd);
             if (rc < 0) {
                 close(fd);
                 return rc;
@@ -258,7 +258,7 @@ int zen_sock_accept(int listen_fd, int64_t deadline_ns)
     }
 }
 
-int zen_sock_resolve(const char *host, uint32_t *addr_be)
+int zen__sock_resolve(const char *host, uint32_t *addr_be)
 {
     struct in_addr in;
     if (inet_pton(AF_INET, host, &in) == 1) {
@@ -276,7 +276,7 @@ int zen_sock_resolve(const char *host, uint32_t *addr_be)
     return 0;
 }
 
-const char *zen_sock_ntoa(uint32_t addr_be, char *out, size_t size)
+const char *zen__sock_ntoa(uint32_t addr_be, char *out, size_t size)
 {
     struct in_addr in = { .s_addr = addr_be };
     if (!inet_ntop(AF_INET, &in, out, (socklen_t)size))

@@ -52,39 +52,39 @@ static inline uint64_t zen_get_u64(const unsigned char *p)
 }
 
 /* Non-blocking, close-on-exec. 0 or -errno. */
-int zen_sock_nonblock(int fd);
+int zen__sock_nonblock(int fd);
 
 /* Data connection options: TCP_NODELAY (frames are written whole, Nagle only adds latency) and
  * large kernel buffers (ZEN_SOCKET_BUF_BYTES, when the kernel allows that much; else its
  * autotuning) so a big message streams without stalls. */
-void zen_sock_tune(int fd);
+void zen__sock_tune(int fd);
 
 /*
  * Write every byte of iov (iov is modified). Waits in poll while the socket is full; gives up
  * with -ETIMEDOUT when no byte could be written for stall_ns, or when the absolute deadline
  * deadline_ns (INT64_MAX: none) passes. 0 or -errno (-EPIPE: the peer closed).
  */
-int zen_sock_writev_all(int fd, struct iovec *iov, int iovcnt, int64_t stall_ns,
-                        int64_t deadline_ns);
+int zen__sock_writev_all(int fd, struct iovec *iov, int iovcnt, int64_t stall_ns,
+                         int64_t deadline_ns);
 
 /* Read exactly len bytes before deadline_ns. 0, -ETIMEDOUT, -EPIPE (end of stream) or -errno. */
-int zen_sock_read_all(int fd, void *buf, size_t len, int64_t deadline_ns);
+int zen__sock_read_all(int fd, void *buf, size_t len, int64_t deadline_ns);
 
 /* Connect a new non-blocking socket to addr:port (IPv4, network order) before deadline_ns.
  * Returns the fd, or -errno (-ECONNREFUSED when nobody listens yet). */
-int zen_sock_connect(uint32_t addr_be, uint16_t port, int64_t deadline_ns);
+int zen__sock_connect(uint32_t addr_be, uint16_t port, int64_t deadline_ns);
 
 /* Listen on addr:port (port 0: ephemeral, reuse: SO_REUSEADDR). Returns the fd or -errno;
  * *bound_port gets the port. */
-int zen_sock_listen(uint32_t addr_be, uint16_t port, int reuse, uint16_t *bound_port);
+int zen__sock_listen(uint32_t addr_be, uint16_t port, int reuse, uint16_t *bound_port);
 
 /* Accept one connection before deadline_ns: the new non-blocking fd, or -errno. */
-int zen_sock_accept(int listen_fd, int64_t deadline_ns);
+int zen__sock_accept(int listen_fd, int64_t deadline_ns);
 
 /* Resolve a host name or dotted address to an IPv4 address (network order). 0 or -1. */
-int zen_sock_resolve(const char *host, uint32_t *addr_be);
+int zen__sock_resolve(const char *host, uint32_t *addr_be);
 
 /* Dotted form of an IPv4 address (network order) into out (>= 16 bytes). */
-const char *zen_sock_ntoa(uint32_t addr_be, char *out, size_t size);
+const char *zen__sock_ntoa(uint32_t addr_be, char *out, size_t size);
 
 #endif

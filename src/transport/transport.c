@@ -6,8 +6,8 @@
 
 #include "common/log.h"
 
-void zen_transport_base_init(zen_transport *t, const zen_transport_ops *ops, void *impl, int rank,
-                             int size)
+void zen__transport_base_init(zen_transport *t, const zen_transport_ops *ops, void *impl, int rank,
+                              int size)
 {
     t->ops = ops;
     t->impl = impl;
@@ -21,12 +21,12 @@ void zen_transport_base_init(zen_transport *t, const zen_transport_ops *ops, voi
     pthread_mutex_init(&t->err_lock, NULL);
 }
 
-void zen_transport_base_release(zen_transport *t)
+void zen__transport_base_release(zen_transport *t)
 {
     pthread_mutex_destroy(&t->err_lock);
 }
 
-zen_status zen_transport_fail(zen_transport *t, zen_status status, const char *fmt, ...)
+zen_status zen__transport_fail(zen_transport *t, zen_status status, const char *fmt, ...)
 {
     char detail[sizeof t->err];
     va_list ap;
@@ -40,14 +40,14 @@ zen_status zen_transport_fail(zen_transport *t, zen_status status, const char *f
     return status;
 }
 
-void zen_transport_last_error(zen_transport *t, char *out, size_t size)
+void zen__transport_last_error(zen_transport *t, char *out, size_t size)
 {
     pthread_mutex_lock(&t->err_lock);
     snprintf(out, size, "%s", t->err);
     pthread_mutex_unlock(&t->err_lock);
 }
 
-int zen_transport_host(const zen_transport *t, int r)
+int zen__transport_host(const zen_transport *t, int r)
 {
     if (!t || !t->host_of || r < 0 || r >= t->size)
         return -1;

@@ -94,7 +94,7 @@ struct zen_transport {
     int local_size;
     /* world rank -> host index 0..nhosts-1, when the transport knows the hosts (shm, mixed:
      * from the host identities exchanged at rendezvous); NULL otherwise. Owned by the transport.
-     * Read it through zen_transport_host. */
+     * Read it through zen__transport_host. */
     const int *host_of;
     int nhosts;
     pthread_mutex_t err_lock;
@@ -102,7 +102,7 @@ struct zen_transport {
 };
 
 /* Record a formatted detail in t->err (prefixed "rank R: ") and return status. Thread safe. */
-zen_status zen_transport_fail(zen_transport *t, zen_status status, const char *fmt, ...)
+zen_status zen__transport_fail(zen_transport *t, zen_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -110,31 +110,31 @@ zen_status zen_transport_fail(zen_transport *t, zen_status status, const char *f
 
 /* Host index of world rank r (ranks with equal indices share a host), or -1 when the transport
  * does not know the hosts. Thread safe (fixed at creation). */
-int zen_transport_host(const zen_transport *t, int r);
+int zen__transport_host(const zen_transport *t, int r);
 
 /* Copy t->err into out (size bytes). */
-void zen_transport_last_error(zen_transport *t, char *out, size_t size);
+void zen__transport_last_error(zen_transport *t, char *out, size_t size);
 
 /* Initialise and release the fields of the base struct. */
-void zen_transport_base_init(zen_transport *t, const zen_transport_ops *ops, void *impl, int rank,
-                             int size);
-void zen_transport_base_release(zen_transport *t);
+void zen__transport_base_init(zen_transport *t, const zen_transport_ops *ops, void *impl, int rank,
+                              int size);
+void zen__transport_base_release(zen_transport *t);
 
 /* Constructors (each in its own file). */
 typedef struct zen_inproc_world zen_inproc_world;
-zen_status zen_transport_inproc_create(zen_inproc_world *world, int rank, zen_transport **out);
+zen_status zen__transport_inproc_create(zen_inproc_world *world, int rank, zen_transport **out);
 /* The world of n inproc ranks behind the public zen_inproc_world_create/destroy (which are
  * defined in coll/run_inproc.c, so no transport implements the public communicator API). */
-zen_status zen_transport_inproc_world_create(int nranks, zen_inproc_world **out);
-void zen_transport_inproc_world_destroy(zen_inproc_world *world);
+zen_status zen__transport_inproc_world_create(int nranks, zen_inproc_world **out);
+void zen__transport_inproc_world_destroy(zen_inproc_world *world);
 
 /* tcp over a full mesh of connected sockets (fds[p] for peer p, -1 at fds[rank]; made by
- * zen_rendezvous in src/bootstrap). Takes ownership of the sockets, also on failure. */
-zen_status zen_transport_tcp_create(int rank, int size, int *fds, double timeout_s,
-                                    zen_transport **out);
+ * zen__rendezvous in src/bootstrap). Takes ownership of the sockets, also on failure. */
+zen_status zen__transport_tcp_create(int rank, int size, int *fds, double timeout_s,
+                                     zen_transport **out);
 
 /* mpi: ZEN_EUNSUPPORTED when built without MPI. */
-zen_status zen_transport_mpi_create(zen_transport **out);
-int zen_transport_mpi_launched(void); /* 1 when started by mpirun and built with MPI */
+zen_status zen__transport_mpi_create(zen_transport **out);
+int zen__transport_mpi_launched(void); /* 1 when started by mpirun and built with MPI */
 
 #endif

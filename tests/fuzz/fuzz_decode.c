@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for the pull-phase decoders of BALANCED (hash bitmap and COO blobs,
- * src/sparse/bitmap.c). Also linked into fuzz_decode_replay (replay.c), which replays the seed
+ * src/sparse/wire/bitmap.c). Also linked into fuzz_decode_replay (replay.c), which replays the seed
  * corpus in ordinary (gcc, ASan) builds.
  *
  * Input: 4 parameter bytes, then the blob.
@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sparse/bitmap.h"
-#include "sparse/coo.h"
-#include "sparse/hier_hash.h"
-#include "sparse/universe.h"
+#include "sparse/wire/bitmap.h"
+#include "sparse/wire/coo.h"
+#include "sparse/wire/hier_hash.h"
+#include "sparse/wire/universe.h"
 
 #define FUZZ_SEED0 0x5eedf00dull
 #define CANARY     1234.5f
@@ -45,19 +45,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (len)
         memcpy(blob, data + 4, len);
     zen_universe *u = NULL;
-    if (zen_universe_build(rows, n, FUZZ_SEED0, &u) != ZEN_OK) {
+    if (zen__universe_build(rows, n, FUZZ_SEED0, &u) != ZEN_OK) {
         free(blob);
         return 0;
     }
     size_t count = 0;
-    zen_status st = zen_hb_check(blob, len, u, j, w, &count);
+    zen_status st = zen__hb_check(blob, len, u, j, w, &count);
     REQUIRE(st == ZEN_OK || st == ZEN_EPROTO);
     float *dense = malloc((size_t)rows * w * sizeof *dense);
     for (size_t i = 0; i < (size_t)rows * w; i++)
         dense[i] = CANARY;
-    zen_status sd = zen_hb_decode_dense(blob, len, u, j, w, 2.0f, dense);
+    zen_status sd = zen__hb_decode_dense(blob, len, u, j, w, 2.0f, dense);
     zen_coo out = { rows, w, 0, 0, NULL, NULL };
-    zen_status sc = zen_hb_decode_coo(blob, len, u, j, w, 1.0f, &out);
+    zen_status sc = zen__hb_decode_coo(blob, len, u, j, w, 1.0f, &out);
     REQUIRE(sd == st && (sc == st || sc == ZEN_ENOMEM));
     if (st != ZEN_OK) {
         for (size_t i = 0; i < (size_t)rows * w; i++)
@@ -82,9 +82,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         REQUIRE(k == out.nnz);
     }
-    zen_coo_release(&out);
+    zen__coo_release(&out);
     free(dense);
-    zen_universe_free(u);
+    zen__universe_free(u);
     free(blob);
     return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the tcp frame header check (zen_tcp_parse_header, src/transport/
+ * libFuzzer target for the tcp frame header check (zen__tcp_parse_header, src/transport/
  * tcp_frame.c), which guards every byte a reader thread takes from the network. Also linked
  * into fuzz_frame_replay (replay.c).
  *
@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(h, data, size < sizeof h ? size : sizeof h);
     uint32_t kind = 0;
     uint64_t tag = 0, len = 0;
-    int rc = zen_tcp_parse_header(h, &kind, &tag, &len);
+    int rc = zen__tcp_parse_header(h, &kind, &tag, &len);
     int ours = zen_get_u32(h) == ZEN_TCP_MAGIC && zen_get_u16(h + 4) == ZEN_TCP_VERSION;
     REQUIRE(ours || rc == -1);
     if (rc == 0) {

@@ -26,7 +26,7 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/clock.h"
-#include "sparse/xchg.h"
+#include "sparse/wire/xchg.h"
 
 enum {
     KIND_COO = 0,
@@ -48,7 +48,7 @@ typedef struct hc_state {
 
 static zen_status oom(hc_state *s, const char *what, size_t n)
 {
-    return zen_fail(s->ctx->comm, ZEN_ENOMEM, "hierarchical: cannot allocate %s for %zu", what, n);
+    return zen__fail(s->ctx->comm, ZEN_ENOMEM, "hierarchical: cannot allocate %s for %zu", what, n);
 }
 
 /* Switch the partial sum to the dense representation. */
@@ -58,7 +58,7 @@ static zen_status make_dense(hc_state *s)
         s->dense = s->ctx->dense_out;
         s->dense_owned = 0;
     } else {
-        s->dense = zen_malloc_array(s->count, sizeof(float));
+        s->dense = zen__malloc_array(s->count, sizeof(float));
         if (!s->dense)
             return oom(s, "a dense vector", s->count);
         s->dense_owned = 1;
@@ -84,13 +84,13 @@ static void scatter_add(float *dense, const zen_coo *c)
 
 /*
  * out = a + b for two sorted unique runs: a linear two-way merge (the k-way heap merge of
- * zen_coo_merge costs several times more per entry for k = 2, and this is the scheme's inner
+ * zen__coo_merge costs several times more per entry for k = 2, and this is the scheme's inner
  * loop). Both partners add the same two operands and IEEE addition is commutative, so they get
  * identical sums.
  */
 static zen_status merge2(const zen_coo *a, const zen_coo *b, zen_coo *out)
 {
-    zen_status st = zen_coo_reserve(out, a->nnz + b->nnz);
+    zen_status st = zen__coo_reserve(out, a->nnz + b->nnz);
     if (st != ZEN_OK)
         return st;
     size_t w = a->width, i = 0, j = 0, k = 0;
@@ -122,10 +122,10 @@ static zen_status check_rx(hc_state *s, int peer)
     const zen_coo *c = &s->rx;
     for (size_t i = 0; i < c->nnz; i++)
         if (c->idx[i] >= c->rows || (i > 0 && c->idx[i] <= c->idx[i - 1]))
-            return zen_fail(s->ctx->comm, ZEN_EPROTO,
-                            "hierarchical: rank %d sent index %u at position %zu, not below %llu "
-                            "or not sorted",
-                            peer, c->idx[i], i, (unsigned long long)c->rows);
+            return zen__fail(s->ctx->comm, ZEN_EPROTO,
+                             "hierarchical: rank %d sent index %u at position %zu, not below %llu "
+                             "or not sorted",
+                             peer, c->idx[i], i, (unsigned long long)c->rows);
     return ZEN_OK;
 }
 
@@ -145,8 +145,8 @@ static zen_status absorb(hc_state *s)
         return ZEN_OK;
     }
     if ((st = merge2(&s->coo, &s->rx, &s->spare)) != ZEN_OK)
-        return zen_fail(s->ctx->comm, st, "hierarchical: merge of %zu + %zu rows failed",
-                        s->coo.nnz, s->rx.nnz);
+        return zen__fail(s->ctx->comm, st, "hierarchical: merge of %zu + %zu rows failed",
+                         s->coo.nnz, s->rx.nnz);
     zen_coo t = s->coo;
     s->coo = s->spare;
     s->spare = t;
@@ -170,26 +170,26 @@ static zen_status post_recvs(hc_state *s, int peer, zen_treq **req, size_t *expe
     const zen_coo *local = s->ctx->local;
     if (s->rhdr[0] == KIND_DENSE) {
         if (s->rhdr[1] != s->count)
-            return zen_fail(comm, ZEN_EPROTO,
-                            "hierarchical: rank %d announced a dense vector of %llu, not %zu", peer,
-                            (unsigned long long)s->rhdr[1], s->count);
-        if (!s->rdense && !(s->rdense = zen_malloc_array(s->count ? s->count : 1, 4)))
+            return zen__fail(comm, ZEN_EPROTO,
+                             "hierarchical: rank %d announced a dense vector of %llu, not %zu",
+                             peer, (unsigned long long)s->rhdr[1], s->count);
+        if (!s->rdense && !(s->rdense = zen__malloc_array(s->count ? s->count : 1, 4)))
             return oom(s, "a received dense vector", s->count);
         expect[0] = s->count * sizeof(float);
-        return zen_coll_irecv(comm, s->cc, peer, s->rdense, expect[0], &req[0]);
+        return zen__coll_irecv(comm, s->cc, peer, s->rdense, expect[0], &req[0]);
     }
     if (s->rhdr[0] != KIND_COO || s->rhdr[1] > local->rows)
-        return zen_fail(comm, ZEN_EPROTO, "hierarchical: rank %d sent a bad header (%llu, %llu)",
-                        peer, (unsigned long long)s->rhdr[0], (unsigned long long)s->rhdr[1]);
+        return zen__fail(comm, ZEN_EPROTO, "hierarchical: rank %d sent a bad header (%llu, %llu)",
+                         peer, (unsigned long long)s->rhdr[0], (unsigned long long)s->rhdr[1]);
     size_t nnz = (size_t)s->rhdr[1];
-    if (zen_coo_reserve(&s->rx, nnz) != ZEN_OK)
+    if (zen__coo_reserve(&s->rx, nnz) != ZEN_OK)
         return oom(s, "received rows", nnz);
     s->rx.nnz = nnz;
     expect[0] = nnz * sizeof(uint32_t);
     expect[1] = nnz * local->width * sizeof(float);
-    zen_status st = zen_coll_irecv(comm, s->cc, peer, s->rx.idx, expect[0], &req[0]);
+    zen_status st = zen__coll_irecv(comm, s->cc, peer, s->rx.idx, expect[0], &req[0]);
     if (st == ZEN_OK)
-        st = zen_coll_irecv(comm, s->cc, peer, s->rx.val, expect[1], &req[1]);
+        st = zen__coll_irecv(comm, s->cc, peer, s->rx.val, expect[1], &req[1]);
     return st;
 }
 
@@ -198,12 +198,12 @@ static zen_status post_sends(hc_state *s, int peer, zen_treq **req)
 {
     zen_comm *comm = s->ctx->comm;
     if (s->dense)
-        return zen_coll_isend(comm, s->cc, peer, s->dense, s->count * sizeof(float), &req[0]);
+        return zen__coll_isend(comm, s->cc, peer, s->dense, s->count * sizeof(float), &req[0]);
     zen_status st =
-        zen_coll_isend(comm, s->cc, peer, s->coo.idx, s->coo.nnz * sizeof(uint32_t), &req[0]);
+        zen__coll_isend(comm, s->cc, peer, s->coo.idx, s->coo.nnz * sizeof(uint32_t), &req[0]);
     if (st == ZEN_OK)
-        st = zen_coll_isend(comm, s->cc, peer, s->coo.val,
-                            s->coo.nnz * s->coo.width * sizeof(float), &req[1]);
+        st = zen__coll_isend(comm, s->cc, peer, s->coo.val,
+                             s->coo.nnz * s->coo.width * sizeof(float), &req[1]);
     return st;
 }
 
@@ -220,20 +220,20 @@ static zen_status exchange(hc_state *s, int peer, int mode)
     int64_t t0 = zen_now_ns();
     s->shdr[0] = s->dense ? KIND_DENSE : KIND_COO;
     s->shdr[1] = s->dense ? s->count : s->coo.nnz;
-    zen_status st = zen_coll_sendrecv(comm, s->cc, send ? peer : -1, s->shdr, sizeof s->shdr,
-                                      recv ? peer : -1, s->rhdr, sizeof s->rhdr);
+    zen_status st = zen__coll_sendrecv(comm, s->cc, send ? peer : -1, s->shdr, sizeof s->shdr,
+                                       recv ? peer : -1, s->rhdr, sizeof s->rhdr);
     if (st == ZEN_OK && recv)
         st = post_recvs(s, peer, rreq, expect);
     if (st == ZEN_OK && send)
         st = post_sends(s, peer, sreq);
     for (int i = 0; i < 2; i++) {
-        zen_status w = st == ZEN_OK ? zen_coll_wait(comm, s->cc, sreq[i], peer, SIZE_MAX, NULL)
-                                    : (zen_coll_req_drop(comm, sreq[i]), st);
+        zen_status w = st == ZEN_OK ? zen__coll_wait(comm, s->cc, sreq[i], peer, SIZE_MAX, NULL)
+                                    : (zen__coll_req_drop(comm, sreq[i]), st);
         st = st == ZEN_OK ? w : st;
     }
     for (int i = 0; i < 2; i++) {
-        zen_status w = st == ZEN_OK ? zen_coll_wait(comm, s->cc, rreq[i], peer, expect[i], NULL)
-                                    : (zen_coll_req_drop(comm, rreq[i]), st);
+        zen_status w = st == ZEN_OK ? zen__coll_wait(comm, s->cc, rreq[i], peer, expect[i], NULL)
+                                    : (zen__coll_req_drop(comm, rreq[i]), st);
         st = st == ZEN_OK ? w : st;
     }
     int64_t t1 = zen_now_ns();
@@ -260,22 +260,22 @@ static zen_status deliver(hc_state *s)
         if (ctx->dense_out) {
             if (s->dense != ctx->dense_out)
                 memcpy(ctx->dense_out, s->dense, s->count * sizeof(float));
-            zen_dense_finish(ctx);
+            zen__dense_finish(ctx);
         } else {
             zen_coo sum = { 0 };
-            st = zen_coo_from_dense(s->dense, ctx->local->rows, ctx->local->width, &sum);
+            st = zen__coo_from_dense(s->dense, ctx->local->rows, ctx->local->width, &sum);
             if (st == ZEN_OK)
-                st = zen_sparse_emit(ctx, &sum);
-            zen_coo_release(&sum);
+                st = zen__sparse_emit(ctx, &sum);
+            zen__coo_release(&sum);
         }
     } else {
-        st = zen_sparse_emit(ctx, &s->coo);
+        st = zen__sparse_emit(ctx, &s->coo);
     }
     ctx->stats->phase_us[ZEN_PHASE_DECODE] += zen_us_between(t0, zen_now_ns());
     return st;
 }
 
-zen_status zen_sparse_run_hierarchical(zen_sparse_ctx *ctx)
+zen_status zen__sparse_run_hierarchical(zen_sparse_ctx *ctx)
 {
     zen_comm *comm = ctx->comm;
     const zen_coo *local = ctx->local;
@@ -283,10 +283,10 @@ zen_status zen_sparse_run_hierarchical(zen_sparse_ctx *ctx)
     size_t count;
     if (local->rows > SIZE_MAX || zen_mul_overflow((size_t)local->rows, local->width, &count) ||
         count > SIZE_MAX / sizeof(float))
-        return zen_fail(comm, ZEN_EINVAL, "hierarchical: %llu x %u is too large",
-                        (unsigned long long)local->rows, local->width);
+        return zen__fail(comm, ZEN_EINVAL, "hierarchical: %llu x %u is too large",
+                         (unsigned long long)local->rows, local->width);
     zen_coll cc;
-    zen_status st = zen_coll_begin(comm, "sparse_hierarchical", &cc);
+    zen_status st = zen__coll_begin(comm, "sparse_hierarchical", &cc);
     if (st != ZEN_OK)
         return st;
     hc_state s;
@@ -297,7 +297,7 @@ zen_status zen_sparse_run_hierarchical(zen_sparse_ctx *ctx)
     s.coo.rows = s.rx.rows = s.spare.rows = local->rows;
     s.coo.width = s.rx.width = s.spare.width = local->width;
     int64_t t0 = zen_now_ns();
-    if (zen_coo_reserve(&s.coo, local->nnz) != ZEN_OK) {
+    if (zen__coo_reserve(&s.coo, local->nnz) != ZEN_OK) {
         st = oom(&s, "rows", local->nnz);
     } else {
         s.coo.nnz = local->nnz;
@@ -328,11 +328,11 @@ zen_status zen_sparse_run_hierarchical(zen_sparse_ctx *ctx)
     }
     if (st == ZEN_OK)
         st = deliver(&s);
-    zen_coo_release(&s.coo);
-    zen_coo_release(&s.rx);
-    zen_coo_release(&s.spare);
+    zen__coo_release(&s.coo);
+    zen__coo_release(&s.rx);
+    zen__coo_release(&s.spare);
     if (s.dense_owned)
-        zen_free(s.dense);
-    zen_free(s.rdense);
-    return zen_coll_end(comm, &cc, st);
+        zen__free(s.dense);
+    zen__free(s.rdense);
+    return zen__coll_end(comm, &cc, st);
 }

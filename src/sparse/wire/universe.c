@@ -8,13 +8,13 @@
  * evicted (least recently used first) only when no caller holds it. When every slot is in use a
  * private, uncached copy is built and freed on release.
  */
-#include "sparse/universe.h"
+#include "sparse/wire/universe.h"
 
 #include <pthread.h>
 #include <string.h>
 
 #include "common/alloc.h"
-#include "sparse/hier_hash.h"
+#include "sparse/wire/hier_hash.h"
 
 #define CACHE_SLOTS 4
 
@@ -28,13 +28,13 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static cache_entry cache[CACHE_SLOTS];
 static uint64_t cache_clock;
 
-void zen_universe_free(zen_universe *u)
+void zen__universe_free(zen_universe *u)
 {
     if (!u)
         return;
-    zen_free(u->offsets);
-    zen_free(u->members);
-    zen_free(u);
+    zen__free(u->offsets);
+    zen__free(u->members);
+    zen__free(u);
 }
 
 /* Sizes only: count the rows of each owner. */
@@ -43,15 +43,15 @@ static zen_status build_offsets(uint64_t rows, uint32_t n, uint64_t seed0, zen_u
     *out = NULL;
     if (n == 0 || rows >= ((uint64_t)1 << 32) || rows > SIZE_MAX / sizeof(uint32_t))
         return ZEN_EINVAL;
-    zen_universe *u = zen_calloc(1, sizeof *u);
+    zen_universe *u = zen__calloc(1, sizeof *u);
     if (!u)
         return ZEN_ENOMEM;
     u->rows = rows;
     u->n = n;
     u->seed0 = seed0;
-    u->offsets = zen_calloc((size_t)n + 1, sizeof *u->offsets);
+    u->offsets = zen__calloc((size_t)n + 1, sizeof *u->offsets);
     if (!u->offsets) {
-        zen_universe_free(u);
+        zen__universe_free(u);
         return ZEN_ENOMEM;
     }
     for (uint64_t i = 0; i < rows; i++)
@@ -65,11 +65,11 @@ static zen_status build_offsets(uint64_t rows, uint32_t n, uint64_t seed0, zen_u
 /* Members: append every row to its owner's segment, in ascending order. */
 static zen_status build_members(zen_universe *u)
 {
-    uint32_t *members = zen_malloc_array(u->rows ? (size_t)u->rows : 1, sizeof *members);
-    size_t *next = zen_malloc_array(u->n, sizeof *next);
+    uint32_t *members = zen__malloc_array(u->rows ? (size_t)u->rows : 1, sizeof *members);
+    size_t *next = zen__malloc_array(u->n, sizeof *next);
     if (!members || !next) {
-        zen_free(members);
-        zen_free(next);
+        zen__free(members);
+        zen__free(next);
         return ZEN_ENOMEM;
     }
     memcpy(next, u->offsets, u->n * sizeof *next);
@@ -79,23 +79,23 @@ static zen_status build_members(zen_universe *u)
     const uint32_t n = u->n;
     for (uint64_t i = 0; i < rows; i++)
         members[next[zen_hh_owner((uint32_t)i, seed0, n)]++] = (uint32_t)i;
-    zen_free(next);
-    /* release: pairs with zen_universe_has_members, which other rank threads call unlocked */
+    zen__free(next);
+    /* release: pairs with zen__universe_has_members, which other rank threads call unlocked */
     __atomic_store_n(&u->members, members, __ATOMIC_RELEASE);
     return ZEN_OK;
 }
 
-zen_status zen_universe_build(uint64_t rows, uint32_t n, uint64_t seed0, zen_universe **out)
+zen_status zen__universe_build(uint64_t rows, uint32_t n, uint64_t seed0, zen_universe **out)
 {
     zen_status st = build_offsets(rows, n, seed0, out);
     if (st == ZEN_OK && (st = build_members(*out)) != ZEN_OK) {
-        zen_universe_free(*out);
+        zen__universe_free(*out);
         *out = NULL;
     }
     return st;
 }
 
-zen_status zen_universe_members(const zen_universe *cu)
+zen_status zen__universe_members(const zen_universe *cu)
 {
     /* the cache lock also orders the one-time build before every reader's use */
     pthread_mutex_lock(&cache_lock);
@@ -105,12 +105,12 @@ zen_status zen_universe_members(const zen_universe *cu)
     return st;
 }
 
-int zen_universe_has_members(const zen_universe *u)
+int zen__universe_has_members(const zen_universe *u)
 {
     return __atomic_load_n(&u->members, __ATOMIC_ACQUIRE) != NULL;
 }
 
-zen_status zen_universe_get(uint64_t rows, uint32_t n, uint64_t seed0, const zen_universe **out)
+zen_status zen__universe_get(uint64_t rows, uint32_t n, uint64_t seed0, const zen_universe **out)
 {
     *out = NULL;
     pthread_mutex_lock(&cache_lock);
@@ -133,7 +133,7 @@ zen_status zen_universe_get(uint64_t rows, uint32_t n, uint64_t seed0, const zen
                 (free_slot < 0 || cache[s].last_use < cache[free_slot].last_use))
                 free_slot = s;
         if (free_slot >= 0) {
-            zen_universe_free(cache[free_slot].u);
+            zen__universe_free(cache[free_slot].u);
             cache[free_slot].u = NULL;
         }
     }
@@ -150,7 +150,7 @@ zen_status zen_universe_get(uint64_t rows, uint32_t n, uint64_t seed0, const zen
     return st;
 }
 
-void zen_universe_put(const zen_universe *u)
+void zen__universe_put(const zen_universe *u)
 {
     if (!u)
         return;
@@ -163,5 +163,5 @@ void zen_universe_put(const zen_universe *u)
         }
     }
     pthread_mutex_unlock(&cache_lock);
-    zen_universe_free((zen_universe *)u); /* an uncached private copy */
+    zen__universe_free((zen_universe *)u); /* an uncached private copy */
 }

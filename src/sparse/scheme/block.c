@@ -20,8 +20,8 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/tunables.h"
-#include "sparse/imbalance.h"
-#include "sparse/xchg.h"
+#include "sparse/model/imbalance.h"
+#include "sparse/wire/xchg.h"
 
 typedef struct block_geom {
     uint64_t rows;
@@ -78,15 +78,15 @@ static zen_status check_blocks(zen_comm *comm, int peer, const block_geom *g, co
                                size_t bytes, uint64_t blo, uint64_t bhi, size_t *m)
 {
     if (bytes % g->entry != 0)
-        return zen_fail(comm, ZEN_EPROTO, "block: rank %d sent %zu bytes, not whole blocks", peer,
-                        bytes);
+        return zen__fail(comm, ZEN_EPROTO, "block: rank %d sent %zu bytes, not whole blocks", peer,
+                         bytes);
     *m = bytes / g->entry;
     const uint32_t *ids = (const uint32_t *)(const void *)buf;
     for (size_t i = 0; i < *m; i++)
         if (ids[i] < blo || ids[i] >= bhi || (i > 0 && ids[i] <= ids[i - 1]))
-            return zen_fail(comm, ZEN_EPROTO,
-                            "block: rank %d sent block id %u outside [%llu, %llu) or unsorted",
-                            peer, ids[i], (unsigned long long)blo, (unsigned long long)bhi);
+            return zen__fail(comm, ZEN_EPROTO,
+                             "block: rank %d sent block id %u outside [%llu, %llu) or unsorted",
+                             peer, ids[i], (unsigned long long)blo, (unsigned long long)bhi);
     return ZEN_OK;
 }
 
@@ -128,21 +128,21 @@ static zen_status emit_blocks(zen_sparse_ctx *ctx, const block_geom *g, const ui
             }
         }
         if (ctx->dense_out) {
-            zen_dense_finish(ctx);
+            zen__dense_finish(ctx);
             return ZEN_OK;
         }
         if (pass == 0) {
-            zen_status st = zen_coo_reserve(&sum, nnz);
+            zen_status st = zen__coo_reserve(&sum, nnz);
             if (st != ZEN_OK) {
-                zen_coo_release(&sum);
-                return zen_fail(ctx->comm, st, "block: cannot allocate %zu result rows", nnz);
+                zen__coo_release(&sum);
+                return zen__fail(ctx->comm, st, "block: cannot allocate %zu result rows", nnz);
             }
         } else {
             sum.nnz = nnz;
         }
     }
-    zen_status st = zen_sparse_emit(ctx, &sum);
-    zen_coo_release(&sum);
+    zen_status st = zen__sparse_emit(ctx, &sum);
+    zen__coo_release(&sum);
     return st;
 }
 
@@ -165,7 +165,7 @@ typedef struct blk_state {
 static block_geom make_geom(const zen_coo *local)
 {
     block_geom g;
-    long bsize = zen_param_long("SPARSE_BLOCK_SIZE");
+    long bsize = zen__param_long("SPARSE_BLOCK_SIZE");
     if (bsize < 1)
         bsize = 256;
     g.rows = local->rows;
@@ -187,16 +187,16 @@ static zen_status blk_partition(blk_state *s)
     size_t total = 0;
     for (int j = 0; j <= n; j++)
         s->cut[j] = j == n ? local->nnz
-                           : zen_lower_bound_u32(local->idx, local->nnz,
-                                                 range_block_lo(&s->g, n, j) * s->g.brows);
+                           : zen__lower_bound_u32(local->idx, local->nnz,
+                                                  range_block_lo(&s->g, n, j) * s->g.brows);
     for (int j = 0; j < n; j++) {
         s->load[j] = count_blocks(&s->g, local->idx, s->cut[j], s->cut[j + 1]);
         s->sbytes[j] = s->load[j] * s->g.entry;
         total += s->sbytes[j];
     }
     s->ctx->stats->imbalance_push = zen_imbalance(s->load, n);
-    if (!(s->sbuf = zen_malloc(total ? total : 1)))
-        return zen_fail(s->comm, ZEN_ENOMEM, "block: cannot allocate %zu bytes", total);
+    if (!(s->sbuf = zen__malloc(total ? total : 1)))
+        return zen__fail(s->comm, ZEN_ENOMEM, "block: cannot allocate %zu bytes", total);
     size_t off = 0;
     for (int j = 0; j < n; j++) {
         s->sptr[j] = s->sbuf + off;
@@ -209,8 +209,8 @@ static zen_status blk_partition(blk_state *s)
 /* (2) push */
 static zen_status blk_push(blk_state *s)
 {
-    return zen_xchg_alltoallv(s->comm, s->cc, s->sptr, s->sbytes, s->wire_max, &s->rbuf, s->rbytes,
-                              s->roff);
+    return zen__xchg_alltoallv(s->comm, s->cc, s->sptr, s->sbytes, s->wire_max, &s->rbuf, s->rbytes,
+                               s->roff);
 }
 
 /* (3) sum the received blocks of this rank's range, then pack its non-zero ones */
@@ -219,11 +219,11 @@ static zen_status blk_aggregate(blk_state *s)
     const block_geom *g = &s->g;
     uint64_t blo = range_block_lo(g, s->n, s->me), bhi = range_block_lo(g, s->n, s->me + 1);
     size_t nb = (size_t)(bhi - blo);
-    s->acc = zen_calloc(nb ? nb * g->belems : 1, sizeof(float));
-    s->touched = zen_calloc(nb ? nb : 1, 1);
+    s->acc = zen__calloc(nb ? nb * g->belems : 1, sizeof(float));
+    s->touched = zen__calloc(nb ? nb : 1, 1);
     if (!s->acc || !s->touched)
-        return zen_fail(s->comm, ZEN_ENOMEM, "block: cannot allocate the accumulator of %zu blocks",
-                        nb);
+        return zen__fail(s->comm, ZEN_ENOMEM,
+                         "block: cannot allocate the accumulator of %zu blocks", nb);
     for (int p = 0; p < s->n; p++) {
         size_t m = 0;
         zen_status st =
@@ -244,8 +244,8 @@ static zen_status blk_aggregate(blk_state *s)
     for (size_t b = 0; b < nb; b++)
         mine += s->touched[b];
     s->pbytes = mine * g->entry;
-    if (!(s->pbuf = zen_malloc(s->pbytes ? s->pbytes : 1)))
-        return zen_fail(s->comm, ZEN_ENOMEM, "block: cannot allocate %zu bytes", s->pbytes);
+    if (!(s->pbuf = zen__malloc(s->pbytes ? s->pbytes : 1)))
+        return zen__fail(s->comm, ZEN_ENOMEM, "block: cannot allocate %zu bytes", s->pbytes);
     uint32_t *pid = (uint32_t *)(void *)s->pbuf;
     float *pval = (float *)(void *)(s->pbuf + mine * 4);
     for (size_t b = 0, k = 0; b < nb; b++)
@@ -260,8 +260,8 @@ static zen_status blk_aggregate(blk_state *s)
 /* (4) pull every owner's non-zero blocks and check them */
 static zen_status blk_pull(blk_state *s)
 {
-    zen_status st = zen_xchg_allgatherv(s->comm, s->cc, s->pbuf, s->pbytes, s->wire_max, &s->gbuf,
-                                        s->rbytes, s->roff);
+    zen_status st = zen__xchg_allgatherv(s->comm, s->cc, s->pbuf, s->pbytes, s->wire_max, &s->gbuf,
+                                         s->rbytes, s->roff);
     for (int p = 0; p < s->n && st == ZEN_OK; p++)
         st = check_blocks(s->comm, p, &s->g, s->gbuf + s->roff[p], s->rbytes[p],
                           range_block_lo(&s->g, s->n, p), range_block_lo(&s->g, s->n, p + 1),
@@ -278,19 +278,19 @@ static zen_status blk_emit(blk_state *s)
 
 static void blk_free(blk_state *s)
 {
-    zen_free(s->cut);
-    zen_free(s->sptr);
-    zen_free(s->sbuf);
-    zen_free(s->rbuf);
-    zen_free(s->pbuf);
-    zen_free(s->gbuf);
-    zen_free(s->acc);
-    zen_free(s->touched);
+    zen__free(s->cut);
+    zen__free(s->sptr);
+    zen__free(s->sbuf);
+    zen__free(s->rbuf);
+    zen__free(s->pbuf);
+    zen__free(s->gbuf);
+    zen__free(s->acc);
+    zen__free(s->touched);
 }
 
 typedef zen_status (*blk_step)(blk_state *s);
 
-zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
+zen_status zen__sparse_run_block(zen_sparse_ctx *ctx)
 {
     static const struct {
         blk_step fn;
@@ -302,7 +302,7 @@ zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
                   { blk_emit, ZEN_PHASE_DECODE } };
 
     zen_coll cc;
-    zen_status st = zen_coll_begin(ctx->comm, "sparse_block", &cc);
+    zen_status st = zen__coll_begin(ctx->comm, "sparse_block", &cc);
     if (st != ZEN_OK)
         return st;
     blk_state s;
@@ -315,10 +315,10 @@ zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
     s.g = make_geom(ctx->local);
     s.wire_max = s.g.nblocks > SIZE_MAX / s.g.entry ? SIZE_MAX : (size_t)s.g.nblocks * s.g.entry;
     size_t n = (size_t)s.n;
-    s.cut = zen_malloc_array(5 * n + 1, sizeof *s.cut); /* cut, sbytes, load, rbytes, roff */
-    s.sptr = zen_malloc_array(n, sizeof *s.sptr);
+    s.cut = zen__malloc_array(5 * n + 1, sizeof *s.cut); /* cut, sbytes, load, rbytes, roff */
+    s.sptr = zen__malloc_array(n, sizeof *s.sptr);
     if (!s.cut || !s.sptr) {
-        st = zen_fail(ctx->comm, ZEN_ENOMEM, "block: out of memory");
+        st = zen__fail(ctx->comm, ZEN_ENOMEM, "block: out of memory");
     } else {
         s.sbytes = s.cut + n + 1;
         s.load = s.sbytes + n;
@@ -331,5 +331,5 @@ zen_status zen_sparse_run_block(zen_sparse_ctx *ctx)
         zen_sparse_lap(ctx, steps[i].phase, &lap);
     }
     blk_free(&s);
-    return zen_coll_end(ctx->comm, &cc, st);
+    return zen__coll_end(ctx->comm, &cc, st);
 }

@@ -7,24 +7,24 @@
  * otherwise the (key, position) pairs are radix sorted (stable) and each run of equal keys is
  * summed in input order, which makes the result deterministic for a given input.
  */
-#include "sparse/coo.h"
+#include "sparse/wire/coo.h"
 
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/checked.h"
-#include "sparse/radix_sort.h"
+#include "sparse/wire/radix_sort.h"
 
-void zen_coo_reset(zen_coo *coo, uint64_t rows, uint32_t width)
+void zen__coo_reset(zen_coo *coo, uint64_t rows, uint32_t width)
 {
     if (coo->width != width && coo->capacity > 0)
-        zen_coo_release(coo);
+        zen__coo_release(coo);
     coo->rows = rows;
     coo->width = width;
     coo->nnz = 0;
 }
 
-zen_status zen_coo_reserve(zen_coo *coo, size_t capacity)
+zen_status zen__coo_reserve(zen_coo *coo, size_t capacity)
 {
     if (capacity <= coo->capacity)
         return ZEN_OK;
@@ -32,11 +32,11 @@ zen_status zen_coo_reserve(zen_coo *coo, size_t capacity)
     if (coo->width == 0 || zen_mul_overflow(capacity, coo->width, &val_count) ||
         capacity > SIZE_MAX / sizeof(uint32_t) || val_count > SIZE_MAX / sizeof(float))
         return ZEN_EINVAL;
-    uint32_t *idx = zen_realloc(coo->idx, capacity * sizeof *idx);
+    uint32_t *idx = zen__realloc(coo->idx, capacity * sizeof *idx);
     if (!idx)
         return ZEN_ENOMEM;
     coo->idx = idx;
-    float *val = zen_realloc(coo->val, val_count * sizeof *val);
+    float *val = zen__realloc(coo->val, val_count * sizeof *val);
     if (!val)
         return ZEN_ENOMEM;
     coo->val = val;
@@ -44,12 +44,12 @@ zen_status zen_coo_reserve(zen_coo *coo, size_t capacity)
     return ZEN_OK;
 }
 
-void zen_coo_release(zen_coo *coo)
+void zen__coo_release(zen_coo *coo)
 {
     if (!coo)
         return;
-    zen_free(coo->idx);
-    zen_free(coo->val);
+    zen__free(coo->idx);
+    zen__free(coo->val);
     coo->idx = NULL;
     coo->val = NULL;
     coo->capacity = 0;
@@ -82,15 +82,15 @@ static void add_row(float *dst, const void *vals, zen_dtype vt, size_t p, uint32
     }
 }
 
-zen_status zen_coo_coalesce(uint32_t *keys, const void *vals, zen_dtype value_type, size_t n,
-                            uint32_t width, uint32_t max_key, zen_coo *out)
+zen_status zen__coo_coalesce(uint32_t *keys, const void *vals, zen_dtype value_type, size_t n,
+                             uint32_t width, uint32_t max_key, zen_coo *out)
 {
     out->nnz = 0;
     if (n == 0)
         return ZEN_OK;
     if (n >= UINT32_MAX)
         return ZEN_EUNSUPPORTED;
-    zen_status st = zen_coo_reserve(out, n);
+    zen_status st = zen__coo_reserve(out, n);
     if (st != ZEN_OK)
         return st;
     int strict = 1, sorted = 1;
@@ -111,13 +111,13 @@ zen_status zen_coo_coalesce(uint32_t *keys, const void *vals, zen_dtype value_ty
         out->nnz = n;
         return ZEN_OK;
     }
-    uint32_t *pos = zen_malloc_array(n, sizeof *pos);
+    uint32_t *pos = zen__malloc_array(n, sizeof *pos);
     if (!pos)
         return ZEN_ENOMEM;
     for (size_t i = 0; i < n; i++)
         pos[i] = (uint32_t)i;
-    if (!sorted && (st = zen_radix_sort_kv(keys, pos, n, max_key)) != ZEN_OK) {
-        zen_free(pos);
+    if (!sorted && (st = zen__radix_sort_kv(keys, pos, n, max_key)) != ZEN_OK) {
+        zen__free(pos);
         return st;
     }
     size_t m = 0;
@@ -131,7 +131,7 @@ zen_status zen_coo_coalesce(uint32_t *keys, const void *vals, zen_dtype value_ty
         }
     }
     out->nnz = m;
-    zen_free(pos);
+    zen__free(pos);
     return ZEN_OK;
 }
 
@@ -150,7 +150,7 @@ static int read_index(const zen_sparse_tensor *in, size_t i, uint32_t *key, uint
     return v >= 0 && (uint64_t)v < in->rows;
 }
 
-zen_status zen_coo_from_tensor(const zen_sparse_tensor *in, zen_coo *out, uint64_t *bad_index)
+zen_status zen__coo_from_tensor(const zen_sparse_tensor *in, zen_coo *out, uint64_t *bad_index)
 {
     if (!in || !out)
         return ZEN_EINVAL;
@@ -165,10 +165,10 @@ zen_status zen_coo_from_tensor(const zen_sparse_tensor *in, zen_coo *out, uint64
         return ZEN_EINVAL;
     if (in->nnz >= UINT32_MAX)
         return ZEN_EUNSUPPORTED;
-    zen_coo_reset(out, in->rows, in->width);
+    zen__coo_reset(out, in->rows, in->width);
     if (in->nnz == 0)
         return ZEN_OK;
-    uint32_t *keys = zen_malloc_array(in->nnz, sizeof *keys);
+    uint32_t *keys = zen__malloc_array(in->nnz, sizeof *keys);
     if (!keys)
         return ZEN_ENOMEM;
     uint32_t max_key = 0;
@@ -177,15 +177,15 @@ zen_status zen_coo_from_tensor(const zen_sparse_tensor *in, zen_coo *out, uint64
         if (!read_index(in, i, &keys[i], &raw)) {
             if (bad_index)
                 *bad_index = raw;
-            zen_free(keys);
+            zen__free(keys);
             return ZEN_EINVAL;
         }
         if (keys[i] > max_key)
             max_key = keys[i];
     }
     zen_status st =
-        zen_coo_coalesce(keys, in->values, in->value_type, in->nnz, in->width, max_key, out);
-    zen_free(keys);
+        zen__coo_coalesce(keys, in->values, in->value_type, in->nnz, in->width, max_key, out);
+    zen__free(keys);
     return st;
 }
 
@@ -220,7 +220,7 @@ static void heap_sift_down(merge_heap *h, size_t at)
     }
 }
 
-zen_status zen_coo_merge(const zen_coo *runs, size_t k, zen_coo *out)
+zen_status zen__coo_merge(const zen_coo *runs, size_t k, zen_coo *out)
 {
     if (!out || (k > 0 && !runs))
         return ZEN_EINVAL;
@@ -235,14 +235,15 @@ zen_status zen_coo_merge(const zen_coo *runs, size_t k, zen_coo *out)
             zen_add_overflow(total, runs[r].nnz, &total))
             return ZEN_EINVAL;
     }
-    zen_coo_reset(out, runs[0].rows, w);
-    zen_status st = zen_coo_reserve(out, total);
+    zen__coo_reset(out, runs[0].rows, w);
+    zen_status st = zen__coo_reserve(out, total);
     if (st != ZEN_OK)
         return st;
-    merge_heap h = { runs, zen_calloc(k, sizeof(size_t)), zen_malloc_array(k, sizeof(size_t)), 0 };
+    merge_heap h = { runs, zen__calloc(k, sizeof(size_t)), zen__malloc_array(k, sizeof(size_t)),
+                     0 };
     if (!h.cursor || !h.heap) {
-        zen_free(h.cursor);
-        zen_free(h.heap);
+        zen__free(h.cursor);
+        zen__free(h.heap);
         return ZEN_ENOMEM;
     }
     for (size_t r = 0; r < k; r++)
@@ -270,7 +271,7 @@ zen_status zen_coo_merge(const zen_coo *runs, size_t k, zen_coo *out)
         heap_sift_down(&h, 0);
     }
     out->nnz = m;
-    zen_free(h.cursor);
-    zen_free(h.heap);
+    zen__free(h.cursor);
+    zen__free(h.heap);
     return ZEN_OK;
 }

@@ -31,7 +31,7 @@
 #include <zen/zen.h>
 
 #include "sparse/sparse_internal.h"
-#include "sparse/universe.h"
+#include "sparse/wire/universe.h"
 
 #define ZEN_HB_BITMAP       1u
 #define ZEN_HB_COO          2u
@@ -39,39 +39,39 @@
 #define ZEN_HB_HEADER_BYTES 8u
 
 /* Encoded size (bytes) of c rows of width w over a universe of ulen, in each format. */
-size_t zen_hb_bitmap_bytes(size_t ulen, size_t c, uint32_t w);
-size_t zen_hb_coo_bytes(size_t c, uint32_t w);
-size_t zen_hb_plain_bytes(uint64_t rows, size_t c, uint32_t w);
+size_t zen__hb_bitmap_bytes(size_t ulen, size_t c, uint32_t w);
+size_t zen__hb_coo_bytes(size_t c, uint32_t w);
+size_t zen__hb_plain_bytes(uint64_t rows, size_t c, uint32_t w);
 
-/* zen_hb_plan with a forced format (zen_sparse_pull_format; 0: the smaller). rows is the tensor's,
+/* zen__hb_plan with a forced format (zen_sparse_pull_format; 0: the smaller). rows is the tensor's,
  * for the plain bitmap. */
-zen_status zen_hb_plan_format(const zen_coo *sum, size_t ulen, int pull_format, uint32_t *format,
-                              size_t *bytes);
+zen_status zen__hb_plan_format(const zen_coo *sum, size_t ulen, int pull_format, uint32_t *format,
+                               size_t *bytes);
 
 /*
  * Encoded size of sum over a universe of ulen rows (the smaller format); *format gets the choice.
  * ZEN_EPROTO when sum has more rows than the universe.
  */
-zen_status zen_hb_plan(const zen_coo *sum, size_t ulen, uint32_t *format, size_t *bytes);
+zen_status zen__hb_plan(const zen_coo *sum, size_t ulen, uint32_t *format, size_t *bytes);
 
 /* Encode owner j's sum (sorted unique) over its universe U_j of u into blob (exactly the bytes
- * zen_hb_plan returned for that format). ZEN_EPROTO when an index of sum is not in U_j (a peer
+ * zen__hb_plan returned for that format). ZEN_EPROTO when an index of sum is not in U_j (a peer
  * pushed an index to the wrong owner). The bitmap format needs u's members (and the decoders
  * need them for bitmap blobs): ZEN_EINVAL without them. */
-zen_status zen_hb_encode(const zen_coo *sum, const zen_universe *u, uint32_t j, uint32_t format,
-                         void *blob, size_t bytes);
+zen_status zen__hb_encode(const zen_coo *sum, const zen_universe *u, uint32_t j, uint32_t format,
+                          void *blob, size_t bytes);
 
 /* Validate a blob of len bytes from owner j of u for width w; *count gets its row count. */
-zen_status zen_hb_check(const void *blob, size_t len, const zen_universe *u, uint32_t j, uint32_t w,
-                        size_t *count);
+zen_status zen__hb_check(const void *blob, size_t len, const zen_universe *u, uint32_t j,
+                         uint32_t w, size_t *count);
 
 /* Decode into dense rows (u->rows x w), dividing values by divisor (1: as they are); rows not
  * in the blob are untouched. The blob is validated first. */
-zen_status zen_hb_decode_dense(const void *blob, size_t len, const zen_universe *u, uint32_t j,
-                               uint32_t w, float divisor, float *dense);
+zen_status zen__hb_decode_dense(const void *blob, size_t len, const zen_universe *u, uint32_t j,
+                                uint32_t w, float divisor, float *dense);
 
 /* Decode into out (sorted ascending; out->rows is kept), dividing values by divisor. */
-zen_status zen_hb_decode_coo(const void *blob, size_t len, const zen_universe *u, uint32_t j,
-                             uint32_t w, float divisor, zen_coo *out);
+zen_status zen__hb_decode_coo(const void *blob, size_t len, const zen_universe *u, uint32_t j,
+                              uint32_t w, float divisor, zen_coo *out);
 
 #endif

@@ -9,21 +9,21 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/clock.h"
-#include "sparse/xchg.h"
+#include "sparse/wire/xchg.h"
 
-zen_status zen_sparse_run_dense(zen_sparse_ctx *ctx)
+zen_status zen__sparse_run_dense(zen_sparse_ctx *ctx)
 {
     zen_comm *comm = ctx->comm;
     const zen_coo *local = ctx->local;
     size_t w = local->width, count;
     if (local->rows > SIZE_MAX || zen_mul_overflow((size_t)local->rows, w, &count) ||
         count > SIZE_MAX / sizeof(float))
-        return zen_fail(comm, ZEN_EINVAL, "dense: %llu x %zu is too large",
-                        (unsigned long long)local->rows, w);
+        return zen__fail(comm, ZEN_EINVAL, "dense: %llu x %zu is too large",
+                         (unsigned long long)local->rows, w);
     int64_t lap = zen_now_ns();
     float *buf = ctx->dense_out;
-    if (!buf && !(buf = zen_malloc_array(count ? count : 1, sizeof(float))))
-        return zen_fail(comm, ZEN_ENOMEM, "dense: cannot allocate %zu floats", count);
+    if (!buf && !(buf = zen__malloc_array(count ? count : 1, sizeof(float))))
+        return zen__fail(comm, ZEN_ENOMEM, "dense: cannot allocate %zu floats", count);
     memset(buf, 0, count * sizeof(float));
     for (size_t i = 0; i < local->nnz; i++)
         memcpy(buf + (size_t)local->idx[i] * w, local->val + i * w, w * sizeof(float));
@@ -31,16 +31,16 @@ zen_status zen_sparse_run_dense(zen_sparse_ctx *ctx)
     zen_status st = zen_allreduce_with(comm, buf, buf, count, ZEN_F32, ZEN_SUM, ZEN_ALLREDUCE_RING);
     zen_sparse_lap(ctx, ZEN_PHASE_PUSH, &lap);
     if (st == ZEN_OK && ctx->dense_out)
-        zen_dense_finish(ctx);
+        zen__dense_finish(ctx);
     if (st == ZEN_OK && !ctx->dense_out) {
         zen_coo sum = { 0 };
-        st = zen_coo_from_dense(buf, local->rows, local->width, &sum);
+        st = zen__coo_from_dense(buf, local->rows, local->width, &sum);
         if (st == ZEN_OK)
-            st = zen_sparse_emit(ctx, &sum);
-        zen_coo_release(&sum);
+            st = zen__sparse_emit(ctx, &sum);
+        zen__coo_release(&sum);
     }
     zen_sparse_lap(ctx, ZEN_PHASE_DECODE, &lap);
     if (buf != ctx->dense_out)
-        zen_free(buf);
+        zen__free(buf);
     return st;
 }

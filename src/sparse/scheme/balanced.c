@@ -32,12 +32,12 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/tunables.h"
-#include "sparse/bitmap.h"
-#include "sparse/coo.h"
-#include "sparse/hier_hash.h"
 #include "sparse/sparse_internal.h"
-#include "sparse/universe.h"
-#include "sparse/xchg.h"
+#include "sparse/wire/bitmap.h"
+#include "sparse/wire/coo.h"
+#include "sparse/wire/hier_hash.h"
+#include "sparse/wire/universe.h"
+#include "sparse/wire/xchg.h"
 
 typedef struct bal_state {
     zen_sparse_ctx *ctx;
@@ -63,23 +63,23 @@ typedef struct bal_state {
 
 static void bal_free(bal_state *s)
 {
-    zen_hh_result_free(&s->part);
-    zen_free(s->sbytes);
-    zen_free(s->sbufs);
-    zen_free(s->send);
-    zen_free(s->recv);
-    zen_free(s->recv_idx);
-    zen_free(s->recv_val);
-    zen_coo_release(&s->agg);
-    zen_universe_put(s->uni);
-    zen_free(s->blob);
-    zen_free(s->info);
-    zen_free(s->bcounts);
-    zen_free(s->blobs);
+    zen__hh_result_free(&s->part);
+    zen__free(s->sbytes);
+    zen__free(s->sbufs);
+    zen__free(s->send);
+    zen__free(s->recv);
+    zen__free(s->recv_idx);
+    zen__free(s->recv_val);
+    zen__coo_release(&s->agg);
+    zen__universe_put(s->uni);
+    zen__free(s->blob);
+    zen__free(s->info);
+    zen__free(s->bcounts);
+    zen__free(s->blobs);
     if (s->runs)
         for (int j = 0; j < s->n; j++)
-            zen_coo_release(&s->runs[j]);
-    zen_free(s->runs);
+            zen__coo_release(&s->runs[j]);
+    zen__free(s->runs);
 }
 
 /* The counting partition by h0 on one CPU thread (2.2x the indices/s of Algorithm 1 there,
@@ -87,7 +87,7 @@ static void bal_free(bal_state *s)
  * ZEN_SPARSE_PARTITION=hash|count forces one; both give the same owners. */
 static zen_hh_method partition_method(int threads)
 {
-    const char *m = zen_param_str("SPARSE_PARTITION");
+    const char *m = zen__param_str("SPARSE_PARTITION");
     if (m && strcmp(m, "count") == 0)
         return ZEN_HH_COUNT;
     if (m && strcmp(m, "hash") == 0)
@@ -100,7 +100,7 @@ static zen_status do_partition(bal_state *s)
 {
     const zen_coo *in = s->ctx->local;
     const zen_sparse_options *o = s->ctx->opts;
-    zen_hh_config cfg = zen_hh_config_default((uint32_t)s->n, zen_sparse_seeds(s->comm));
+    zen_hh_config cfg = zen__hh_config_default((uint32_t)s->n, zen__sparse_seeds(s->comm));
     cfg.threads = o ? o->threads : 1;
     cfg.method = partition_method(cfg.threads);
     if (o && (o->hash_probes > 0 || o->hash_r1 > 0)) { /* ablation of Algorithm 1's k and r1 */
@@ -109,11 +109,12 @@ static zen_status do_partition(bal_state *s)
         if (o->hash_r1 > 0)
             cfg.slots_per_owner = (size_t)(o->hash_r1 * (double)in->nnz / s->n) + 1;
     }
-    zen_status st = zen_hh_partition(&cfg, in->idx, in->nnz, &s->part);
+    zen_status st = zen__hh_partition(&cfg, in->idx, in->nnz, &s->part);
     if (st != ZEN_OK)
-        return zen_fail(s->comm, st, "sparse balanced: hash partition of %zu rows failed", in->nnz);
+        return zen__fail(s->comm, st, "sparse balanced: hash partition of %zu rows failed",
+                         in->nnz);
     size_t nnz = in->nnz, w = s->w;
-    s->send = zen_malloc(nnz ? zen_coo_wire_bytes(nnz, s->w) : 1);
+    s->send = zen__malloc(nnz ? zen_coo_wire_bytes(nnz, s->w) : 1);
     if (!s->send)
         return ZEN_ENOMEM;
     double imb = 0;
@@ -136,33 +137,33 @@ static zen_status do_partition(bal_state *s)
     return ZEN_OK;
 }
 
-/* One exchange of sizes and one of the packed slices (zen_xchg_alltoallv), then the received
+/* One exchange of sizes and one of the packed slices (zen__xchg_alltoallv), then the received
  * indices and values side by side for the coalesce. */
 static zen_status do_push(bal_state *s)
 {
     zen_coll cc;
-    zen_status st = zen_coll_begin(s->comm, "sparse_balanced_push", &cc);
+    zen_status st = zen__coll_begin(s->comm, "sparse_balanced_push", &cc);
     if (st != ZEN_OK)
         return st;
-    st = zen_xchg_alltoallv(s->comm, &cc, s->sbufs, s->sbytes,
-                            zen_coo_wire_max(s->ctx->local->rows, s->w), &s->recv, s->rbytes,
-                            s->roff);
-    if ((st = zen_coll_end(s->comm, &cc, st)) != ZEN_OK)
+    st = zen__xchg_alltoallv(s->comm, &cc, s->sbufs, s->sbytes,
+                             zen__coo_wire_max(s->ctx->local->rows, s->w), &s->recv, s->rbytes,
+                             s->roff);
+    if ((st = zen__coll_end(s->comm, &cc, st)) != ZEN_OK)
         return st;
     size_t entry = zen_coo_wire_bytes(1, s->w), total = 0, w = s->w;
     for (int j = 0; j < s->n; j++) {
         if (s->rbytes[j] % entry != 0)
-            return zen_fail(s->comm, ZEN_EPROTO,
-                            "sparse balanced: rank %d pushed %zu bytes, not whole entries", j,
-                            s->rbytes[j]);
+            return zen__fail(s->comm, ZEN_EPROTO,
+                             "sparse balanced: rank %d pushed %zu bytes, not whole entries", j,
+                             s->rbytes[j]);
         total += s->rbytes[j] / entry;
     }
     if (total >= UINT32_MAX)
-        return zen_fail(s->comm, ZEN_EUNSUPPORTED, "sparse balanced: %zu rows pushed to one owner",
-                        total);
+        return zen__fail(s->comm, ZEN_EUNSUPPORTED, "sparse balanced: %zu rows pushed to one owner",
+                         total);
     s->recv_total = total;
-    s->recv_idx = zen_malloc_array(total ? total : 1, sizeof *s->recv_idx);
-    s->recv_val = zen_malloc_array(total ? total * w : 1, sizeof *s->recv_val);
+    s->recv_idx = zen__malloc_array(total ? total : 1, sizeof *s->recv_idx);
+    s->recv_val = zen__malloc_array(total ? total * w : 1, sizeof *s->recv_val);
     if (!s->recv_idx || !s->recv_val)
         return ZEN_ENOMEM;
     size_t at = 0;
@@ -173,8 +174,8 @@ static zen_status do_push(bal_state *s)
         memcpy(s->recv_val + at * w, slice + c * sizeof(uint32_t), c * w * sizeof(float));
         at += c;
     }
-    zen_free(s->send);
-    zen_free(s->recv);
+    zen__free(s->send);
+    zen__free(s->recv);
     s->send = NULL;
     s->recv = NULL;
     return ZEN_OK;
@@ -185,15 +186,15 @@ static zen_status do_aggregate(bal_state *s)
     uint64_t rows = s->ctx->local->rows;
     for (size_t k = 0; k < s->recv_total; k++)
         if (s->recv_idx[k] >= rows)
-            return zen_fail(s->comm, ZEN_EPROTO, "sparse balanced: pushed index %u >= rows %llu",
-                            s->recv_idx[k], (unsigned long long)rows);
+            return zen__fail(s->comm, ZEN_EPROTO, "sparse balanced: pushed index %u >= rows %llu",
+                             s->recv_idx[k], (unsigned long long)rows);
     s->agg.rows = rows;
     s->agg.width = s->w;
-    zen_status st = zen_coo_coalesce(s->recv_idx, s->recv_val, ZEN_F32, s->recv_total, s->w,
-                                     rows ? (uint32_t)(rows - 1) : 0, &s->agg);
+    zen_status st = zen__coo_coalesce(s->recv_idx, s->recv_val, ZEN_F32, s->recv_total, s->w,
+                                      rows ? (uint32_t)(rows - 1) : 0, &s->agg);
     /* the push buffers are dead now: give their memory back before the pull */
-    zen_free(s->recv_idx);
-    zen_free(s->recv_val);
+    zen__free(s->recv_idx);
+    zen__free(s->recv_val);
     s->recv_idx = NULL;
     s->recv_val = NULL;
     return st;
@@ -201,32 +202,32 @@ static zen_status do_aggregate(bal_state *s)
 
 static zen_status do_encode(bal_state *s)
 {
-    zen_status st = zen_universe_get(s->ctx->local->rows, (uint32_t)s->n,
-                                     zen_sparse_seeds(s->comm)[0], &s->uni);
+    zen_status st = zen__universe_get(s->ctx->local->rows, (uint32_t)s->n,
+                                      zen__sparse_seeds(s->comm)[0], &s->uni);
     if (st != ZEN_OK)
-        return zen_fail(s->comm, st, "sparse balanced: owner universes of %llu rows",
-                        (unsigned long long)s->ctx->local->rows);
+        return zen__fail(s->comm, st, "sparse balanced: owner universes of %llu rows",
+                         (unsigned long long)s->ctx->local->rows);
     size_t ulen = s->uni->offsets[s->rank + 1] - s->uni->offsets[s->rank];
     uint32_t format;
     int forced = s->ctx->opts ? s->ctx->opts->pull_format : ZEN_SPARSE_PULL_AUTO;
-    if ((st = zen_hb_plan_format(&s->agg, ulen, forced, &format, &s->blob_bytes)) != ZEN_OK)
-        return zen_fail(s->comm, st,
-                        st == ZEN_EINVAL ? "sparse balanced: pull_format %d is not a "
-                                           "zen_sparse_pull_format"
-                                         : "sparse balanced: aggregated rows exceed the universe "
-                                           "(pull_format %d)",
-                        forced);
-    if (format == ZEN_HB_BITMAP && (st = zen_universe_members(s->uni)) != ZEN_OK)
-        return zen_fail(s->comm, st, "sparse balanced: universe members of %llu rows",
-                        (unsigned long long)s->ctx->local->rows);
-    s->blob = zen_malloc(s->blob_bytes);
+    if ((st = zen__hb_plan_format(&s->agg, ulen, forced, &format, &s->blob_bytes)) != ZEN_OK)
+        return zen__fail(s->comm, st,
+                         st == ZEN_EINVAL ? "sparse balanced: pull_format %d is not a "
+                                            "zen_sparse_pull_format"
+                                          : "sparse balanced: aggregated rows exceed the universe "
+                                            "(pull_format %d)",
+                         forced);
+    if (format == ZEN_HB_BITMAP && (st = zen__universe_members(s->uni)) != ZEN_OK)
+        return zen__fail(s->comm, st, "sparse balanced: universe members of %llu rows",
+                         (unsigned long long)s->ctx->local->rows);
+    s->blob = zen__malloc(s->blob_bytes);
     if (!s->blob)
         return ZEN_ENOMEM;
-    st = zen_hb_encode(&s->agg, s->uni, (uint32_t)s->rank, format, s->blob, s->blob_bytes);
+    st = zen__hb_encode(&s->agg, s->uni, (uint32_t)s->rank, format, s->blob, s->blob_bytes);
     if (st != ZEN_OK)
-        return zen_fail(s->comm, st,
-                        "sparse balanced: a peer pushed an index this rank does "
-                        "not own");
+        return zen__fail(s->comm, st,
+                         "sparse balanced: a peer pushed an index this rank does "
+                         "not own");
     return ZEN_OK;
 }
 
@@ -234,18 +235,18 @@ static zen_status do_encode(bal_state *s)
  * j's blob is at the rotated position of j, which becomes its bdispls entry. */
 static zen_status pull_bruck(bal_state *s)
 {
-    size_t *pos = zen_malloc_array((size_t)s->n + 1, sizeof *pos);
+    size_t *pos = zen__malloc_array((size_t)s->n + 1, sizeof *pos);
     if (!pos)
         return ZEN_ENOMEM;
     zen_coll cc;
-    zen_status st = zen_coll_begin(s->comm, "sparse_balanced_pull", &cc);
+    zen_status st = zen__coll_begin(s->comm, "sparse_balanced_pull", &cc);
     if (st == ZEN_OK) {
-        st = zen_allgatherv_bruck_rotated(s->comm, &cc, s->blob, s->bcounts, 4, s->blobs, pos);
-        st = zen_coll_end(s->comm, &cc, st);
+        st = zen__allgatherv_bruck_rotated(s->comm, &cc, s->blob, s->bcounts, 4, s->blobs, pos);
+        st = zen__coll_end(s->comm, &cc, st);
     }
     for (int j = 0; j < s->n && st == ZEN_OK; j++)
         s->bdispls[j] = pos[zen_ring_mod(j - s->rank, s->n)] / 4;
-    zen_free(pos);
+    zen__free(pos);
     return st;
 }
 
@@ -264,13 +265,13 @@ static zen_status do_pull(bal_state *s)
         /* blobs are whole 4-byte words, no larger than the bigger format of a full universe
          * (so a corrupt size cannot ask for an absurd allocation) */
         size_t ulen = s->uni->offsets[j + 1] - s->uni->offsets[j];
-        uint64_t cap = (uint64_t)zen_hb_bitmap_bytes(ulen, ulen, s->w) +
-                       (uint64_t)zen_hb_coo_bytes(ulen, s->w) +
-                       (uint64_t)zen_hb_plain_bytes(s->ctx->local->rows, 0, 0);
+        uint64_t cap = (uint64_t)zen__hb_bitmap_bytes(ulen, ulen, s->w) +
+                       (uint64_t)zen__hb_coo_bytes(ulen, s->w) +
+                       (uint64_t)zen__hb_plain_bytes(s->ctx->local->rows, 0, 0);
         if (b % 4 != 0 || b < ZEN_HB_HEADER_BYTES || b > cap || b > SIZE_MAX / 4 - total)
-            return zen_fail(s->comm, ZEN_EPROTO,
-                            "sparse balanced: rank %d announced a %llu-byte blob", j,
-                            (unsigned long long)b);
+            return zen__fail(s->comm, ZEN_EPROTO,
+                             "sparse balanced: rank %d announced a %llu-byte blob", j,
+                             (unsigned long long)b);
         s->bcounts[j] = (size_t)b / 4;
         s->bdispls[j] = total / 4;
         total += (size_t)b;
@@ -280,10 +281,10 @@ static zen_status do_pull(bal_state *s)
             imb = pj;
     }
     s->ctx->stats->imbalance_push = imb;
-    s->blobs = zen_malloc(total);
+    s->blobs = zen__malloc(total);
     if (!s->blobs)
         return ZEN_ENOMEM;
-    if (zen_sparse_pull_uses_bruck(s->n, total))
+    if (zen__sparse_pull_uses_bruck(s->n, total))
         return pull_bruck(s);
     return zen_allgatherv(s->comm, s->blob, s->blob_bytes / 4, s->blobs, s->bcounts, s->bdispls,
                           ZEN_I32);
@@ -296,26 +297,27 @@ static zen_status do_decode(bal_state *s)
     float divisor = ctx->opts && ctx->opts->average ? (float)s->n : 1.0f;
     size_t total = 0, maxc = 0;
     zen_status st = ZEN_OK;
-    for (int j = 0; j < s->n && !zen_universe_has_members(s->uni); j++) { /* bitmaps need members */
+    for (int j = 0; j < s->n && !zen__universe_has_members(s->uni);
+         j++) { /* bitmaps need members */
         uint32_t format;
         memcpy(&format, s->blobs + 4 * s->bdispls[j], sizeof format);
-        if (format == ZEN_HB_BITMAP && (st = zen_universe_members(s->uni)) != ZEN_OK)
-            return zen_fail(ctx->comm, st, "sparse balanced: universe members of %llu rows",
-                            (unsigned long long)rows);
+        if (format == ZEN_HB_BITMAP && (st = zen__universe_members(s->uni)) != ZEN_OK)
+            return zen__fail(ctx->comm, st, "sparse balanced: universe members of %llu rows",
+                             (unsigned long long)rows);
     }
     if (ctx->dense_out)
         memset(ctx->dense_out, 0, (size_t)rows * s->w * sizeof(float));
-    else if (!(s->runs = zen_calloc((size_t)s->n, sizeof *s->runs)))
+    else if (!(s->runs = zen__calloc((size_t)s->n, sizeof *s->runs)))
         return ZEN_ENOMEM;
     for (int j = 0; j < s->n && st == ZEN_OK; j++) {
         const unsigned char *b = s->blobs + 4 * s->bdispls[j];
         size_t len = 4 * s->bcounts[j];
         if (ctx->dense_out) {
-            st = zen_hb_decode_dense(b, len, s->uni, (uint32_t)j, s->w, divisor, ctx->dense_out);
+            st = zen__hb_decode_dense(b, len, s->uni, (uint32_t)j, s->w, divisor, ctx->dense_out);
         } else {
             s->runs[j].rows = rows;
             s->runs[j].width = s->w;
-            st = zen_hb_decode_coo(b, len, s->uni, (uint32_t)j, s->w, 1.0f, &s->runs[j]);
+            st = zen__hb_decode_coo(b, len, s->uni, (uint32_t)j, s->w, 1.0f, &s->runs[j]);
         }
         if (st == ZEN_OK) { /* the decoders validated the blob: its row count is trustworthy */
             uint32_t c;
@@ -325,22 +327,22 @@ static zen_status do_decode(bal_state *s)
         }
     }
     if (st != ZEN_OK)
-        return zen_fail(ctx->comm, st, "sparse balanced: malformed pull blob");
+        return zen__fail(ctx->comm, st, "sparse balanced: malformed pull blob");
     ctx->stats->imbalance_pull = total ? (double)s->n * (double)maxc / (double)total : 0;
     ctx->stats->nnz_out = total;
     if (ctx->dense_out)
         return ZEN_OK;
     zen_coo sum = { rows, s->w, 0, 0, NULL, NULL };
-    st = zen_coo_merge(s->runs, (size_t)s->n, &sum);
+    st = zen__coo_merge(s->runs, (size_t)s->n, &sum);
     if (st == ZEN_OK)
-        st = zen_sparse_emit(ctx, &sum);
-    zen_coo_release(&sum);
+        st = zen__sparse_emit(ctx, &sum);
+    zen__coo_release(&sum);
     return st;
 }
 
 typedef zen_status (*bal_step)(bal_state *s);
 
-zen_status zen_sparse_run_balanced(zen_sparse_ctx *ctx)
+zen_status zen__sparse_run_balanced(zen_sparse_ctx *ctx)
 {
     static const bal_step steps[ZEN_PHASE_COUNT] = { do_partition, do_push, do_aggregate,
                                                      do_encode,    do_pull, do_decode };
@@ -352,10 +354,10 @@ zen_status zen_sparse_run_balanced(zen_sparse_ctx *ctx)
     s.rank = zen_comm_rank(ctx->comm);
     s.w = ctx->local->width;
     size_t n = (size_t)s.n;
-    s.sbytes = zen_calloc(3 * n, sizeof(size_t));
-    s.sbufs = zen_calloc(n, sizeof *s.sbufs);
-    s.info = zen_calloc(2 * n, sizeof(uint64_t));
-    s.bcounts = zen_calloc(2 * n, sizeof(size_t));
+    s.sbytes = zen__calloc(3 * n, sizeof(size_t));
+    s.sbufs = zen__calloc(n, sizeof *s.sbufs);
+    s.info = zen__calloc(2 * n, sizeof(uint64_t));
+    s.bcounts = zen__calloc(2 * n, sizeof(size_t));
     zen_status st = ZEN_OK;
     if (!s.sbytes || !s.sbufs || !s.info || !s.bcounts) {
         st = ZEN_ENOMEM;
@@ -370,7 +372,7 @@ zen_status zen_sparse_run_balanced(zen_sparse_ctx *ctx)
         ctx->stats->phase_us[p] += zen_us_between(t0, zen_now_ns());
     }
     if (st == ZEN_ENOMEM)
-        zen_fail(ctx->comm, st, "sparse balanced: out of memory");
+        zen__fail(ctx->comm, st, "sparse balanced: out of memory");
     bal_free(&s);
     return st;
 }

@@ -4,7 +4,7 @@
  * pass then moves (key, pos) pairs between the caller's arrays and a scratch copy. Stability of
  * every pass makes the whole sort stable.
  */
-#include "sparse/radix_sort.h"
+#include "sparse/wire/radix_sort.h"
 
 #include <string.h>
 
@@ -30,7 +30,7 @@ static void insertion_sort(uint32_t *keys, uint32_t *pos, size_t n)
     }
 }
 
-zen_status zen_radix_sort_kv(uint32_t *keys, uint32_t *pos, size_t n, uint32_t max_key)
+zen_status zen__radix_sort_kv(uint32_t *keys, uint32_t *pos, size_t n, uint32_t max_key)
 {
     if (n < 64) {
         insertion_sort(keys, pos, n);
@@ -39,11 +39,11 @@ zen_status zen_radix_sort_kv(uint32_t *keys, uint32_t *pos, size_t n, uint32_t m
     int passes = 0;
     while (passes < MAX_PASSES && (passes == 0 || (max_key >> (DIGIT_BITS * passes)) != 0))
         passes++;
-    size_t *hist = zen_calloc((size_t)MAX_PASSES * DIGIT_SIZE, sizeof *hist);
-    uint32_t *tmp = zen_malloc_array(n, 2 * sizeof *tmp);
+    size_t *hist = zen__calloc((size_t)MAX_PASSES * DIGIT_SIZE, sizeof *hist);
+    uint32_t *tmp = zen__malloc_array(n, 2 * sizeof *tmp);
     if (!hist || !tmp) {
-        zen_free(hist);
-        zen_free(tmp);
+        zen__free(hist);
+        zen__free(tmp);
         return ZEN_ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
@@ -81,7 +81,7 @@ zen_status zen_radix_sort_kv(uint32_t *keys, uint32_t *pos, size_t n, uint32_t m
         memcpy(keys, src_k, n * sizeof *keys);
         memcpy(pos, src_p, n * sizeof *pos);
     }
-    zen_free(hist);
-    zen_free(tmp);
+    zen__free(hist);
+    zen__free(tmp);
     return ZEN_OK;
 }

@@ -16,47 +16,47 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
-#include "sparse/imbalance.h"
-#include "sparse/xchg.h"
+#include "sparse/model/imbalance.h"
+#include "sparse/wire/xchg.h"
 
-zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx)
+zen_status zen__sparse_run_ps(zen_sparse_ctx *ctx)
 {
     zen_comm *comm = ctx->comm;
     const zen_coo *local = ctx->local;
     int n = comm->size, me = comm->rank;
     size_t w = local->width;
     zen_coll cc;
-    zen_status st = zen_coll_begin(comm, "sparse_ps", &cc);
+    zen_status st = zen__coll_begin(comm, "sparse_ps", &cc);
     if (st != ZEN_OK)
         return st;
-    size_t *cut = zen_malloc_array((size_t)n + 1, sizeof *cut);
-    size_t *sbytes = zen_malloc_array((size_t)n, sizeof *sbytes);
-    const void **sptr = zen_malloc_array((size_t)n, sizeof *sptr);
-    size_t *rbytes = zen_malloc_array((size_t)n, sizeof *rbytes);
-    size_t *roff = zen_malloc_array((size_t)n, sizeof *roff);
-    zen_coo *runs = zen_calloc((size_t)n, sizeof *runs);
+    size_t *cut = zen__malloc_array((size_t)n + 1, sizeof *cut);
+    size_t *sbytes = zen__malloc_array((size_t)n, sizeof *sbytes);
+    const void **sptr = zen__malloc_array((size_t)n, sizeof *sptr);
+    size_t *rbytes = zen__malloc_array((size_t)n, sizeof *rbytes);
+    size_t *roff = zen__malloc_array((size_t)n, sizeof *roff);
+    zen_coo *runs = zen__calloc((size_t)n, sizeof *runs);
     uint8_t *sbuf = NULL, *rbuf = NULL, *pbuf = NULL, *gbuf = NULL;
     zen_coo agg = { 0 }, sum = { 0 };
     agg.rows = sum.rows = local->rows;
     agg.width = sum.width = local->width;
-    size_t wire_max = zen_coo_wire_max(local->rows, local->width);
+    size_t wire_max = zen__coo_wire_max(local->rows, local->width);
     size_t total = zen_coo_wire_bytes(local->nnz, local->width);
     int64_t lap = zen_now_ns();
-    sbuf = zen_malloc(total ? total : 1);
+    sbuf = zen__malloc(total ? total : 1);
     if (!cut || !sbytes || !sptr || !rbytes || !roff || !runs || !sbuf) {
-        st = zen_fail(comm, ZEN_ENOMEM, "ps: out of memory");
+        st = zen__fail(comm, ZEN_ENOMEM, "ps: out of memory");
         goto out;
     }
     /* (1) partition by even ranges; pack slice j at its offset in sbuf. */
     for (int j = 0; j <= n; j++)
-        cut[j] = j == n
-                     ? local->nnz
-                     : zen_lower_bound_u32(local->idx, local->nnz, zen_range_lo(local->rows, n, j));
+        cut[j] =
+            j == n ? local->nnz
+                   : zen__lower_bound_u32(local->idx, local->nnz, zen_range_lo(local->rows, n, j));
     size_t off = 0;
     for (int j = 0; j < n; j++) {
         sbytes[j] = zen_coo_wire_bytes(cut[j + 1] - cut[j], local->width);
         sptr[j] = sbuf + off;
-        zen_coo_pack(local, cut[j], cut[j + 1], sbuf + off);
+        zen__coo_pack(local, cut[j], cut[j + 1], sbuf + off);
         off += sbytes[j];
     }
     for (int j = 0; j < n; j++)
@@ -65,7 +65,7 @@ zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx)
     zen_sparse_lap(ctx, ZEN_PHASE_PARTITION, &lap);
 
     /* (2) push */
-    st = zen_xchg_alltoallv(comm, &cc, sptr, sbytes, wire_max, &rbuf, rbytes, roff);
+    st = zen__xchg_alltoallv(comm, &cc, sptr, sbytes, wire_max, &rbuf, rbytes, roff);
     zen_sparse_lap(ctx, ZEN_PHASE_PUSH, &lap);
     if (st != ZEN_OK)
         goto out;
@@ -73,28 +73,28 @@ zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx)
     /* (3) aggregate this rank's range */
     uint64_t lo = zen_range_lo(local->rows, n, me), hi = zen_range_lo(local->rows, n, me + 1);
     for (int p = 0; p < n && st == ZEN_OK; p++)
-        st = zen_coo_view(comm, p, rbuf + roff[p], rbytes[p], local->rows, local->width, lo, hi,
-                          &runs[p]);
+        st = zen__coo_view(comm, p, rbuf + roff[p], rbytes[p], local->rows, local->width, lo, hi,
+                           &runs[p]);
     if (st == ZEN_OK)
-        st = zen_coo_merge(runs, (size_t)n, &agg);
+        st = zen__coo_merge(runs, (size_t)n, &agg);
     size_t pbytes = zen_coo_wire_bytes(agg.nnz, agg.width);
-    if (st == ZEN_OK && !(pbuf = zen_malloc(pbytes ? pbytes : 1)))
-        st = zen_fail(comm, ZEN_ENOMEM, "ps: cannot allocate %zu bytes", pbytes);
+    if (st == ZEN_OK && !(pbuf = zen__malloc(pbytes ? pbytes : 1)))
+        st = zen__fail(comm, ZEN_ENOMEM, "ps: cannot allocate %zu bytes", pbytes);
     if (st != ZEN_OK)
         goto out;
-    zen_coo_pack(&agg, 0, agg.nnz, pbuf);
+    zen__coo_pack(&agg, 0, agg.nnz, pbuf);
     zen_sparse_lap(ctx, ZEN_PHASE_AGGREGATE, &lap);
 
     /* (4) pull */
-    st = zen_xchg_allgatherv(comm, &cc, pbuf, pbytes, wire_max, &gbuf, rbytes, roff);
+    st = zen__xchg_allgatherv(comm, &cc, pbuf, pbytes, wire_max, &gbuf, rbytes, roff);
     zen_sparse_lap(ctx, ZEN_PHASE_PULL, &lap);
     if (st != ZEN_OK)
         goto out;
     size_t nnz_all = 0;
     for (int p = 0; p < n && st == ZEN_OK; p++) {
-        st = zen_coo_view(comm, p, gbuf + roff[p], rbytes[p], local->rows, local->width,
-                          zen_range_lo(local->rows, n, p), zen_range_lo(local->rows, n, p + 1),
-                          &runs[p]);
+        st = zen__coo_view(comm, p, gbuf + roff[p], rbytes[p], local->rows, local->width,
+                           zen_range_lo(local->rows, n, p), zen_range_lo(local->rows, n, p + 1),
+                           &runs[p]);
         nnz_all += runs[p].nnz;
     }
     if (st != ZEN_OK)
@@ -108,9 +108,9 @@ zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx)
             for (size_t i = 0; i < runs[p].nnz; i++)
                 memcpy(ctx->dense_out + (size_t)runs[p].idx[i] * w, runs[p].val + i * w,
                        w * sizeof(float));
-        zen_dense_finish(ctx);
+        zen__dense_finish(ctx);
     } else {
-        st = zen_coo_reserve(&sum, nnz_all);
+        st = zen__coo_reserve(&sum, nnz_all);
         for (int p = 0; p < n && st == ZEN_OK; p++) {
             if (runs[p].nnz == 0)
                 continue;
@@ -119,21 +119,21 @@ zen_status zen_sparse_run_ps(zen_sparse_ctx *ctx)
             sum.nnz += runs[p].nnz;
         }
         if (st == ZEN_OK)
-            st = zen_sparse_emit(ctx, &sum);
+            st = zen__sparse_emit(ctx, &sum);
     }
     zen_sparse_lap(ctx, ZEN_PHASE_DECODE, &lap);
 out:
-    zen_coo_release(&agg);
-    zen_coo_release(&sum);
-    zen_free(cut);
-    zen_free(sbytes);
-    zen_free(sptr);
-    zen_free(rbytes);
-    zen_free(roff);
-    zen_free(runs);
-    zen_free(sbuf);
-    zen_free(rbuf);
-    zen_free(pbuf);
-    zen_free(gbuf);
-    return zen_coll_end(comm, &cc, st);
+    zen__coo_release(&agg);
+    zen__coo_release(&sum);
+    zen__free(cut);
+    zen__free(sbytes);
+    zen__free(sptr);
+    zen__free(rbytes);
+    zen__free(roff);
+    zen__free(runs);
+    zen__free(sbuf);
+    zen__free(rbuf);
+    zen__free(pbuf);
+    zen__free(gbuf);
+    return zen__coll_end(comm, &cc, st);
 }

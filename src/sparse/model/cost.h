@@ -48,7 +48,7 @@ typedef struct zen_sparse_profile {
 
 /*
  * Compute model: the CPU work of the busiest rank, as nanoseconds per unit of each kernel the
- * schemes run, measured by zen_cpu_calibrate (`zen simulate --calibrate`); defaults are the
+ * schemes run, measured by zen__cpu_calibrate (`zen simulate --calibrate`); defaults are the
  * ZEN_SPARSE_NS_PER_* tunables. All zero: the network-only model. The work of a scheme (B = bytes
  * of f32 values, V = 4w per row, nnz/nnz_n/hot as in the wire formulas, lg k = log2 max(k, 2)):
  *   every scheme  coalesce the input: nnz (sort + V copy)
@@ -92,21 +92,21 @@ typedef struct zen_net_model {
 } zen_net_model;
 
 /* The compute constants from the ZEN_SPARSE_NS_PER_* tunables (share from ZEN_SPARSE_CPU_SHARE). */
-void zen_cpu_model_default(zen_cpu_model *cpu);
+void zen__cpu_model_default(zen_cpu_model *cpu);
 
 /*
  * Time the real kernels on this machine (about a second): coalesce, hash partition, k-way and
  * two-way merge, bitmap encode/decode, copy, reduce, and TCP over loopback (CPU time of both
  * ends per byte). share is left at 1.
  */
-zen_status zen_cpu_calibrate(zen_cpu_model *cpu);
+zen_status zen__cpu_calibrate(zen_cpu_model *cpu);
 
 /* Write the constants as ZEN_SPARSE_NS_PER_*=value lines (an env file; `set -a; . FILE` hands
  * them to AUTO) and read them back: unknown lines and '#' comments are skipped, missing keys keep
  * the value *cpu had. ZEN_EIO if the file cannot be opened (or is not a regular file of at most
  * 1 MiB) or written, ZEN_ECORRUPT for a bad number or a file without a single known constant. */
-zen_status zen_cpu_model_write(const zen_cpu_model *cpu, FILE *f);
-zen_status zen_cpu_model_read(const char *path, zen_cpu_model *cpu);
+zen_status zen__cpu_model_write(const zen_cpu_model *cpu, FILE *f);
+zen_status zen__cpu_model_read(const char *path, zen_cpu_model *cpu);
 
 /* Synthetic overlap models for profiles (simulation, tests). */
 typedef enum zen_overlap_model {
@@ -116,58 +116,58 @@ typedef enum zen_overlap_model {
 } zen_overlap_model;
 
 /* Densification ratio gamma^k of a model at density d. */
-double zen_cost_gamma_model(zen_overlap_model model, double d, double k);
+double zen__cost_gamma_model(zen_overlap_model model, double d, double k);
 
 /* Fill a profile for n ranks from a model (skew 1, block densities derived from d). */
-void zen_sparse_profile_model(zen_sparse_profile *p, int n, double density,
-                              zen_overlap_model model);
+void zen__sparse_profile_model(zen_sparse_profile *p, int n, double density,
+                               zen_overlap_model model);
 
 /* The paper's closed forms in units of 2 d M / b (COO, no latency, n a power of two). */
-double zen_cost_eq1_factor(int n, double gamma_n);              /* ((n-1)/n)(gamma_n + 1) */
-double zen_cost_eq2_factor(int n, const zen_sparse_profile *p); /* sum_{2^i<n} gamma^(2^i) */
+double zen__cost_eq1_factor(int n, double gamma_n);              /* ((n-1)/n)(gamma_n + 1) */
+double zen__cost_eq2_factor(int n, const zen_sparse_profile *p); /* sum_{2^i<n} gamma^(2^i) */
 
 /* Elements per BLOCK block: ZEN_SPARSE_BLOCK_SIZE rows of width... as block.c uses them. */
-uint64_t zen_cost_block_rows(uint32_t width, long block_elems);
+uint64_t zen__cost_block_rows(uint32_t width, long block_elems);
 
 /*
  * Predicted seconds of every scheme (out[ZEN_SPARSE_AUTO] = the minimum) for n ranks, a
  * rows x width tensor, profile p, network net and block size block_elems (<= 0: 256).
  */
-void zen_sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
-                        const zen_net_model *net, long block_elems,
-                        double out[ZEN_SPARSE_SCHEME_COUNT]);
+void zen__sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
+                         const zen_net_model *net, long block_elems,
+                         double out[ZEN_SPARSE_SCHEME_COUNT]);
 
 /* Same, and cpu_s[s] = the compute part of out[s] (kernels / share plus the transport CPU beyond
  * the wire time), so out[s] - cpu_s[s] is the network-only prediction. cpu_s may be NULL. */
-void zen_sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
-                              const zen_net_model *net, long block_elems,
-                              double out[ZEN_SPARSE_SCHEME_COUNT],
-                              double cpu_s[ZEN_SPARSE_SCHEME_COUNT]);
+void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
+                               const zen_net_model *net, long block_elems,
+                               double out[ZEN_SPARSE_SCHEME_COUNT],
+                               double cpu_s[ZEN_SPARSE_SCHEME_COUNT]);
 
 /* zen_sparse_predict_times (zen/sparse.h) with a compute model (NULL: network only) and the
  * output kind; cpu_s (may be NULL) gets each scheme's compute part (simulate.c). */
-zen_status zen_sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t width,
-                                        const zen_sparsity_profile *profile, double gbps,
-                                        double lat_us, const zen_cpu_model *cpu, int dense_output,
-                                        double seconds[ZEN_SPARSE_SCHEME_COUNT],
-                                        double cpu_s[ZEN_SPARSE_SCHEME_COUNT]);
+zen_status zen__sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t width,
+                                         const zen_sparsity_profile *profile, double gbps,
+                                         double lat_us, const zen_cpu_model *cpu, int dense_output,
+                                         double seconds[ZEN_SPARSE_SCHEME_COUNT],
+                                         double cpu_s[ZEN_SPARSE_SCHEME_COUNT]);
 
 /* The scheme with the smallest prediction (ties: the order BALANCED, HIERARCHICAL, DENSE,
  * ALLGATHER, PS, BLOCK). */
-zen_sparse_scheme zen_sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT]);
+zen_sparse_scheme zen__sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT]);
 
 /* Network model from ZEN_NET_GBPS / ZEN_NET_LAT_US, else the defaults of the transport; the
- * compute constants from zen_cpu_model_default (inproc: no transport CPU, its copies are the
+ * compute constants from zen__cpu_model_default (inproc: no transport CPU, its copies are the
  * bandwidth). */
-void zen_net_model_for(zen_transport_kind kind, zen_net_model *net);
+void zen__net_model_for(zen_transport_kind kind, zen_net_model *net);
 
 /*
  * Same, for nranks ranks: inproc ranks are threads sharing this host's cores, so with more ranks
  * than online cores each rank gets cores/nranks of the bandwidth, the latency grows by
  * nranks/cores (unless ZEN_NET_* set them), and the messages of a step are issued one after
  * another (overhead_s = latency_s), and each rank gets cores/nranks of a core for its compute
- * (unless ZEN_SPARSE_CPU_SHARE sets it). Other transports: as zen_net_model_for.
+ * (unless ZEN_SPARSE_CPU_SHARE sets it). Other transports: as zen__net_model_for.
  */
-void zen_net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model *net);
+void zen__net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model *net);
 
 #endif

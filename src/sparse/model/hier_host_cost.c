@@ -16,11 +16,12 @@
 #include <math.h>
 
 #include "common/tunables.h"
-#include "sparse/hier_host.h"
+#include "sparse/scheme/hier_host.h"
 
-void zen_net_model_intra(const zen_net_model *inter, zen_net_model *intra)
+void zen__net_model_intra(const zen_net_model *inter, zen_net_model *intra)
 {
-    double gbps = zen_param_double("NET_INTRA_GBPS"), lat_us = zen_param_double("NET_INTRA_LAT_US");
+    double gbps = zen__param_double("NET_INTRA_GBPS"),
+           lat_us = zen__param_double("NET_INTRA_LAT_US");
     *intra = *inter;
     intra->bytes_per_s = gbps > 0 ? gbps * 1e9 / 8 : 10 * inter->bytes_per_s;
     intra->latency_s = lat_us > 0 ? lat_us * 1e-6 : inter->latency_s / 5;
@@ -28,7 +29,7 @@ void zen_net_model_intra(const zen_net_model *inter, zen_net_model *intra)
         intra->overhead_s = intra->latency_s;
 }
 
-double zen_hier_gamma_at(const zen_sparse_profile *p, int p_n, double k)
+double zen__hier_gamma_at(const zen_sparse_profile *p, int p_n, double k)
 {
     if (k <= 1)
         return 1.0;
@@ -37,7 +38,7 @@ double zen_hier_gamma_at(const zen_sparse_profile *p, int p_n, double k)
     if (fabs(lg - i) < 1e-9 && i < p->levels && p->gamma[i] > 0)
         return p->gamma[i];
     double gn =
-        p->gamma_n > 0 ? p->gamma_n : zen_cost_gamma_model(ZEN_OVERLAP_RANDOM, p->density, p_n);
+        p->gamma_n > 0 ? p->gamma_n : zen__cost_gamma_model(ZEN_OVERLAP_RANDOM, p->density, p_n);
     if (p_n <= 1 || gn <= 1)
         return 1.0;
     return pow(gn, log(k) / log((double)p_n)); /* gamma^1 = 1, gamma^n = gn, log-linear between */
@@ -48,10 +49,10 @@ static double min2(double a, double b)
     return a < b ? a : b;
 }
 
-double zen_sparse_predict_hier(const zen_hier_shape *sh, const zen_sparse_profile *p,
-                               const zen_net_model *inter, const zen_net_model *intra,
-                               long block_elems, zen_sparse_scheme inter_scheme,
-                               zen_sparse_scheme *inter_used)
+double zen__sparse_predict_hier(const zen_hier_shape *sh, const zen_sparse_profile *p,
+                                const zen_net_model *inter, const zen_net_model *intra,
+                                long block_elems, zen_sparse_scheme inter_scheme,
+                                zen_sparse_scheme *inter_used)
 {
     int H = sh->hosts > 0 ? sh->hosts : 1, L = sh->max_local > 0 ? sh->max_local : 1;
     int S = sh->shards > 0 ? sh->shards : 1;
@@ -62,32 +63,32 @@ double zen_sparse_predict_hier(const zen_hier_shape *sh, const zen_sparse_profil
 
     double t = (L - 1) * ai + share * M4 * bi; /* reduce-scatter */
 
-    double host_ranks = (double)sh->n / H, gl = zen_hier_gamma_at(p, sh->n, host_ranks);
+    double host_ranks = (double)sh->n / H, gl = zen__hier_gamma_at(p, sh->n, host_ranks);
     zen_sparse_profile q;
-    zen_sparse_profile_model(&q, H, min2(1, d * gl), ZEN_OVERLAP_RANDOM);
+    zen__sparse_profile_model(&q, H, min2(1, d * gl), ZEN_OVERLAP_RANDOM);
     for (int i = 0; i < q.levels; i++)
-        q.gamma[i] = zen_hier_gamma_at(p, sh->n, ldexp(host_ranks, i)) / gl;
-    q.gamma_n = zen_hier_gamma_at(p, sh->n, (double)sh->n) / gl;
+        q.gamma[i] = zen__hier_gamma_at(p, sh->n, ldexp(host_ranks, i)) / gl;
+    q.gamma_n = zen__hier_gamma_at(p, sh->n, (double)sh->n) / gl;
     q.skew = p->skew >= 1 ? p->skew : 1;
     q.skew_n = p->skew_n >= 1 ? p->skew_n : q.skew;
     uint64_t shard_rows = (sh->rows + (uint64_t)S - 1) / (uint64_t)S;
     double pred[ZEN_SPARSE_SCHEME_COUNT];
-    zen_sparse_predict(H, shard_rows, sh->width, &q, inter, block_elems, pred);
+    zen__sparse_predict(H, shard_rows, sh->width, &q, inter, block_elems, pred);
     zen_sparse_scheme used = inter_scheme;
     if ((unsigned)used >= ZEN_SPARSE_SCHEME_COUNT || used == ZEN_SPARSE_AUTO)
-        used = zen_sparse_cheapest(pred);
+        used = zen__sparse_cheapest(pred);
     t += pred[used] + (H > 1 ? (H - 1) * inter->latency_s : 0); /* + the inner agreement */
     if (inter_used)
         *inter_used = used;
 
-    double nnz_n = min2(R, zen_hier_gamma_at(p, sh->n, (double)sh->n) * d * R);
+    double nnz_n = min2(R, zen__hier_gamma_at(p, sh->n, (double)sh->n) * d * R);
     double dense_ag = (L - 1) * ai + share * M4 * bi;
     double coo_ag = 2 * (L - 1) * ai + share * nnz_n * E * bi;
     t += (L - 1) * ai + min2(dense_ag, coo_ag); /* counts, then the cheaper allgather */
     return t;
 }
 
-int zen_sparse_hier_pays(const zen_hier_shape *sh, double flat_s, double hier_s)
+int zen__sparse_hier_pays(const zen_hier_shape *sh, double flat_s, double hier_s)
 {
     if (sh->hosts <= 1 || sh->max_local <= 1 || sh->hosts >= sh->n)
         return 0;

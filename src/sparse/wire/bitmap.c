@@ -10,28 +10,28 @@
  * h0(x) = j.
  * Decoding walks the set bits word by word (count-trailing-zeros) and maps t back to U_j[t].
  */
-#include "sparse/bitmap.h"
+#include "sparse/wire/bitmap.h"
 
 #include <string.h>
 
 #include "common/checked.h"
-#include "sparse/coo.h"
-#include "sparse/hier_hash.h"
+#include "sparse/wire/coo.h"
+#include "sparse/wire/hier_hash.h"
 
 #define MAX_WINDOW_BLOCKS 8
 #define LINEAR_STEPS      8
 
-size_t zen_hb_bitmap_bytes(size_t ulen, size_t c, uint32_t w)
+size_t zen__hb_bitmap_bytes(size_t ulen, size_t c, uint32_t w)
 {
     return ZEN_HB_HEADER_BYTES + 8 * ((ulen + 63) / 64) + 4 * c * (size_t)w;
 }
 
-size_t zen_hb_coo_bytes(size_t c, uint32_t w)
+size_t zen__hb_coo_bytes(size_t c, uint32_t w)
 {
     return ZEN_HB_HEADER_BYTES + 4 * c + 4 * c * (size_t)w;
 }
 
-size_t zen_hb_plain_bytes(uint64_t rows, size_t c, uint32_t w)
+size_t zen__hb_plain_bytes(uint64_t rows, size_t c, uint32_t w)
 {
     return ZEN_HB_HEADER_BYTES + 8 * (size_t)((rows + 63) / 64) + 4 * c * (size_t)w;
 }
@@ -97,32 +97,32 @@ static size_t universe_len(const zen_universe *u, uint32_t j)
     return u->offsets[j + 1] - u->offsets[j];
 }
 
-zen_status zen_hb_plan(const zen_coo *sum, size_t ulen, uint32_t *format, size_t *bytes)
+zen_status zen__hb_plan(const zen_coo *sum, size_t ulen, uint32_t *format, size_t *bytes)
 {
     if (ulen >= UINT32_MAX || sum->nnz > ulen)
         return ZEN_EPROTO;
-    size_t b = zen_hb_bitmap_bytes(ulen, sum->nnz, sum->width);
-    size_t c = zen_hb_coo_bytes(sum->nnz, sum->width);
+    size_t b = zen__hb_bitmap_bytes(ulen, sum->nnz, sum->width);
+    size_t c = zen__hb_coo_bytes(sum->nnz, sum->width);
     *format = c < b ? ZEN_HB_COO : ZEN_HB_BITMAP;
     *bytes = c < b ? c : b;
     return ZEN_OK;
 }
 
-zen_status zen_hb_plan_format(const zen_coo *sum, size_t ulen, int pull_format, uint32_t *format,
-                              size_t *bytes)
+zen_status zen__hb_plan_format(const zen_coo *sum, size_t ulen, int pull_format, uint32_t *format,
+                               size_t *bytes)
 {
-    zen_status st = zen_hb_plan(sum, ulen, format, bytes);
+    zen_status st = zen__hb_plan(sum, ulen, format, bytes);
     if (st != ZEN_OK || pull_format == ZEN_SPARSE_PULL_AUTO)
         return st;
     if (pull_format == ZEN_SPARSE_PULL_HASH_BITMAP) {
         *format = ZEN_HB_BITMAP;
-        *bytes = zen_hb_bitmap_bytes(ulen, sum->nnz, sum->width);
+        *bytes = zen__hb_bitmap_bytes(ulen, sum->nnz, sum->width);
     } else if (pull_format == ZEN_SPARSE_PULL_COO) {
         *format = ZEN_HB_COO;
-        *bytes = zen_hb_coo_bytes(sum->nnz, sum->width);
+        *bytes = zen__hb_coo_bytes(sum->nnz, sum->width);
     } else if (pull_format == ZEN_SPARSE_PULL_PLAIN_BITMAP) {
         *format = ZEN_HB_PLAIN;
-        *bytes = zen_hb_plain_bytes(sum->rows, sum->nnz, sum->width);
+        *bytes = zen__hb_plain_bytes(sum->rows, sum->nnz, sum->width);
     } else {
         return ZEN_EINVAL;
     }
@@ -141,20 +141,20 @@ static int all_owned(const zen_coo *sum, const zen_universe *u, uint32_t j)
     return bad == 0;
 }
 
-zen_status zen_hb_encode(const zen_coo *sum, const zen_universe *u, uint32_t j, uint32_t format,
-                         void *blob, size_t bytes)
+zen_status zen__hb_encode(const zen_coo *sum, const zen_universe *u, uint32_t j, uint32_t format,
+                          void *blob, size_t bytes)
 {
     size_t c = sum->nnz;
     uint32_t w = sum->width;
     if (j >= u->n)
         return ZEN_EINVAL;
     size_t ulen = universe_len(u, j);
-    size_t want = format == ZEN_HB_COO     ? zen_hb_coo_bytes(c, w)
-                  : format == ZEN_HB_PLAIN ? zen_hb_plain_bytes(u->rows, c, w)
-                                           : zen_hb_bitmap_bytes(ulen, c, w);
+    size_t want = format == ZEN_HB_COO     ? zen__hb_coo_bytes(c, w)
+                  : format == ZEN_HB_PLAIN ? zen__hb_plain_bytes(u->rows, c, w)
+                                           : zen__hb_bitmap_bytes(ulen, c, w);
     if (bytes != want ||
         (format != ZEN_HB_COO && format != ZEN_HB_BITMAP && format != ZEN_HB_PLAIN) ||
-        (format == ZEN_HB_BITMAP && !zen_universe_has_members(u)))
+        (format == ZEN_HB_BITMAP && !zen__universe_has_members(u)))
         return ZEN_EINVAL;
     unsigned char *p = blob;
     uint32_t hdr[2] = { format, (uint32_t)c };
@@ -215,8 +215,8 @@ static zen_status check_plain(const unsigned char *p, size_t len, const zen_univ
     return set == c ? ZEN_OK : ZEN_EPROTO;
 }
 
-zen_status zen_hb_check(const void *blob, size_t len, const zen_universe *u, uint32_t j, uint32_t w,
-                        size_t *count)
+zen_status zen__hb_check(const void *blob, size_t len, const zen_universe *u, uint32_t j,
+                         uint32_t w, size_t *count)
 {
     const unsigned char *p = blob;
     if (!blob || !u || j >= u->n || len < ZEN_HB_HEADER_BYTES || w == 0)
@@ -311,9 +311,9 @@ static void store_row(float *dst, const unsigned char *vals, uint32_t w, float d
 static zen_status check_decodable(const void *blob, size_t len, const zen_universe *u, uint32_t j,
                                   uint32_t w, size_t *count)
 {
-    zen_status st = zen_hb_check(blob, len, u, j, w, count);
-    if (st == ZEN_OK && load_u32(blob) == ZEN_HB_BITMAP && !zen_universe_has_members(u))
-        return ZEN_EINVAL; /* the caller must call zen_universe_members first */
+    zen_status st = zen__hb_check(blob, len, u, j, w, count);
+    if (st == ZEN_OK && load_u32(blob) == ZEN_HB_BITMAP && !zen__universe_has_members(u))
+        return ZEN_EINVAL; /* the caller must call zen__universe_members first */
     return st;
 }
 
@@ -324,8 +324,8 @@ static void visit_dense(void *ctx, size_t k, uint32_t x, const unsigned char *va
     store_row(s->dense + (size_t)x * s->w, vals, s->w, s->divisor);
 }
 
-zen_status zen_hb_decode_dense(const void *blob, size_t len, const zen_universe *u, uint32_t j,
-                               uint32_t w, float divisor, float *dense)
+zen_status zen__hb_decode_dense(const void *blob, size_t len, const zen_universe *u, uint32_t j,
+                                uint32_t w, float divisor, float *dense)
 {
     size_t c;
     zen_status st = check_decodable(blob, len, u, j, w, &c);
@@ -348,15 +348,15 @@ static void visit_coo(void *ctx, size_t k, uint32_t x, const unsigned char *vals
     store_row(s->out->val + k * s->out->width, vals, s->out->width, s->divisor);
 }
 
-zen_status zen_hb_decode_coo(const void *blob, size_t len, const zen_universe *u, uint32_t j,
-                             uint32_t w, float divisor, zen_coo *out)
+zen_status zen__hb_decode_coo(const void *blob, size_t len, const zen_universe *u, uint32_t j,
+                              uint32_t w, float divisor, zen_coo *out)
 {
     size_t c;
     zen_status st = check_decodable(blob, len, u, j, w, &c);
     if (st != ZEN_OK)
         return st;
-    zen_coo_reset(out, out->rows, w);
-    if ((st = zen_coo_reserve(out, c)) != ZEN_OK)
+    zen__coo_reset(out, out->rows, w);
+    if ((st = zen__coo_reserve(out, c)) != ZEN_OK)
         return st;
     coo_sink s = { divisor, out };
     walk(blob, u, j, w, visit_coo, &s);

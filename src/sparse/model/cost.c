@@ -3,7 +3,7 @@
  * the busiest rank; the byte counts follow the wire formats of the schemes in this directory, so
  * that the prediction ranks schemes the way the measured times do (zen bench sparse prints both).
  */
-#include "sparse/cost.h"
+#include "sparse/model/cost.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -16,7 +16,7 @@
 #include "common/tunables.h"
 #include "sparse/sparse_internal.h"
 
-double zen_cost_gamma_model(zen_overlap_model model, double d, double k)
+double zen__cost_gamma_model(zen_overlap_model model, double d, double k)
 {
     if (d <= 0 || k <= 1)
         return 1.0;
@@ -33,13 +33,14 @@ double zen_cost_gamma_model(zen_overlap_model model, double d, double k)
     }
 }
 
-void zen_sparse_profile_model(zen_sparse_profile *p, int n, double density, zen_overlap_model model)
+void zen__sparse_profile_model(zen_sparse_profile *p, int n, double density,
+                               zen_overlap_model model)
 {
     p->density = density;
     p->levels = 0;
     for (int i = 0; i < ZEN_COST_MAX_LEVELS && (1L << i) <= n; i++)
-        p->gamma[p->levels++] = zen_cost_gamma_model(model, density, (double)(1L << i));
-    p->gamma_n = zen_cost_gamma_model(model, density, (double)n);
+        p->gamma[p->levels++] = zen__cost_gamma_model(model, density, (double)(1L << i));
+    p->gamma_n = zen__cost_gamma_model(model, density, (double)n);
     p->skew = 1.0;
     p->skew_n = 1.0;
     p->block_density = -1.0;
@@ -49,7 +50,7 @@ void zen_sparse_profile_model(zen_sparse_profile *p, int n, double density, zen_
     p->dense_output = 0;
 }
 
-double zen_cost_eq1_factor(int n, double gamma_n)
+double zen__cost_eq1_factor(int n, double gamma_n)
 {
     return ((double)(n - 1) / n) * (gamma_n + 1.0);
 }
@@ -59,10 +60,10 @@ static double level_gamma(const zen_sparse_profile *p, int i)
 {
     if (i < p->levels && p->gamma[i] > 0)
         return p->gamma[i];
-    return zen_cost_gamma_model(ZEN_OVERLAP_RANDOM, p->density, ldexp(1.0, i));
+    return zen__cost_gamma_model(ZEN_OVERLAP_RANDOM, p->density, ldexp(1.0, i));
 }
 
-double zen_cost_eq2_factor(int n, const zen_sparse_profile *p)
+double zen__cost_eq2_factor(int n, const zen_sparse_profile *p)
 {
     double sum = 0;
     for (int i = 0; (1L << i) < n && i < 62; i++)
@@ -70,7 +71,7 @@ double zen_cost_eq2_factor(int n, const zen_sparse_profile *p)
     return sum;
 }
 
-uint64_t zen_cost_block_rows(uint32_t width, long block_elems)
+uint64_t zen__cost_block_rows(uint32_t width, long block_elems)
 {
     if (block_elems <= 0)
         block_elems = 256;
@@ -97,10 +98,10 @@ typedef struct cost_parts {
     double cpu_ns;
 } cost_parts;
 
-void zen_sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
-                              const zen_net_model *net, long block_elems,
-                              double out[ZEN_SPARSE_SCHEME_COUNT],
-                              double cpu_s[ZEN_SPARSE_SCHEME_COUNT])
+void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
+                               const zen_net_model *net, long block_elems,
+                               double out[ZEN_SPARSE_SCHEME_COUNT],
+                               double cpu_s[ZEN_SPARSE_SCHEME_COUNT])
 {
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
         out[s] = 0;
@@ -121,7 +122,7 @@ void zen_sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sp
     double D = R * w * 4; /* dense bytes */
     double d = p->density > 1 ? 1 : (p->density < 0 ? 0 : p->density);
     double nnz = d * R;
-    double gn = p->gamma_n > 0 ? p->gamma_n : zen_cost_gamma_model(ZEN_OVERLAP_RANDOM, d, N);
+    double gn = p->gamma_n > 0 ? p->gamma_n : zen__cost_gamma_model(ZEN_OVERLAP_RANDOM, d, N);
     double nnz_n = min2(gn * nnz, R); /* rows of the global sum */
     double s = p->skew >= 1 ? p->skew : 1, sn = p->skew_n >= 1 ? p->skew_n : s;
     /* Rows in the busiest even range (at most the range itself). */
@@ -158,8 +159,8 @@ void zen_sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sp
     double blob_work = bitmap_blob < coo_blob ? (R / N + R) * c->bitmap : 0;
     double lg = ceil(log2(N)), info_bytes = 16 * N;
     double info_steps =
-        n > 2 && info_bytes <= (double)zen_param_long("ALLGATHER_BRUCK_MAX_BYTES") ? lg : n1;
-    double pull_steps = zen_sparse_pull_uses_bruck(n, pull_bytes) ? lg : n1;
+        n > 2 && info_bytes <= (double)zen__param_long("ALLGATHER_BRUCK_MAX_BYTES") ? lg : n1;
+    double pull_steps = zen__sparse_pull_uses_bruck(n, pull_bytes) ? lg : n1;
     part[ZEN_SPARSE_BALANCED] =
         (cost_parts){ 2 * conc + (info_steps + pull_steps) * a, frac * (nnz * E + pull_bytes),
                       coalesce + nnz * (c->hash + (4 + V) * cp) + nnz * E * cp +
@@ -193,7 +194,7 @@ void zen_sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sp
         hcpu += D * cp + nnz_n * V * cp; /* back to COO */
     part[ZEN_SPARSE_HIERARCHICAL] = (cost_parts){ hlat, hbytes, hcpu };
 
-    double brows = min2((double)zen_cost_block_rows(width, block_elems), R);
+    double brows = min2((double)zen__cost_block_rows(width, block_elems), R);
     double nblocks = ceil(R / brows), entry = 4 + 4 * brows * w;
     double b1 = p->block_density >= 0 ? p->block_density : 1 - pow(1 - d, brows);
     double bn = p->block_density_n >= 0 ? p->block_density_n : 1 - pow(1 - nnz_n / R, brows);
@@ -218,26 +219,26 @@ void zen_sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sp
         if (cpu_s)
             cpu_s[k] = kernels + (xfer > wire ? xfer - wire : 0);
     }
-    zen_sparse_scheme best = zen_sparse_cheapest(out);
+    zen_sparse_scheme best = zen__sparse_cheapest(out);
     out[ZEN_SPARSE_AUTO] = out[best];
     if (cpu_s)
         cpu_s[ZEN_SPARSE_AUTO] = cpu_s[best];
 }
 
-void zen_sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
-                        const zen_net_model *net, long block_elems,
-                        double out[ZEN_SPARSE_SCHEME_COUNT])
+void zen__sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
+                         const zen_net_model *net, long block_elems,
+                         double out[ZEN_SPARSE_SCHEME_COUNT])
 {
-    zen_sparse_predict_split(n, rows, width, p, net, block_elems, out, NULL);
+    zen__sparse_predict_split(n, rows, width, p, net, block_elems, out, NULL);
 }
 
-int zen_sparse_pull_uses_bruck(int n, double total_bytes)
+int zen__sparse_pull_uses_bruck(int n, double total_bytes)
 {
-    long max = zen_param_long("SPARSE_PULL_BRUCK_MAX_BYTES");
+    long max = zen__param_long("SPARSE_PULL_BRUCK_MAX_BYTES");
     return n > 2 && max > 0 && total_bytes <= (double)max;
 }
 
-zen_sparse_scheme zen_sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT])
+zen_sparse_scheme zen__sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT])
 {
     static const zen_sparse_scheme order[] = { ZEN_SPARSE_BALANCED, ZEN_SPARSE_HIERARCHICAL,
                                                ZEN_SPARSE_DENSE,    ZEN_SPARSE_ALLGATHER,
@@ -249,12 +250,12 @@ zen_sparse_scheme zen_sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT]
     return best;
 }
 
-void zen_net_model_for(zen_transport_kind kind, zen_net_model *net)
+void zen__net_model_for(zen_transport_kind kind, zen_net_model *net)
 {
-    zen_net_model_for_ranks(kind, 0, net);
+    zen__net_model_for_ranks(kind, 0, net);
 }
 
-void zen_net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model *net)
+void zen__net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model *net)
 {
     /* Defaults: inproc is a memcpy between threads, tcp a 10 GbE-class link, mpi a 25 Gb/s
      * fabric (the paper's testbed A). */
@@ -266,7 +267,7 @@ void zen_net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model 
         gbps = 25;
         lat_us = 10;
     }
-    double env_gbps = zen_param_double("NET_GBPS"), env_lat = zen_param_double("NET_LAT_US");
+    double env_gbps = zen__param_double("NET_GBPS"), env_lat = zen__param_double("NET_LAT_US");
     if (env_gbps > 0)
         gbps = env_gbps;
     if (env_lat > 0)
@@ -274,7 +275,7 @@ void zen_net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model 
     net->bytes_per_s = gbps * 1e9 / 8;
     net->latency_s = lat_us * 1e-6;
     net->overhead_s = 0;
-    zen_cpu_model_default(&net->cpu);
+    zen__cpu_model_default(&net->cpu);
     if (kind == ZEN_TRANSPORT_INPROC)
         net->cpu.wire_byte = 0; /* a memcpy between threads: that is the bandwidth above */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -285,7 +286,7 @@ void zen_net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model 
         if (!(env_lat > 0))
             net->latency_s /= share;
         net->overhead_s = net->latency_s;
-        if (!(zen_param_double("SPARSE_CPU_SHARE") > 0))
+        if (!(zen__param_double("SPARSE_CPU_SHARE") > 0))
             net->cpu.share = share;
     }
 }
@@ -311,17 +312,17 @@ static double *cpu_field(zen_cpu_model *cpu, size_t i)
     return (double *)((char *)cpu + cpu_keys[i].offset);
 }
 
-void zen_cpu_model_default(zen_cpu_model *cpu)
+void zen__cpu_model_default(zen_cpu_model *cpu)
 {
     for (size_t i = 0; i < sizeof cpu_keys / sizeof cpu_keys[0]; i++) {
-        double v = zen_param_double(cpu_keys[i].name);
+        double v = zen__param_double(cpu_keys[i].name);
         *cpu_field(cpu, i) = v > 0 ? v : 0;
     }
     if (!(cpu->share > 0))
         cpu->share = 1;
 }
 
-zen_status zen_cpu_model_write(const zen_cpu_model *cpu, FILE *f)
+zen_status zen__cpu_model_write(const zen_cpu_model *cpu, FILE *f)
 {
     if (!cpu || !f)
         return ZEN_EINVAL;
@@ -332,14 +333,14 @@ zen_status zen_cpu_model_write(const zen_cpu_model *cpu, FILE *f)
     return fflush(f) == 0 ? ZEN_OK : ZEN_EIO;
 }
 
-zen_status zen_cpu_model_read(const char *path, zen_cpu_model *cpu)
+zen_status zen__cpu_model_read(const char *path, zen_cpu_model *cpu)
 {
     if (!path || !cpu)
         return ZEN_EINVAL;
     /* a constants file is a few lines: refuse devices, FIFOs and anything over 1 MiB */
     uint64_t size = 0;
     char why[512];
-    FILE *f = zen_open_input(path, 1 << 20, &size, why, sizeof why);
+    FILE *f = zen__open_input(path, 1 << 20, &size, why, sizeof why);
     if (!f) {
         ZEN_WARN("sparse", "cpu model: %s", why);
         return ZEN_EIO;

@@ -24,7 +24,7 @@
  * different grouping (another ranks_per_host) splits again. Splits are collective over the
  * parent: every rank derives the same grouping, so they all split in the same call.
  */
-#include "sparse/hier_host.h"
+#include "sparse/scheme/hier_host.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -36,7 +36,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/tunables.h"
-#include "sparse/xchg.h"
+#include "sparse/wire/xchg.h"
 
 /* The grouping of the parent's ranks into hosts, as every rank computes it. */
 typedef struct hier_groups {
@@ -53,7 +53,7 @@ typedef struct hier_cache {
     uint64_t split_sig; /* grouping the children were split for (0: none) */
     zen_comm *intra;
     zen_comm *inter; /* NULL on a rank whose index is >= the shard count */
-    hier_groups g;   /* grouping of the current call (set by zen_sparse_hier_decide) */
+    hier_groups g;   /* grouping of the current call (set by zen__sparse_hier_decide) */
 } hier_cache;
 
 static void cache_free(void *p)
@@ -63,17 +63,17 @@ static void cache_free(void *p)
         return;
     zen_comm_destroy(hc->inter);
     zen_comm_destroy(hc->intra);
-    zen_free(hc->launcher_host);
-    zen_free(hc);
+    zen__free(hc->launcher_host);
+    zen__free(hc);
 }
 
 static hier_cache *cache_of(zen_comm *comm)
 {
-    hier_cache *hc = zen_comm_attr_get(comm, ZEN_ATTR_SPARSE_HIER);
+    hier_cache *hc = zen__comm_attr_get(comm, ZEN_ATTR_SPARSE_HIER);
     if (!hc) {
-        hc = zen_calloc(1, sizeof *hc);
+        hc = zen__calloc(1, sizeof *hc);
         if (hc)
-            zen_comm_attr_set(comm, ZEN_ATTR_SPARSE_HIER, hc, cache_free);
+            zen__comm_attr_set(comm, ZEN_ATTR_SPARSE_HIER, hc, cache_free);
     }
     return hc;
 }
@@ -81,11 +81,11 @@ static hier_cache *cache_of(zen_comm *comm)
 static int ranks_per_host(const zen_sparse_options *opts)
 {
     long rph =
-        opts->ranks_per_host > 0 ? opts->ranks_per_host : zen_param_long("SPARSE_RANKS_PER_HOST");
+        opts->ranks_per_host > 0 ? opts->ranks_per_host : zen__param_long("SPARSE_RANKS_PER_HOST");
     return rph > 0 ? (rph > 0xffff ? 0xffff : (int)rph) : 0;
 }
 
-uint64_t zen_sparse_hier_mode(const zen_sparse_options *opts)
+uint64_t zen__sparse_hier_mode(const zen_sparse_options *opts)
 {
     return ((uint64_t)opts->hierarchy & 3) | (uint64_t)ranks_per_host(opts) << 2;
 }
@@ -139,13 +139,13 @@ static zen_status launcher_hosts(zen_comm *comm, hier_cache *hc)
         name[0] = '\0';
     uint64_t mine[LR_FIELDS] = { (uint64_t)zen_comm_local_rank(comm),
                                  (uint64_t)zen_comm_local_size(comm),
-                                 zen_fnv1a(name, strlen(name), 0x4ae1),
+                                 zen__fnv1a(name, strlen(name), 0x4ae1),
                                  (uint64_t)comm->world_ranks[comm->rank] };
-    uint64_t *all = zen_malloc_array((size_t)n * LR_FIELDS, sizeof *all);
-    int *host = zen_malloc_array((size_t)n, sizeof *host);
+    uint64_t *all = zen__malloc_array((size_t)n * LR_FIELDS, sizeof *all);
+    int *host = zen__malloc_array((size_t)n, sizeof *host);
     zen_status st = ZEN_OK;
     if (!all || !host) {
-        st = zen_fail(comm, ZEN_ENOMEM, "sparse hier: out of memory for %d ranks", n);
+        st = zen__fail(comm, ZEN_ENOMEM, "sparse hier: out of memory for %d ranks", n);
         goto out;
     }
     if ((st = zen_allgather(comm, mine, all, LR_FIELDS, ZEN_I64)) != ZEN_OK)
@@ -168,8 +168,8 @@ static zen_status launcher_hosts(zen_comm *comm, hier_cache *hc)
     hc->launcher_host = host;
     host = NULL;
 out:
-    zen_free(all);
-    zen_free(host);
+    zen__free(all);
+    zen__free(host);
     return st;
 }
 
@@ -186,9 +186,9 @@ static zen_status compute_groups(zen_sparse_ctx *ctx, hier_cache *hc)
         if (st != ZEN_OK)
             return st;
     }
-    int *size = zen_calloc((size_t)n, sizeof *size);
+    int *size = zen__calloc((size_t)n, sizeof *size);
     if (!size)
-        return zen_fail(comm, ZEN_ENOMEM, "sparse hier: out of memory for %d ranks", n);
+        return zen__fail(comm, ZEN_ENOMEM, "sparse hier: out of memory for %d ranks", n);
     hier_groups g = { 0 };
     g.sig = 0x9e3779b97f4a7c15ull;
     for (int r = 0; r < n; r++) {
@@ -210,12 +210,12 @@ static zen_status compute_groups(zen_sparse_ctx *ctx, hier_cache *hc)
         if (size[h] > g.max_local)
             g.max_local = size[h];
     }
-    zen_free(size);
+    zen__free(size);
     hc->g = g;
     return ZEN_OK;
 }
 
-zen_status zen_sparse_hier_decide(zen_sparse_ctx *ctx, int *use, zen_sparse_scheme *flat)
+zen_status zen__sparse_hier_decide(zen_sparse_ctx *ctx, int *use, zen_sparse_scheme *flat)
 {
     zen_comm *comm = ctx->comm;
     const zen_sparse_options *o = ctx->opts;
@@ -224,7 +224,7 @@ zen_status zen_sparse_hier_decide(zen_sparse_ctx *ctx, int *use, zen_sparse_sche
         return ZEN_OK;
     hier_cache *hc = cache_of(comm);
     if (!hc)
-        return zen_fail(comm, ZEN_ENOMEM, "sparse hier: out of memory");
+        return zen__fail(comm, ZEN_ENOMEM, "sparse hier: out of memory");
     zen_status st = compute_groups(ctx, hc);
     if (st != ZEN_OK)
         return st;
@@ -238,23 +238,23 @@ zen_status zen_sparse_hier_decide(zen_sparse_ctx *ctx, int *use, zen_sparse_sche
         return ZEN_OK; /* AUTO stays flat without asking anything: the single-host behaviour */
 
     zen_sparse_scheme chosen = ZEN_SPARSE_AUTO;
-    if ((st = zen_sparse_choose(ctx, &chosen)) != ZEN_OK)
+    if ((st = zen__sparse_choose(ctx, &chosen)) != ZEN_OK)
         return st;
     zen_sparse_scheme flat_scheme = o->scheme == ZEN_SPARSE_AUTO ? chosen : o->scheme;
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, comm->size, ctx->stats->density, ZEN_OVERLAP_RANDOM);
+    zen__sparse_profile_model(&p, comm->size, ctx->stats->density, ZEN_OVERLAP_RANDOM);
     p.levels = 0; /* only gamma^n is known here: interpolate the others */
     p.gamma_n = ctx->stats->gamma_n;
     p.skew = p.skew_n = ctx->stats->skew;
     zen_net_model inter, intra;
-    zen_net_model_for_ranks(zen_comm_transport(comm), comm->size, &inter);
-    zen_net_model_intra(&inter, &intra);
+    zen__net_model_for_ranks(zen_comm_transport(comm), comm->size, &inter);
+    zen__net_model_intra(&inter, &intra);
     zen_hier_shape sh = { comm->size,       g->hosts,          g->max_local,          g->min_local,
                           ctx->local->rows, ctx->local->width, ctx->dense_out == NULL };
-    double hier_s = zen_sparse_predict_hier(&sh, &p, &inter, &intra,
-                                            zen_param_long("SPARSE_BLOCK_SIZE"), o->scheme, NULL);
+    double hier_s = zen__sparse_predict_hier(&sh, &p, &inter, &intra,
+                                             zen__param_long("SPARSE_BLOCK_SIZE"), o->scheme, NULL);
     ctx->stats->predicted_hier_s = hier_s;
-    *use = zen_sparse_hier_pays(&sh, ctx->stats->predicted_s[flat_scheme], hier_s);
+    *use = zen__sparse_hier_pays(&sh, ctx->stats->predicted_s[flat_scheme], hier_s);
     if (!*use && *flat == ZEN_SPARSE_AUTO)
         *flat = chosen;
     return ZEN_OK;
@@ -275,8 +275,8 @@ static zen_status ensure_children(zen_comm *comm, hier_cache *hc)
         st = zen_comm_split(comm, color, hc->g.host, &hc->inter);
     }
     if (st != ZEN_OK)
-        return zen_fail(comm, st, "sparse hier: splitting into %d hosts failed: %s", hc->g.hosts,
-                        zen_comm_last_error(hc->intra ? hc->intra : comm));
+        return zen__fail(comm, st, "sparse hier: splitting into %d hosts failed: %s", hc->g.hosts,
+                         zen_comm_last_error(hc->intra ? hc->intra : comm));
     hc->split_sig = hc->g.sig;
     return ZEN_OK;
 }
@@ -294,9 +294,9 @@ static zen_status inter_sync(zen_sparse_ctx *ctx, zen_comm *inter, const float *
                              uint64_t shard_rows, zen_coo *res)
 {
     zen_coo in = { 0 };
-    zen_status st = zen_coo_from_dense(shard, shard_rows, ctx->local->width, &in);
+    zen_status st = zen__coo_from_dense(shard, shard_rows, ctx->local->width, &in);
     if (st != ZEN_OK)
-        return zen_fail(ctx->comm, st, "sparse hier: out of memory extracting the shard");
+        return zen__fail(ctx->comm, st, "sparse hier: out of memory extracting the shard");
     zen_sparse_tensor t = { shard_rows, ctx->local->width, in.nnz, ZEN_INDEX_U32,
                             in.idx,     ZEN_F32,           in.val };
     zen_sparse_options o = *ctx->opts;
@@ -306,10 +306,10 @@ static zen_status inter_sync(zen_sparse_ctx *ctx, zen_comm *inter, const float *
     zen_sparse_stats is;
     zen_sparse_result out = { 0 };
     st = zen_sparse_allreduce(inter, &t, &out, &o, &is);
-    zen_coo_release(&in);
+    zen__coo_release(&in);
     if (st != ZEN_OK)
-        return zen_fail(ctx->comm, st, "sparse hier: inter-host sync failed: %s",
-                        zen_comm_last_error(inter));
+        return zen__fail(ctx->comm, st, "sparse hier: inter-host sync failed: %s",
+                         zen_comm_last_error(inter));
     res->rows = shard_rows;
     res->width = ctx->local->width;
     res->nnz = res->capacity = out.nnz;
@@ -333,13 +333,13 @@ static zen_status intra_gather(zen_sparse_ctx *ctx, zen_comm *intra, int shards,
     uint64_t rows = ctx->local->rows;
     uint32_t w = ctx->local->width;
     int L = intra->size, me = intra->rank;
-    uint64_t *cnt = zen_malloc_array((size_t)L, sizeof *cnt);
-    size_t *rc = zen_malloc_array((size_t)L, sizeof *rc);
-    size_t *rd = zen_malloc_array((size_t)L, sizeof *rd);
+    uint64_t *cnt = zen__malloc_array((size_t)L, sizeof *cnt);
+    size_t *rc = zen__malloc_array((size_t)L, sizeof *rc);
+    size_t *rd = zen__malloc_array((size_t)L, sizeof *rd);
     zen_coo sum = { 0 };
     zen_status st = ZEN_OK;
     if (!cnt || !rc || !rd) {
-        st = zen_fail(comm, ZEN_ENOMEM, "sparse hier: out of memory for %d host ranks", L);
+        st = zen__fail(comm, ZEN_ENOMEM, "sparse hier: out of memory for %d host ranks", L);
         goto out;
     }
     uint64_t mine = res->nnz, total = 0;
@@ -347,8 +347,8 @@ static zen_status intra_gather(zen_sparse_ctx *ctx, zen_comm *intra, int shards,
         goto out;
     for (int i = 0; i < L; i++) {
         if (cnt[i] > rows) {
-            st = zen_fail(comm, ZEN_EPROTO, "sparse hier: host rank %d reports %llu rows", i,
-                          (unsigned long long)cnt[i]);
+            st = zen__fail(comm, ZEN_EPROTO, "sparse hier: host rank %d reports %llu rows", i,
+                           (unsigned long long)cnt[i]);
             goto out;
         }
         total += cnt[i];
@@ -357,9 +357,9 @@ static zen_status intra_gather(zen_sparse_ctx *ctx, zen_comm *intra, int shards,
         /* COO: indices, then values; shards are in host-rank order, so the result is sorted */
         sum.rows = rows;
         sum.width = w;
-        if ((st = zen_coo_reserve(&sum, total ? total : 1)) != ZEN_OK) {
-            st = zen_fail(comm, st, "sparse hier: cannot allocate %llu result rows",
-                          (unsigned long long)total);
+        if ((st = zen__coo_reserve(&sum, total ? total : 1)) != ZEN_OK) {
+            st = zen__fail(comm, st, "sparse hier: cannot allocate %llu result rows",
+                           (unsigned long long)total);
             goto out;
         }
         sum.nnz = total;
@@ -381,10 +381,10 @@ static zen_status intra_gather(zen_sparse_ctx *ctx, zen_comm *intra, int shards,
             st = zen_allgatherv(intra, res->val, res->nnz * w, sum.val, rc, rd, ZEN_F32);
         for (size_t i = 1; i < total && st == ZEN_OK; i++)
             if (sum.idx[i] <= sum.idx[i - 1] || sum.idx[i] >= rows)
-                st = zen_fail(comm, ZEN_EPROTO, "sparse hier: host allgather gave row %u after %u",
-                              sum.idx[i], sum.idx[i - 1]);
+                st = zen__fail(comm, ZEN_EPROTO, "sparse hier: host allgather gave row %u after %u",
+                               sum.idx[i], sum.idx[i - 1]);
         if (st == ZEN_OK)
-            st = zen_sparse_emit(ctx, &sum);
+            st = zen__sparse_emit(ctx, &sum);
         goto out;
     }
     /* dense: my shard's rows of full, then an in-place allgatherv of the shards */
@@ -400,35 +400,35 @@ static zen_status intra_gather(zen_sparse_ctx *ctx, zen_comm *intra, int shards,
     if ((st = zen_allgatherv(intra, full + rd[me], rc[me], full, rc, rd, ZEN_F32)) != ZEN_OK)
         goto out;
     if (ctx->dense_out) {
-        zen_dense_finish(ctx);
-    } else if ((st = zen_coo_from_dense(full, rows, w, &sum)) == ZEN_OK) {
-        st = zen_sparse_emit(ctx, &sum);
+        zen__dense_finish(ctx);
+    } else if ((st = zen__coo_from_dense(full, rows, w, &sum)) == ZEN_OK) {
+        st = zen__sparse_emit(ctx, &sum);
     } else {
-        st = zen_fail(comm, st, "sparse hier: out of memory extracting the result");
+        st = zen__fail(comm, st, "sparse hier: out of memory extracting the result");
     }
 out:
-    zen_coo_release(&sum);
-    zen_free(cnt);
-    zen_free(rc);
-    zen_free(rd);
+    zen__coo_release(&sum);
+    zen__free(cnt);
+    zen__free(rc);
+    zen__free(rd);
     return st;
 }
 
-zen_status zen_sparse_run_hier_host(zen_sparse_ctx *ctx)
+zen_status zen__sparse_run_hier_host(zen_sparse_ctx *ctx)
 {
     zen_comm *comm = ctx->comm;
     const zen_coo *local = ctx->local;
-    hier_cache *hc = zen_comm_attr_get(comm, ZEN_ATTR_SPARSE_HIER);
+    hier_cache *hc = zen__comm_attr_get(comm, ZEN_ATTR_SPARSE_HIER);
     if (!hc)
-        return zen_fail(comm, ZEN_EINTERNAL, "sparse hier: no grouping (decide not called)");
+        return zen__fail(comm, ZEN_EINTERNAL, "sparse hier: no grouping (decide not called)");
     zen_status st = ensure_children(comm, hc);
     if (st != ZEN_OK)
         return st;
     uint64_t rows = local->rows;
     size_t w = local->width, cells;
     if (zen_mul_overflow((size_t)rows, w, &cells) || cells > SIZE_MAX / sizeof(float))
-        return zen_fail(comm, ZEN_EINVAL, "sparse hier: %llu x %zu is too large to densify",
-                        (unsigned long long)rows, w);
+        return zen__fail(comm, ZEN_EINVAL, "sparse hier: %llu x %zu is too large to densify",
+                         (unsigned long long)rows, w);
     int S = hc->g.min_local, me = hc->intra->rank, L = hc->intra->size;
     uint64_t lo = me < S ? zen_range_lo(rows, S, me) : rows;
     uint64_t shard_rows = (me < S ? zen_range_lo(rows, S, me + 1) : rows) - lo;
@@ -438,14 +438,14 @@ zen_status zen_sparse_run_hier_host(zen_sparse_ctx *ctx)
         zen_comm_get_stats(hc->inter, &ea);
 
     float *full =
-        ctx->dense_out ? ctx->dense_out : zen_malloc_array(cells ? cells : 1, sizeof *full);
+        ctx->dense_out ? ctx->dense_out : zen__malloc_array(cells ? cells : 1, sizeof *full);
     size_t shard_cells = (size_t)shard_rows * w;
-    float *shard = zen_malloc_array(shard_cells > 0 ? shard_cells : 1, sizeof *shard);
-    size_t *rc = zen_malloc_array((size_t)L, sizeof *rc);
+    float *shard = zen__malloc_array(shard_cells > 0 ? shard_cells : 1, sizeof *shard);
+    size_t *rc = zen__malloc_array((size_t)L, sizeof *rc);
     zen_coo res = { 0 };
     if (!full || !shard || !rc) {
-        st = zen_fail(comm, ZEN_ENOMEM, "sparse hier: cannot densify %llu x %zu",
-                      (unsigned long long)rows, w);
+        st = zen__fail(comm, ZEN_ENOMEM, "sparse hier: cannot densify %llu x %zu",
+                       (unsigned long long)rows, w);
         goto out;
     }
     int64_t t0 = zen_now_ns();
@@ -458,8 +458,8 @@ zen_status zen_sparse_run_hier_host(zen_sparse_ctx *ctx)
     int64_t t1 = zen_now_ns();
     ctx->stats->phase_us[ZEN_PHASE_PUSH] += zen_us_between(t0, t1);
     if (st != ZEN_OK) {
-        st = zen_fail(comm, st, "sparse hier: host reduce-scatter failed: %s",
-                      zen_comm_last_error(hc->intra));
+        st = zen__fail(comm, st, "sparse hier: host reduce-scatter failed: %s",
+                       zen_comm_last_error(hc->intra));
         goto out;
     }
     if (hc->inter && (st = inter_sync(ctx, hc->inter, shard, shard_rows, &res)) != ZEN_OK)
@@ -484,9 +484,9 @@ out:
         ctx->stats->inter_bytes_recv = eb.bytes_recv - ea.bytes_recv;
     }
     if (full != ctx->dense_out)
-        zen_free(full);
-    zen_free(shard);
-    zen_free(rc);
-    zen_coo_release(&res);
+        zen__free(full);
+    zen__free(shard);
+    zen__free(rc);
+    zen__coo_release(&res);
     return st;
 }

@@ -23,10 +23,10 @@
 
 #include "common/alloc.h"
 #include "common/stats.h"
-#include "sparse/bitmap.h"
-#include "sparse/cost.h"
-#include "sparse/hier_hash.h"
-#include "sparse/universe.h"
+#include "sparse/model/cost.h"
+#include "sparse/wire/bitmap.h"
+#include "sparse/wire/hier_hash.h"
+#include "sparse/wire/universe.h"
 
 #define CAL_REPS      5
 #define CAL_ROWS      (1u << 19)
@@ -67,27 +67,27 @@ static zen_status k_sort(cal_data *d)
 {
     zen_sparse_tensor t = { CAL_ROWS, 1, CAL_NNZ, ZEN_INDEX_U32, d->idx, ZEN_F32, d->val };
     zen_coo out = { 0 };
-    zen_status st = zen_coo_from_tensor(&t, &out, NULL);
-    zen_coo_release(&out);
+    zen_status st = zen__coo_from_tensor(&t, &out, NULL);
+    zen__coo_release(&out);
     return st;
 }
 
 static zen_status k_hash(cal_data *d)
 {
     static const uint64_t seeds[4] = { 1, 2, 3, 4 };
-    zen_hh_config cfg = zen_hh_config_default(CAL_OWNERS, seeds);
+    zen_hh_config cfg = zen__hh_config_default(CAL_OWNERS, seeds);
     zen_hh_result r;
-    zen_status st = zen_hh_partition(&cfg, d->idx, CAL_NNZ, &r);
+    zen_status st = zen__hh_partition(&cfg, d->idx, CAL_NNZ, &r);
     if (st == ZEN_OK)
-        zen_hh_result_free(&r);
+        zen__hh_result_free(&r);
     return st;
 }
 
 static zen_status k_merge(cal_data *d)
 {
     zen_coo out = { 0 };
-    zen_status st = zen_coo_merge(d->runs, CAL_OWNERS, &out);
-    zen_coo_release(&out);
+    zen_status st = zen__coo_merge(d->runs, CAL_OWNERS, &out);
+    zen__coo_release(&out);
     return st;
 }
 
@@ -96,7 +96,7 @@ static zen_status k_merge2(cal_data *d)
 {
     const zen_coo *a = &d->runs[0], *b = &d->runs[1];
     zen_coo out = { CAL_ROWS, 1, 0, 0, NULL, NULL };
-    zen_status st = zen_coo_reserve(&out, a->nnz + b->nnz);
+    zen_status st = zen__coo_reserve(&out, a->nnz + b->nnz);
     size_t i = 0, j = 0, k = 0;
     while (st == ZEN_OK && (i < a->nnz || j < b->nnz)) {
         if (j == b->nnz || (i < a->nnz && a->idx[i] < b->idx[j])) {
@@ -112,7 +112,7 @@ static zen_status k_merge2(cal_data *d)
         k++;
     }
     out.nnz = k;
-    zen_coo_release(&out);
+    zen__coo_release(&out);
     return st;
 }
 
@@ -121,18 +121,18 @@ static zen_status k_bitmap(cal_data *d)
 {
     size_t ulen = d->uni->offsets[1] - d->uni->offsets[0], bytes = 0;
     uint32_t format = 0;
-    zen_status st = zen_hb_plan(&d->owned, ulen, &format, &bytes);
+    zen_status st = zen__hb_plan(&d->owned, ulen, &format, &bytes);
     if (st != ZEN_OK || format != ZEN_HB_BITMAP)
         return st != ZEN_OK ? st : ZEN_EINVAL;
-    void *blob = zen_malloc(bytes);
+    void *blob = zen__malloc(bytes);
     if (!blob)
         return ZEN_ENOMEM;
     zen_coo out = { CAL_ROWS, 1, 0, 0, NULL, NULL };
-    st = zen_hb_encode(&d->owned, d->uni, 0, format, blob, bytes);
+    st = zen__hb_encode(&d->owned, d->uni, 0, format, blob, bytes);
     if (st == ZEN_OK)
-        st = zen_hb_decode_coo(blob, bytes, d->uni, 0, 1, 1.0f, &out);
-    zen_coo_release(&out);
-    zen_free(blob);
+        st = zen__hb_decode_coo(blob, bytes, d->uni, 0, 1, 1.0f, &out);
+    zen__coo_release(&out);
+    zen__free(blob);
     return st;
 }
 
@@ -161,7 +161,7 @@ static zen_status time_kernel(cal_kernel k, cal_data *d, double units, double *n
         t[r] = cpu_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
     }
     if (st == ZEN_OK)
-        *ns_per_unit = zen_median_inplace(t, CAL_REPS) / units;
+        *ns_per_unit = zen__median_inplace(t, CAL_REPS) / units;
     return st;
 }
 
@@ -173,7 +173,7 @@ typedef struct tcp_sink {
 static void *tcp_drain(void *arg)
 {
     tcp_sink *s = arg;
-    char *buf = zen_malloc(CAL_TCP_CHUNK);
+    char *buf = zen__malloc(CAL_TCP_CHUNK);
     if (!buf)
         return NULL;
     for (;;) {
@@ -182,7 +182,7 @@ static void *tcp_drain(void *arg)
             break; /* end of stream, or the 10 s receive deadline */
         s->got += (size_t)r;
     }
-    zen_free(buf);
+    zen__free(buf);
     return NULL;
 }
 
@@ -219,7 +219,7 @@ static zen_status tcp_pair(int *tx, int *rx)
 /* CPU of both ends per byte through loopback TCP (median of CAL_REPS transfers). */
 static zen_status time_tcp(double *ns_per_byte)
 {
-    char *buf = zen_calloc(CAL_TCP_CHUNK, 1);
+    char *buf = zen__calloc(CAL_TCP_CHUNK, 1);
     if (!buf)
         return ZEN_ENOMEM;
     double t[CAL_REPS];
@@ -252,32 +252,32 @@ static zen_status time_tcp(double *ns_per_byte)
         if (sent != CAL_TCP_BYTES || sink.got != CAL_TCP_BYTES)
             st = ZEN_EIO;
     }
-    zen_free(buf);
+    zen__free(buf);
     if (st == ZEN_OK)
-        *ns_per_byte = zen_median_inplace(t, CAL_REPS) / CAL_TCP_BYTES;
+        *ns_per_byte = zen__median_inplace(t, CAL_REPS) / CAL_TCP_BYTES;
     return st;
 }
 
 static void cal_free(cal_data *d)
 {
-    zen_free(d->idx);
-    zen_free(d->val);
+    zen__free(d->idx);
+    zen__free(d->val);
     for (unsigned j = 0; j < CAL_OWNERS; j++)
-        zen_coo_release(&d->runs[j]);
-    zen_free(d->big_a);
-    zen_free(d->big_b);
-    zen_coo_release(&d->owned);
+        zen__coo_release(&d->runs[j]);
+    zen__free(d->big_a);
+    zen__free(d->big_b);
+    zen__coo_release(&d->owned);
     if (d->uni)
-        zen_universe_put(d->uni);
+        zen__universe_put(d->uni);
 }
 
 static zen_status cal_init(cal_data *d)
 {
     uint64_t seed = 42;
-    d->idx = zen_malloc_array(CAL_NNZ, sizeof *d->idx);
-    d->val = zen_malloc_array(CAL_NNZ, sizeof *d->val);
-    d->big_a = zen_calloc(CAL_BIG_BYTES, 1);
-    d->big_b = zen_calloc(CAL_BIG_BYTES, 1);
+    d->idx = zen__malloc_array(CAL_NNZ, sizeof *d->idx);
+    d->val = zen__malloc_array(CAL_NNZ, sizeof *d->val);
+    d->big_a = zen__calloc(CAL_BIG_BYTES, 1);
+    d->big_b = zen__calloc(CAL_BIG_BYTES, 1);
     if (!d->idx || !d->val || !d->big_a || !d->big_b)
         return ZEN_ENOMEM;
     for (size_t i = 0; i < CAL_NNZ; i++) {
@@ -295,19 +295,19 @@ static zen_status cal_init(cal_data *d)
         zen_sparse_tensor t = {
             CAL_ROWS, 1, per, ZEN_INDEX_U32, d->idx + j * per, ZEN_F32, d->val
         };
-        zen_status st = zen_coo_from_tensor(&t, &d->runs[j], NULL);
+        zen_status st = zen__coo_from_tensor(&t, &d->runs[j], NULL);
         if (st != ZEN_OK)
             return st;
     }
-    zen_status st = zen_universe_get(CAL_ROWS, CAL_OWNERS, 7, &d->uni);
+    zen_status st = zen__universe_get(CAL_ROWS, CAL_OWNERS, 7, &d->uni);
     if (st == ZEN_OK)
-        st = zen_universe_members(d->uni);
+        st = zen__universe_members(d->uni);
     if (st != ZEN_OK)
         return st;
     size_t lo = d->uni->offsets[0], hi = d->uni->offsets[1];
     d->owned.rows = CAL_ROWS;
     d->owned.width = 1;
-    if ((st = zen_coo_reserve(&d->owned, (hi - lo + 1) / 2)) != ZEN_OK)
+    if ((st = zen__coo_reserve(&d->owned, (hi - lo + 1) / 2)) != ZEN_OK)
         return st;
     for (size_t i = lo; i < hi; i += 2) {
         d->owned.idx[d->owned.nnz] = d->uni->members[i];
@@ -316,7 +316,7 @@ static zen_status cal_init(cal_data *d)
     return ZEN_OK;
 }
 
-zen_status zen_cpu_calibrate(zen_cpu_model *cpu)
+zen_status zen__cpu_calibrate(zen_cpu_model *cpu)
 {
     if (!cpu)
         return ZEN_EINVAL;

@@ -33,7 +33,7 @@
  * splits the owners; the set of items per owner is the same as single-threaded, only the order
  * inside an owner differs.
  */
-#include "sparse/hier_hash.h"
+#include "sparse/wire/hier_hash.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,7 +46,7 @@
 #define MAX_THREADS  64
 #define SERIAL_FLOOR 16
 
-zen_hh_config zen_hh_config_default(uint32_t nowners, const uint64_t *seeds)
+zen_hh_config zen__hh_config_default(uint32_t nowners, const uint64_t *seeds)
 {
     zen_hh_config c;
     memset(&c, 0, sizeof c);
@@ -58,12 +58,12 @@ zen_hh_config zen_hh_config_default(uint32_t nowners, const uint64_t *seeds)
     return c;
 }
 
-void zen_hh_result_free(zen_hh_result *r)
+void zen__hh_result_free(zen_hh_result *r)
 {
     if (!r)
         return;
-    zen_free(r->offsets);
-    zen_free(r->pos);
+    zen__free(r->offsets);
+    zen__free(r->pos);
     r->offsets = NULL;
     r->pos = NULL;
 }
@@ -280,9 +280,9 @@ static zen_status run_workers(void *(*fn)(void *), hh_worker *workers, int nt)
 
 static void table_free(hh_table *t)
 {
-    zen_free((void *)t->slots);
-    zen_free((void *)t->serial);
-    zen_free((void *)t->serial_count);
+    zen__free((void *)t->slots);
+    zen__free((void *)t->serial);
+    zen__free((void *)t->serial_count);
     memset(t, 0, sizeof *t);
 }
 
@@ -295,9 +295,9 @@ static zen_status table_alloc(hh_table *t, uint32_t n, size_t r1, size_t r2)
     t->n = n;
     t->r1 = r1;
     t->r2 = r2;
-    t->slots = zen_malloc_array(ns, sizeof *t->slots);
-    t->serial = zen_malloc_array(nr, sizeof *t->serial);
-    t->serial_count = zen_malloc_array(n, sizeof *t->serial_count);
+    t->slots = zen__malloc_array(ns, sizeof *t->slots);
+    t->serial = zen__malloc_array(nr, sizeof *t->serial);
+    t->serial_count = zen__malloc_array(n, sizeof *t->serial_count);
     if (!t->slots || !t->serial || !t->serial_count) {
         table_free(t);
         return ZEN_ENOMEM;
@@ -314,7 +314,7 @@ static zen_status partition_count(const zen_hh_config *cfg, const uint32_t *idx,
                                   zen_hh_result *out)
 {
     uint32_t n = cfg->nowners;
-    uint32_t *owner = zen_malloc_array(nnz, sizeof *owner);
+    uint32_t *owner = zen__malloc_array(nnz, sizeof *owner);
     if (!owner)
         return ZEN_ENOMEM;
     for (size_t p = 0; p < nnz; p++) {
@@ -323,16 +323,16 @@ static zen_status partition_count(const zen_hh_config *cfg, const uint32_t *idx,
     }
     for (uint32_t j = 0; j < n; j++)
         out->offsets[j + 1] += out->offsets[j];
-    size_t *next = zen_malloc_array(n, sizeof *next);
+    size_t *next = zen__malloc_array(n, sizeof *next);
     if (!next) {
-        zen_free(owner);
+        zen__free(owner);
         return ZEN_ENOMEM;
     }
     memcpy(next, out->offsets, n * sizeof *next);
     for (size_t p = 0; p < nnz; p++)
         out->pos[next[owner[p]]++] = (uint32_t)p;
-    zen_free(next);
-    zen_free(owner);
+    zen__free(next);
+    zen__free(owner);
     out->passes = 1;
     return ZEN_OK;
 }
@@ -357,7 +357,7 @@ static zen_status partition_hash(const zen_hh_config *cfg, const uint32_t *idx, 
     if (r1 >= UINT32_MAX)
         return ZEN_EUNSUPPORTED;
     hh_worker workers[MAX_THREADS];
-    size_t *counts = zen_calloc((size_t)nt * n, sizeof *counts);
+    size_t *counts = zen__calloc((size_t)nt * n, sizeof *counts);
     if (!counts)
         return ZEN_ENOMEM;
     hh_table t;
@@ -413,12 +413,12 @@ static zen_status partition_hash(const zen_hh_config *cfg, const uint32_t *idx, 
                 st = ZEN_EINTERNAL;
         table_free(&t);
     }
-    zen_free(counts);
+    zen__free(counts);
     return st;
 }
 
-zen_status zen_hh_partition(const zen_hh_config *cfg, const uint32_t *idx, size_t nnz,
-                            zen_hh_result *out)
+zen_status zen__hh_partition(const zen_hh_config *cfg, const uint32_t *idx, size_t nnz,
+                             zen_hh_result *out)
 {
     if (!cfg || !out || cfg->nowners == 0 || (nnz > 0 && !idx))
         return ZEN_EINVAL;
@@ -426,10 +426,10 @@ zen_status zen_hh_partition(const zen_hh_config *cfg, const uint32_t *idx, size_
         return ZEN_EUNSUPPORTED;
     memset(out, 0, sizeof *out);
     out->nowners = cfg->nowners;
-    out->offsets = zen_calloc((size_t)cfg->nowners + 1, sizeof *out->offsets);
-    out->pos = zen_malloc_array(nnz ? nnz : 1, sizeof *out->pos);
+    out->offsets = zen__calloc((size_t)cfg->nowners + 1, sizeof *out->offsets);
+    out->pos = zen__malloc_array(nnz ? nnz : 1, sizeof *out->pos);
     if (!out->offsets || !out->pos) {
-        zen_hh_result_free(out);
+        zen__hh_result_free(out);
         return ZEN_ENOMEM;
     }
     out->passes = 1;
@@ -438,6 +438,6 @@ zen_status zen_hh_partition(const zen_hh_config *cfg, const uint32_t *idx, size_
     zen_status st = cfg->method == ZEN_HH_COUNT ? partition_count(cfg, idx, nnz, out)
                                                 : partition_hash(cfg, idx, nnz, out);
     if (st != ZEN_OK)
-        zen_hh_result_free(out);
+        zen__hh_result_free(out);
     return st;
 }

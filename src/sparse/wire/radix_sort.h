@@ -16,6 +16,6 @@
  * is constant are skipped, so small key ranges need fewer passes). On return keys/pos are sorted
  * in place. Needs 8 * n bytes of scratch; ZEN_ENOMEM when that allocation fails.
  */
-zen_status zen_radix_sort_kv(uint32_t *keys, uint32_t *pos, size_t n, uint32_t max_key);
+zen_status zen__radix_sort_kv(uint32_t *keys, uint32_t *pos, size_t n, uint32_t max_key);
 
 #endif

@@ -17,22 +17,22 @@
 
 #include <stdint.h>
 
-#include "sparse/cost.h"
+#include "sparse/model/cost.h"
 #include "sparse/sparse_internal.h"
 
 /* Bits of the options that all ranks must agree on (folded into api.c's agreement record). */
-uint64_t zen_sparse_hier_mode(const zen_sparse_options *opts);
+uint64_t zen__sparse_hier_mode(const zen_sparse_options *opts);
 
 /*
  * Decide whether this call runs hierarchically (*use). Collective over ctx->comm when the grouping
  * or the cost model needs communication; every rank gets the same answer. When the decision asked
- * the flat cost model (zen_sparse_choose) and *flat is AUTO, *flat gets the flat scheme it chose,
+ * the flat cost model (zen__sparse_choose) and *flat is AUTO, *flat gets the flat scheme it chose,
  * so the caller does not profile twice. Sets stats->hosts and stats->predicted_hier_s.
  */
-zen_status zen_sparse_hier_decide(zen_sparse_ctx *ctx, int *use, zen_sparse_scheme *flat);
+zen_status zen__sparse_hier_decide(zen_sparse_ctx *ctx, int *use, zen_sparse_scheme *flat);
 
-/* Run the hierarchical form (after zen_sparse_hier_decide said yes on every rank). */
-zen_status zen_sparse_run_hier_host(zen_sparse_ctx *ctx);
+/* Run the hierarchical form (after zen__sparse_hier_decide said yes on every rank). */
+zen_status zen__sparse_run_hier_host(zen_sparse_ctx *ctx);
 
 /* ---- cost model of the hierarchical form (hier_host_cost.c), pure functions ---- */
 
@@ -48,24 +48,24 @@ typedef struct zen_hier_shape {
 
 /* The intra-host network: ZEN_NET_INTRA_GBPS / ZEN_NET_INTRA_LAT_US, else 10x the inter-host
  * bandwidth and a fifth of its latency. */
-void zen_net_model_intra(const zen_net_model *inter, zen_net_model *intra);
+void zen__net_model_intra(const zen_net_model *inter, zen_net_model *intra);
 
 /* gamma^k of profile p (made for p_n ranks): the measured gamma^(2^i) where k is a power of two,
  * else geometric interpolation between gamma^1 = 1 and gamma^(p_n) = p->gamma_n. */
-double zen_hier_gamma_at(const zen_sparse_profile *p, int p_n, double k);
+double zen__hier_gamma_at(const zen_sparse_profile *p, int p_n, double k);
 
 /*
  * Predicted seconds of the hierarchical form for the flat profile p over shape->n ranks, with
  * inter_scheme across hosts (AUTO: the cheapest there). *inter_used (may be NULL) gets the scheme
  * the prediction took across hosts.
  */
-double zen_sparse_predict_hier(const zen_hier_shape *shape, const zen_sparse_profile *p,
-                               const zen_net_model *inter, const zen_net_model *intra,
-                               long block_elems, zen_sparse_scheme inter_scheme,
-                               zen_sparse_scheme *inter_used);
+double zen__sparse_predict_hier(const zen_hier_shape *shape, const zen_sparse_profile *p,
+                                const zen_net_model *inter, const zen_net_model *intra,
+                                long block_elems, zen_sparse_scheme inter_scheme,
+                                zen_sparse_scheme *inter_used);
 
 /* AUTO's rule: hierarchical only with several hosts, several ranks on some host, and a strictly
  * smaller prediction than the flat one. */
-int zen_sparse_hier_pays(const zen_hier_shape *shape, double flat_s, double hier_s);
+int zen__sparse_hier_pays(const zen_hier_shape *shape, double flat_s, double hier_s);
 
 #endif

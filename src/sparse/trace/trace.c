@@ -36,7 +36,7 @@ static void put(wbuf *b, const void *src, size_t n)
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n)
             cap *= 2;
-        uint8_t *q = zen_realloc(b->p, cap);
+        uint8_t *q = zen__realloc(b->p, cap);
         if (!q) {
             b->failed = 1;
             return;
@@ -73,7 +73,7 @@ zen_status zen_trace_write(const char *path, const zen_trace_step *s)
     put_le(&b, s->count, 4);
     put_le(&b, 0, 4);
     if (s->count > UINT32_MAX) {
-        zen_free(b.p);
+        zen__free(b.p);
         return ZEN_EINVAL;
     }
     for (size_t t = 0; t < s->count; t++) {
@@ -81,12 +81,12 @@ zen_status zen_trace_write(const char *path, const zen_trace_step *s)
         size_t nlen = strnlen(x->name, sizeof x->name), nvals;
         if (nlen > ZEN_TRACE_NAME_MAX || x->width == 0 || x->rows > UINT32_MAX ||
             zen_mul_overflow((size_t)x->nnz, x->width, &nvals)) {
-            zen_free(b.p);
+            zen__free(b.p);
             return ZEN_EINVAL;
         }
         for (uint64_t i = 0; i < x->nnz; i++)
             if (x->indices[i] >= x->rows) {
-                zen_free(b.p);
+                zen__free(b.p);
                 return ZEN_EINVAL;
             }
         put_le(&b, nlen, 2);
@@ -104,14 +104,14 @@ zen_status zen_trace_write(const char *path, const zen_trace_step *s)
         }
     }
     if (!b.failed)
-        put_le(&b, zen_fnv1a(b.p, b.len, TRACE_CHECK_SEED), 8);
+        put_le(&b, zen__fnv1a(b.p, b.len, TRACE_CHECK_SEED), 8);
     if (b.failed) {
-        zen_free(b.p);
+        zen__free(b.p);
         return ZEN_ENOMEM;
     }
     char tmp[4200];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-        zen_free(b.p);
+        zen__free(b.p);
         return ZEN_EINVAL;
     }
     FILE *f = fopen(tmp, "wb");
@@ -124,7 +124,7 @@ zen_status zen_trace_write(const char *path, const zen_trace_step *s)
         st = ZEN_EIO;
     if (st != ZEN_OK)
         remove(tmp);
-    zen_free(b.p);
+    zen__free(b.p);
     return st;
 }
 
@@ -149,10 +149,10 @@ void zen_trace_free(zen_trace_step *s)
     if (!s)
         return;
     for (size_t t = 0; s->tensors && t < s->count; t++) {
-        zen_free(s->tensors[t].indices);
-        zen_free(s->tensors[t].values);
+        zen__free(s->tensors[t].indices);
+        zen__free(s->tensors[t].values);
     }
-    zen_free(s->tensors);
+    zen__free(s->tensors);
     s->tensors = NULL;
     s->count = 0;
 }
@@ -168,7 +168,7 @@ static zen_status parse(rbuf *r, zen_trace_step *s)
     uint64_t want = 0;
     for (int i = 0; i < 8; i++)
         want |= (uint64_t)t[i] << (8 * i);
-    if (zen_fnv1a(r->p, r->len - 8, TRACE_CHECK_SEED) != want)
+    if (zen__fnv1a(r->p, r->len - 8, TRACE_CHECK_SEED) != want)
         return ZEN_ECORRUPT;
     r->len -= 8;
     if (get_le(r, 4, &version) || version != TRACE_VERSION)
@@ -185,7 +185,7 @@ static zen_status parse(rbuf *r, zen_trace_step *s)
      * and no entries): bound count by what remains */
     if (count > (r->len - r->pos) / 26)
         return ZEN_ECORRUPT;
-    s->tensors = zen_calloc(count ? count : 1, sizeof *s->tensors);
+    s->tensors = zen__calloc(count ? count : 1, sizeof *s->tensors);
     if (!s->tensors)
         return ZEN_ENOMEM;
     for (uint64_t k = 0; k < count; k++) {
@@ -208,8 +208,8 @@ static zen_status parse(rbuf *r, zen_trace_step *s)
         if (nnz > remain / (4 + 4 * width))
             return ZEN_ECORRUPT;
         x->nnz = nnz;
-        x->indices = zen_malloc_array(nnz ? (size_t)nnz : 1, sizeof *x->indices);
-        x->values = zen_malloc_array(nnz ? (size_t)(nnz * width) : 1, sizeof *x->values);
+        x->indices = zen__malloc_array(nnz ? (size_t)nnz : 1, sizeof *x->indices);
+        x->values = zen__malloc_array(nnz ? (size_t)(nnz * width) : 1, sizeof *x->values);
         if (!x->indices || !x->values)
             return ZEN_ENOMEM;
         for (uint64_t i = 0; i < nnz; i++) {
@@ -232,16 +232,16 @@ zen_status zen_trace_read(const char *path, zen_trace_step *out)
     memset(out, 0, sizeof *out);
     /* The file is parsed in memory and its tensors take about as much again: allow half of
      * what is available, and only regular files (a device or FIFO would be read forever). */
-    uint64_t avail = zen_mem_available_bytes(), size = 0;
+    uint64_t avail = zen__mem_available_bytes(), size = 0;
     char why[512];
-    FILE *f = zen_open_input(path, avail / 2, &size, why, sizeof why);
+    FILE *f = zen__open_input(path, avail / 2, &size, why, sizeof why);
     if (!f) {
         int missing = errno == ENOENT; /* an ordinary answer: the bench probes for steps */
         if (!missing)
             ZEN_ERROR("sparse", "trace: %s", why);
         return missing ? ZEN_EIO : ZEN_EINVAL;
     }
-    uint8_t *data = zen_malloc(size ? (size_t)size : 1);
+    uint8_t *data = zen__malloc(size ? (size_t)size : 1);
     zen_status st = data ? ZEN_OK : ZEN_ENOMEM;
     /* one byte more than the size: a file that grew since fstat is refused as corrupt */
     if (st == ZEN_OK && fread(data, 1, (size_t)size, f) != size)
@@ -253,7 +253,7 @@ zen_status zen_trace_read(const char *path, zen_trace_step *out)
         rbuf r = { data, (size_t)size, 0 };
         st = parse(&r, out);
     }
-    zen_free(data);
+    zen__free(data);
     if (st != ZEN_OK)
         zen_trace_free(out);
     return st;

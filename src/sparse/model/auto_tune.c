@@ -1,24 +1,24 @@
 /* Online correction and bounded exploration of AUTO (see auto_tune.h). */
-#include "sparse/auto_tune.h"
+#include "sparse/model/auto_tune.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/tunables.h"
-#include "sparse/cost.h"
+#include "sparse/model/cost.h"
 
-void zen_auto_tune_params_default(zen_auto_tune_params *p)
+void zen__auto_tune_params_default(zen_auto_tune_params *p)
 {
-    p->alpha = zen_param_double("SPARSE_TUNE_ALPHA");
+    p->alpha = zen__param_double("SPARSE_TUNE_ALPHA");
     if (!(p->alpha > 0) || p->alpha > 1)
         p->alpha = 0.5;
-    p->period = zen_param_long("SPARSE_EXPLORE_PERIOD");
-    p->budget = zen_param_double("SPARSE_EXPLORE_BUDGET");
+    p->period = zen__param_long("SPARSE_EXPLORE_PERIOD");
+    p->budget = zen__param_double("SPARSE_EXPLORE_BUDGET");
     if (!(p->budget >= 0))
         p->budget = 0;
 }
 
-void zen_auto_tune_init(zen_auto_tune *t)
+void zen__auto_tune_init(zen_auto_tune *t)
 {
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
         t->corr[s] = 1.0;
@@ -32,7 +32,7 @@ void zen_auto_tune_init(zen_auto_tune *t)
     t->last_base = 0;
 }
 
-void zen_auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds)
+void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds)
 {
     int s = t->last;
     if (s < 0 || s >= ZEN_SPARSE_SCHEME_COUNT || !(seconds >= 0))
@@ -45,29 +45,29 @@ void zen_auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, doub
     t->total_s += seconds;
     if (t->last_base > 0 && seconds > t->last_base)
         t->explore_extra_s += seconds - t->last_base;
-    zen_auto_tune_drop(t);
+    zen__auto_tune_drop(t);
 }
 
-void zen_auto_tune_drop(zen_auto_tune *t)
+void zen__auto_tune_drop(zen_auto_tune *t)
 {
     t->last = -1;
     t->last_pred = 0;
     t->last_base = 0;
 }
 
-zen_sparse_scheme zen_auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_params *p,
-                                       const double pred[ZEN_SPARSE_SCHEME_COUNT], int *explored,
-                                       double corrected[ZEN_SPARSE_SCHEME_COUNT])
+zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_params *p,
+                                        const double pred[ZEN_SPARSE_SCHEME_COUNT], int *explored,
+                                        double corrected[ZEN_SPARSE_SCHEME_COUNT])
 {
     double c[ZEN_SPARSE_SCHEME_COUNT];
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
         c[s] = pred[s] * t->corr[s];
     c[ZEN_SPARSE_AUTO] = 0;
-    zen_sparse_scheme best = zen_sparse_cheapest(c), pick = best;
+    zen_sparse_scheme best = zen__sparse_cheapest(c), pick = best;
     /* the runner-up: the cheapest once the best is priced out */
     double saved = c[best];
     c[best] = 1e300;
-    zen_sparse_scheme runner = zen_sparse_cheapest(c);
+    zen_sparse_scheme runner = zen__sparse_cheapest(c);
     c[best] = saved;
     *explored = 0;
     t->last_base = 0;
@@ -89,9 +89,9 @@ zen_sparse_scheme zen_auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_par
     return pick;
 }
 
-void zen_auto_tune_bias(double pred[ZEN_SPARSE_SCHEME_COUNT])
+void zen__auto_tune_bias(double pred[ZEN_SPARSE_SCHEME_COUNT])
 {
-    const char *spec = zen_param_str("SPARSE_MODEL_BIAS");
+    const char *spec = zen__param_str("SPARSE_MODEL_BIAS");
     while (spec && *spec) {
         const char *eq = strchr(spec, '='), *end = strchr(spec, ',');
         if (!end)

@@ -6,7 +6,7 @@
  *   correct   after a call of scheme s that took t seconds (the maximum over ranks, which every
  *             rank learns on the next call, see profile.c), corr[s] <- t / predicted[s] on the
  *             first measurement, else an EMA with weight ZEN_SPARSE_TUNE_ALPHA.
- *   choose    the scheme with the smallest predicted[s] * corr[s] (ties as zen_sparse_cheapest).
+ *   choose    the scheme with the smallest predicted[s] * corr[s] (ties as zen__sparse_cheapest).
  *   explore   on every ZEN_SPARSE_EXPLORE_PERIOD-th call, run the runner-up instead, if the
  *             expected extra time (its corrected prediction minus the best's) keeps the measured
  *             extra time of all explorations so far within ZEN_SPARSE_EXPLORE_BUDGET of the
@@ -43,26 +43,26 @@ typedef struct zen_auto_tune_params {
 } zen_auto_tune_params;
 
 /* ZEN_SPARSE_TUNE_ALPHA, ZEN_SPARSE_EXPLORE_PERIOD, ZEN_SPARSE_EXPLORE_BUDGET. */
-void zen_auto_tune_params_default(zen_auto_tune_params *p);
+void zen__auto_tune_params_default(zen_auto_tune_params *p);
 
-void zen_auto_tune_init(zen_auto_tune *t);
+void zen__auto_tune_init(zen_auto_tune *t);
 
 /* Fold the agreed time of the last chosen call (no-op when none is pending). */
-void zen_auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds);
+void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds);
 
 /* Forget the pending call (the ranks did not agree on it). */
-void zen_auto_tune_drop(zen_auto_tune *t);
+void zen__auto_tune_drop(zen_auto_tune *t);
 
 /*
  * Choose from the model's raw predictions (pred[ZEN_SPARSE_AUTO] is ignored); *explored = 1 when
  * the choice is an exploration. corrected (may be NULL) gets pred[s] * corr[s].
  */
-zen_sparse_scheme zen_auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_params *p,
-                                       const double pred[ZEN_SPARSE_SCHEME_COUNT], int *explored,
-                                       double corrected[ZEN_SPARSE_SCHEME_COUNT]);
+zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_params *p,
+                                        const double pred[ZEN_SPARSE_SCHEME_COUNT], int *explored,
+                                        double corrected[ZEN_SPARSE_SCHEME_COUNT]);
 
 /* Multiply predictions by ZEN_SPARSE_MODEL_BIAS, "scheme=factor[,scheme=factor...]": a
  * deliberately wrong model, to test and demonstrate the correction. Bad entries are skipped. */
-void zen_auto_tune_bias(double pred[ZEN_SPARSE_SCHEME_COUNT]);
+void zen__auto_tune_bias(double pred[ZEN_SPARSE_SCHEME_COUNT]);
 
 #endif

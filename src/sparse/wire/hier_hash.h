@@ -42,7 +42,7 @@ typedef struct zen_hh_config {
 } zen_hh_config;
 
 /* Default config for n owners with the communicator's seeds. */
-zen_hh_config zen_hh_config_default(uint32_t nowners, const uint64_t *seeds);
+zen_hh_config zen__hh_config_default(uint32_t nowners, const uint64_t *seeds);
 
 typedef struct zen_hh_result {
     uint32_t nowners;
@@ -54,11 +54,11 @@ typedef struct zen_hh_result {
 
 /*
  * Partition idx[0..nnz) (nnz < UINT32_MAX; indices may repeat) by owner. Lossless: every position
- * appears exactly once in out->pos. Free the result with zen_hh_result_free.
+ * appears exactly once in out->pos. Free the result with zen__hh_result_free.
  */
-zen_status zen_hh_partition(const zen_hh_config *cfg, const uint32_t *idx, size_t nnz,
-                            zen_hh_result *out);
+zen_status zen__hh_partition(const zen_hh_config *cfg, const uint32_t *idx, size_t nnz,
+                             zen_hh_result *out);
 
-void zen_hh_result_free(zen_hh_result *r);
+void zen__hh_result_free(zen_hh_result *r);
 
 #endif

@@ -12,7 +12,7 @@
  *
  * allgatherv is the same with Bij = Bi for every j: each rank sends its block n-1 times.
  */
-#include "sparse/xchg.h"
+#include "sparse/wire/xchg.h"
 
 #include <string.h>
 
@@ -33,10 +33,10 @@ static zen_status wait_all(zen_comm *comm, const zen_coll *cc, zen_treq **reqs,
         if (!reqs[p])
             continue;
         if (first != ZEN_OK) {
-            zen_coll_req_drop(comm, reqs[p]);
+            zen__coll_req_drop(comm, reqs[p]);
         } else {
             zen_status st =
-                zen_coll_wait(comm, cc, reqs[p], p, expect ? expect[p] : SIZE_MAX, NULL);
+                zen__coll_wait(comm, cc, reqs[p], p, expect ? expect[p] : SIZE_MAX, NULL);
             if (st != ZEN_OK)
                 first = st;
         }
@@ -45,20 +45,20 @@ static zen_status wait_all(zen_comm *comm, const zen_coll *cc, zen_treq **reqs,
     return first;
 }
 
-zen_status zen_xchg_alltoallv(zen_comm *comm, const zen_coll *cc, const void *const *sbuf,
-                              const size_t *sbytes, size_t max_bytes, uint8_t **rbuf,
-                              size_t *rbytes, size_t *roff)
+zen_status zen__xchg_alltoallv(zen_comm *comm, const zen_coll *cc, const void *const *sbuf,
+                               const size_t *sbytes, size_t max_bytes, uint8_t **rbuf,
+                               size_t *rbytes, size_t *roff)
 {
     int n = comm->size, me = comm->rank;
     *rbuf = NULL;
-    uint64_t *ssize = zen_malloc_array((size_t)n, sizeof *ssize);
-    uint64_t *rsize = zen_malloc_array((size_t)n, sizeof *rsize);
-    zen_treq **rreq = zen_calloc((size_t)n, sizeof *rreq);
-    zen_treq **sreq = zen_calloc((size_t)n, sizeof *sreq);
-    size_t *eight = zen_malloc_array((size_t)n, sizeof *eight);
+    uint64_t *ssize = zen__malloc_array((size_t)n, sizeof *ssize);
+    uint64_t *rsize = zen__malloc_array((size_t)n, sizeof *rsize);
+    zen_treq **rreq = zen__calloc((size_t)n, sizeof *rreq);
+    zen_treq **sreq = zen__calloc((size_t)n, sizeof *sreq);
+    size_t *eight = zen__malloc_array((size_t)n, sizeof *eight);
     zen_status st = ZEN_OK;
     if (!ssize || !rsize || !rreq || !sreq || !eight) {
-        st = zen_fail(comm, ZEN_ENOMEM, "%s: out of memory for %d peers", cc->op, n);
+        st = zen__fail(comm, ZEN_ENOMEM, "%s: out of memory for %d peers", cc->op, n);
         goto out;
     }
     for (int p = 0; p < n; p++) {
@@ -68,10 +68,10 @@ zen_status zen_xchg_alltoallv(zen_comm *comm, const zen_coll *cc, const void *co
     rsize[me] = ssize[me];
     for (int p = 0; p < n && st == ZEN_OK; p++)
         if (p != me)
-            st = zen_coll_irecv(comm, cc, p, &rsize[p], sizeof rsize[p], &rreq[p]);
+            st = zen__coll_irecv(comm, cc, p, &rsize[p], sizeof rsize[p], &rreq[p]);
     for (int d = 1; d < n && st == ZEN_OK; d++) {
         int p = (me + d) % n;
-        st = zen_coll_isend(comm, cc, p, &ssize[p], sizeof ssize[p], &sreq[p]);
+        st = zen__coll_isend(comm, cc, p, &ssize[p], sizeof ssize[p], &sreq[p]);
     }
     zen_status st2 = wait_all(comm, cc, sreq, NULL, n);
     zen_status st3 = wait_all(comm, cc, rreq, eight, n);
@@ -83,31 +83,31 @@ zen_status zen_xchg_alltoallv(zen_comm *comm, const zen_coll *cc, const void *co
     size_t total = 0;
     for (int p = 0; p < n; p++) {
         if (rsize[p] > max_bytes) {
-            st = zen_fail(comm, ZEN_EPROTO,
-                          "%s: rank %d announced %llu bytes, more than the %zu possible", cc->op, p,
-                          (unsigned long long)rsize[p], max_bytes);
+            st = zen__fail(comm, ZEN_EPROTO,
+                           "%s: rank %d announced %llu bytes, more than the %zu possible", cc->op,
+                           p, (unsigned long long)rsize[p], max_bytes);
             goto out;
         }
         rbytes[p] = (size_t)rsize[p];
         roff[p] = total;
         if (zen_add_overflow(total, pad8(rbytes[p]), &total)) {
-            st = zen_fail(comm, ZEN_ENOMEM, "%s: receive size overflows", cc->op);
+            st = zen__fail(comm, ZEN_ENOMEM, "%s: receive size overflows", cc->op);
             goto out;
         }
     }
-    *rbuf = zen_malloc(total ? total : 8);
+    *rbuf = zen__malloc(total ? total : 8);
     if (!*rbuf) {
-        st = zen_fail(comm, ZEN_ENOMEM, "%s: cannot allocate %zu receive bytes", cc->op, total);
+        st = zen__fail(comm, ZEN_ENOMEM, "%s: cannot allocate %zu receive bytes", cc->op, total);
         goto out;
     }
     if (rbytes[me])
         memcpy(*rbuf + roff[me], sbuf[me], rbytes[me]);
     for (int p = 0; p < n && st == ZEN_OK; p++)
         if (p != me)
-            st = zen_coll_irecv(comm, cc, p, *rbuf + roff[p], rbytes[p], &rreq[p]);
+            st = zen__coll_irecv(comm, cc, p, *rbuf + roff[p], rbytes[p], &rreq[p]);
     for (int d = 1; d < n && st == ZEN_OK; d++) {
         int p = (me + d) % n;
-        st = zen_coll_isend(comm, cc, p, sbuf[p], sbytes[p], &sreq[p]);
+        st = zen__coll_isend(comm, cc, p, sbuf[p], sbytes[p], &sreq[p]);
     }
     st2 = wait_all(comm, cc, sreq, NULL, n);
     st3 = wait_all(comm, cc, rreq, rbytes, n);
@@ -115,39 +115,39 @@ zen_status zen_xchg_alltoallv(zen_comm *comm, const zen_coll *cc, const void *co
         st = st2 != ZEN_OK ? st2 : st3;
 out:
     if (st != ZEN_OK) {
-        zen_free(*rbuf);
+        zen__free(*rbuf);
         *rbuf = NULL;
     }
-    zen_free(ssize);
-    zen_free(rsize);
-    zen_free(rreq);
-    zen_free(sreq);
-    zen_free(eight);
+    zen__free(ssize);
+    zen__free(rsize);
+    zen__free(rreq);
+    zen__free(sreq);
+    zen__free(eight);
     return st;
 }
 
-zen_status zen_xchg_allgatherv(zen_comm *comm, const zen_coll *cc, const void *sbuf, size_t sbytes,
-                               size_t max_bytes, uint8_t **rbuf, size_t *rbytes, size_t *roff)
+zen_status zen__xchg_allgatherv(zen_comm *comm, const zen_coll *cc, const void *sbuf, size_t sbytes,
+                                size_t max_bytes, uint8_t **rbuf, size_t *rbytes, size_t *roff)
 {
     int n = comm->size;
-    const void **bufs = zen_malloc_array((size_t)n, sizeof *bufs);
-    size_t *sizes = zen_malloc_array((size_t)n, sizeof *sizes);
+    const void **bufs = zen__malloc_array((size_t)n, sizeof *bufs);
+    size_t *sizes = zen__malloc_array((size_t)n, sizeof *sizes);
     zen_status st;
     if (!bufs || !sizes) {
-        st = zen_fail(comm, ZEN_ENOMEM, "%s: out of memory for %d peers", cc->op, n);
+        st = zen__fail(comm, ZEN_ENOMEM, "%s: out of memory for %d peers", cc->op, n);
     } else {
         for (int p = 0; p < n; p++) {
             bufs[p] = sbuf;
             sizes[p] = sbytes;
         }
-        st = zen_xchg_alltoallv(comm, cc, bufs, sizes, max_bytes, rbuf, rbytes, roff);
+        st = zen__xchg_alltoallv(comm, cc, bufs, sizes, max_bytes, rbuf, rbytes, roff);
     }
-    zen_free(bufs);
-    zen_free(sizes);
+    zen__free(bufs);
+    zen__free(sizes);
     return st;
 }
 
-void zen_coo_pack(const zen_coo *coo, size_t lo, size_t hi, void *out)
+void zen__coo_pack(const zen_coo *coo, size_t lo, size_t hi, void *out)
 {
     size_t k = hi - lo, w = coo->width;
     uint8_t *o = out;
@@ -157,17 +157,17 @@ void zen_coo_pack(const zen_coo *coo, size_t lo, size_t hi, void *out)
     memcpy(o + k * sizeof(uint32_t), coo->val + lo * w, k * w * sizeof(float));
 }
 
-zen_status zen_coo_view(zen_comm *comm, int peer, const uint8_t *buf, size_t bytes, uint64_t rows,
-                        uint32_t width, uint64_t lo_row, uint64_t hi_row, zen_coo *view)
+zen_status zen__coo_view(zen_comm *comm, int peer, const uint8_t *buf, size_t bytes, uint64_t rows,
+                         uint32_t width, uint64_t lo_row, uint64_t hi_row, zen_coo *view)
 {
     size_t entry = zen_coo_wire_bytes(1, width);
     memset(view, 0, sizeof *view);
     view->rows = rows;
     view->width = width;
     if (bytes % entry != 0)
-        return zen_fail(comm, ZEN_EPROTO,
-                        "sparse: rank %d sent %zu bytes, not a whole number of %zu-byte entries",
-                        peer, bytes, entry);
+        return zen__fail(comm, ZEN_EPROTO,
+                         "sparse: rank %d sent %zu bytes, not a whole number of %zu-byte entries",
+                         peer, bytes, entry);
     size_t nnz = bytes / entry;
     view->nnz = nnz;
     view->idx = (uint32_t *)(uintptr_t)buf;
@@ -175,15 +175,15 @@ zen_status zen_coo_view(zen_comm *comm, int peer, const uint8_t *buf, size_t byt
     for (size_t i = 0; i < nnz; i++) {
         uint32_t x = view->idx[i];
         if (x < lo_row || x >= hi_row || (i > 0 && x <= view->idx[i - 1]))
-            return zen_fail(comm, ZEN_EPROTO,
-                            "sparse: rank %d sent index %u at position %zu, outside [%llu, %llu) "
-                            "or not sorted",
-                            peer, x, i, (unsigned long long)lo_row, (unsigned long long)hi_row);
+            return zen__fail(comm, ZEN_EPROTO,
+                             "sparse: rank %d sent index %u at position %zu, outside [%llu, %llu) "
+                             "or not sorted",
+                             peer, x, i, (unsigned long long)lo_row, (unsigned long long)hi_row);
     }
     return ZEN_OK;
 }
 
-size_t zen_coo_wire_max(uint64_t rows, uint32_t width)
+size_t zen__coo_wire_max(uint64_t rows, uint32_t width)
 {
     size_t out;
     if (rows > SIZE_MAX || zen_mul_overflow((size_t)rows, zen_coo_wire_bytes(1, width), &out))
@@ -191,7 +191,7 @@ size_t zen_coo_wire_max(uint64_t rows, uint32_t width)
     return out;
 }
 
-size_t zen_lower_bound_u32(const uint32_t *idx, size_t nnz, uint64_t bound)
+size_t zen__lower_bound_u32(const uint32_t *idx, size_t nnz, uint64_t bound)
 {
     size_t lo = 0, hi = nnz;
     while (lo < hi) {
@@ -204,7 +204,7 @@ size_t zen_lower_bound_u32(const uint32_t *idx, size_t nnz, uint64_t bound)
     return lo;
 }
 
-zen_status zen_coo_from_dense(const float *dense, uint64_t rows, uint32_t width, zen_coo *out)
+zen_status zen__coo_from_dense(const float *dense, uint64_t rows, uint32_t width, zen_coo *out)
 {
     size_t count = 0, w = width;
     for (uint64_t r = 0; r < rows; r++)
@@ -215,7 +215,7 @@ zen_status zen_coo_from_dense(const float *dense, uint64_t rows, uint32_t width,
             }
     out->rows = rows;
     out->width = width;
-    zen_status st = zen_coo_reserve(out, count);
+    zen_status st = zen__coo_reserve(out, count);
     if (st != ZEN_OK)
         return st;
     size_t k = 0;
@@ -234,7 +234,7 @@ zen_status zen_coo_from_dense(const float *dense, uint64_t rows, uint32_t width,
     return ZEN_OK;
 }
 
-void zen_dense_finish(zen_sparse_ctx *ctx)
+void zen__dense_finish(zen_sparse_ctx *ctx)
 {
     size_t w = ctx->local->width, rows = (size_t)ctx->local->rows, nnz = 0;
     float *d = ctx->dense_out;

@@ -9,7 +9,7 @@
  * extended as if further sets were independent of it: u_k = 1 - (1 - u_K)^(k / K). That is the
  * pessimistic (low-overlap) direction, so predictions for BALANCED are not flattered.
  *
- * Compute: zen_sparse_predict_times_cpu adds the CPU work of each scheme (cost.h, zen_cpu_model)
+ * Compute: zen__sparse_predict_times_cpu adds the CPU work of each scheme (cost.h, zen_cpu_model)
  * for the constants given (`zen simulate --cpu FILE`, else the ZEN_SPARSE_NS_PER_* defaults).
  */
 #include <dirent.h>
@@ -21,9 +21,9 @@
 #include <zen/sparse.h>
 
 #include "common/alloc.h"
-#include "sparse/cost.h"
-#include "sparse/hier_hash.h"
+#include "sparse/model/cost.h"
 #include "sparse/sparse_internal.h"
+#include "sparse/wire/hier_hash.h"
 
 zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *overlap,
                                         zen_sparsity_profile *out)
@@ -40,7 +40,7 @@ zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *
     else
         return ZEN_EINVAL;
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, nranks, density, model);
+    zen__sparse_profile_model(&p, nranks, density, model);
     memset(out, 0, sizeof *out);
     out->density = p.density;
     out->levels = p.levels < 32 ? p.levels : 32;
@@ -93,7 +93,7 @@ static double gamma_at(const zen_index_sets *s, double k, double mean_density, i
 
 static double skew_of_sets(const zen_index_sets *s, int n)
 {
-    size_t *per_range = zen_calloc((size_t)n, sizeof *per_range);
+    size_t *per_range = zen__calloc((size_t)n, sizeof *per_range);
     if (!per_range)
         return 1.0;
     size_t total = 0;
@@ -109,7 +109,7 @@ static double skew_of_sets(const zen_index_sets *s, int n)
     size_t most = 0;
     for (int j = 0; j < n; j++)
         most = per_range[j] > most ? per_range[j] : most;
-    zen_free(per_range);
+    zen__free(per_range);
     return total ? (double)n * (double)most / (double)total : 1.0;
 }
 
@@ -119,13 +119,13 @@ zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
     if (!sets || !out || nranks < 1 || sets->nsets < 1 || sets->rows == 0 ||
         sets->rows > UINT32_MAX)
         return ZEN_EINVAL;
-    unsigned char *mark = zen_calloc((size_t)sets->rows, 1);
+    unsigned char *mark = zen__calloc((size_t)sets->rows, 1);
     if (!mark)
         return ZEN_ENOMEM;
     memset(out, 0, sizeof *out);
     double mean_density = mean_union_fraction(sets, 1, mark);
     if (!(mean_density > 0)) {
-        zen_free(mark);
+        zen__free(mark);
         return ZEN_EINVAL; /* every set empty: nothing to profile */
     }
     int kmax = 1;
@@ -138,21 +138,21 @@ zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
             gamma_at(sets, (double)(1L << i), mean_density, kmax, u_kmax, mark);
     out->gamma_n = gamma_at(sets, (double)nranks, mean_density, kmax, u_kmax, mark);
     out->skew = skew_of_sets(sets, nranks);
-    zen_free(mark);
+    zen__free(mark);
     return ZEN_OK;
 }
 
-zen_status zen_sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t width,
-                                        const zen_sparsity_profile *profile, double gbps,
-                                        double lat_us, const zen_cpu_model *cpu, int dense_output,
-                                        double seconds[ZEN_SPARSE_SCHEME_COUNT],
-                                        double cpu_s[ZEN_SPARSE_SCHEME_COUNT])
+zen_status zen__sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t width,
+                                         const zen_sparsity_profile *profile, double gbps,
+                                         double lat_us, const zen_cpu_model *cpu, int dense_output,
+                                         double seconds[ZEN_SPARSE_SCHEME_COUNT],
+                                         double cpu_s[ZEN_SPARSE_SCHEME_COUNT])
 {
     if (nranks < 1 || rows == 0 || width == 0 || !profile || !(gbps > 0) || lat_us < 0 ||
         !seconds || profile->levels < 0 || profile->levels > 32)
         return ZEN_EINVAL;
     zen_sparse_profile p;
-    zen_sparse_profile_model(&p, nranks, profile->density, ZEN_OVERLAP_RANDOM);
+    zen__sparse_profile_model(&p, nranks, profile->density, ZEN_OVERLAP_RANDOM);
     p.density = profile->density;
     p.levels = profile->levels;
     memcpy(p.gamma, profile->gamma, (size_t)profile->levels * sizeof p.gamma[0]);
@@ -163,18 +163,18 @@ zen_status zen_sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t widt
     zen_net_model net = { .bytes_per_s = gbps * 1e9 / 8.0, .latency_s = lat_us * 1e-6 };
     if (cpu)
         net.cpu = *cpu;
-    zen_sparse_predict_split(nranks, rows, width, &p, &net, 0, seconds, cpu_s);
+    zen__sparse_predict_split(nranks, rows, width, &p, &net, 0, seconds, cpu_s);
     return ZEN_OK;
 }
 
 /* The public entry stays the network-only model (its documented contract); `zen simulate`
- * calls zen_sparse_predict_times_cpu. */
+ * calls zen__sparse_predict_times_cpu. */
 zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
                                     const zen_sparsity_profile *profile, double gbps, double lat_us,
                                     double seconds[ZEN_SPARSE_SCHEME_COUNT])
 {
-    return zen_sparse_predict_times_cpu(nranks, rows, width, profile, gbps, lat_us, NULL, 0,
-                                        seconds, NULL);
+    return zen__sparse_predict_times_cpu(nranks, rows, width, profile, gbps, lat_us, NULL, 0,
+                                         seconds, NULL);
 }
 
 zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, int nranks,
@@ -186,9 +186,9 @@ zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, i
     if (!nnz)
         return ZEN_OK;
     uint64_t seeds[4] = { seed, seed ^ 0x5bd1e995u, seed + 1, seed + 2 };
-    zen_hh_config cfg = zen_hh_config_default((uint32_t)nranks, seeds);
+    zen_hh_config cfg = zen__hh_config_default((uint32_t)nranks, seeds);
     zen_hh_result r;
-    zen_status st = zen_hh_partition(&cfg, indices, nnz, &r);
+    zen_status st = zen__hh_partition(&cfg, indices, nnz, &r);
     if (st != ZEN_OK)
         return st;
     size_t most = 0;
@@ -196,7 +196,7 @@ zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, i
         size_t load = r.offsets[j + 1] - r.offsets[j];
         most = load > most ? load : most;
     }
-    zen_hh_result_free(&r);
+    zen__hh_result_free(&r);
     *imbalance = (double)nranks * (double)most / (double)nnz;
     return ZEN_OK;
 }
@@ -206,9 +206,9 @@ void zen_index_sets_free(zen_index_sets *sets)
     if (!sets)
         return;
     for (int i = 0; i < sets->nsets && sets->indices; i++)
-        zen_free(sets->indices[i]);
-    zen_free(sets->indices);
-    zen_free(sets->nnz);
+        zen__free(sets->indices[i]);
+    zen__free(sets->indices);
+    zen__free(sets->nnz);
     memset(sets, 0, sizeof *sets);
 }
 
@@ -221,10 +221,10 @@ static zen_status take_tensor(zen_trace_step *step, const char *tensor, zen_inde
             continue;
         if (s->nsets > 0 && (tt->rows != s->rows || tt->width != s->width))
             return ZEN_EMISMATCH;
-        uint32_t **idx = zen_realloc(s->indices, (size_t)(s->nsets + 1) * sizeof *idx);
+        uint32_t **idx = zen__realloc(s->indices, (size_t)(s->nsets + 1) * sizeof *idx);
         if (idx)
             s->indices = idx;
-        size_t *nnz = zen_realloc(s->nnz, (size_t)(s->nsets + 1) * sizeof *nnz);
+        size_t *nnz = zen__realloc(s->nnz, (size_t)(s->nsets + 1) * sizeof *nnz);
         if (nnz)
             s->nnz = nnz;
         if (!idx || !nnz)
@@ -266,8 +266,8 @@ zen_status zen_index_sets_from_trace(const char *dir, const char *tensor, zen_in
     for (struct dirent *e; st == ZEN_OK && (e = readdir(d));) {
         if (!is_trace_file(e->d_name))
             continue;
-        char **grown = zen_realloc(names, (count + 1) * sizeof *names);
-        if (!grown || !(grown[count] = zen_strdup(e->d_name))) {
+        char **grown = zen__realloc(names, (count + 1) * sizeof *names);
+        if (!grown || !(grown[count] = zen__strdup(e->d_name))) {
             names = grown ? grown : names;
             st = ZEN_ENOMEM;
             break;
@@ -289,8 +289,8 @@ zen_status zen_index_sets_from_trace(const char *dir, const char *tensor, zen_in
         }
     }
     for (size_t i = 0; i < count; i++)
-        zen_free(names[i]);
-    zen_free(names);
+        zen__free(names[i]);
+    zen__free(names);
     if (st == ZEN_OK && out->nsets == 0)
         st = ZEN_EINVAL; /* no trace files, or none holds the tensor */
     if (st != ZEN_OK)

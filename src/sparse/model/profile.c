@@ -1,5 +1,5 @@
 /*
- * AUTO: the sparsity profile and the choice of a scheme (zen_sparse_choose).
+ * AUTO: the sparsity profile and the choice of a scheme (zen__sparse_choose).
  *
  * Every AUTO call on n > 1 ranks allgathers a small record per rank (2n + 3 words): its profile
  * version for this tensor, whether it wants a re-measure, its non-zero rows and their counts over
@@ -24,9 +24,9 @@
 #include "common/alloc.h"
 #include "common/hash.h"
 #include "common/tunables.h"
-#include "sparse/auto_tune.h"
-#include "sparse/cost.h"
-#include "sparse/xchg.h"
+#include "sparse/model/auto_tune.h"
+#include "sparse/model/cost.h"
+#include "sparse/wire/xchg.h"
 
 #define PROFILE_SLOTS     256
 #define MAX_BITMAP_BLOCKS (1u << 20)
@@ -126,13 +126,13 @@ static void local_record(const zen_coo *c, const prof_geom *g, uint64_t version,
     rec[1] = need;
     rec[2] = c->nnz;
     for (int j = 0; j < n; j++) {
-        size_t lo = zen_lower_bound_u32(c->idx, c->nnz, zen_range_lo(g->rows, n, j));
-        size_t hi = zen_lower_bound_u32(c->idx, c->nnz, zen_range_lo(g->rows, n, j + 1));
+        size_t lo = zen__lower_bound_u32(c->idx, c->nnz, zen_range_lo(g->rows, n, j));
+        size_t hi = zen__lower_bound_u32(c->idx, c->nnz, zen_range_lo(g->rows, n, j + 1));
         rec[3 + j] = hi - lo;
         uint64_t blo = zen_range_lo(g->nblocks, n, j) * g->brows;
         uint64_t bhi = zen_range_lo(g->nblocks, n, j + 1) * g->brows;
-        size_t a = zen_lower_bound_u32(c->idx, c->nnz, blo);
-        size_t b = zen_lower_bound_u32(c->idx, c->nnz, bhi);
+        size_t a = zen__lower_bound_u32(c->idx, c->nnz, blo);
+        size_t b = zen__lower_bound_u32(c->idx, c->nnz, bhi);
         uint64_t m = 0, last = UINT64_MAX;
         for (size_t i = a; i < b; i++)
             if (c->idx[i] / g->brows != last) {
@@ -175,14 +175,14 @@ static size_t sample_rows(zen_comm *comm, const zen_coo *c, const uint64_t *recs
     for (int r = 0; r < n; r++)
         if (recs[(size_t)r * stride + 2] > max_nnz)
             max_nnz = recs[(size_t)r * stride + 2];
-    long samples = zen_param_long("SPARSE_PROFILE_SAMPLES");
+    long samples = zen__param_long("SPARSE_PROFILE_SAMPLES");
     if (samples < 16)
         samples = 16;
     /* keep idx when hash < limit; limit = 2^64 * min(1, samples / max_nnz) */
     uint64_t limit = UINT64_MAX;
     if (max_nnz > (uint64_t)samples)
         limit = (uint64_t)((double)UINT64_MAX * ((double)samples / (double)max_nnz));
-    uint64_t seed = zen_comm_seeds(comm)[3] ^ 0x5a17e5u;
+    uint64_t seed = zen__comm_seeds(comm)[3] ^ 0x5a17e5u;
     size_t k = 0;
     for (size_t i = 0; i < c->nnz; i++)
         if (zen_hash64(c->idx[i], seed) <= limit)
@@ -224,18 +224,18 @@ static zen_status block_ratios(zen_sparse_ctx *ctx, const zen_coll *cc, const pr
     const zen_coo *c = ctx->local;
     int n = g->n;
     size_t nbytes = (size_t)(g->nblocks + 7) / 8;
-    uint8_t *bits = zen_calloc(nbytes ? nbytes : 1, 1), *allbits = NULL;
+    uint8_t *bits = zen__calloc(nbytes ? nbytes : 1, 1), *allbits = NULL;
     if (!bits)
-        return zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory");
+        return zen__fail(comm, ZEN_ENOMEM, "sparse profile: out of memory");
     for (size_t i = 0; i < c->nnz; i++) {
         uint64_t b = c->idx[i] / g->brows;
         bits[b / 8] |= (uint8_t)(1u << (b % 8));
     }
-    zen_status st = zen_xchg_allgatherv(comm, cc, bits, nbytes, nbytes, &allbits, bytes, off);
+    zen_status st = zen__xchg_allgatherv(comm, cc, bits, nbytes, nbytes, &allbits, bytes, off);
     for (int r = 0; r < n && st == ZEN_OK; r++)
         if (bytes[r] != nbytes)
-            st = zen_fail(comm, ZEN_EPROTO, "sparse profile: rank %d sent a %zu-byte bitmap", r,
-                          bytes[r]);
+            st = zen__fail(comm, ZEN_EPROTO, "sparse profile: rank %d sent a %zu-byte bitmap", r,
+                           bytes[r]);
     if (st == ZEN_OK) {
         memset(load, 0, (size_t)n * sizeof *load);
         double ones = 0;
@@ -252,8 +252,8 @@ static zen_status block_ratios(zen_sparse_ctx *ctx, const zen_coll *cc, const pr
         p->block_density_n = ones / (double)g->nblocks;
         p->block_skew_n = skew_of(load, n);
     }
-    zen_free(bits);
-    zen_free(allbits);
+    zen__free(bits);
+    zen__free(allbits);
     return st;
 }
 
@@ -264,40 +264,40 @@ static zen_status deep_profile(zen_sparse_ctx *ctx, const zen_coll *cc, const pr
     zen_comm *comm = ctx->comm;
     const zen_coo *c = ctx->local;
     int n = g->n;
-    uint32_t *mine = zen_malloc_array(c->nnz ? c->nnz : 1, sizeof *mine);
-    size_t *bytes = zen_malloc_array((size_t)n, sizeof *bytes);
-    size_t *off = zen_malloc_array((size_t)n, sizeof *off);
-    double *load = zen_calloc((size_t)n, sizeof *load);
+    uint32_t *mine = zen__malloc_array(c->nnz ? c->nnz : 1, sizeof *mine);
+    size_t *bytes = zen__malloc_array((size_t)n, sizeof *bytes);
+    size_t *off = zen__malloc_array((size_t)n, sizeof *off);
+    double *load = zen__calloc((size_t)n, sizeof *load);
     uint8_t *all = NULL;
     uint32_t *tmp = NULL;
     zen_status st = ZEN_OK;
     if (!mine || !bytes || !off || !load) {
-        st = zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory");
+        st = zen__fail(comm, ZEN_ENOMEM, "sparse profile: out of memory");
         goto out;
     }
     size_t k = sample_rows(comm, c, recs, n, mine);
-    st = zen_xchg_allgatherv(comm, cc, mine, k * sizeof *mine, c->rows * sizeof(uint32_t), &all,
-                             bytes, off);
+    st = zen__xchg_allgatherv(comm, cc, mine, k * sizeof *mine, c->rows * sizeof(uint32_t), &all,
+                              bytes, off);
     size_t total = 0;
     for (int r = 0; r < n && st == ZEN_OK; r++) {
         if (bytes[r] % sizeof(uint32_t))
-            st = zen_fail(comm, ZEN_EPROTO, "sparse profile: rank %d sent %zu sample bytes", r,
-                          bytes[r]);
+            st = zen__fail(comm, ZEN_EPROTO, "sparse profile: rank %d sent %zu sample bytes", r,
+                           bytes[r]);
         total += bytes[r] / sizeof(uint32_t);
     }
-    if (st == ZEN_OK && !(tmp = zen_malloc_array(total ? total : 1, sizeof *tmp)))
-        st = zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory for %zu samples", total);
+    if (st == ZEN_OK && !(tmp = zen__malloc_array(total ? total : 1, sizeof *tmp)))
+        st = zen__fail(comm, ZEN_ENOMEM, "sparse profile: out of memory for %zu samples", total);
     if (st == ZEN_OK)
         sample_ratios(all, bytes, off, g, tmp, load, p);
     if (st == ZEN_OK && g->nblocks <= MAX_BITMAP_BLOCKS)
         st = block_ratios(ctx, cc, g, bytes, off, load, p);
 out:
-    zen_free(mine);
-    zen_free(bytes);
-    zen_free(off);
-    zen_free(load);
-    zen_free(all);
-    zen_free(tmp);
+    zen__free(mine);
+    zen__free(bytes);
+    zen__free(off);
+    zen__free(load);
+    zen__free(all);
+    zen__free(tmp);
     return st;
 }
 
@@ -305,7 +305,7 @@ static uint64_t slot_key(const zen_sparse_ctx *ctx)
 {
     const zen_comm *comm = ctx->comm;
     const char *key = ctx->opts->key;
-    uint64_t h = zen_fnv1a(key, strlen(key), zen_comm_seeds(comm)[0]);
+    uint64_t h = zen__fnv1a(key, strlen(key), zen__comm_seeds(comm)[0]);
     h = zen_hash64(h, ((uint64_t)comm->ctx << 32) | (uint32_t)comm->rank);
     h = zen_hash64(h, ctx->local->rows * 131 + ctx->local->width);
     h = zen_hash64(h, (uint64_t)comm->size);
@@ -315,39 +315,39 @@ static uint64_t slot_key(const zen_sparse_ctx *ctx)
 /*
  * Every rank's fixed-size record to every rank in one round of direct messages: the records are
  * a few hundred bytes, so one latency beats a ring's n-1 (this runs on every AUTO call).
- * zen_coll_wait checks each record's exact length, so a disagreeing peer is ZEN_EPROTO.
+ * zen__coll_wait checks each record's exact length, so a disagreeing peer is ZEN_EPROTO.
  */
 static zen_status exchange_records(zen_comm *comm, const zen_coll *cc, const uint64_t *rec,
                                    uint64_t *recs, size_t rb)
 {
     int n = comm->size, me = comm->rank;
-    zen_treq **reqs = zen_calloc(2 * (size_t)n, sizeof *reqs);
+    zen_treq **reqs = zen__calloc(2 * (size_t)n, sizeof *reqs);
     if (!reqs)
-        return zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory for %d peers", n);
+        return zen__fail(comm, ZEN_ENOMEM, "sparse profile: out of memory for %d peers", n);
     memcpy((char *)recs + (size_t)me * rb, rec, rb);
     zen_status st = ZEN_OK;
     for (int p = 0; p < n && st == ZEN_OK; p++)
         if (p != me)
-            st = zen_coll_irecv(comm, cc, p, (char *)recs + (size_t)p * rb, rb, &reqs[p]);
+            st = zen__coll_irecv(comm, cc, p, (char *)recs + (size_t)p * rb, rb, &reqs[p]);
     for (int d = 1; d < n && st == ZEN_OK; d++) {
         int p = (me + d) % n;
-        st = zen_coll_isend(comm, cc, p, rec, rb, &reqs[n + p]);
+        st = zen__coll_isend(comm, cc, p, rec, rb, &reqs[n + p]);
     }
     for (int p = 0; p < n; p++) {
         if (p == me)
             continue;
         zen_status s1 = ZEN_OK, s2 = ZEN_OK;
         if (st == ZEN_OK) {
-            s1 = zen_coll_wait(comm, cc, reqs[n + p], p, SIZE_MAX, NULL);
-            s2 = zen_coll_wait(comm, cc, reqs[p], p, rb, NULL);
+            s1 = zen__coll_wait(comm, cc, reqs[n + p], p, SIZE_MAX, NULL);
+            s2 = zen__coll_wait(comm, cc, reqs[p], p, rb, NULL);
         } else {
-            zen_coll_req_drop(comm, reqs[n + p]);
-            zen_coll_req_drop(comm, reqs[p]);
+            zen__coll_req_drop(comm, reqs[n + p]);
+            zen__coll_req_drop(comm, reqs[p]);
         }
         if (st == ZEN_OK)
             st = s1 != ZEN_OK ? s1 : s2;
     }
-    zen_free(reqs);
+    zen__free(reqs);
     return st;
 }
 
@@ -371,7 +371,7 @@ static void geometry(const zen_coo *c, int n, prof_geom *g)
 {
     g->n = n;
     g->rows = c->rows;
-    g->brows = zen_cost_block_rows(c->width, zen_param_long("SPARSE_BLOCK_SIZE"));
+    g->brows = zen__cost_block_rows(c->width, zen__param_long("SPARSE_BLOCK_SIZE"));
     if (g->brows > c->rows && c->rows > 0)
         g->brows = c->rows;
     g->nblocks = (c->rows + g->brows - 1) / g->brows;
@@ -380,7 +380,7 @@ static void geometry(const zen_coo *c, int n, prof_geom *g)
 /* This rank's record, with the last keyed call's scheme and time for the online correction. */
 static void own_record(const zen_sparse_ctx *ctx, choice *ch, uint64_t *rec)
 {
-    long period = zen_param_long("SPARSE_PROFILE_PERIOD");
+    long period = zen__param_long("SPARSE_PROFILE_PERIOD");
     if (period < 1)
         period = 1;
     uint64_t need = ch->keyed && (!ch->have || ch->slot.calls >= (uint64_t)period);
@@ -437,7 +437,7 @@ static zen_status gather_profile(zen_sparse_ctx *ctx, choice *ch, const uint64_t
     int n = comm->size, deep, all_keyed;
     uint64_t vmax;
     zen_coll cc;
-    zen_status st = zen_coll_begin(comm, "sparse_profile", &cc);
+    zen_status st = zen__coll_begin(comm, "sparse_profile", &cc);
     if (st != ZEN_OK)
         return st;
     int64_t t0 = zen_now_ns();
@@ -451,7 +451,7 @@ static zen_status gather_profile(zen_sparse_ctx *ctx, choice *ch, const uint64_t
     }
     if (st == ZEN_OK && deep) {
         zen_sparse_profile deep_p;
-        zen_sparse_profile_model(&deep_p, n, 0, ZEN_OVERLAP_RANDOM);
+        zen__sparse_profile_model(&deep_p, n, 0, ZEN_OVERLAP_RANDOM);
         st = deep_profile(ctx, &cc, &ch->g, ch->recs, &deep_p);
         if (st == ZEN_OK) {
             ch->slot.key = slot_key(ctx);
@@ -461,7 +461,7 @@ static zen_status gather_profile(zen_sparse_ctx *ctx, choice *ch, const uint64_t
             ch->have = 1;
         }
     }
-    return zen_coll_end(comm, &cc, st);
+    return zen__coll_end(comm, &cc, st);
 }
 
 /* Density, skew and local block statistics: exact, from this call's records; the measured
@@ -475,7 +475,7 @@ static void summarize(const choice *ch, int n, double *load, zen_sparse_profile 
     if (ch->have)
         *p = ch->slot.prof;
     else
-        zen_sparse_profile_model(p, n, density, ZEN_OVERLAP_RANDOM);
+        zen__sparse_profile_model(p, n, density, ZEN_OVERLAP_RANDOM);
     p->density = density;
     for (int part = 0; part < 2; part++) { /* row ranges, then block ranges */
         for (int j = 0; j < n; j++)
@@ -527,7 +527,7 @@ static void calibrate_net(const zen_sparse_ctx *ctx, choice *ch, zen_net_model *
     double ovr = net->overhead_s > 0 ? net->overhead_s / net->latency_s : ZEN_COST_MSG_OVERHEAD;
     if (!ch->fresh && ch->xchg_s > 0)
         ch->slot.lat_s = ema(ch->slot.lat_s, ch->xchg_s / (1 + (n - 2) * ovr));
-    if (ch->slot.lat_s > 0 && !(zen_param_double("NET_LAT_US") > 0)) {
+    if (ch->slot.lat_s > 0 && !(zen__param_double("NET_LAT_US") > 0)) {
         net->latency_s = ch->slot.lat_s;
         net->overhead_s = ovr * ch->slot.lat_s;
     }
@@ -536,7 +536,7 @@ static void calibrate_net(const zen_sparse_ctx *ctx, choice *ch, zen_net_model *
     double coal = ch->nnz_max * (c->sort + 4.0 * ctx->local->width * c->copy_byte) * 1e-9 / share;
     if (coal > 20e-6 && ch->coal_s > 0)
         ch->slot.cpu_scale = ema(ch->slot.cpu_scale, ch->coal_s / coal);
-    if (ch->slot.cpu_scale > 1 && !(zen_param_double("SPARSE_CPU_SHARE") > 0)) {
+    if (ch->slot.cpu_scale > 1 && !(zen__param_double("SPARSE_CPU_SHARE") > 0)) {
         net->cpu.share = share / ch->slot.cpu_scale;
         if (zen_comm_transport(ctx->comm) == ZEN_TRANSPORT_INPROC)
             net->bytes_per_s /= ch->slot.cpu_scale;
@@ -549,35 +549,35 @@ static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_prof
 {
     const zen_coo *c = ctx->local;
     zen_net_model net;
-    zen_net_model_for_ranks(zen_comm_transport(ctx->comm), ctx->comm->size, &net);
-    if (ch->keyed && ch->have && zen_param_long("SPARSE_CALIBRATE_ONLINE") != 0)
+    zen__net_model_for_ranks(zen_comm_transport(ctx->comm), ctx->comm->size, &net);
+    if (ch->keyed && ch->have && zen__param_long("SPARSE_CALIBRATE_ONLINE") != 0)
         calibrate_net(ctx, ch, &net);
     double pred[ZEN_SPARSE_SCHEME_COUNT];
     p->dense_output = ctx->dense_out != NULL;
-    zen_sparse_predict(ctx->comm->size, c->rows, c->width, p, &net,
-                       zen_param_long("SPARSE_BLOCK_SIZE"), pred);
-    zen_auto_tune_bias(pred);
+    zen__sparse_predict(ctx->comm->size, c->rows, c->width, p, &net,
+                        zen__param_long("SPARSE_BLOCK_SIZE"), pred);
+    zen__auto_tune_bias(pred);
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
         ctx->stats->predicted_s[s] = pred[s];
     if (!(ch->keyed && ch->have))
-        return zen_sparse_cheapest(pred);
+        return zen__sparse_cheapest(pred);
     zen_auto_tune_params tp;
-    zen_auto_tune_params_default(&tp);
+    zen__auto_tune_params_default(&tp);
     if (ch->fresh)
-        zen_auto_tune_init(&ch->slot.tune);
+        zen__auto_tune_init(&ch->slot.tune);
     else if (ch->last_agreed)
-        zen_auto_tune_observe(&ch->slot.tune, &tp, ch->last_s);
+        zen__auto_tune_observe(&ch->slot.tune, &tp, ch->last_s);
     else
-        zen_auto_tune_drop(&ch->slot.tune);
+        zen__auto_tune_drop(&ch->slot.tune);
     int explored;
-    zen_sparse_scheme s = zen_auto_tune_choose(&ch->slot.tune, &tp, pred, &explored, NULL);
+    zen_sparse_scheme s = zen__auto_tune_choose(&ch->slot.tune, &tp, pred, &explored, NULL);
     ch->slot.pending_s = 0;
     ch->slot.calls++;
     slot_put(&ch->slot);
     return s;
 }
 
-zen_status zen_sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
+zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
 {
     zen_comm *comm = ctx->comm;
     int n = comm->size;
@@ -587,14 +587,14 @@ zen_status zen_sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
     ch.keyed = ctx->opts && ctx->opts->key && n > 1;
     ch.have = ch.keyed && slot_get(slot_key(ctx), &ch.slot);
     if (!ch.have)
-        zen_auto_tune_init(&ch.slot.tune);
+        zen__auto_tune_init(&ch.slot.tune);
     ch.stride = REC_WORDS(n);
-    ch.recs = zen_malloc_array(ch.stride * (size_t)n, sizeof *ch.recs);
-    uint64_t *rec = zen_malloc_array(ch.stride, sizeof *rec);
-    double *load = zen_malloc_array((size_t)n, sizeof *load);
+    ch.recs = zen__malloc_array(ch.stride * (size_t)n, sizeof *ch.recs);
+    uint64_t *rec = zen__malloc_array(ch.stride, sizeof *rec);
+    double *load = zen__malloc_array((size_t)n, sizeof *load);
     zen_status st = ZEN_OK;
     if (!ch.recs || !rec || !load) {
-        st = zen_fail(comm, ZEN_ENOMEM, "sparse profile: out of memory for %d ranks", n);
+        st = zen__fail(comm, ZEN_ENOMEM, "sparse profile: out of memory for %d ranks", n);
     } else {
         own_record(ctx, &ch, rec);
         if (n == 1)
@@ -610,13 +610,13 @@ zen_status zen_sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
         ctx->stats->gamma_n = p.gamma_n;
         ctx->stats->skew = p.skew;
     }
-    zen_free(ch.recs);
-    zen_free(rec);
-    zen_free(load);
+    zen__free(ch.recs);
+    zen__free(rec);
+    zen__free(load);
     return st;
 }
 
-void zen_sparse_auto_observe(const zen_sparse_ctx *ctx, double seconds)
+void zen__sparse_auto_observe(const zen_sparse_ctx *ctx, double seconds)
 {
     if (!ctx->opts || !ctx->opts->key || ctx->comm->size <= 1)
         return;

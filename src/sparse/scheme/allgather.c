@@ -15,38 +15,38 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
-#include "sparse/xchg.h"
+#include "sparse/wire/xchg.h"
 
-zen_status zen_sparse_run_allgather(zen_sparse_ctx *ctx)
+zen_status zen__sparse_run_allgather(zen_sparse_ctx *ctx)
 {
     zen_comm *comm = ctx->comm;
     const zen_coo *local = ctx->local;
     int n = comm->size;
     size_t w = local->width;
     zen_coll cc;
-    zen_status st = zen_coll_begin(comm, "sparse_allgather", &cc);
+    zen_status st = zen__coll_begin(comm, "sparse_allgather", &cc);
     if (st != ZEN_OK)
         return st;
     uint8_t *sbuf = NULL, *rbuf = NULL;
-    size_t *rbytes = zen_malloc_array((size_t)n, sizeof *rbytes);
-    size_t *roff = zen_malloc_array((size_t)n, sizeof *roff);
-    zen_coo *runs = zen_calloc((size_t)n, sizeof *runs);
+    size_t *rbytes = zen__malloc_array((size_t)n, sizeof *rbytes);
+    size_t *roff = zen__malloc_array((size_t)n, sizeof *roff);
+    zen_coo *runs = zen__calloc((size_t)n, sizeof *runs);
     zen_coo sum = { 0 };
     size_t sbytes = zen_coo_wire_bytes(local->nnz, local->width);
     int64_t lap = zen_now_ns();
-    sbuf = zen_malloc(sbytes ? sbytes : 1);
+    sbuf = zen__malloc(sbytes ? sbytes : 1);
     if (!rbytes || !roff || !runs || !sbuf) {
-        st = zen_fail(comm, ZEN_ENOMEM, "allgather: out of memory");
+        st = zen__fail(comm, ZEN_ENOMEM, "allgather: out of memory");
         goto out;
     }
-    zen_coo_pack(local, 0, local->nnz, sbuf);
+    zen__coo_pack(local, 0, local->nnz, sbuf);
     zen_sparse_lap(ctx, ZEN_PHASE_ENCODE, &lap);
-    st = zen_xchg_allgatherv(comm, &cc, sbuf, sbytes, zen_coo_wire_max(local->rows, local->width),
-                             &rbuf, rbytes, roff);
+    st = zen__xchg_allgatherv(comm, &cc, sbuf, sbytes, zen__coo_wire_max(local->rows, local->width),
+                              &rbuf, rbytes, roff);
     zen_sparse_lap(ctx, ZEN_PHASE_PULL, &lap);
     for (int p = 0; p < n && st == ZEN_OK; p++)
-        st = zen_coo_view(comm, p, rbuf + roff[p], rbytes[p], local->rows, local->width, 0,
-                          local->rows, &runs[p]);
+        st = zen__coo_view(comm, p, rbuf + roff[p], rbytes[p], local->rows, local->width, 0,
+                           local->rows, &runs[p]);
     if (st != ZEN_OK)
         goto out;
     if (ctx->dense_out) {
@@ -59,21 +59,21 @@ zen_status zen_sparse_run_allgather(zen_sparse_ctx *ctx)
                 for (size_t k = 0; k < w; k++)
                     row[k] += v[k];
             }
-        zen_dense_finish(ctx);
+        zen__dense_finish(ctx);
     } else {
         sum.rows = local->rows;
         sum.width = local->width;
-        st = zen_coo_merge(runs, (size_t)n, &sum);
+        st = zen__coo_merge(runs, (size_t)n, &sum);
         if (st == ZEN_OK)
-            st = zen_sparse_emit(ctx, &sum);
+            st = zen__sparse_emit(ctx, &sum);
     }
     zen_sparse_lap(ctx, ZEN_PHASE_DECODE, &lap);
 out:
-    zen_coo_release(&sum);
-    zen_free(sbuf);
-    zen_free(rbuf);
-    zen_free(rbytes);
-    zen_free(roff);
-    zen_free(runs);
-    return zen_coll_end(comm, &cc, st);
+    zen__coo_release(&sum);
+    zen__free(sbuf);
+    zen__free(rbuf);
+    zen__free(rbytes);
+    zen__free(roff);
+    zen__free(runs);
+    return zen__coll_end(comm, &cc, st);
 }
