@@ -11,3 +11,14 @@ foreach(case "ops,sparse,errors,ddp;3" "ops,sparse;2")
     LABELS torch TIMEOUT 180 SKIP_RETURN_CODE 77
     ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;ZEN_TIMEOUT_S=60;OMP_NUM_THREADS=1")
 endforeach()
+
+# Under mpirun (explicit rank/world_size from OMPI_COMM_WORLD_*, env:// at MASTER_ADDR/PORT).
+# MASTER_PORT: a free port the kernel picks, as tools/free_port.c does.
+find_program(ZEN_TORCH_MPIRUN mpirun)
+if(ZEN_TORCH_MPIRUN AND NOT ZEN_SANITIZE)
+  add_test(NAME torch_mpirun_3
+           COMMAND sh -c "port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'); exec '${ZEN_TORCH_MPIRUN}' --allow-run-as-root --oversubscribe -n 3 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port -x PYTHONPATH -x ZEN_TIMEOUT_S -x OMP_NUM_THREADS /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/torch/mpirun_check.py")
+  set_tests_properties(torch_mpirun_3 PROPERTIES
+    LABELS "torch;mpi" TIMEOUT 180 SKIP_RETURN_CODE 77
+    ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;ZEN_TIMEOUT_S=60;OMP_NUM_THREADS=1")
+endif()
