@@ -45,7 +45,7 @@ def label(case, by):
     if case.startswith("rot") and r:
         base += " /%d" % r["rotate"]
     if case == "profile" and r:
-        # rank r of tp gets F[r*k/tp] (zen_tp_parse_slow): show what this tp ran
+        # rank r of tp gets F[r*k/tp] (zen_cli_tp_parse_slow in tools/tp_emulation.c): show what this tp ran
         f = r["slow"].split(":", 1)[1].split(",")
         base += " " + ",".join(f[i * len(f) // r["tp"]] for i in range(r["tp"]))
     return base

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "tp_emulation.h"
 #include "train/adamw.h"
 #include "train/gpt.h"
 
@@ -26,11 +27,13 @@ static zen_status resize_rank(zen_comm *c, void *arg)
     zen_tp_options o = ZEN_TP_OPTIONS_INIT;
     o.balance = ZEN_BALANCE_RESIZE;
     o.period = 1;
-    ZT_CHECK(c, zen_tp_parse_slow("1:4", zen_comm_size(c), &o) == ZEN_OK);
+    zen_tp_emulation e = ZEN_TP_EMULATION_INIT;
+    ZT_CHECK(c, zen_cli_tp_parse_slow("1:4", zen_comm_size(c), &e) == ZEN_OK);
     zen_tp_group *g = NULL;
     zen_gpt *m = NULL;
     zen_adamw *opt = NULL;
     ZT_CHECK(c, zen_tp_group_create(c, &o, &g) == ZEN_OK);
+    ZT_CHECK(c, zen_tp_group_set_emulation(g, &e) == ZEN_OK);
     ZT_CHECK(c, zen_gpt_create(&cfg, c, g, &m) == ZEN_OK);
     zen_adamw_config ac;
     zen_adamw_config_default(&ac);

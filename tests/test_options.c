@@ -35,7 +35,14 @@ static void test_init_functions_match_macros(void **state)
     zen_tp_options_init(&tb);
     assert_int_equal(tb.size, sizeof tb);
     assert_true(tb.balance == ta.balance && tb.period == 0 && tb.delta == ta.delta &&
-                tb.latency_s == -1.0 && tb.seed == 1 && tb.nslow == 0);
+                tb.latency_s == -1.0 && tb.seed == 1);
+
+    zen_tp_emulation ea = ZEN_TP_EMULATION_INIT, eb;
+    memset(&eb, 0x5a, sizeof eb);
+    zen_tp_emulation_init(&eb);
+    assert_int_equal(eb.size, sizeof eb);
+    assert_true(eb.mode == ea.mode && eb.mode == ZEN_TP_SLOW_SLEEP && eb.rotate == 0 &&
+                eb.nslow == 0);
 
     zen_comm_options_init(NULL); /* ignored, not a crash */
     zen_sparse_options_init(NULL);

@@ -13,6 +13,7 @@
  */
 #include "test_tp_util.h"
 #include "tp/tp_internal.h"
+#include "tp_emulation.h"
 
 #define TOL 1e-4
 #define LR  0.05f
@@ -567,13 +568,21 @@ static zen_status emulation_rank(zen_comm *c, void *argp)
     ref_model ref;
     ref_init(&ref);
     zen_tp_options o = ZEN_TP_OPTIONS_INIT;
-    ZT_CHECK(c, zen_tp_parse_slow("0:2.5", zen_comm_size(c), &o) == ZEN_OK);
-    o.slow_mode = *mode;
-    o.slow_rotate = 1;
+    zen_tp_emulation e = ZEN_TP_EMULATION_INIT;
+    ZT_CHECK(c, zen_cli_tp_parse_slow("0:2.5", zen_comm_size(c), &e) == ZEN_OK);
+    e.mode = *mode;
+    e.rotate = 1;
     o.balance = ZEN_BALANCE_RESIZE;
     o.period = 1000;
     tp_mlp t;
     ZT_CHECK(c, mlp_create(c, &o, &ref, &t) == ZEN_OK);
+    zen_tp_emulation bad = e;
+    bad.slow[0].rank = t.n; /* outside the group: refused, the group keeps no straggler */
+    ZT_CHECK(c, zen_tp_group_set_emulation(t.g, &bad) == ZEN_EINVAL);
+    bad = e;
+    bad.slow[0].factor = 0.5;
+    ZT_CHECK(c, zen_tp_group_set_emulation(t.g, &bad) == ZEN_EINVAL);
+    ZT_CHECK(c, zen_tp_group_set_emulation(t.g, &e) == ZEN_OK);
     for (int step = 0; step < 4; step++) {
         zen_tp_stats st;
         ZT_CHECK(c, zen_tp_group_stats(t.g, &st) == ZEN_OK);

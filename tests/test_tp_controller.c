@@ -5,6 +5,7 @@
  */
 #include "test_tp_util.h"
 #include "tp/tp_internal.h"
+#include "tp_emulation.h"
 
 static tp_ctl_input input(int n, const double *t, zen_tp_balance mode)
 {
@@ -279,41 +280,41 @@ static void test_counts_split(void **state)
 static void test_parse_slow(void **state)
 {
     (void)state;
-    zen_tp_options o = ZEN_TP_OPTIONS_INIT;
-    assert_int_equal(zen_tp_parse_slow("1:4,3:2.5", 4, &o), ZEN_OK);
+    zen_tp_emulation o = ZEN_TP_EMULATION_INIT;
+    assert_int_equal(zen_cli_tp_parse_slow("1:4,3:2.5", 4, &o), ZEN_OK);
     assert_int_equal(o.nslow, 2);
     assert_int_equal(o.slow[0].rank, 1);
     assert_float_equal(o.slow[0].factor, 4.0, 0);
     assert_int_equal(o.slow[1].rank, 3);
     assert_float_equal(o.slow[1].factor, 2.5, 0);
-    assert_int_equal(zen_tp_parse_slow("profile:8,6,4,2,1,1,1,1", 4, &o), ZEN_OK);
+    assert_int_equal(zen_cli_tp_parse_slow("profile:8,6,4,2,1,1,1,1", 4, &o), ZEN_OK);
     assert_int_equal(o.nslow, 2);
     assert_true(o.slow[0].rank == 0 && o.slow[0].factor == 8 && o.slow[1].rank == 1 &&
                 o.slow[1].factor == 4);
-    assert_int_equal(zen_tp_parse_slow("profile:8,6,4,2,1,1,1,1", 8, &o), ZEN_OK);
+    assert_int_equal(zen_cli_tp_parse_slow("profile:8,6,4,2,1,1,1,1", 8, &o), ZEN_OK);
     assert_int_equal(o.nslow, 4);
     assert_true(o.slow[3].rank == 3 && o.slow[3].factor == 2);
-    assert_int_equal(zen_tp_parse_slow("profile:8,6,4,2,1,1,1,1", 2, &o), ZEN_OK);
+    assert_int_equal(zen_cli_tp_parse_slow("profile:8,6,4,2,1,1,1,1", 2, &o), ZEN_OK);
     assert_int_equal(o.nslow, 1);
     const char *bad[] = { "4:2", "1:0.5",   "1-2",      "1:2,",        ":2",  "1:",
                           "x:2", "1:2;2:3", "profile:", "profile:1,a", "-1:2" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         o.nslow = 1;
         o.slow[0].rank = 2;
-        assert_int_equal(zen_tp_parse_slow(bad[i], 4, &o), ZEN_EINVAL);
+        assert_int_equal(zen_cli_tp_parse_slow(bad[i], 4, &o), ZEN_EINVAL);
         assert_int_equal(o.nslow, 1); /* unchanged */
     }
-    assert_int_equal(zen_tp_parse_slow("none", 4, &o), ZEN_OK);
+    assert_int_equal(zen_cli_tp_parse_slow("none", 4, &o), ZEN_OK);
     assert_int_equal(o.nslow, 0);
     zen_tp_balance b;
     zen_tp_priority pr;
     zen_tp_slow_mode m;
-    assert_int_equal(zen_tp_parse_balance("semi", &b), ZEN_OK);
+    assert_int_equal(zen_cli_tp_parse_balance("semi", &b), ZEN_OK);
     assert_int_equal(b, ZEN_BALANCE_SEMI);
-    assert_int_equal(zen_tp_parse_balance("fast", &b), ZEN_EINVAL);
-    assert_int_equal(zen_tp_parse_priority("prefix", &pr), ZEN_OK);
+    assert_int_equal(zen_cli_tp_parse_balance("fast", &b), ZEN_EINVAL);
+    assert_int_equal(zen__tp_parse_priority("prefix", &pr), ZEN_OK);
     assert_int_equal(pr, ZEN_TP_PRIORITY_PREFIX);
-    assert_int_equal(zen_tp_parse_slow_mode("spin", &m), ZEN_OK);
+    assert_int_equal(zen_cli_tp_parse_slow_mode("spin", &m), ZEN_OK);
     assert_int_equal(m, ZEN_TP_SLOW_SPIN);
     assert_string_equal(zen_tp_balance_name(ZEN_BALANCE_MIGRATE), "migrate");
 }
@@ -321,15 +322,15 @@ static void test_parse_slow(void **state)
 static void test_rotation(void **state)
 {
     (void)state;
-    zen_tp_options o = ZEN_TP_OPTIONS_INIT;
-    assert_int_equal(zen_tp_parse_slow("1:4", 4, &o), ZEN_OK);
-    o.slow_rotate = 3;
+    zen_tp_emulation o = ZEN_TP_EMULATION_INIT;
+    assert_int_equal(zen_cli_tp_parse_slow("1:4", 4, &o), ZEN_OK);
+    o.rotate = 3;
     for (uint64_t step = 0; step < 30; step++) {
         int who = (int)((1 + step / 3) % 4);
         for (int r = 0; r < 4; r++)
             assert_float_equal(zen__tp_slow_factor(&o, 4, r, step), r == who ? 4.0 : 1.0, 0);
     }
-    o.slow_rotate = 0;
+    o.rotate = 0;
     assert_float_equal(zen__tp_slow_factor(&o, 4, 1, 1000), 4.0, 0);
 }
 

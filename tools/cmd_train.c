@@ -9,6 +9,7 @@
 #include <zen/tp.h>
 
 #include "cli.h"
+#include "tp_emulation.h"
 #include "train/train.h"
 
 static void usage(FILE *f)
@@ -169,9 +170,9 @@ static int parse_named(const char *a, const char *v, zen_train_options *o, const
         if (o->emb_sync == ZEN_EMB_SYNC_SPARSE)
             bad = zen_sparse_scheme_parse(v, &o->sparse_scheme) != ZEN_OK;
     } else if (strcmp(a, "--balance") == 0) {
-        bad = zen_tp_parse_balance(v, &o->tp_opts.balance) != ZEN_OK;
+        bad = zen_cli_tp_parse_balance(v, &o->tp_opts.balance) != ZEN_OK;
     } else if (strcmp(a, "--slow-mode") == 0) {
-        bad = zen_tp_parse_slow_mode(v, &o->tp_opts.slow_mode) != ZEN_OK;
+        bad = zen_cli_tp_parse_slow_mode(v, &o->tp_emulation.mode) != ZEN_OK;
     } else {
         return -2;
     }
@@ -208,7 +209,7 @@ int zen_cmd_train(int argc, char **argv)
         { "--log-interval", OPT_LONG, &o.log_interval, 0, big },
         { "--checkpoint-interval", OPT_LONG, &o.checkpoint_interval, 0, big },
         { "--sample-tokens", OPT_INT, &o.sample_tokens, 0, 100000 },
-        { "--slow-rotate", OPT_INT, &o.tp_opts.slow_rotate, 0, 1 << 30 },
+        { "--slow-rotate", OPT_INT, &o.tp_emulation.rotate, 0, 1 << 30 },
         { "--lr", OPT_FLOAT, &o.lr, 0, 10 },
         { "--min-lr", OPT_FLOAT, &o.min_lr, 0, 10 },
         { "--weight-decay", OPT_FLOAT, &o.weight_decay, 0, 10 },
@@ -261,7 +262,7 @@ int zen_cmd_train(int argc, char **argv)
         o.data_path = "/usr/share/dictd/gcide.dict.dz";
     else if (corpus)
         o.data_path = corpus;
-    if (slow && zen_tp_parse_slow(slow, o.tp, &o.tp_opts) != ZEN_OK)
+    if (slow && zen_cli_tp_parse_slow(slow, o.tp, &o.tp_emulation) != ZEN_OK)
         return zen_usage_error("train", "bad --slow list '%s' for --tp %d", slow, o.tp);
     if (o.seq > o.ctx)
         return zen_usage_error("train", "--seq %d is longer than --ctx %d", o.seq, o.ctx);

@@ -65,21 +65,6 @@ typedef enum zen_tp_priority {
     ZEN_TP_PRIORITY_PREFIX = 2
 } zen_tp_priority;
 
-/* How an emulated straggler is slowed: SLEEP (factor-1) x the measured GEMM time, or SPIN:
- * repeat the GEMM (the fractional rest busy-waits). */
-typedef enum zen_tp_slow_mode {
-    ZEN_TP_SLOW_SLEEP = 0,
-    ZEN_TP_SLOW_SPIN = 1
-} zen_tp_slow_mode;
-
-/* One emulated straggler: rank's tp GEMM work takes factor (>= 1) times as long. */
-typedef struct zen_tp_slow {
-    int rank;
-    double factor;
-} zen_tp_slow;
-
-#define ZEN_TP_MAX_SLOW 64
-
 /*
  * Options of a tp group. Initialise with zen_tp_options_init(&o) or ZEN_TP_OPTIONS_INIT (fields
  * added later get defaults).
@@ -97,8 +82,7 @@ typedef struct zen_tp_slow {
  *  bandwidth_Bps migration cost model: link bandwidth in bytes/s (0: measured at the first round).
  *  latency_s     migration cost model: per-message latency in s (< 0: measured with bandwidth).
  *  seed          seed of the RANDOM priority policy.
- *  slow_mode, slow_rotate, nslow, slow: emulated stragglers. With slow_rotate = S > 0 every
- *                entry moves to the next rank every S steps (entry rank + step/S, mod tp).
+ * Emulated stragglers (tests, benchmarks) are not options: see zen_tp_group_set_emulation.
  */
 typedef struct zen_tp_options {
     size_t size; /* as in zen_comm_options: sizeof, set by the initialisers; 0: this version's */
@@ -112,44 +96,77 @@ typedef struct zen_tp_options {
     double bandwidth_Bps;
     double latency_s;
     uint64_t seed;
-    zen_tp_slow_mode slow_mode;
-    int slow_rotate;
-    int nslow;
-    zen_tp_slow slow[ZEN_TP_MAX_SLOW];
 } zen_tp_options;
 
-#define ZEN_TP_OPTIONS_INIT                                                                       \
-    {                                                                                             \
-        .size = sizeof(zen_tp_options), .balance = ZEN_BALANCE_NONE,                              \
-        .priority = ZEN_TP_PRIORITY_UNSET, .period = 0, .delta = -1.0, .rho_max = -1.0,           \
-        .hysteresis = 0.05, .ema_alpha = 0.3, .bandwidth_Bps = 0.0, .latency_s = -1.0, .seed = 1, \
-        .slow_mode = ZEN_TP_SLOW_SLEEP, .slow_rotate = 0, .nslow = 0                              \
+#define ZEN_TP_OPTIONS_INIT                                                                      \
+    {                                                                                            \
+        .size = sizeof(zen_tp_options), .balance = ZEN_BALANCE_NONE,                             \
+        .priority = ZEN_TP_PRIORITY_UNSET, .period = 0, .delta = -1.0, .rho_max = -1.0,          \
+        .hysteresis = 0.05, .ema_alpha = 0.3, .bandwidth_Bps = 0.0, .latency_s = -1.0, .seed = 1 \
     }
 
 /* Fill *opts with the defaults (the same as ZEN_TP_OPTIONS_INIT). NULL is ignored. */
 ZEN_API void zen_tp_options_init(zen_tp_options *opts);
 
-/*
- * Parse a straggler list for tp ranks into opts->slow/nslow (replacing it). Accepted forms:
- *  "RANK:FACTOR,RANK:FACTOR,..."  e.g. "0:4" or "1:2,3:8" (rank < tp, factor >= 1);
- *  "profile:F0,F1,...,Fk-1"      a static profile over k slots scaled to tp: rank r gets
- *                                 F[r*k/tp], e.g. "profile:8,6,4,2,1,1,1,1" at tp 4 is 8,4,1,1;
- *  "" or "none"                   no straggler.
- * Returns ZEN_EINVAL (opts unchanged) on a malformed list.
- */
-ZEN_API zen_status zen_tp_parse_slow(const char *spec, int tp, zen_tp_options *opts);
-
-/* Parse names used by the CLI: "none|resize|migrate|semi", "score|random|prefix",
- * "sleep|spin". ZEN_EINVAL for an unknown name. */
-ZEN_API zen_status zen_tp_parse_balance(const char *name, zen_tp_balance *out);
-ZEN_API zen_status zen_tp_parse_priority(const char *name, zen_tp_priority *out);
-ZEN_API zen_status zen_tp_parse_slow_mode(const char *name, zen_tp_slow_mode *out);
+/* "none", "resize", "migrate", "semi"; "?" for a value outside the enum. */
 ZEN_API const char *zen_tp_balance_name(zen_tp_balance balance);
 
 /* Create a group over tp_comm (not owned; must outlive the group). Local, no communication. */
 ZEN_API zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts,
                                        zen_tp_group **out);
 ZEN_API void zen_tp_group_destroy(zen_tp_group *g);
+
+/*
+ * TEST AND BENCHMARK EMULATION -- not for production runs.
+ *
+ * Makes chosen ranks of a tp group behave like slower devices so the balancing policies can be
+ * exercised on identical hardware: rank r's tp GEMM work takes `factor` (>= 1) times as long.
+ *  mode    SLEEP: sleep (factor-1) x the measured GEMM time (accumulated, slept before the next
+ *          wait on peers); SPIN: repeat the GEMM (the fractional rest busy-waits), which keeps
+ *          the core busy like a real slow device.
+ *  rotate  S > 0: every entry moves to the next rank every S steps (entry rank + step/S, mod tp);
+ *          0: fixed.
+ *  nslow, slow[]: the emulated stragglers (rank < tp size, factor >= 1; a rank listed twice takes
+ *          the larger factor).
+ * Initialise with zen_tp_emulation_init or ZEN_TP_EMULATION_INIT (no straggler).
+ */
+typedef enum zen_tp_slow_mode {
+    ZEN_TP_SLOW_SLEEP = 0,
+    ZEN_TP_SLOW_SPIN = 1
+} zen_tp_slow_mode;
+
+typedef struct zen_tp_slow {
+    int rank;
+    double factor;
+} zen_tp_slow;
+
+#define ZEN_TP_MAX_SLOW 64
+
+typedef struct zen_tp_emulation {
+    size_t size; /* sizeof, set by the initialisers; 0: this version's */
+    zen_tp_slow_mode mode;
+    int rotate;
+    int nslow;
+    zen_tp_slow slow[ZEN_TP_MAX_SLOW];
+} zen_tp_emulation;
+
+#define ZEN_TP_EMULATION_INIT                                                                \
+    {                                                                                        \
+        .size = sizeof(zen_tp_emulation), .mode = ZEN_TP_SLOW_SLEEP, .rotate = 0, .nslow = 0 \
+    }
+
+/* Fill *e with no straggler (the same as ZEN_TP_EMULATION_INIT). NULL is ignored. */
+ZEN_API void zen_tp_emulation_init(zen_tp_emulation *e);
+
+/*
+ * Set (copy of *e) or clear (e == NULL) the group's straggler emulation. Local, no
+ * communication; takes effect for the GEMMs after the call (the rotation counts from step 0 of
+ * the group, not from this call). Every rank of the group should set the same emulation so the
+ * ranks agree on who is slow -- nothing checks that. Call between steps, not concurrently with
+ * other calls on the group. ZEN_EINVAL (group unchanged, reason in the last error) for a bad
+ * mode, rotate < 0, nslow outside 0..ZEN_TP_MAX_SLOW, a rank outside the group or a factor < 1.
+ */
+ZEN_API zen_status zen_tp_group_set_emulation(zen_tp_group *g, const zen_tp_emulation *e);
 
 /*
  * Create a layer; out (COLUMN) or in (ROW) must be divisible by the tp size. Weights and bias

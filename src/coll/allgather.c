@@ -29,21 +29,21 @@ static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, siz
         if (displs[j] + counts[j] > extent)
             extent = displs[j] + counts[j];
     }
-    size_t bytes;
-    zen_status st = zen__coll_bytes(comm, name, extent, dtype, &bytes);
-    if (st == ZEN_OK && sendcount != counts[r])
-        st = zen__fail(comm, ZEN_EINVAL, "%s: sendcount %zu but recvcounts[%d] is %zu", name,
-                       sendcount, r, counts[r]);
-    if (st == ZEN_OK)
-        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, sendcount);
-    if (st == ZEN_OK)
-        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, extent);
-    if (st != ZEN_OK)
-        return st;
+    if (sendcount != counts[r])
+        return zen__fail(comm, ZEN_EINVAL, "%s: sendcount %zu but recvcounts[%d] is %zu", name,
+                         sendcount, r, counts[r]);
+    zen_coll_desc d = { .op = name,
+                        .dtype = dtype,
+                        .count = extent,
+                        .sendbuf = sendbuf,
+                        .send_count = sendcount,
+                        .recvbuf = recvbuf,
+                        .recv_count = extent };
     zen_coll cc;
-    st = zen__coll_begin(comm, name, &cc);
+    zen_status st = zen__coll_start(comm, &d, &cc);
     if (st != ZEN_OK)
         return st;
+    size_t bytes = d.bytes;
     char *out = zen__coll_nonnull(recvbuf);
     if (!zen__coll_decide_long(ZEN_COLL_DECIDE_ALLGATHER, comm->size, bytes, 0)) {
         const void *own = zen__coll_nonnull(sendbuf);
@@ -62,8 +62,8 @@ static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, siz
 
 static zen_status check(zen_comm *comm, const char *name, zen_dtype dtype)
 {
-    zen_status st = zen__coll_check_comm(comm, name);
-    return st == ZEN_OK ? zen__coll_check_dtype(comm, name, dtype) : st;
+    zen_coll_desc d = { .op = name, .checks = ZEN_DESC_DTYPE, .dtype = dtype };
+    return zen__coll_check(comm, &d);
 }
 
 zen_status zen_allgatherv(zen_comm *comm, const void *sendbuf, size_t sendcount, void *recvbuf,

@@ -82,16 +82,17 @@ zen_status zen_allreduce_with(zen_comm *comm, const void *sendbuf, void *recvbuf
                               zen_dtype dtype, zen_op op, zen_allreduce_algo algo)
 {
     static const char name[] = "allreduce";
-    zen_status st = zen__coll_check_comm(comm, name);
-    if (st == ZEN_OK)
-        st = zen__coll_check_op(comm, name, dtype, op);
-    if (st == ZEN_OK)
-        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, count);
-    if (st == ZEN_OK)
-        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, count);
-    size_t bytes = 0;
-    if (st == ZEN_OK)
-        st = zen__coll_bytes(comm, name, count, dtype, &bytes);
+    zen_coll_desc d = { .op = name,
+                        .checks = ZEN_DESC_REDUCE,
+                        .dtype = dtype,
+                        .rop = op,
+                        .count = count,
+                        .sendbuf = sendbuf,
+                        .send_count = count,
+                        .recvbuf = recvbuf,
+                        .recv_count = count };
+    zen_status st = zen__coll_check(comm, &d);
+    size_t bytes = d.bytes;
     if (st == ZEN_OK && (unsigned)algo > ZEN_ALLREDUCE_MPI)
         st = zen__fail(comm, ZEN_EINVAL, "%s: invalid algorithm %d", name, (int)algo);
     if (st != ZEN_OK)

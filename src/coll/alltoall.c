@@ -63,11 +63,11 @@ static zen_status exchange(zen_comm *comm, const zen_coll *cc, const char *src, 
     return st;
 }
 
-/* Largest displs[j] + counts[j], checking overflow. */
+/* Largest displs[j] + counts[j], checking overflow (its bytes: zen__coll_check). */
 static zen_status extent_of(zen_comm *comm, const char *name, const size_t *counts,
-                            const size_t *displs, zen_dtype dtype, size_t *extent)
+                            const size_t *displs, size_t *extent)
 {
-    size_t e = 0, bytes;
+    size_t e = 0;
     for (int j = 0; j < comm->size; j++) {
         if (displs[j] > SIZE_MAX - counts[j])
             return zen__fail(comm, ZEN_EINVAL, "%s: block %d overflows size_t", name, j);
@@ -75,7 +75,7 @@ static zen_status extent_of(zen_comm *comm, const char *name, const size_t *coun
             e = displs[j] + counts[j];
     }
     *extent = e;
-    return zen__coll_bytes(comm, name, e, dtype, &bytes);
+    return ZEN_OK;
 }
 
 zen_status zen_alltoallv(zen_comm *comm, const void *sendbuf, const size_t *sendcounts,
@@ -83,28 +83,28 @@ zen_status zen_alltoallv(zen_comm *comm, const void *sendbuf, const size_t *send
                          const size_t *rdispls, zen_dtype dtype)
 {
     static const char name[] = "alltoallv";
-    zen_status st = zen__coll_check_comm(comm, name);
-    if (st == ZEN_OK)
-        st = zen__coll_check_dtype(comm, name, dtype);
+    zen_coll_desc d = { .op = name, .checks = ZEN_DESC_DTYPE, .dtype = dtype };
+    zen_status st = zen__coll_check(comm, &d);
     if (st != ZEN_OK)
         return st;
     if (!sendcounts || !sdispls || !recvcounts || !rdispls)
         return zen__fail(comm, ZEN_EINVAL, "%s: a count or displacement array is NULL", name);
     size_t sext = 0, rext = 0;
-    st = extent_of(comm, name, sendcounts, sdispls, dtype, &sext);
+    st = extent_of(comm, name, sendcounts, sdispls, &sext);
     if (st == ZEN_OK)
-        st = extent_of(comm, name, recvcounts, rdispls, dtype, &rext);
-    if (st == ZEN_OK)
-        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, sext);
-    if (st == ZEN_OK)
-        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, rext);
-    if (st == ZEN_OK && sendbuf && sendbuf == recvbuf)
-        st = zen__fail(comm, ZEN_EINVAL, "%s: in place is not supported", name);
+        st = extent_of(comm, name, recvcounts, rdispls, &rext);
     if (st != ZEN_OK)
         return st;
+    if (sendbuf && sendbuf == recvbuf)
+        return zen__fail(comm, ZEN_EINVAL, "%s: in place is not supported", name);
+    /* the larger extent's bytes must fit: both buffers then do */
+    d.count = sext > rext ? sext : rext;
+    d.sendbuf = sendbuf;
+    d.send_count = sext;
+    d.recvbuf = recvbuf;
+    d.recv_count = rext;
     zen_coll cc;
-    st = zen__coll_begin(comm, name, &cc);
-    if (st != ZEN_OK)
+    if ((st = zen__coll_start(comm, &d, &cc)) != ZEN_OK)
         return st;
     st = exchange(comm, &cc, zen__coll_nonnull(sendbuf), zen__coll_nonnull(recvbuf), sendcounts,
                   sdispls, recvcounts, rdispls, zen_dtype_size(dtype));
@@ -115,22 +115,19 @@ zen_status zen_alltoall(zen_comm *comm, const void *sendbuf, void *recvbuf, size
                         zen_dtype dtype)
 {
     static const char name[] = "alltoall";
-    zen_status st = zen__coll_check_comm(comm, name);
-    if (st == ZEN_OK)
-        st = zen__coll_check_dtype(comm, name, dtype);
-    size_t total = 0, bytes = 0;
-    if (st == ZEN_OK && count && (size_t)comm->size > SIZE_MAX / count)
-        st = zen__fail(comm, ZEN_EINVAL, "%s: %d x %zu elements overflow", name, comm->size, count);
-    if (st == ZEN_OK) {
-        total = (size_t)comm->size * count;
-        st = zen__coll_bytes(comm, name, total, dtype, &bytes);
-    }
-    if (st == ZEN_OK)
-        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, total);
-    if (st == ZEN_OK)
-        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, total);
+    zen_coll_desc d = { .op = name,
+                        .checks = ZEN_DESC_DTYPE,
+                        .dtype = dtype,
+                        .count = count,
+                        .blocks = comm ? (size_t)comm->size : 1,
+                        .sendbuf = sendbuf,
+                        .send_count = ZEN_DESC_TOTAL,
+                        .recvbuf = recvbuf,
+                        .recv_count = ZEN_DESC_TOTAL };
+    zen_status st = zen__coll_check(comm, &d);
     if (st != ZEN_OK)
         return st;
+    size_t bytes = d.total_bytes;
     size_t *layout = zen__malloc_array(2 * (size_t)comm->size, sizeof *layout);
     char *copy = NULL;
     if (layout && sendbuf == recvbuf && bytes)

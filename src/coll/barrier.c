@@ -12,12 +12,9 @@
 
 zen_status zen_barrier(zen_comm *comm)
 {
-    static const char name[] = "barrier";
-    zen_status st = zen__coll_check_comm(comm, name);
-    if (st != ZEN_OK)
-        return st;
+    zen_coll_desc desc = { .op = "barrier" };
     zen_coll cc;
-    st = zen__coll_begin(comm, name, &cc);
+    zen_status st = zen__coll_start(comm, &desc, &cc);
     if (st != ZEN_OK)
         return st;
     int n = comm->size, r = comm->rank;

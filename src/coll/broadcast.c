@@ -60,27 +60,22 @@ static zen_status scatter_allgather(zen_comm *comm, const zen_coll *cc, char *bu
 
 zen_status zen_broadcast(zen_comm *comm, void *buf, size_t count, zen_dtype dtype, int root)
 {
-    static const char name[] = "broadcast";
-    zen_status st = zen__coll_check_comm(comm, name);
-    if (st == ZEN_OK)
-        st = zen__coll_check_dtype(comm, name, dtype);
-    if (st == ZEN_OK)
-        st = zen__coll_check_root(comm, name, root);
-    size_t bytes = 0;
-    if (st == ZEN_OK)
-        st = zen__coll_bytes(comm, name, count, dtype, &bytes);
-    if (st == ZEN_OK)
-        st = zen__coll_check_buf(comm, name, "buf", buf, count);
-    if (st != ZEN_OK)
-        return st;
+    zen_coll_desc d = { .op = "broadcast",
+                        .checks = ZEN_DESC_DTYPE | ZEN_DESC_ROOT,
+                        .dtype = dtype,
+                        .root = root,
+                        .count = count,
+                        .sendbuf = buf,
+                        .send_count = count,
+                        .send_name = "buf" };
     zen_coll cc;
-    st = zen__coll_begin(comm, name, &cc);
+    zen_status st = zen__coll_start(comm, &d, &cc);
     if (st != ZEN_OK)
         return st;
     char *b = zen__coll_nonnull(buf);
-    if (zen__coll_decide_long(ZEN_COLL_DECIDE_BROADCAST, comm->size, bytes, count))
+    if (zen__coll_decide_long(ZEN_COLL_DECIDE_BROADCAST, comm->size, d.bytes, count))
         st = scatter_allgather(comm, &cc, b, count, dtype, root);
     else if (comm->size > 1)
-        st = binomial(comm, &cc, b, bytes, root);
+        st = binomial(comm, &cc, b, d.bytes, root);
     return zen__coll_end(comm, &cc, st);
 }

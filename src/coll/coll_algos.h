@@ -20,16 +20,48 @@
 
 #include "coll/comm_internal.h"
 
-/* ---- argument checks: record the reason on comm and return ZEN_EINVAL ---- */
-zen_status zen__coll_check_comm(zen_comm *comm, const char *op);
-zen_status zen__coll_check_dtype(zen_comm *comm, const char *op, zen_dtype dtype);
-zen_status zen__coll_check_op(zen_comm *comm, const char *op, zen_dtype dtype, zen_op rop);
-zen_status zen__coll_check_buf(zen_comm *comm, const char *op, const char *name, const void *buf,
-                               size_t count);
-zen_status zen__coll_check_root(zen_comm *comm, const char *op, int root);
-/* bytes = count * dtype size, failing on overflow. */
-zen_status zen__coll_bytes(zen_comm *comm, const char *op, size_t count, zen_dtype dtype,
-                           size_t *bytes);
+/*
+ * The collective descriptor: one call's arguments, checked in one place (zen__coll_check) by
+ * every dense collective before zen__coll_begin, so each public entry states what it takes
+ * instead of repeating a chain of checks. In this order: the communicator; the dtype (with
+ * ZEN_DESC_DTYPE) or the dtype and reduction (ZEN_DESC_REDUCE); the root (ZEN_DESC_ROOT);
+ * blocks x count and its bytes against overflow; each buffer against NULL with a non-zero count
+ * (the receive buffer only at the root with recv_at_root). A failure records the reason on comm
+ * and returns ZEN_EINVAL; the call then has no effect on this rank.
+ */
+enum {
+    ZEN_DESC_DTYPE = 1u << 0,
+    ZEN_DESC_REDUCE = 1u << 1,
+    ZEN_DESC_ROOT = 1u << 2
+};
+
+/* A buffer count meaning "blocks x count elements" (gather's and alltoall's full buffers). */
+#define ZEN_DESC_TOTAL SIZE_MAX
+
+typedef struct zen_coll_desc {
+    const char *op;  /* the collective's name, for messages */
+    unsigned checks; /* ZEN_DESC_* */
+    zen_dtype dtype;
+    zen_op rop;
+    int root;
+    size_t count;  /* elements of one block */
+    size_t blocks; /* blocks in a full buffer (0 or 1: one) */
+    const void *sendbuf;
+    size_t send_count;     /* elements sendbuf must hold, or ZEN_DESC_TOTAL */
+    const char *send_name; /* its name in messages (NULL: "sendbuf") */
+    const void *recvbuf;
+    size_t recv_count; /* elements recvbuf must hold, or ZEN_DESC_TOTAL */
+    bool recv_at_root; /* recvbuf matters at the root only */
+    /* out */
+    size_t total;       /* blocks x count */
+    size_t bytes;       /* count x dtype size */
+    size_t total_bytes; /* total x dtype size */
+} zen_coll_desc;
+
+zen_status zen__coll_check(zen_comm *comm, zen_coll_desc *d);
+
+/* zen__coll_check, then zen__coll_begin(comm, d->op, cc). */
+zen_status zen__coll_start(zen_comm *comm, zen_coll_desc *d, zen_coll *cc);
 
 /* p, or a static dummy when p is NULL (a NULL buffer is only accepted with count 0; pointer
  * arithmetic on NULL, even adding 0, is undefined). Nothing is ever written through the dummy. */

@@ -23,7 +23,8 @@
  * the slots, last key first, before the transport, so a slot may hold sub-communicators.
  */
 typedef enum zen_comm_attr_key {
-    ZEN_ATTR_SPARSE_HIER = 0, /* sparse/scheme/hier_host.c: host grouping and sub-communicators */
+    ZEN_ATTR_SPARSE_HIER = 0, /* sparse/scheme/hier_host.c: the per-host sub-communicators */
+    ZEN_ATTR_HOSTS = 1,       /* coll/topology.c: the cached host grouping (zen__comm_hosts) */
     ZEN_ATTR_COUNT = 4
 } zen_comm_attr_key;
 
@@ -122,5 +123,26 @@ void *zen__comm_attr_get(const zen_comm *comm, zen_comm_attr_key key);
 /* Store value under key, releasing the previous value first (release may be NULL). Local. */
 void zen__comm_attr_set(zen_comm *comm, zen_comm_attr_key key, void *value,
                         void (*release)(void *value));
+
+/* The grouping of a communicator's ranks into hosts (topology.c). Every rank holds the same. */
+typedef struct zen_comm_hosts {
+    int hosts;          /* number of hosts (>= 1) */
+    int host;           /* this rank's host; hosts are numbered by their lowest rank */
+    int local;          /* this rank's index in its host (rank order) */
+    int min_local;      /* ranks on the smallest host */
+    int max_local;      /* ranks on the largest host */
+    uint64_t sig;       /* hash of the rank -> host map (equal maps, equal signatures) */
+    const int *host_of; /* [size] rank -> host; owned by the communicator, valid until the next
+                           zen__comm_hosts call on it or its destruction */
+} zen_comm_hosts;
+
+/*
+ * The host grouping of comm: ranks_per_host > 0 asks for emulated hosts of that many consecutive
+ * ranks (local); 0 for the real grouping, computed at the first call and cached on comm -- from
+ * the transport's host table when it has one, one host for inproc or when the launcher put the
+ * whole world on this host, else one allgather of the launcher's LOCAL_RANK/LOCAL_SIZE and the
+ * host name. That first call is then collective over comm. Not thread safe (like comm).
+ */
+zen_status zen__comm_hosts(zen_comm *comm, int ranks_per_host, zen_comm_hosts *out);
 
 #endif

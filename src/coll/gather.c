@@ -46,29 +46,22 @@ static zen_status root_side(zen_comm *comm, const zen_coll *cc, const char *send
 zen_status zen_gather(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                       zen_dtype dtype, int root)
 {
-    static const char name[] = "gather";
-    zen_status st = zen__coll_check_comm(comm, name);
-    if (st == ZEN_OK)
-        st = zen__coll_check_dtype(comm, name, dtype);
-    if (st == ZEN_OK)
-        st = zen__coll_check_root(comm, name, root);
-    size_t bytes = 0, total = 0;
-    if (st == ZEN_OK)
-        st = zen__coll_bytes(comm, name, count, dtype, &bytes);
-    if (st == ZEN_OK && count && (size_t)comm->size > SIZE_MAX / bytes)
-        st = zen__fail(comm, ZEN_EINVAL, "%s: %d x %zu bytes overflow", name, comm->size, bytes);
-    if (st == ZEN_OK) {
-        total = (size_t)comm->size * count;
-        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, count);
-    }
-    if (st == ZEN_OK && comm->rank == root)
-        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, total);
-    if (st != ZEN_OK)
-        return st;
+    zen_coll_desc d = { .op = "gather",
+                        .checks = ZEN_DESC_DTYPE | ZEN_DESC_ROOT,
+                        .dtype = dtype,
+                        .root = root,
+                        .count = count,
+                        .blocks = comm ? (size_t)comm->size : 1,
+                        .sendbuf = sendbuf,
+                        .send_count = count,
+                        .recvbuf = recvbuf,
+                        .recv_count = ZEN_DESC_TOTAL,
+                        .recv_at_root = true };
     zen_coll cc;
-    st = zen__coll_begin(comm, name, &cc);
+    zen_status st = zen__coll_start(comm, &d, &cc);
     if (st != ZEN_OK)
         return st;
+    size_t bytes = d.bytes;
     if (comm->rank == root)
         st = root_side(comm, &cc, zen__coll_nonnull(sendbuf), zen__coll_nonnull(recvbuf), bytes);
     else

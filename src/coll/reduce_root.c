@@ -98,28 +98,24 @@ static zen_status rs_gather(zen_comm *comm, const zen_coll *cc, const char *send
 zen_status zen_reduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                       zen_dtype dtype, zen_op op, int root)
 {
-    static const char name[] = "reduce";
-    zen_status st = zen__coll_check_comm(comm, name);
-    if (st == ZEN_OK)
-        st = zen__coll_check_op(comm, name, dtype, op);
-    if (st == ZEN_OK)
-        st = zen__coll_check_root(comm, name, root);
-    size_t bytes = 0;
-    if (st == ZEN_OK)
-        st = zen__coll_bytes(comm, name, count, dtype, &bytes);
-    if (st == ZEN_OK)
-        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, count);
-    if (st == ZEN_OK && comm->rank == root)
-        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, count);
-    if (st != ZEN_OK)
-        return st;
+    zen_coll_desc d = { .op = "reduce",
+                        .checks = ZEN_DESC_REDUCE | ZEN_DESC_ROOT,
+                        .dtype = dtype,
+                        .rop = op,
+                        .root = root,
+                        .count = count,
+                        .sendbuf = sendbuf,
+                        .send_count = count,
+                        .recvbuf = recvbuf,
+                        .recv_count = count,
+                        .recv_at_root = true };
     zen_coll cc;
-    st = zen__coll_begin(comm, name, &cc);
+    zen_status st = zen__coll_start(comm, &d, &cc);
     if (st != ZEN_OK)
         return st;
     const char *in = zen__coll_nonnull(sendbuf);
     char *out = comm->rank == root ? zen__coll_nonnull(recvbuf) : NULL;
-    if (zen__coll_decide_long(ZEN_COLL_DECIDE_REDUCE, comm->size, bytes, count))
+    if (zen__coll_decide_long(ZEN_COLL_DECIDE_REDUCE, comm->size, d.bytes, count))
         st = rs_gather(comm, &cc, in, out, count, dtype, op, root);
     else
         st = binomial(comm, &cc, in, out, count, dtype, op, root);

@@ -23,16 +23,17 @@ static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, voi
             return zen__fail(comm, ZEN_EINVAL, "%s: the block counts overflow size_t", name);
         total += counts[j];
     }
-    size_t bytes;
-    zen_status st = zen__coll_bytes(comm, name, total, dtype, &bytes);
-    if (st == ZEN_OK)
-        st = zen__coll_check_buf(comm, name, "sendbuf", sendbuf, total);
-    if (st == ZEN_OK)
-        st = zen__coll_check_buf(comm, name, "recvbuf", recvbuf, counts[comm->rank]);
-    if (st != ZEN_OK)
-        return st;
+    zen_coll_desc d = { .op = name,
+                        .checks = ZEN_DESC_REDUCE,
+                        .dtype = dtype,
+                        .rop = op,
+                        .count = total,
+                        .sendbuf = sendbuf,
+                        .send_count = total,
+                        .recvbuf = recvbuf,
+                        .recv_count = counts[comm->rank] };
     zen_coll cc;
-    st = zen__coll_begin(comm, name, &cc);
+    zen_status st = zen__coll_start(comm, &d, &cc);
     if (st != ZEN_OK)
         return st;
     zen_ring ring;
@@ -46,8 +47,8 @@ static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, voi
 
 static zen_status check(zen_comm *comm, const char *name, zen_dtype dtype, zen_op op)
 {
-    zen_status st = zen__coll_check_comm(comm, name);
-    return st == ZEN_OK ? zen__coll_check_op(comm, name, dtype, op) : st;
+    zen_coll_desc d = { .op = name, .checks = ZEN_DESC_REDUCE, .dtype = dtype, .rop = op };
+    return zen__coll_check(comm, &d);
 }
 
 zen_status zen_reduce_scatterv(zen_comm *comm, const void *sendbuf, void *recvbuf,

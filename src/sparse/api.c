@@ -83,6 +83,24 @@ static zen_sparse_scheme_fn scheme_fn(zen_sparse_scheme s)
     }
 }
 
+zen_status zen__sparse_run_flat(zen_sparse_ctx *ctx, zen_sparse_scheme scheme)
+{
+    zen_status st = ZEN_OK;
+    if (scheme == ZEN_SPARSE_AUTO && (st = zen__sparse_choose(ctx, &scheme)) != ZEN_OK)
+        return st; /* collective: every rank is here */
+    ctx->stats->scheme = scheme;
+    ctx->stats->nnz_in = ctx->local->nnz;
+    zen_sparse_scheme_fn fn = scheme_fn(scheme);
+    if (!fn)
+        return zen__fail(ctx->comm, ZEN_EUNSUPPORTED, "sparse allreduce: scheme %s not built",
+                         zen_sparse_scheme_name(scheme));
+    int64_t ts = zen_now_ns();
+    st = fn(ctx);
+    if (st == ZEN_OK && ctx->opts->scheme == ZEN_SPARSE_AUTO)
+        zen__sparse_auto_observe(ctx, zen_us_between(ts, zen_now_ns()) * 1e-6);
+    return st;
+}
+
 /* The record every rank contributes to the agreement allgather. */
 enum {
     AG_STATUS,
@@ -253,23 +271,10 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
         st = zen__sparse_run_hier_host(&ctx);
         local_failure = st != ZEN_OK;
     }
-    if (st == ZEN_OK && !hier && scheme == ZEN_SPARSE_AUTO) {
-        st = zen__sparse_choose(&ctx, &scheme); /* collective: every rank is here */
-        local_failure = st != ZEN_OK;
-    }
     if (st == ZEN_OK && !hier) {
-        stats->scheme = scheme;
-        stats->nnz_in = local.nnz;
-        zen_sparse_scheme_fn fn = scheme_fn(scheme);
-        if (!fn)
-            st = zen__fail(comm, ZEN_EUNSUPPORTED, "sparse allreduce: scheme %s not built",
-                           zen_sparse_scheme_name(scheme));
-        int64_t ts = zen_now_ns();
-        if (fn)
-            st = fn(&ctx);
-        if (fn && st == ZEN_OK && opts->scheme == ZEN_SPARSE_AUTO)
-            zen__sparse_auto_observe(&ctx, zen_us_between(ts, zen_now_ns()) * 1e-6);
-        local_failure = st != ZEN_OK && fn;
+        st = zen__sparse_run_flat(&ctx, scheme);
+        /* a scheme that is not built fails on every rank alike, before any message */
+        local_failure = st != ZEN_OK && (st != ZEN_EUNSUPPORTED || scheme_fn(scheme));
     }
     if (local_failure && comm->poisoned == ZEN_OK)
         zen_comm_abort(comm);

@@ -67,6 +67,16 @@ zen_status zen__sparse_run_dense(zen_sparse_ctx *ctx);        /* dense.c */
  * ownership of *sum's arrays when moving into coo_out. */
 zen_status zen__sparse_emit(zen_sparse_ctx *ctx, zen_coo *sum);
 
+/*
+ * The flat sparse sync of ctx (api.c): choose when scheme is AUTO (collective), set
+ * stats->scheme and nnz_in, run the scheme, feed AUTO's observation. No validation and no
+ * agreement: ctx->local must be coalesced (sorted, unique, in range) and every rank of ctx->comm
+ * must call it with the same shape, scheme and options -- zen_sparse_allreduce has agreed on
+ * them, or the caller (hier_host.c) derived them from agreed arguments. ZEN_EUNSUPPORTED for a
+ * scheme not built.
+ */
+zen_status zen__sparse_run_flat(zen_sparse_ctx *ctx, zen_sparse_scheme scheme);
+
 /* The hash seeds agreed by all ranks at communicator creation (api.c). seeds[0] is seed0 of the
  * owner function h0 (hier_hash.h), seeds[1] seeds the in-owner slot hashes. */
 const uint64_t *zen__sparse_seeds(const zen_comm *comm);

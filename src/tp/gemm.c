@@ -101,7 +101,7 @@ void zen__tp_gemm(zen_tp_group *g, int timed, int own, double full_scale, int tr
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
     int64_t real = zen_now_ns() - t0;
     int64_t total = real;
-    if (g->slow_factor > 1.0 && g->opts.slow_mode == ZEN_TP_SLOW_SPIN) {
+    if (g->slow_factor > 1.0 && g->emu.mode == ZEN_TP_SLOW_SPIN) {
         spin(g, m, n, k, trans_a, trans_b, a, lda, b, ldb, real);
         total = zen_now_ns() - t0;
     } else if (g->slow_factor > 1.0) {

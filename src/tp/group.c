@@ -28,22 +28,14 @@ static zen_status check_options(zen_comm *comm, const zen_tp_options *o)
         return zen__fail(comm, ZEN_EINVAL, "tp: unknown balance mode %d", (int)o->balance);
     if ((int)o->priority < 0 || (int)o->priority > 2)
         return zen__fail(comm, ZEN_EINVAL, "tp: unknown priority policy %d", (int)o->priority);
-    if ((int)o->slow_mode < 0 || (int)o->slow_mode > 1)
-        return zen__fail(comm, ZEN_EINVAL, "tp: unknown slow mode %d", (int)o->slow_mode);
     if (o->period < 1 || !(o->delta >= 0) || !(o->rho_max >= 0 && o->rho_max <= 0.95) ||
         !(o->hysteresis >= 0) || !(o->ema_alpha > 0 && o->ema_alpha <= 1) ||
-        !(o->bandwidth_Bps >= 0) || o->slow_rotate < 0 || o->nslow < 0 ||
-        o->nslow > ZEN_TP_MAX_SLOW)
+        !(o->bandwidth_Bps >= 0))
         return zen__fail(comm, ZEN_EINVAL,
                          "tp: bad options (period %d, delta %g, rho_max %g, hysteresis %g, "
-                         "ema_alpha %g, bandwidth %g, rotate %d, nslow %d)",
+                         "ema_alpha %g, bandwidth %g)",
                          o->period, o->delta, o->rho_max, o->hysteresis, o->ema_alpha,
-                         o->bandwidth_Bps, o->slow_rotate, o->nslow);
-    for (int i = 0; i < o->nslow; i++)
-        if (o->slow[i].rank < 0 || o->slow[i].rank >= zen_comm_size(comm) ||
-            !(o->slow[i].factor >= 1.0))
-            return zen__fail(comm, ZEN_EINVAL, "tp: bad straggler %d:%g for tp size %d",
-                             o->slow[i].rank, o->slow[i].factor, zen_comm_size(comm));
+                         o->bandwidth_Bps);
     return ZEN_OK;
 }
 
@@ -87,7 +79,7 @@ static void fill_unset(zen_tp_options *o)
     if (o->priority == ZEN_TP_PRIORITY_UNSET) {
         o->priority = ZEN_TP_PRIORITY_SCORE;
         if (*(v = zen__param_str("TP_PRIORITY")) &&
-            zen_tp_parse_priority(v, &o->priority) != ZEN_OK)
+            zen__tp_parse_priority(v, &o->priority) != ZEN_OK)
             ZEN_WARN("tp", "ignoring ZEN_TP_PRIORITY=%s", v);
     }
 }
@@ -139,7 +131,8 @@ zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, ze
     g->arrival_weight = arrival_weight();
     zen__tp_detect_init(&g->det);
     g->min_keep = 1.0;
-    g->slow_factor = zen__tp_slow_factor(o, n, g->rank, 0);
+    zen_tp_emulation_init(&g->emu);
+    g->slow_factor = 1.0;
     st = zen__tp_plan_init(&g->plan, n);
     if (st != ZEN_OK) {
         zen__free(g);
@@ -587,7 +580,7 @@ zen_status zen_tp_group_step(zen_tp_group *g)
     g->nsamples = 0;
     g->steps++;
     g->version++;
-    g->slow_factor = zen__tp_slow_factor(&g->opts, g->size, g->rank, g->steps);
+    g->slow_factor = zen__tp_slow_factor(&g->emu, g->size, g->rank, g->steps);
     zen_status st = ZEN_OK;
     if (g->steps % (uint64_t)g->opts.period == 0)
         st = decision_round(g);

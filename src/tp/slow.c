@@ -1,126 +1,16 @@
 /*
- * Straggler emulation settings: the RANK:FACTOR / profile parser used by the CLI, the policy
- * name parsers, and the rotation rule (entry rank + step / slow_rotate, mod tp).
+ * Names of the tp policies (ZEN_TP_PRIORITY is read by group.c) and straggler emulation (tests,
+ * benchmarks): the group's emulation setter and the rotation rule (entry rank + step / rotate,
+ * mod tp). The string forms of the CLI are parsed in
+ * tools/tp_emulation.c; the library takes only the struct.
  */
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "coll/comm_internal.h"
+#include "common/options.h"
 #include "tp/tp_internal.h"
 
-static int parse_factor(const char *s, char **end, double *out)
-{
-    errno = 0;
-    double f = strtod(s, end);
-    if (*end == s || errno != 0 || !(f >= 1.0) || f > 1e6)
-        return -1;
-    *out = f;
-    return 0;
-}
-
-static zen_status parse_profile(const char *s, int tp, zen_tp_options *opts)
-{
-    double prof[ZEN_TP_MAX_SLOW];
-    int k = 0;
-    for (;;) {
-        char *end;
-        if (k == ZEN_TP_MAX_SLOW || parse_factor(s, &end, &prof[k]) != 0)
-            return ZEN_EINVAL;
-        k++;
-        if (*end == '\0')
-            break;
-        if (*end != ',')
-            return ZEN_EINVAL;
-        s = end + 1;
-    }
-    int n = 0;
-    zen_tp_slow tmp[ZEN_TP_MAX_SLOW];
-    for (int r = 0; r < tp && r < ZEN_TP_MAX_SLOW; r++) {
-        double f = prof[(size_t)r * (size_t)k / (size_t)tp];
-        if (f > 1.0) {
-            tmp[n].rank = r;
-            tmp[n].factor = f;
-            n++;
-        }
-    }
-    memcpy(opts->slow, tmp, (size_t)n * sizeof tmp[0]);
-    opts->nslow = n;
-    return ZEN_OK;
-}
-
-zen_status zen_tp_parse_slow(const char *spec, int tp, zen_tp_options *opts)
-{
-    if (!opts || tp <= 0)
-        return ZEN_EINVAL;
-    if (!spec || !*spec || strcmp(spec, "none") == 0) {
-        opts->nslow = 0;
-        return ZEN_OK;
-    }
-    if (strncmp(spec, "profile:", 8) == 0)
-        return parse_profile(spec + 8, tp, opts);
-    zen_tp_slow tmp[ZEN_TP_MAX_SLOW];
-    int n = 0;
-    const char *s = spec;
-    for (;;) {
-        char *end;
-        errno = 0;
-        long r = strtol(s, &end, 10);
-        if (end == s || errno != 0 || *end != ':' || r < 0 || r >= tp || n == ZEN_TP_MAX_SLOW)
-            return ZEN_EINVAL;
-        s = end + 1;
-        if (parse_factor(s, &end, &tmp[n].factor) != 0)
-            return ZEN_EINVAL;
-        tmp[n].rank = (int)r;
-        n++;
-        if (*end == '\0')
-            break;
-        if (*end != ',')
-            return ZEN_EINVAL;
-        s = end + 1;
-    }
-    memcpy(opts->slow, tmp, (size_t)n * sizeof tmp[0]);
-    opts->nslow = n;
-    return ZEN_OK;
-}
-
 static const char *const balance_names[] = { "none", "resize", "migrate", "semi" };
-static const char *const priority_names[] = { "score", "random", "prefix" };
-static const char *const slow_mode_names[] = { "sleep", "spin" };
-
-static int lookup(const char *name, const char *const *names, int count)
-{
-    for (int i = 0; name && i < count; i++)
-        if (strcmp(name, names[i]) == 0)
-            return i;
-    return -1;
-}
-
-zen_status zen_tp_parse_balance(const char *name, zen_tp_balance *out)
-{
-    int i = lookup(name, balance_names, 4);
-    if (i < 0 || !out)
-        return ZEN_EINVAL;
-    *out = (zen_tp_balance)i;
-    return ZEN_OK;
-}
-
-zen_status zen_tp_parse_priority(const char *name, zen_tp_priority *out)
-{
-    int i = lookup(name, priority_names, 3);
-    if (i < 0 || !out)
-        return ZEN_EINVAL;
-    *out = (zen_tp_priority)i;
-    return ZEN_OK;
-}
-
-zen_status zen_tp_parse_slow_mode(const char *name, zen_tp_slow_mode *out)
-{
-    int i = lookup(name, slow_mode_names, 2);
-    if (i < 0 || !out)
-        return ZEN_EINVAL;
-    *out = (zen_tp_slow_mode)i;
-    return ZEN_OK;
-}
 
 const char *zen_tp_balance_name(zen_tp_balance balance)
 {
@@ -129,14 +19,65 @@ const char *zen_tp_balance_name(zen_tp_balance balance)
     return balance_names[balance];
 }
 
-double zen__tp_slow_factor(const zen_tp_options *o, int size, int rank, uint64_t step)
+zen_status zen__tp_parse_priority(const char *name, zen_tp_priority *out)
+{
+    static const char *const names[] = { "score", "random", "prefix" };
+    for (int i = 0; name && out && i < 3; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *out = (zen_tp_priority)i;
+            return ZEN_OK;
+        }
+    return ZEN_EINVAL;
+}
+
+void zen_tp_emulation_init(zen_tp_emulation *e)
+{
+    if (e)
+        *e = (zen_tp_emulation)ZEN_TP_EMULATION_INIT;
+}
+
+static zen_status check_emulation(zen_comm *comm, const zen_tp_emulation *e)
+{
+    if (!ZEN_OPTIONS_SIZE_OK(e))
+        return zen__fail(comm, ZEN_EINVAL, "tp: zen_tp_emulation.size %zu is not this zen's (%zu)",
+                         e->size, sizeof *e);
+    if ((int)e->mode < 0 || (int)e->mode > 1)
+        return zen__fail(comm, ZEN_EINVAL, "tp: unknown slow mode %d", (int)e->mode);
+    if (e->rotate < 0 || e->nslow < 0 || e->nslow > ZEN_TP_MAX_SLOW)
+        return zen__fail(comm, ZEN_EINVAL, "tp: bad emulation (rotate %d, nslow %d)", e->rotate,
+                         e->nslow);
+    for (int i = 0; i < e->nslow; i++)
+        if (e->slow[i].rank < 0 || e->slow[i].rank >= zen_comm_size(comm) ||
+            !(e->slow[i].factor >= 1.0))
+            return zen__fail(comm, ZEN_EINVAL, "tp: bad straggler %d:%g for tp size %d",
+                             e->slow[i].rank, e->slow[i].factor, zen_comm_size(comm));
+    return ZEN_OK;
+}
+
+zen_status zen_tp_group_set_emulation(zen_tp_group *g, const zen_tp_emulation *e)
+{
+    if (!g)
+        return ZEN_EINVAL;
+    zen_tp_emulation none = ZEN_TP_EMULATION_INIT;
+    if (!e)
+        e = &none;
+    zen_status st = check_emulation(g->comm, e);
+    if (st != ZEN_OK)
+        return st;
+    g->emu = *e;
+    g->emu.size = sizeof g->emu;
+    g->slow_factor = zen__tp_slow_factor(&g->emu, g->size, g->rank, g->steps);
+    return ZEN_OK;
+}
+
+double zen__tp_slow_factor(const zen_tp_emulation *e, int size, int rank, uint64_t step)
 {
     double f = 1.0;
-    uint64_t shift = o->slow_rotate > 0 ? step / (uint64_t)o->slow_rotate : 0;
-    for (int i = 0; i < o->nslow && i < ZEN_TP_MAX_SLOW; i++) {
-        int r = (int)(((uint64_t)o->slow[i].rank + shift) % (uint64_t)size);
-        if (r == rank && o->slow[i].factor > f)
-            f = o->slow[i].factor;
+    uint64_t shift = e->rotate > 0 ? step / (uint64_t)e->rotate : 0;
+    for (int i = 0; i < e->nslow && i < ZEN_TP_MAX_SLOW; i++) {
+        int r = (int)(((uint64_t)e->slow[i].rank + shift) % (uint64_t)size);
+        if (r == rank && e->slow[i].factor > f)
+            f = e->slow[i].factor;
     }
     return f;
 }

@@ -130,6 +130,7 @@ struct zen_tp_group {
     int ema_valid;
     double last_ms_wait;
     double last_ms_compute;
+    zen_tp_emulation emu; /* test/benchmark straggler emulation (slow.c) */
     double slow_factor;
     int64_t sleep_debt_ns; /* SLEEP emulation not slept yet (negative: oversleep credit) */
     double bandwidth_Bps;
@@ -270,7 +271,10 @@ zen_status zen__tp_row_backward_mig(zen_tp_linear *l, const float *x, const floa
 /* Gather x[:, perm[first .. first+count)] into a packed rows x count buffer. */
 void zen__tp_gather_cols(const zen_tp_linear *l, const float *x, int rows, int first, int count,
                          float *dst);
+/* "score|random|prefix" (ZEN_TP_PRIORITY); ZEN_EINVAL, out unchanged, for another name. */
+zen_status zen__tp_parse_priority(const char *name, zen_tp_priority *out);
+
 /* The emulated slowness of rank r at step s. */
-double zen__tp_slow_factor(const zen_tp_options *o, int size, int rank, uint64_t step);
+double zen__tp_slow_factor(const zen_tp_emulation *e, int size, int rank, uint64_t step);
 
 #endif

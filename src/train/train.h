@@ -43,6 +43,7 @@ typedef struct zen_train_options {
     double topk;         /* > 0: keep this fraction of the dense gradient (DGC-style) */
     size_t bucket_bytes; /* dense allreduce bucket size */
     zen_tp_options tp_opts;
+    zen_tp_emulation tp_emulation; /* emulated stragglers (benchmarks, tests; none by default) */
     /* data */
     const char *data_path; /* NULL: KJV */
     const char *cache_dir;

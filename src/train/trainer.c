@@ -59,6 +59,7 @@ void zen_train_options_default(zen_train_options *o)
     o->bucket_bytes = 1 << 20;
     zen_tp_options tpo = ZEN_TP_OPTIONS_INIT;
     o->tp_opts = tpo;
+    zen_tp_emulation_init(&o->tp_emulation);
     o->data_path = NULL;
     o->cache_dir = "data";
     o->vocab_max = 4096;
@@ -614,7 +615,8 @@ static zen_status rank_main(zen_comm *world, void *arg)
         rank_fail(r, st, "splitting the world into tp and dp communicators");
         goto out;
     }
-    if ((st = zen_tp_group_create(r->tpc, &o->tp_opts, &r->group)) != ZEN_OK) {
+    if ((st = zen_tp_group_create(r->tpc, &o->tp_opts, &r->group)) != ZEN_OK ||
+        (st = zen_tp_group_set_emulation(r->group, &o->tp_emulation)) != ZEN_OK) {
         rank_fail(r, st, "creating the tp group");
         goto out;
     }

@@ -7,7 +7,8 @@
  *      local rank j < S gets the host's sum of shard j; ranks j >= S (uneven hosts) get nothing;
  *   2. the ranks holding shard j on every host (the inter-host communicator of index j, H ranks)
  *      run the sparse scheme (opts->scheme, AUTO over those H ranks) on the shard's non-zero
- *      rows, through the public entry point, so validation and statistics are the usual ones;
+ *      rows, through the flat runner zen__sparse_run_flat (validation and agreement ran once,
+ *      in zen_sparse_allreduce, for the whole call);
  *   3. the host allgathers the S shard sums: first their non-zero counts, then either the COO
  *      entries or the dense shards, whichever is fewer bytes (the same choice on every rank).
  *
@@ -20,40 +21,28 @@
  * over M/S elements + (L-1)/L of min(4M, result COO) (allgather). Memory: rows x width floats
  * (the caller's dense output when it has one) plus one shard.
  *
- * The sub-communicators are split at the first hierarchical call and cached on the parent; a
- * different grouping (another ranks_per_host) splits again. Splits are collective over the
+ * The host grouping is the communicator's (zen__comm_hosts: the transport's host table, the
+ * launcher's, or emulated hosts of ranks_per_host). The sub-communicators are split at the first
+ * hierarchical call and cached on the parent; a different grouping (another ranks_per_host)
+ * splits again. Splits are collective over the
  * parent: every rank derives the same grouping, so they all split in the same call.
  */
 #include "sparse/scheme/hier_host.h"
 
 #include <string.h>
-#include <unistd.h>
 
 #include "coll/comm_internal.h"
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/clock.h"
-#include "common/hash.h"
-#include "common/log.h"
 #include "common/tunables.h"
 #include "sparse/wire/xchg.h"
 
-/* The grouping of the parent's ranks into hosts, as every rank computes it. */
-typedef struct hier_groups {
-    int hosts;
-    int host;      /* this rank's host, numbered by lowest rank */
-    int local;     /* this rank's index in its host (rank order) */
-    int min_local; /* = the shard count */
-    int max_local;
-    uint64_t sig; /* hash of the rank -> host map */
-} hier_groups;
-
 typedef struct hier_cache {
-    int *launcher_host; /* rank -> host from the launcher (NULL until gathered) */
     uint64_t split_sig; /* grouping the children were split for (0: none) */
     zen_comm *intra;
-    zen_comm *inter; /* NULL on a rank whose index is >= the shard count */
-    hier_groups g;   /* grouping of the current call (set by zen__sparse_hier_decide) */
+    zen_comm *inter;  /* NULL on a rank whose index is >= the shard count */
+    zen_comm_hosts g; /* grouping of the current call (set by zen__sparse_hier_decide) */
 } hier_cache;
 
 static void cache_free(void *p)
@@ -63,7 +52,6 @@ static void cache_free(void *p)
         return;
     zen_comm_destroy(hc->inter);
     zen_comm_destroy(hc->intra);
-    zen__free(hc->launcher_host);
     zen__free(hc);
 }
 
@@ -90,131 +78,6 @@ uint64_t zen__sparse_hier_mode(const zen_sparse_options *opts)
     return ((uint64_t)opts->hierarchy & 3) | (uint64_t)ranks_per_host(opts) << 2;
 }
 
-/*
- * Launcher grouping: allgather (local rank, local size, host name hash, world rank). Ranks with the
- * same host name form a host. When two of them have the same local rank, several hosts are
- * emulated on one machine (scripts/cluster.sh): there ranks share a host when they also share
- * world rank - local rank (such launchers number a host's ranks contiguously). A picture that does
- * not add up (repeated local ranks within a host, more members than the local size, or on a
- * communicator over the whole world fewer) makes every rank its own host: AUTO then stays flat.
- */
-enum {
-    LR_LOCAL_RANK,
-    LR_LOCAL_SIZE,
-    LR_HOST,
-    LR_WORLD,
-    LR_FIELDS
-};
-
-static int same_host(const uint64_t *a, const uint64_t *b, int refine)
-{
-    if (a[LR_HOST] != b[LR_HOST])
-        return 0;
-    return !refine || a[LR_WORLD] - a[LR_LOCAL_RANK] == b[LR_WORLD] - b[LR_LOCAL_RANK];
-}
-
-/* Number the hosts of the n records by lowest rank; 1 when local ranks repeat inside a host. */
-static int number_hosts(const uint64_t *all, int n, int refine, int *host)
-{
-    int hosts = 0, repeats = 0;
-    for (int r = 0; r < n; r++) {
-        host[r] = -1;
-        for (int q = 0; q < r && host[r] < 0; q++)
-            if (same_host(all + LR_FIELDS * q, all + LR_FIELDS * r, refine))
-                host[r] = host[q];
-        if (host[r] < 0)
-            host[r] = hosts++;
-        for (int q = 0; q < r; q++)
-            repeats |= host[q] == host[r] &&
-                       all[LR_FIELDS * q + LR_LOCAL_RANK] == all[LR_FIELDS * r + LR_LOCAL_RANK];
-    }
-    return repeats;
-}
-
-static zen_status launcher_hosts(zen_comm *comm, hier_cache *hc)
-{
-    int n = comm->size;
-    char name[256] = { 0 };
-    if (gethostname(name, sizeof name - 1) != 0)
-        name[0] = '\0';
-    uint64_t mine[LR_FIELDS] = { (uint64_t)zen_comm_local_rank(comm),
-                                 (uint64_t)zen_comm_local_size(comm),
-                                 zen__fnv1a(name, strlen(name), 0x4ae1),
-                                 (uint64_t)comm->world_ranks[comm->rank] };
-    uint64_t *all = zen__malloc_array((size_t)n * LR_FIELDS, sizeof *all);
-    int *host = zen__malloc_array((size_t)n, sizeof *host);
-    zen_status st = ZEN_OK;
-    if (!all || !host) {
-        st = zen__fail(comm, ZEN_ENOMEM, "sparse hier: out of memory for %d ranks", n);
-        goto out;
-    }
-    if ((st = zen_allgather(comm, mine, all, LR_FIELDS, ZEN_I64)) != ZEN_OK)
-        goto out;
-    int consistent = !number_hosts(all, n, 0, host) || !number_hosts(all, n, 1, host);
-    int whole_world = n == comm->transport->size;
-    for (int r = 0; r < n && consistent; r++) {
-        uint64_t members = 0;
-        for (int q = 0; q < n; q++)
-            members += host[q] == host[r];
-        uint64_t lsize = all[LR_FIELDS * r + LR_LOCAL_SIZE];
-        consistent = all[LR_FIELDS * r + LR_LOCAL_RANK] < lsize && members <= lsize &&
-                     (!whole_world || members == lsize);
-    }
-    if (!consistent) {
-        ZEN_WARN("sparse", "launcher host grouping is inconsistent; hierarchical sync stays flat");
-        for (int r = 0; r < n; r++)
-            host[r] = r;
-    }
-    hc->launcher_host = host;
-    host = NULL;
-out:
-    zen__free(all);
-    zen__free(host);
-    return st;
-}
-
-/* Fill hc->g for this call. Communicates only for launcher grouping on several hosts, once. */
-static zen_status compute_groups(zen_sparse_ctx *ctx, hier_cache *hc)
-{
-    zen_comm *comm = ctx->comm;
-    int n = comm->size, rph = ranks_per_host(ctx->opts);
-    /* every rank of the world on this host (all inproc ranks are) */
-    int one_host = rph == 0 && (comm->kind == ZEN_TRANSPORT_INPROC ||
-                                zen_comm_local_size(comm) >= comm->transport->size);
-    if (rph == 0 && !one_host && !hc->launcher_host) {
-        zen_status st = launcher_hosts(comm, hc);
-        if (st != ZEN_OK)
-            return st;
-    }
-    int *size = zen__calloc((size_t)n, sizeof *size);
-    if (!size)
-        return zen__fail(comm, ZEN_ENOMEM, "sparse hier: out of memory for %d ranks", n);
-    hier_groups g = { 0 };
-    g.sig = 0x9e3779b97f4a7c15ull;
-    for (int r = 0; r < n; r++) {
-        int h = rph > 0 ? r / rph : (one_host ? 0 : hc->launcher_host[r]);
-        if (h + 1 > g.hosts)
-            g.hosts = h + 1;
-        if (r < comm->rank &&
-            h == (rph > 0 ? comm->rank / rph : (one_host ? 0 : hc->launcher_host[comm->rank])))
-            g.local++;
-        if (r == comm->rank)
-            g.host = h;
-        size[h]++;
-        g.sig = zen_hash64(g.sig ^ (uint64_t)h, (uint64_t)r + 1);
-    }
-    g.min_local = n;
-    for (int h = 0; h < g.hosts; h++) {
-        if (size[h] < g.min_local)
-            g.min_local = size[h];
-        if (size[h] > g.max_local)
-            g.max_local = size[h];
-    }
-    zen__free(size);
-    hc->g = g;
-    return ZEN_OK;
-}
-
 zen_status zen__sparse_hier_decide(zen_sparse_ctx *ctx, int *use, zen_sparse_scheme *flat)
 {
     zen_comm *comm = ctx->comm;
@@ -225,10 +88,11 @@ zen_status zen__sparse_hier_decide(zen_sparse_ctx *ctx, int *use, zen_sparse_sch
     hier_cache *hc = cache_of(comm);
     if (!hc)
         return zen__fail(comm, ZEN_ENOMEM, "sparse hier: out of memory");
-    zen_status st = compute_groups(ctx, hc);
+    /* the communicator's grouping (collective at its first use), or emulated hosts */
+    zen_status st = zen__comm_hosts(comm, ranks_per_host(o), &hc->g);
     if (st != ZEN_OK)
         return st;
-    const hier_groups *g = &hc->g;
+    const zen_comm_hosts *g = &hc->g;
     ctx->stats->hosts = g->hosts;
     if (o->hierarchy == ZEN_SPARSE_HIER_ON) {
         *use = 1;
@@ -289,7 +153,10 @@ static void add_counters(zen_sparse_stats *s, const zen_comm_stats *a, const zen
     s->msgs_recv += b->msgs_recv - a->msgs_recv;
 }
 
-/* Step 2: the sparse sync of this rank's shard sum (shard_rows x w at shard) across hosts. */
+/* Step 2: the sparse sync of this rank's shard sum (shard_rows x w at shard) across hosts, by
+ * the flat runner on the inter-host communicator: the caller's arguments were validated and
+ * agreed once for the whole call, and the shard is coalesced by construction. The inner call is
+ * bracketed as its own collective on inter (its deadline, arrival stamps and counters). */
 static zen_status inter_sync(zen_sparse_ctx *ctx, zen_comm *inter, const float *shard,
                              uint64_t shard_rows, zen_coo *res)
 {
@@ -297,24 +164,22 @@ static zen_status inter_sync(zen_sparse_ctx *ctx, zen_comm *inter, const float *
     zen_status st = zen__coo_from_dense(shard, shard_rows, ctx->local->width, &in);
     if (st != ZEN_OK)
         return zen__fail(ctx->comm, st, "sparse hier: out of memory extracting the shard");
-    zen_sparse_tensor t = { shard_rows, ctx->local->width, in.nnz, ZEN_INDEX_U32,
-                            in.idx,     ZEN_F32,           in.val };
     zen_sparse_options o = *ctx->opts;
     o.average = 0; /* divided by the whole rank count at the end */
     o.hierarchy = ZEN_SPARSE_HIER_OFF;
     o.ranks_per_host = 0;
     zen_sparse_stats is;
-    zen_sparse_result out = { 0 };
-    st = zen_sparse_allreduce(inter, &t, &out, &o, &is);
+    memset(&is, 0, sizeof is);
+    zen_sparse_ctx ic = { inter, &in, NULL, res, &o, &is };
+    zen_coll cc;
+    if ((st = zen__coll_begin(inter, "sparse_allreduce", &cc)) == ZEN_OK)
+        st = zen__coll_end(inter, &cc, zen__sparse_run_flat(&ic, o.scheme));
     zen__coo_release(&in);
     if (st != ZEN_OK)
         return zen__fail(ctx->comm, st, "sparse hier: inter-host sync failed: %s",
                          zen_comm_last_error(inter));
     res->rows = shard_rows;
     res->width = ctx->local->width;
-    res->nnz = res->capacity = out.nnz;
-    res->idx = out.indices;
-    res->val = out.values;
     zen_sparse_stats *s = ctx->stats;
     s->scheme = is.scheme;
     for (int ph = 0; ph < ZEN_PHASE_COUNT; ph++)

@@ -3,9 +3,9 @@
  * inside the host with dense collectives on the fast local links and run the sparse scheme only
  * across hosts, among the ranks that hold the same shard of rows.
  *
- * Host grouping (hier_host.c): opts->ranks_per_host, else ZEN_SPARSE_RANKS_PER_HOST (emulated
- * hosts of consecutive ranks), else the launcher's ZEN_LOCAL_RANK/ZEN_LOCAL_SIZE (one allgather per
- * communicator of local rank, local size and host name hash). The intra-host communicator
+ * Host grouping: opts->ranks_per_host, else ZEN_SPARSE_RANKS_PER_HOST (emulated hosts of
+ * consecutive ranks), else the communicator's own (zen__comm_hosts, coll/topology.c: the
+ * transport's host table, or the launcher's ZEN_LOCAL_RANK/ZEN_LOCAL_SIZE, cached). The intra-host communicator
  * (color = host, key = rank) and the inter-host one (color = index in the host, key = host) are
  * split once and cached on the parent communicator.
  *
