@@ -20,6 +20,9 @@
  *    for 10 s" because it did not look. So silence is counted in the observer's own time, and
  *    each gap between two of its looks counts for at most two periods: an observer that slept
  *    through 10 s accuses nobody before it has watched the word stand still for a while itself.
+ *  - it has not started beating yet (its monitor starts right after the segment exchange, but
+ *    a loaded host may be slow to run a new thread): until its word first moves, it gets twice
+ *    ZEN_HEARTBEAT_S.
  * A stopped peer is thus named after ZEN_HEARTBEAT_S plus at most one period.
  */
 #include <stdio.h>
@@ -45,6 +48,7 @@ void zen__shm_heartbeat_setup(shm_state *s)
         if (pe->lidx >= 0 && p != s->base.rank && pe->seg) {
             pe->hb_seen = atomic_load(&((zen_shm_seg_head *)pe->seg)->heartbeat);
             pe->hb_quiet_ns = 0;
+            pe->hb_moved = 0;
         }
     }
 }
@@ -92,10 +96,11 @@ void zen__shm_heartbeat_tick(shm_state *s)
         if (beat != pe->hb_seen) {
             pe->hb_seen = beat;
             pe->hb_quiet_ns = 0;
+            pe->hb_moved = 1;
             continue;
         }
         pe->hb_quiet_ns += watched;
-        if (pe->hb_quiet_ns >= s->silence_ns) {
+        if (pe->hb_quiet_ns >= (pe->hb_moved ? s->silence_ns : 2 * s->silence_ns)) {
             name_silent_peer(s, pe);
             return;
         }

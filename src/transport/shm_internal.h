@@ -41,6 +41,7 @@ typedef struct shm_peer {
     /* heartbeat watch (monitor thread only) */
     uint64_t hb_seen;    /* the peer's heartbeat word when it last moved */
     int64_t hb_quiet_ns; /* how long it has not moved, as observed (see shm_heartbeat.c) */
+    int hb_moved;        /* it moved at least once since setup */
 } shm_peer;
 
 struct shm_state {
