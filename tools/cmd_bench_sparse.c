@@ -28,6 +28,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "sparse_verify.h"
 
 enum {
     OV_RANDOM,
@@ -190,36 +191,10 @@ static int finish_case(sb_case *c)
     return 0;
 }
 
-/*
- * Synthetic values are small integers, so every summation order gives the reference bit for bit.
- * Recorded gradients are arbitrary floats that schemes add in different orders: there the
- * result must be within the float rounding bound of an n-term sum, n * 2^-23 * sum |values|.
- */
+/* The scheme's output against the dense sum (sparse_verify.h has the rules, NaN/Inf included). */
 static int matches_reference(const sb_case *c, const float *out)
 {
-    size_t len = (size_t)c->rows * c->width;
-    if (memcmp(out, c->ref, len * sizeof *out) == 0)
-        return 1;
-    double bound = (double)c->n * 0x1p-23;
-    for (size_t i = 0; i < len; i++) {
-        float o = out[i], r = c->ref[i];
-        /* NaN in means NaN out (any payload), an infinity must come out as the same one; and
-         * a NaN where the sum is finite fails (every comparison with NaN is false, so test
-         * "within the bound", never "beyond it"). */
-        if (isnan(r) || isinf(r)) {
-            if (isnan(r) ? !isnan(o) : o != r)
-                return 0;
-        } else if (!c->absref) {
-            if (o != r)
-                return 0;
-        } else if (isinf(c->absref[i])) {
-            if (isnan(o)) /* |values| overflowed: the order decides between finite and inf */
-                return 0;
-        } else if (!(fabs((double)o - r) <= bound * c->absref[i] + 1e-30)) {
-            return 0;
-        }
-    }
-    return 1;
+    return bench_sparse_matches_reference(out, c->ref, c->absref, (size_t)c->rows * c->width, c->n);
 }
 
 /* Synthetic workload: see --help for the models. */

@@ -28,8 +28,8 @@ static const struct param_row param_table[] = {
     { "ZEN_TIMEOUT_S", "300",
       "default deadline in seconds of every blocking wait (inf: none; 1e9 and more count as inf)" },
     { "ZEN_HEARTBEAT_S", "10",
-      "tcp: a peer that sends nothing (not even a heartbeat) for this long while a receive waits "
-      "on it is named as hung (inf: off)" },
+      "tcp and shm: a peer that sends nothing (not even a heartbeat) for this long is named as "
+      "hung and the job aborts (inf: off)" },
     { "ZEN_JOB_SECRET", "",
       "tcp: per-job secret; ranks prove it to each other (HMAC-SHA256) at rendezvous and on every "
       "mesh connection (docs/security.md)" },

@@ -19,7 +19,9 @@
  * thread (asleep in poll). End of stream: the peer closed or died (kill -9 included: the kernel
  * closes its sockets). Bytes: the peer's abort reason. Either way the peer's ring is drained
  * first (what it sent before is still delivered), then every receive from it fails naming it;
- * an abort fails every receive ("rank P aborted: reason"), as tcp does.
+ * an abort fails every receive ("rank P aborted: reason"), as tcp does. A peer that is stopped
+ * or hung keeps its socket open: the same monitor watches its heartbeat word instead
+ * (shm_heartbeat.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -391,13 +393,15 @@ static void *monitor_main(void *arg)
         pf[n++] = (struct pollfd){ .fd = s->peers[p].sock, .events = POLLIN, .revents = 0 };
     }
     for (;;) {
-        if (poll(pf, (nfds_t)n, -1) < 0 && errno != EINTR)
+        int got = poll(pf, (nfds_t)n, zen__shm_heartbeat_poll_ms(s));
+        if (got < 0 && errno != EINTR)
             break;
-        if (pf[0].revents)
+        if (got > 0 && pf[0].revents)
             break;
-        for (int i = 1; i < n; i++)
+        for (int i = 1; got > 0 && i < n; i++)
             if (pf[i].fd >= 0 && pf[i].revents && watch_event(s, &w[i]))
-                pf[i].fd = -1; /* done with this peer */
+                pf[i].fd = -1;      /* done with this peer */
+        zen__shm_heartbeat_tick(s); /* after the sockets: a peer that left is not silent */
     }
     zen__free(pf);
     zen__free(w);
@@ -535,6 +539,7 @@ static zen_status shm_start(shm_state *s, int *fds, zen_shm_boot *b, const zen_s
     if (remote && (st = zen__transport_tcp_create_shared(s->base.rank, s->base.size, fds,
                                                          s->timeout_s, s->mb, &s->tcp)) != ZEN_OK)
         return zen__transport_fail(&s->base, st, "mixed: cannot start tcp for the other hosts");
+    zen__shm_heartbeat_setup(s);
     s->stop_fd = eventfd(0, EFD_CLOEXEC);
     if (s->stop_fd < 0 || pthread_create(&s->monitor, NULL, monitor_main, s) != 0)
         return zen__transport_fail(&s->base, ZEN_ESYS, "shm: cannot start the liveness monitor");

@@ -18,7 +18,7 @@
 #include "common/clock.h"
 #include "transport/shm_internal.h"
 
-#define BOOT_VERSION 1u
+#define BOOT_VERSION 2u /* 2: the segment head holds a heartbeat word */
 
 struct zen_shm_boot {
     int listen_fd;

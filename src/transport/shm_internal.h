@@ -38,6 +38,10 @@ typedef struct shm_peer {
     zen_status down_status;
     int down_abort; /* the peer aborted: everything fails, as with tcp's ABORT frame */
     char why[512];
+    /* heartbeat watch (monitor thread only) */
+    uint64_t hb_seen;    /* the peer's heartbeat word when it last moved */
+    int64_t hb_quiet_ns; /* how long it has not moved, as observed (see shm_heartbeat.c) */
+    int hb_moved;        /* it moved at least once since setup */
 } shm_peer;
 
 struct shm_state {
@@ -67,6 +71,9 @@ struct shm_state {
     int *was_down; /* progress scratch: peers down when it started (drain lock) */
     int *host_of;  /* world rank -> host index */
     int nhosts;
+    int64_t silence_ns; /* ZEN_HEARTBEAT_S; INT64_MAX: no heartbeat */
+    int64_t beat_ns;    /* heartbeat period */
+    int64_t last_tick_ns;
 };
 
 #define ZEN_SHM_BOUNCE_BYTES ((size_t)256 << 10)
@@ -94,6 +101,14 @@ int zen__shm_progress(shm_state *s);
  * Returns 1 when done, 0 at the deadline.
  */
 int zen__shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t deadline_ns);
+
+/* Heartbeats (shm_heartbeat.c). read_tunables: set silence_ns and beat_ns from ZEN_HEARTBEAT_S.
+ * The monitor polls with zen__shm_heartbeat_poll_ms as its timeout and calls
+ * zen__shm_heartbeat_tick after every wake-up: it bumps this process's word and aborts the
+ * transport naming a local peer whose word has not moved for silence_ns. */
+void zen__shm_heartbeat_setup(shm_state *s);
+int zen__shm_heartbeat_poll_ms(const shm_state *s);
+void zen__shm_heartbeat_tick(shm_state *s);
 
 /* Mark peer as gone (monitor thread, or a failed read from its memory). */
 void zen__shm_peer_down(shm_state *s, shm_peer *pe, zen_status st, int aborted, const char *why);

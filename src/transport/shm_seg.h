@@ -63,6 +63,9 @@ typedef struct zen_shm_seg_head {
     uint32_t nlocal;
     uint64_t ring_bytes;
     zen_shm_doorbell bell;
+    /* Bumped by the owner's monitor thread every ZEN_HEARTBEAT_S/5 and watched by the others: a
+     * word that stops moving names a stopped or hung process (shm_heartbeat.c). */
+    _Alignas(ZEN_SHM_LINE) _Atomic uint64_t heartbeat;
 } zen_shm_seg_head;
 
 /* Byte offsets of the parts of a segment for nlocal processes and rings of ring_bytes. */
