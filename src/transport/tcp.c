@@ -59,6 +59,11 @@ typedef struct tcp_peer {
     atomic_int broken; /* unusable for sends; why[] says why */
     char why[300];
     _Atomic int64_t last_rx_ns; /* when a byte last arrived from this peer */
+    /* heartbeat thread only: last_rx_ns as it last saw it, and how long it has itself watched
+     * that value stand still (observer time, see heartbeat_main) */
+    int64_t hb_seen_rx;
+    int64_t hb_quiet_ns;
+    int hb_heard; /* something arrived since the transport started */
 } tcp_peer;
 
 struct tcp_state {
@@ -465,7 +470,8 @@ static void *heartbeat_main(void *arg)
     int64_t period = s->silence_ns / 5;
     if (period > 1000000000)
         period = 1000000000;
-    int64_t next = zen_now_ns();
+    int64_t look_ns = period < 50000000 ? period : 50000000;
+    int64_t next = zen_now_ns(), last_look = next;
     while (!atomic_load(&s->heartbeat_stop) && !atomic_load(&s->aborted)) {
         int64_t now = zen_now_ns();
         if (now >= next) {
@@ -474,13 +480,29 @@ static void *heartbeat_main(void *arg)
                     send_heartbeat(s, &s->peers[p]);
             next = now + period;
         }
+        /* Silence is counted in this thread's own time, each gap between two looks at most
+         * two looks long: a process that was itself descheduled (its readers too) must not
+         * accuse a peer whose bytes sit unread in the socket. A peer never heard from yet gets
+         * twice the window (a loaded host may be slow to start it). */
+        int64_t gap = now - last_look;
+        if (gap > 2 * look_ns)
+            gap = 2 * look_ns;
+        last_look = now;
         for (int p = 0; p < t->size; p++) {
             tcp_peer *pe = &s->peers[p];
             if (p == t->rank || pe->fd < 0 || atomic_load(&pe->broken))
                 continue;
-            int64_t quiet = now - atomic_load(&pe->last_rx_ns);
-            if (quiet <= s->silence_ns)
+            int64_t rx = atomic_load(&pe->last_rx_ns);
+            if (rx != pe->hb_seen_rx) {
+                pe->hb_heard = pe->hb_heard || pe->hb_seen_rx != 0;
+                pe->hb_seen_rx = rx;
+                pe->hb_quiet_ns = 0;
                 continue;
+            }
+            pe->hb_quiet_ns += gap;
+            if (pe->hb_quiet_ns <= (pe->hb_heard ? s->silence_ns : 2 * s->silence_ns))
+                continue;
+            int64_t quiet = pe->hb_quiet_ns;
             char msg[300];
             snprintf(msg, sizeof msg,
                      "rank %d sent nothing, not even a heartbeat, for %.1f s: it is stopped, hung "
@@ -491,7 +513,7 @@ static void *heartbeat_main(void *arg)
             tcp_abort(t, ZEN_ETIMEDOUT, msg);
             return NULL;
         }
-        zen__sleep_ns(period < 50000000 ? period : 50000000);
+        zen__sleep_ns(look_ns);
     }
     return NULL;
 }
