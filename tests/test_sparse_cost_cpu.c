@@ -244,7 +244,7 @@ static int same_model(const zen_cpu_model *a, const zen_cpu_model *b)
     return 1;
 }
 
-/* The constants file: what zen__cpu_model_write prints reads back; comments and other settings
+/* The constants file: what zen_sparse_cpu_model_write prints reads back; comments and other settings
  * are skipped, missing keys keep their value, a bad number is refused. */
 static void test_file_round_trip(void **state)
 {
@@ -255,32 +255,33 @@ static void test_file_round_trip(void **state)
     FILE *f = fdopen(fd, "w");
     zen_cpu_model m = { 4.25, 7.5, 3.125, 1.75, 0.875, 0.0625, 0.09375, 0.40625, 0.25 };
     fprintf(f, "# comment\nZEN_OTHER=1\n");
-    assert_int_equal(zen__cpu_model_write(&m, f), ZEN_OK);
+    assert_int_equal(zen_sparse_cpu_model_write(&m, f), ZEN_OK);
     fclose(f);
     zen_cpu_model back = { 0 };
-    assert_int_equal(zen__cpu_model_read(path, &back), ZEN_OK);
+    assert_int_equal(zen_sparse_cpu_model_read(path, &back), ZEN_OK);
     assert_true(same_model(&m, &back));
 
     f = fopen(path, "w");
     fprintf(f, "export ZEN_SPARSE_NS_PER_HASH=9\n");
     fclose(f);
     back = m;
-    assert_int_equal(zen__cpu_model_read(path, &back), ZEN_OK);
+    assert_int_equal(zen_sparse_cpu_model_read(path, &back), ZEN_OK);
     assert_float_equal(back.hash, 9, 0);
     assert_float_equal(back.sort, m.sort, 0);
 
     f = fopen(path, "w");
     fprintf(f, "ZEN_SPARSE_NS_PER_SORT=fast\n");
     fclose(f);
-    assert_int_equal(zen__cpu_model_read(path, &back), ZEN_ECORRUPT);
+    assert_int_equal(zen_sparse_cpu_model_read(path, &back), ZEN_ECORRUPT);
     f = fopen(path, "w"); /* any text without a constant (`--cpu /etc/passwd`) is refused */
     fprintf(f, "root:x:0:0:root:/root:/bin/bash\nZEN_OTHER=1\n");
     fclose(f);
-    assert_int_equal(zen__cpu_model_read(path, &back), ZEN_ECORRUPT);
+    assert_int_equal(zen_sparse_cpu_model_read(path, &back), ZEN_ECORRUPT);
     remove(path);
-    assert_int_equal(zen__cpu_model_read(path, &back), ZEN_EIO);
-    assert_int_equal(zen__cpu_model_read("/dev/zero", &back), ZEN_EIO); /* not a regular file */
-    assert_int_equal(zen__cpu_model_read("/tmp", &back), ZEN_EIO);
+    assert_int_equal(zen_sparse_cpu_model_read(path, &back), ZEN_EIO);
+    assert_int_equal(zen_sparse_cpu_model_read("/dev/zero", &back),
+                     ZEN_EIO); /* not a regular file */
+    assert_int_equal(zen_sparse_cpu_model_read("/tmp", &back), ZEN_EIO);
 }
 
 /* A real calibration: every constant measured (positive, finite), share 1, and its file reads
@@ -289,7 +290,7 @@ static void test_calibrate_round_trip(void **state)
 {
     (void)state;
     zen_cpu_model m;
-    assert_int_equal(zen__cpu_calibrate(&m), ZEN_OK);
+    assert_int_equal(zen_sparse_cpu_calibrate(&m), ZEN_OK);
     const double *x = (const double *)&m;
     for (size_t i = 0; i < sizeof m / sizeof(double); i++)
         assert_true(x[i] > 0 && isfinite(x[i]));
@@ -298,10 +299,10 @@ static void test_calibrate_round_trip(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     FILE *f = fdopen(fd, "w");
-    assert_int_equal(zen__cpu_model_write(&m, f), ZEN_OK);
+    assert_int_equal(zen_sparse_cpu_model_write(&m, f), ZEN_OK);
     fclose(f);
     zen_cpu_model back = { 0 };
-    assert_int_equal(zen__cpu_model_read(path, &back), ZEN_OK);
+    assert_int_equal(zen_sparse_cpu_model_read(path, &back), ZEN_OK);
     remove(path);
     assert_true(same_model(&m, &back));
 }

@@ -17,7 +17,6 @@
 #include <zen/sparse.h>
 
 #include "cli.h"
-#include "sparse/model/cost.h"
 
 typedef struct sim_args {
     int ranks[64];
@@ -147,7 +146,7 @@ static int parse_args(int argc, char **argv, sim_args *a)
             a->plot = v;
         } else if (strcmp(o, "--cpu") == 0) {
             double share = a->cpu.share;
-            zen_status st = zen__cpu_model_read(v, &a->cpu);
+            zen_status st = zen_sparse_cpu_model_read(v, &a->cpu);
             if (st == ZEN_ECORRUPT)
                 return zen_usage_error("simulate",
                                        "--cpu '%s' is not a constants file (it needs "
@@ -324,8 +323,8 @@ static int run(const sim_args *a, const zen_index_sets *sets, FILE *plot_out)
             double t[ZEN_SPARSE_SCHEME_COUNT], cpu[ZEN_SPARSE_SCHEME_COUNT];
             uint64_t rows = sets ? sets->rows : a->rows;
             uint32_t width = a->width; /* the trace's unless --width was given */
-            if (zen__sparse_predict_times_cpu(n, rows, width, &p, a->gbps[g], a->lat_us, &a->cpu,
-                                              a->dense_output, t, cpu) != ZEN_OK)
+            if (zen_sparse_predict_times_cpu(n, rows, width, &p, a->gbps[g], a->lat_us, &a->cpu,
+                                             a->dense_output, t, cpu) != ZEN_OK)
                 return ZEN_EXIT_FAIL;
             print_row(stdout, a, n, a->gbps[g], t, cpu, &im, &p);
             if (plot_out) {
@@ -343,7 +342,7 @@ static int run(const sim_args *a, const zen_index_sets *sets, FILE *plot_out)
 static int calibrate(void)
 {
     zen_cpu_model cpu;
-    zen_status st = zen__cpu_calibrate(&cpu);
+    zen_status st = zen_sparse_cpu_calibrate(&cpu);
     if (st != ZEN_OK) {
         fprintf(stderr, "zen simulate: calibration failed: %s\n", zen_strerror(st));
         return ZEN_EXIT_FAIL;
@@ -355,7 +354,7 @@ static int calibrate(void)
            machine);
     printf("# use: zen simulate --cpu FILE, or `set -a; . FILE` for AUTO (ZEN_SPARSE_CPU_SHARE is "
            "the core share per rank, 1 here)\n");
-    return zen__cpu_model_write(&cpu, stdout) == ZEN_OK ? ZEN_EXIT_OK : ZEN_EXIT_FAIL;
+    return zen_sparse_cpu_model_write(&cpu, stdout) == ZEN_OK ? ZEN_EXIT_OK : ZEN_EXIT_FAIL;
 }
 
 static int draw(const char *json_path, const char *png)
@@ -396,7 +395,7 @@ int zen_cmd_simulate(int argc, char **argv)
     memcpy(a.ranks, def_ranks, sizeof def_ranks);
     a.gbps[0] = 1;
     a.gbps[1] = 10;
-    zen__cpu_model_default(&a.cpu);
+    zen_sparse_cpu_model_default(&a.cpu);
     int rc = parse_args(argc, argv, &a);
     if (rc != 0)
         return rc;

@@ -27,6 +27,8 @@
 #ifndef ZEN_SPARSE_H
 #define ZEN_SPARSE_H
 
+#include <stdio.h>
+
 #include <zen/comm.h>
 
 #ifdef __cplusplus
@@ -274,6 +276,47 @@ ZEN_API zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int 
 ZEN_API zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
                                             const zen_sparsity_profile *profile, double gbps,
                                             double lat_us, double seconds[ZEN_SPARSE_SCHEME_COUNT]);
+
+/* Compute model of the schemes' local work, in nanoseconds per unit of each kernel (the formulas
+ * are in src/sparse/model/cost.h). All zero: the network-only model. */
+typedef struct zen_cpu_model {
+    double sort;        /* ns per index: coalesce (radix sort + duplicate sum), without values */
+    double hash;        /* ns per index: hierarchical hash partition (BALANCED) */
+    double merge;       /* ns per entry and heap level: k-way merge of sorted runs */
+    double merge2;      /* ns per input entry: two-way linear merge (HIERARCHICAL) */
+    double bitmap;      /* ns per universe row: hash bitmap encode or decode */
+    double copy_byte;   /* ns per byte: pack, gather, scatter, memset */
+    double reduce_byte; /* ns per byte: f32 add of a buffer into another */
+    double wire_byte;   /* ns per byte sent or received: transport CPU (TCP: kernel copies) */
+    double share;       /* fraction of a core per rank (<= 0: 1) */
+} zen_cpu_model;
+
+/* The constants AUTO uses: the ZEN_SPARSE_NS_PER_* tunables (share from ZEN_SPARSE_CPU_SHARE).
+ * Thread safe. */
+ZEN_API void zen_sparse_cpu_model_default(zen_cpu_model *cpu);
+
+/* Time the real kernels on this machine (about a second, one thread): coalesce, hash partition,
+ * k-way and two-way merge, bitmap encode/decode, copy, reduce, and TCP over loopback (CPU time of
+ * both ends per byte). share is left at 1. ZEN_ENOMEM or ZEN_ESYS when a kernel cannot run. */
+ZEN_API zen_status zen_sparse_cpu_calibrate(zen_cpu_model *cpu);
+
+/* Write the constants as ZEN_SPARSE_NS_PER_*=value lines (an env file; `set -a; . FILE` hands
+ * them to AUTO) and read them back: unknown lines and '#' comments are skipped, missing keys keep
+ * the value *cpu had. ZEN_EIO if the file cannot be opened (or is not a regular file of at most
+ * 1 MiB) or written, ZEN_ECORRUPT for a bad number or a file without a single known constant. */
+ZEN_API zen_status zen_sparse_cpu_model_write(const zen_cpu_model *cpu, FILE *f);
+ZEN_API zen_status zen_sparse_cpu_model_read(const char *path, zen_cpu_model *cpu);
+
+/* zen_sparse_predict_times with a compute model (NULL: network only) and the output kind
+ * (dense_output: the caller wants a dense result); cpu_s (may be NULL) gets each scheme's compute
+ * part, so seconds[s] - cpu_s[s] is the network-only prediction. Errors as
+ * zen_sparse_predict_times. */
+ZEN_API zen_status zen_sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t width,
+                                                const zen_sparsity_profile *profile, double gbps,
+                                                double lat_us, const zen_cpu_model *cpu,
+                                                int dense_output,
+                                                double seconds[ZEN_SPARSE_SCHEME_COUNT],
+                                                double cpu_s[ZEN_SPARSE_SCHEME_COUNT]);
 
 /* Run the real hierarchical-hash partitioner (BALANCED's push) on indices for nranks owners and
  * return the imbalance ratio n * max owner load / nnz (1 = perfect; 1 for nnz 0). Duplicates

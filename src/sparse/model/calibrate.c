@@ -316,7 +316,7 @@ static zen_status cal_init(cal_data *d)
     return ZEN_OK;
 }
 
-zen_status zen__cpu_calibrate(zen_cpu_model *cpu)
+zen_status zen_sparse_cpu_calibrate(zen_cpu_model *cpu)
 {
     if (!cpu)
         return ZEN_EINVAL;

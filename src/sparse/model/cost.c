@@ -275,7 +275,7 @@ void zen__net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model
     net->bytes_per_s = gbps * 1e9 / 8;
     net->latency_s = lat_us * 1e-6;
     net->overhead_s = 0;
-    zen__cpu_model_default(&net->cpu);
+    zen_sparse_cpu_model_default(&net->cpu);
     if (kind == ZEN_TRANSPORT_INPROC)
         net->cpu.wire_byte = 0; /* a memcpy between threads: that is the bandwidth above */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -312,7 +312,7 @@ static double *cpu_field(zen_cpu_model *cpu, size_t i)
     return (double *)((char *)cpu + cpu_keys[i].offset);
 }
 
-void zen__cpu_model_default(zen_cpu_model *cpu)
+void zen_sparse_cpu_model_default(zen_cpu_model *cpu)
 {
     for (size_t i = 0; i < sizeof cpu_keys / sizeof cpu_keys[0]; i++) {
         double v = zen__param_double(cpu_keys[i].name);
@@ -322,7 +322,7 @@ void zen__cpu_model_default(zen_cpu_model *cpu)
         cpu->share = 1;
 }
 
-zen_status zen__cpu_model_write(const zen_cpu_model *cpu, FILE *f)
+zen_status zen_sparse_cpu_model_write(const zen_cpu_model *cpu, FILE *f)
 {
     if (!cpu || !f)
         return ZEN_EINVAL;
@@ -333,7 +333,7 @@ zen_status zen__cpu_model_write(const zen_cpu_model *cpu, FILE *f)
     return fflush(f) == 0 ? ZEN_OK : ZEN_EIO;
 }
 
-zen_status zen__cpu_model_read(const char *path, zen_cpu_model *cpu)
+zen_status zen_sparse_cpu_model_read(const char *path, zen_cpu_model *cpu)
 {
     if (!path || !cpu)
         return ZEN_EINVAL;

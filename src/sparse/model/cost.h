@@ -46,24 +46,31 @@ typedef struct zen_sparse_profile {
     int dense_output;       /* 1: the caller wants the dense rows x width result (compute) */
 } zen_sparse_profile;
 
+typedef struct zen_net_model {
+    double bytes_per_s; /* per-link bandwidth */
+    double latency_s;   /* per sequential step (a message and its wait) */
+    double overhead_s;  /* per extra message posted in the same step; 0: 0.1 * latency_s */
+    zen_cpu_model cpu;  /* all zero: network only */
+} zen_net_model;
+
 /*
- * Compute model: the CPU work of the busiest rank, as nanoseconds per unit of each kernel the
- * schemes run, measured by zen__cpu_calibrate (`zen simulate --calibrate`); defaults are the
- * ZEN_SPARSE_NS_PER_* tunables. All zero: the network-only model. The work of a scheme (B = bytes
- * of f32 values, V = 4w per row, nnz/nnz_n/hot as in the wire formulas, lg k = log2 max(k, 2)):
+ * Compute model (zen_cpu_model, zen/sparse.h): the CPU work of the busiest rank, as nanoseconds
+ * per unit of each kernel the schemes run. The work of a scheme (B = bytes of f32 values,
+ * V = 4w per row, nnz/nnz_n/hot as in the wire formulas, lg k = log2 max(k, 2)):
  *   every scheme  coalesce the input: nnz (sort + V copy)
  *   ALLGATHER     pack nnz E; merge n runs: n nnz (merge lg n + V copy)
  *   PS            pack nnz E; owner merges n runs: n hot (merge lg n + V copy), packs hot_n E;
  *                 concatenate the pulled ranges: nnz_n E copy
  *   BALANCED      hash nnz + gather nnz (4 + V) copy; unpack what arrived: nnz E copy; owner
  *                 coalesces it: nnz (sort + V copy); bitmap: encode rows/n + decode rows bitmap
- * rows, nnz_n/n + nnz_n V copy (COO blobs: copies instead); merge the n decoded runs: nnz_n (merge
- * lg n + V) HIERARCHICAL  round i merges two runs of g_i nnz: 2 g_i nnz (merge2 + V copy), or
- * reduces D bytes once the partial sum went dense (plus one densify, D copy) DENSE         densify:
- * D + nnz V copy; reduce-scatter: (n-1)/n D reduce; extract: D copy BLOCK         densify local
- * blocks (copy), owner sums n hot blocks (reduce) and packs them dense output
- * (profile.dense_output) memset D + scatter nnz_n V copy, except DENSE (in place) Transport CPU
- * (kernel copies of TCP): wire_byte per byte the busiest rank sends or receives.
+ *                 rows, nnz_n/n + nnz_n V copy (COO blobs: copies instead); merge the n decoded
+ *                 runs: nnz_n (merge lg n + V)
+ *   HIERARCHICAL  round i merges two runs of g_i nnz: 2 g_i nnz (merge2 + V copy), or reduces D
+ *                 bytes once the partial sum went dense (plus one densify, D copy)
+ *   DENSE         densify: D + nnz V copy; reduce-scatter: (n-1)/n D reduce; extract: D copy
+ *   BLOCK         densify local blocks (copy), owner sums n hot blocks (reduce) and packs them
+ *   dense output  (profile.dense_output) memset D + scatter nnz_n V copy, except DENSE (in place)
+ *   transport CPU (kernel copies of TCP): wire_byte per byte the busiest rank sends or receives
  *
  * Overlap: time = latency terms + max(bytes / bandwidth, bytes * wire_byte / share) + compute /
  * share. The transport's copies stream with the transfer (the kernel copies one segment while
@@ -72,41 +79,6 @@ typedef struct zen_sparse_profile {
  * they add. share is the fraction of a core each rank gets (8 ranks on 2 cores: 0.25): every
  * rank computes at the same time in these symmetric schemes, so CPU work stretches by 1 / share.
  */
-typedef struct zen_cpu_model {
-    double sort;        /* ns per index: coalesce (radix sort + duplicate sum), without values */
-    double hash;        /* ns per index: hierarchical hash partition (BALANCED) */
-    double merge;       /* ns per entry and heap level: k-way merge of sorted runs */
-    double merge2;      /* ns per input entry: two-way linear merge (HIERARCHICAL) */
-    double bitmap;      /* ns per universe row: hash bitmap encode or decode */
-    double copy_byte;   /* ns per byte: pack, gather, scatter, memset */
-    double reduce_byte; /* ns per byte: f32 add of a buffer into another */
-    double wire_byte;   /* ns per byte sent or received: transport CPU (TCP: kernel copies) */
-    double share;       /* fraction of a core per rank (<= 0: 1) */
-} zen_cpu_model;
-
-typedef struct zen_net_model {
-    double bytes_per_s; /* per-link bandwidth */
-    double latency_s;   /* per sequential step (a message and its wait) */
-    double overhead_s;  /* per extra message posted in the same step; 0: 0.1 * latency_s */
-    zen_cpu_model cpu;  /* all zero: network only */
-} zen_net_model;
-
-/* The compute constants from the ZEN_SPARSE_NS_PER_* tunables (share from ZEN_SPARSE_CPU_SHARE). */
-void zen__cpu_model_default(zen_cpu_model *cpu);
-
-/*
- * Time the real kernels on this machine (about a second): coalesce, hash partition, k-way and
- * two-way merge, bitmap encode/decode, copy, reduce, and TCP over loopback (CPU time of both
- * ends per byte). share is left at 1.
- */
-zen_status zen__cpu_calibrate(zen_cpu_model *cpu);
-
-/* Write the constants as ZEN_SPARSE_NS_PER_*=value lines (an env file; `set -a; . FILE` hands
- * them to AUTO) and read them back: unknown lines and '#' comments are skipped, missing keys keep
- * the value *cpu had. ZEN_EIO if the file cannot be opened (or is not a regular file of at most
- * 1 MiB) or written, ZEN_ECORRUPT for a bad number or a file without a single known constant. */
-zen_status zen__cpu_model_write(const zen_cpu_model *cpu, FILE *f);
-zen_status zen__cpu_model_read(const char *path, zen_cpu_model *cpu);
 
 /* Synthetic overlap models for profiles (simulation, tests). */
 typedef enum zen_overlap_model {
@@ -144,20 +116,12 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
                                double out[ZEN_SPARSE_SCHEME_COUNT],
                                double cpu_s[ZEN_SPARSE_SCHEME_COUNT]);
 
-/* zen_sparse_predict_times (zen/sparse.h) with a compute model (NULL: network only) and the
- * output kind; cpu_s (may be NULL) gets each scheme's compute part (simulate.c). */
-zen_status zen__sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t width,
-                                         const zen_sparsity_profile *profile, double gbps,
-                                         double lat_us, const zen_cpu_model *cpu, int dense_output,
-                                         double seconds[ZEN_SPARSE_SCHEME_COUNT],
-                                         double cpu_s[ZEN_SPARSE_SCHEME_COUNT]);
-
 /* The scheme with the smallest prediction (ties: the order BALANCED, HIERARCHICAL, DENSE,
  * ALLGATHER, PS, BLOCK). */
 zen_sparse_scheme zen__sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT]);
 
 /* Network model from ZEN_NET_GBPS / ZEN_NET_LAT_US, else the defaults of the transport; the
- * compute constants from zen__cpu_model_default (inproc: no transport CPU, its copies are the
+ * compute constants from zen_sparse_cpu_model_default (inproc: no transport CPU, its copies are the
  * bandwidth). */
 void zen__net_model_for(zen_transport_kind kind, zen_net_model *net);
 

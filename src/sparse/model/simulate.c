@@ -9,7 +9,7 @@
  * extended as if further sets were independent of it: u_k = 1 - (1 - u_K)^(k / K). That is the
  * pessimistic (low-overlap) direction, so predictions for BALANCED are not flattered.
  *
- * Compute: zen__sparse_predict_times_cpu adds the CPU work of each scheme (cost.h, zen_cpu_model)
+ * Compute: zen_sparse_predict_times_cpu adds the CPU work of each scheme (cost.h, zen_cpu_model)
  * for the constants given (`zen simulate --cpu FILE`, else the ZEN_SPARSE_NS_PER_* defaults).
  */
 #include <dirent.h>
@@ -142,11 +142,11 @@ zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
     return ZEN_OK;
 }
 
-zen_status zen__sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t width,
-                                         const zen_sparsity_profile *profile, double gbps,
-                                         double lat_us, const zen_cpu_model *cpu, int dense_output,
-                                         double seconds[ZEN_SPARSE_SCHEME_COUNT],
-                                         double cpu_s[ZEN_SPARSE_SCHEME_COUNT])
+zen_status zen_sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t width,
+                                        const zen_sparsity_profile *profile, double gbps,
+                                        double lat_us, const zen_cpu_model *cpu, int dense_output,
+                                        double seconds[ZEN_SPARSE_SCHEME_COUNT],
+                                        double cpu_s[ZEN_SPARSE_SCHEME_COUNT])
 {
     if (nranks < 1 || rows == 0 || width == 0 || !profile || !(gbps > 0) || lat_us < 0 ||
         !seconds || profile->levels < 0 || profile->levels > 32)
@@ -168,13 +168,13 @@ zen_status zen__sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t wid
 }
 
 /* The public entry stays the network-only model (its documented contract); `zen simulate`
- * calls zen__sparse_predict_times_cpu. */
+ * calls zen_sparse_predict_times_cpu. */
 zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
                                     const zen_sparsity_profile *profile, double gbps, double lat_us,
                                     double seconds[ZEN_SPARSE_SCHEME_COUNT])
 {
-    return zen__sparse_predict_times_cpu(nranks, rows, width, profile, gbps, lat_us, NULL, 0,
-                                         seconds, NULL);
+    return zen_sparse_predict_times_cpu(nranks, rows, width, profile, gbps, lat_us, NULL, 0,
+                                        seconds, NULL);
 }
 
 zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, int nranks,
