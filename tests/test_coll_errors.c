@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/reduce.h"
+#include "coll/reduce_op.h"
 #include "testutil.h"
 
 /* ---- argument validation: every rank passes the same bad argument, nothing is sent ---- */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "coll/coll_algos.h"
-#include "coll/reduce.h"
+#include "coll/reduce_op.h"
 #include "common/tunables.h"
 
 const char *zen_allreduce_algo_name(zen_allreduce_algo algo)

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "coll/coll_algos.h"
-#include "coll/reduce.h"
+#include "coll/reduce_op.h"
 
 #define MAX_LEVELS 32
 

@@ -19,7 +19,7 @@
  * Limitations: with count < n some segments are empty (correct, but rhd is then better).
  */
 #include "coll/coll_algos.h"
-#include "coll/reduce.h"
+#include "coll/reduce_op.h"
 #include "common/alloc.h"
 
 zen_status zen__allreduce_ring_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,

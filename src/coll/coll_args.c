@@ -5,7 +5,7 @@
  * which did start, fail when their deadline passes or when this rank's next collective mismatches).
  */
 #include "coll/coll_algos.h"
-#include "coll/reduce.h"
+#include "coll/reduce_op.h"
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/tunables.h"

@@ -10,7 +10,7 @@
  * recvbuf == sendbuf + offset of block r works too.
  */
 #include "coll/coll_algos.h"
-#include "coll/reduce.h"
+#include "coll/reduce_op.h"
 #include "common/alloc.h"
 
 static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, void *recvbuf,

@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "coll/coll_algos.h"
-#include "coll/reduce.h"
+#include "coll/reduce_op.h"
 #include "common/alloc.h"
 #include "common/tunables.h"
 

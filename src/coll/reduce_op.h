@@ -7,8 +7,8 @@
  * with two's-complement wrap-around (computed as unsigned, so overflow is defined). bf16 is
  * widened to f32, reduced, and rounded back to nearest even at every step.
  */
-#ifndef ZEN_COLL_REDUCE_H
-#define ZEN_COLL_REDUCE_H
+#ifndef ZEN_COLL_REDUCE_OP_H
+#define ZEN_COLL_REDUCE_OP_H
 
 #include <stddef.h>
 
