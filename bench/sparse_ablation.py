@@ -3,6 +3,7 @@
 
 usage: bench/sparse_ablation.py trace DIR [--ranks 8] [--rounds 3] [--iters 20]
        bench/sparse_ablation.py density [--ranks 8] [--rows 1000000]
+       bench/sparse_ablation.py kernel [--ranks 2] [--rows 4000000] [--rounds 5]
 
 trace    on a recorded trace (docs/trace-format.md): k probes 1..3 (r1 = 2 x nnz), r1 in
          {1, 2, 4} x nnz (k = 3), and the pull encoding forced to hash bitmap, COO and plain
@@ -12,6 +13,11 @@ density  synthetic random tensors at rising density: bytes received by the busie
          encoding (Fig. 17a) and the push/pull imbalance ratio (Def. 8) against nnz per rank
          (Theorem 2: the excess over 1 shrinks like sqrt(n log n / nnz)). Bytes and imbalance do
          not depend on timing.
+
+kernel   the partition phase alone (Algorithm 1's insertion, where k and r1 act), on a synthetic
+         tensor large enough that it is not lost in the scheduling noise of the push and pull:
+         k 1..3 and r1 in {1, 2, 4} x nnz, interleaved, --rounds times; the partition time of the
+         slowest rank in the last iteration of each run, median (min-max) over the rounds.
 
 Run under `flock /tmp/zen-bench.lock`; prints one line per configuration.
 """
@@ -76,18 +82,38 @@ def density(args):
         print(line, flush=True)
 
 
+def kernel(args):
+    configs = [c for c in TRACE_CONFIGS[1:6]]
+    parts = {name: [] for name, _ in configs}
+    for _ in range(args.rounds):
+        for name, extra in configs:
+            r = bench(args, ["--rows", str(args.rows), "--density", str(args.kernel_density)] +
+                      extra)
+            parts[name].append(r["phase_us"][0] / 1e3)
+    print(f"synthetic random, {args.rows} rows x 1, density {args.kernel_density}, {args.ranks} "
+          f"inproc ranks, balanced; partition phase ms, median (min-max) of {args.rounds} runs")
+    for name, t in parts.items():
+        print(f"  {name:<14} {statistics.median(t):8.2f} ({min(t):.2f}-{max(t):.2f})")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("mode", choices=["trace", "density"])
+    p.add_argument("mode", choices=["trace", "density", "kernel"])
     p.add_argument("dir", nargs="?")
     p.add_argument("--ranks", type=int, default=8)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--rows", type=int, default=1000000)
+    p.add_argument("--rows", type=int, default=None)
+    p.add_argument("--kernel-density", type=float, default=0.05)
     p.add_argument("--densities", type=float, nargs="+",
                    default=[0.0001, 0.001, 0.01, 0.05, 0.2, 0.5])
     args = p.parse_args()
-    if args.mode == "trace":
+    if args.rows is None:
+        args.rows = 4000000 if args.mode == "kernel" else 1000000
+    if args.mode == "kernel":
+        args.iters = 3
+        kernel(args)
+    elif args.mode == "trace":
         trace(args)
     else:
         args.iters = 3
