@@ -120,10 +120,11 @@ def run_overhead(rank, world, zen, args):
 
 def worker(rank, world, mode, init, args, out):
     torch.set_num_threads(1)
-    import zen_torch  # noqa: F401
+    import zen_torch
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     zen = dist.new_group(backend="zen")
     times, info = globals()["run_" + mode](rank, world, zen, args)
+    info["zen_transport"] = zen_torch.transport(zen)
     if rank == 0:
         with open(out, "w") as f:
             json.dump({"times": times, "info": info}, f)
@@ -141,9 +142,10 @@ def spawn(mode, args):
 
 
 def c_bench_1mib(args):
-    """p50 seconds of `zen bench allreduce` at 1 MiB, tcp, in-place (libzen called from C)."""
+    """p50 seconds of `zen bench allreduce` at 1 MiB, in place (libzen called from C), over the
+    transport the zen group gets: ZEN_TRANSPORT if set, else auto (shm on one host)."""
     cmd = [args.zen, "launch", "-n", str(args.nproc), "--", args.zen, "bench", "allreduce",
-           "--transport", "tcp", "-b", "1M", "-e", "1M", "-w", str(args.warmup), "-n",
+           "--transport", os.environ.get("ZEN_TRANSPORT", "auto"), "-b", "1M", "-e", "1M", "-w", str(args.warmup), "-n",
            str(args.iters), "--json"]
     lines = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
     rows = [json.loads(l) for l in lines if l.startswith("{")]
@@ -183,7 +185,10 @@ def main():
         for _ in range(args.rounds):
             rows = c_bench_1mib(args)
             c.append(statistics.median(r["time_us_p50"] * 1e-6 for r in rows if r["inplace"]))
-            py.append(statistics.median(spawn("overhead", args)["times"]["zen_torch 1 MiB"]))
+            res = spawn("overhead", args)
+            py.append(statistics.median(res["times"]["zen_torch 1 MiB"]))
+        print(f"  C transport {rows[0]['transport']}, zen_torch transport "
+              f"{res['info']['zen_transport']}")
         mc, mp_ = statistics.median(c), statistics.median(py)
         print(f"  C zen bench p50 per round (ms): {[round(v * 1e3, 3) for v in c]}")
         print(f"  zen_torch median per round (ms): {[round(v * 1e3, 3) for v in py]}")

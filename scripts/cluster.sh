@@ -21,6 +21,8 @@
 #   scripts/cluster.sh addr I                          print host I's address
 #   scripts/cluster.sh run N [--port P] -- CMD ARGS    run CMD on hosts 0..N-1 as tcp ranks
 #                                                      (ZEN_RANK etc. set; master = host 0)
+#        [--per-host R]                                R ranks per host (default 1): rank i*R+j
+#                                                      is process j of host i
 #   scripts/cluster.sh mpirun N -- CMD ARGS            run CMD with Open MPI across hosts 0..N-1
 #   scripts/cluster.sh ping I J [COUNT]                ICMP echo from host I to host J (python3)
 #   scripts/cluster.sh status                          list hosts, their qdiscs and the switch
@@ -209,10 +211,11 @@ cmd_exec() {
 cmd_run() {
     local n=${1:-}; shift || true
     [[ "$n" =~ ^[0-9]+$ ]] || die "run: N required"
-    local port=29600
+    local port=29600 per=1
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do
         case "$1" in
         --port) port=$2; shift 2 ;;
+        --per-host) per=$2; shift 2 ;;
         *) die "run: unknown option $1" ;;
         esac
     done
@@ -227,15 +230,20 @@ cmd_run() {
         head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$secret_file"
         export ZEN_JOB_SECRET_FILE="$secret_file"
     fi
-    for ((i = 0; i < n; i++)); do
-        ip netns exec "$(host_ns "$i")" env ZEN_RANK="$i" ZEN_WORLD_SIZE="$n" \
-            ZEN_MASTER_ADDR="$(host_addr 0)" ZEN_MASTER_PORT="$port" ZEN_LOCAL_RANK=0 \
-            ZEN_LOCAL_SIZE=1 ZEN_SOCKET_IFADDR="$(host_addr "$i")" ZEN_HOST_ID="$(host_ns "$i")" "$@" &
+    [[ "$per" =~ ^[1-9][0-9]*$ ]] || die "run: --per-host R must be a positive count"
+    # The ranks of one namespace share its ZEN_HOST_ID, so the default transport (auto) joins
+    # them over shm and reaches the other namespaces over tcp.
+    local r i
+    for ((r = 0; r < n * per; r++)); do
+        i=$((r / per))
+        ip netns exec "$(host_ns "$i")" env ZEN_RANK="$r" ZEN_WORLD_SIZE="$((n * per))" \
+            ZEN_MASTER_ADDR="$(host_addr 0)" ZEN_MASTER_PORT="$port" ZEN_LOCAL_RANK=$((r % per)) \
+            ZEN_LOCAL_SIZE="$per" ZEN_SOCKET_IFADDR="$(host_addr "$i")" ZEN_HOST_ID="$(host_ns "$i")" "$@" &
         pids+=($!)
     done
-    for ((i = 0; i < n; i++)); do
-        if ! wait "${pids[$i]}"; then
-            echo "cluster.sh: rank $i (host $(host_addr "$i")) failed" >&2
+    for ((r = 0; r < n * per; r++)); do
+        if ! wait "${pids[$r]}"; then
+            echo "cluster.sh: rank $r (host $(host_addr $((r / per)))) failed" >&2
             rc=1
         fi
     done

@@ -14,7 +14,7 @@ import torch.distributed as _dist
 
 from . import _C
 
-__all__ = ["set_sparse_scheme", "last_sparse_scheme", "all_reduce_sparse"]
+__all__ = ["set_sparse_scheme", "last_sparse_scheme", "transport", "all_reduce_sparse"]
 
 
 def _group(group):
@@ -30,6 +30,12 @@ def set_sparse_scheme(group, name):
 def last_sparse_scheme(group=None):
     """The scheme the last sparse all_reduce of a zen group ran (AUTO resolved)."""
     return _C.last_sparse_scheme(_group(group))
+
+
+def transport(group=None):
+    """How the ranks of a zen group reach each other: "shm", "tcp", "shm+tcp", ... (ZEN_TRANSPORT
+    forces one; the default is shm among the processes of one host)."""
+    return _C.transport(_group(group))
 
 
 def all_reduce_sparse(tensor, group=None):

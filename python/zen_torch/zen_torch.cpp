@@ -311,6 +311,11 @@ class ProcessGroupZen : public c10d::ProcessGroup
         return zen_sparse_scheme_name(c_->last_sparse.scheme);
     }
 
+    std::string transport() const
+    {
+        return zen_transport_name(zen_comm_transport(c_->comm));
+    }
+
     c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &ts,
                                              const c10d::AllreduceOptions &o) override
     {
@@ -709,5 +714,9 @@ PYBIND11_MODULE(_C, m)
             return as_zen(pg)->last_sparse_scheme();
         },
         "the scheme the last sparse all_reduce of a zen group used");
+    m.def(
+        "transport",
+        [](const c10::intrusive_ptr<c10d::ProcessGroup> &pg) { return as_zen(pg)->transport(); },
+        "how the ranks of a zen group reach each other (shm, tcp, shm+tcp, ...)");
     m.def("zen_version", &zen_version);
 }

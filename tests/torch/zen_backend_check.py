@@ -264,6 +264,11 @@ def worker(rank, suite, n, init, failed):
         torch.set_num_threads(1)
         dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n)
         zen = dist.new_group(backend="zen")
+        # All ranks run on this host: the default transport joins them over shared memory, and
+        # ZEN_TRANSPORT forces one (the group must report what it really uses).
+        want = {"": "shm", "auto": "shm"}.get(os.environ.get("ZEN_TRANSPORT", ""),
+                                               os.environ.get("ZEN_TRANSPORT"))
+        assert zen_torch.transport(zen) == want, (zen_torch.transport(zen), want)
         for name in suite.split(","):
             globals()["suite_" + name](rank, n, zen)
         dist.barrier()
