@@ -119,6 +119,13 @@ static void *stranger_main(void *p)
     return NULL;
 }
 
+/* Run one stranger to the end on its own thread (it blocks like a rank would). */
+static void run_stranger(stranger *s)
+{
+    pthread_create(&s->th, NULL, stranger_main, s);
+    pthread_join(s->th, NULL);
+}
+
 static int setup_secret(void **state)
 {
     (void)state;
@@ -146,8 +153,7 @@ static void test_wrong_secret(void **state)
     stranger s = {
         .rank = 2, .size = 3, .port = j.port, .secret = "a-wrong-secret", .timeout_s = 1
     };
-    pthread_create(&s.th, NULL, stranger_main, &s);
-    pthread_join(s.th, NULL);
+    run_stranger(&s);
     assert_int_not_equal(s.st, ZEN_OK);
     start_rank(&a[2], &j, 2);
     expect_job_ok(&j, a);
@@ -162,8 +168,7 @@ static void test_no_secret_stranger(void **state)
     start_rank(&a[0], &j, 0);
     wait_master(j.port);
     stranger s = { .rank = 1, .size = 2, .port = j.port, .secret = NULL, .timeout_s = 1 };
-    pthread_create(&s.th, NULL, stranger_main, &s);
-    pthread_join(s.th, NULL);
+    run_stranger(&s);
     assert_int_not_equal(s.st, ZEN_OK);
     start_rank(&a[1], &j, 1);
     expect_job_ok(&j, a);
@@ -181,12 +186,10 @@ static void test_duplicate_and_mismatch_without_secret(void **state)
     wait_master(j.port);
     zen__sleep_ns(300 * 1000000); /* rank 1 registered */
     stranger dup = { .rank = 1, .size = 3, .port = j.port, .timeout_s = 1 };
-    pthread_create(&dup.th, NULL, stranger_main, &dup);
-    pthread_join(dup.th, NULL);
+    run_stranger(&dup);
     assert_int_not_equal(dup.st, ZEN_OK);
     stranger wrong = { .rank = 2, .size = 4, .port = j.port, .timeout_s = 1 };
-    pthread_create(&wrong.th, NULL, stranger_main, &wrong);
-    pthread_join(wrong.th, NULL);
+    run_stranger(&wrong);
     assert_int_equal(wrong.st, ZEN_EMISMATCH);
     start_rank(&a[2], &j, 2);
     expect_job_ok(&j, a);
