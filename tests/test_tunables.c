@@ -82,6 +82,28 @@ static void test_good_values_are_taken(void **state)
     unsetenv("ZEN_TIMEOUT_S");
 }
 
+/* Every tunable accepts its own default when a user writes it out (a bounds table that falls
+ * behind a changed default would call the documented value "ignored"). */
+static void test_defaults_pass_their_checks(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < zen_param_count(); i++) {
+        zen_param_info p;
+        assert_int_equal(zen_param_get(i, &p), ZEN_OK);
+        if (!p.default_value || !*p.default_value || strcmp(p.source, "default") != 0)
+            continue; /* no default to write out, or the environment of the run sets it */
+        char name[96], value[256];
+        snprintf(name, sizeof name, "%s", p.name);
+        snprintf(value, sizeof value, "%s", p.default_value);
+        setenv(name, value, 1);
+        zen_param_info q = info_of(name);
+        if (strcmp(q.source, "env") != 0)
+            fail_msg("%s=%s (its default) is %s: %s", name, value, q.source,
+                     q.problem ? q.problem : "?");
+        unsetenv(name);
+    }
+}
+
 static void test_ns_conversion_saturates(void **state)
 {
     (void)state;
@@ -102,6 +124,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_values_are_ignored),
         cmocka_unit_test(test_good_values_are_taken),
+        cmocka_unit_test(test_defaults_pass_their_checks),
         cmocka_unit_test(test_ns_conversion_saturates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

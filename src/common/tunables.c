@@ -202,7 +202,7 @@ static const struct param_check param_checks[] = {
     { "NET_INTRA_GBPS", CHECK_DOUBLE, 0, 1e6, NULL },
     { "NET_INTRA_LAT_US", CHECK_DOUBLE, 0, 1e7, NULL },
     { "SPARSE_RANKS_PER_HOST", CHECK_LONG, 0, 1 << 20, NULL },
-    { "SPARSE_PARTITION", CHECK_CHOICE, 0, 0, "hash|count" },
+    { "SPARSE_PARTITION", CHECK_CHOICE, 0, 0, "auto|hash|count" },
     { "SPARSE_BLOCK_SIZE", CHECK_LONG, 1, 1 << 24, NULL },
     { "SPARSE_NS_PER_SORT", CHECK_DOUBLE, 0, 1e6, NULL },
     { "SPARSE_NS_PER_HASH", CHECK_DOUBLE, 0, 1e6, NULL },
