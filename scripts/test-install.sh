@@ -2,7 +2,7 @@
 # The installed copy works for a user: install a build into a scratch DESTDIR + prefix (so both
 # are honoured and the package files must be relocatable), then build examples/allreduce.c
 # against it twice, with pkg-config and with CMake's find_package(zen), and run both. Also runs
-# the installed `zen` and checks the man page parses.
+# the installed `zen` (which must load the installed libzen.so) and checks the man page parses.
 #
 #   scripts/test-install.sh BUILD_DIR
 set -euo pipefail
@@ -19,7 +19,12 @@ for f in "$prefix/bin/zen" "$prefix/include/zen/zen.h" "$libdir/libzen.so" "$lib
          "$prefix/share/man/man1/zen.1" "$libdir/cmake/zen/zenConfig.cmake"; do
     [[ -e "$f" ]] || { echo "test-install: $f was not installed" >&2; exit 1; }
 done
+# the installed zen links the installed libzen.so (its RPATH is $ORIGIN/../lib), not the build's
+zen_lib=$(ldd "$prefix/bin/zen" | awk '$1 ~ /^libzen\.so/ { print $3 }')
+[[ -n "$zen_lib" && "$(readlink -f "$zen_lib")" == "$(readlink -f "$libdir")"/libzen.so* ]] ||
+    { echo "test-install: the installed zen loads '$zen_lib', not $libdir/libzen.so" >&2; exit 1; }
 "$prefix/bin/zen" info >/dev/null
+"$prefix/bin/zen" train --help >/dev/null
 if command -v man >/dev/null; then
     MANWIDTH=80 man -l "$prefix/share/man/man1/zen.1" 2>&1 | grep -c "EXIT STATUS" >/dev/null ||
         { echo "test-install: man -l zen.1 did not render" >&2; exit 1; }

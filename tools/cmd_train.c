@@ -10,7 +10,7 @@
 
 #include "cli.h"
 #include "tp_emulation.h"
-#include "train/train.h"
+#include "train.h"
 
 static void usage(FILE *f)
 {

@@ -10,15 +10,16 @@
  * allreduce of a single double, replicated params (identical on every tp rank) are added once
  * after it. Every rank thus gets the same norm and the same clipping factor.
  */
-#include "train/adamw.h"
+#include "adamw.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
 
-#include "common/alloc.h"
+#include "alloc.h"
 
 /* The update is done 4 lanes at a time with GCC vector extensions (the build's -O2 does not
  * vectorise it: sqrtf may set errno); lanes and the scalar tail do identical arithmetic. */
@@ -111,7 +112,7 @@ zen_status zen_adamw_create(zen_gpt *m, const zen_adamw_config *cfg, zen_adamw *
         !(cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f) || !(cfg->eps > 0.0f) ||
         !(cfg->weight_decay >= 0.0f))
         return ZEN_EINVAL;
-    zen_adamw *o = zen__calloc(1, sizeof *o);
+    zen_adamw *o = zen_train_calloc(1, sizeof *o);
     if (!o)
         return ZEN_ENOMEM;
     o->model = m;
@@ -120,9 +121,9 @@ zen_status zen_adamw_create(zen_gpt *m, const zen_adamw_config *cfg, zen_adamw *
     const zen_gpt_param *p = zen_gpt_params(m);
     for (size_t i = 0; i < np; i++)
         total += p[i].count;
-    o->mem = zen__calloc(2 * total, sizeof(float));
-    o->m1 = zen__calloc(np, sizeof(float *));
-    o->m2 = zen__calloc(np, sizeof(float *));
+    o->mem = zen_train_calloc(2 * total, sizeof(float));
+    o->m1 = zen_train_calloc(np, sizeof(float *));
+    o->m2 = zen_train_calloc(np, sizeof(float *));
     zen_status st = o->mem && o->m1 && o->m2 ? ZEN_OK : ZEN_ENOMEM;
     size_t off = 0;
     for (size_t i = 0; st == ZEN_OK && i < np; i++) {
@@ -147,10 +148,10 @@ void zen_adamw_destroy(zen_adamw *o)
 {
     if (!o)
         return;
-    zen__free(o->mem);
-    zen__free(o->m1);
-    zen__free(o->m2);
-    zen__free(o);
+    free(o->mem);
+    free(o->m1);
+    free(o->m2);
+    free(o);
 }
 
 long zen_adamw_steps(const zen_adamw *o)

@@ -14,7 +14,7 @@
 #ifndef ZEN_TRAIN_ADAMW_H
 #define ZEN_TRAIN_ADAMW_H
 
-#include "train/gpt.h"
+#include "gpt.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,5 +1,5 @@
 /* Checkpoint files: atomic write, verified read (see checkpoint.h for the layout). */
-#include "train/checkpoint.h"
+#include "checkpoint.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/alloc.h"
-#include "common/hash.h"
-#include "train/errbuf.h"
+#include "alloc.h"
+#include "errbuf.h"
+#include "hash.h"
 
 #define CKPT_MAGIC   "ZENCKPT1"
 #define CKPT_VERSION 1u
@@ -39,7 +39,7 @@ typedef struct section_head {
 
 static uint64_t header_sum(const ckpt_header *h)
 {
-    return zen__fnv1a(h, offsetof(ckpt_header, header_sum), 0x636b7074ull);
+    return zen_train_fnv1a(h, offsetof(ckpt_header, header_sum), 0x636b7074ull);
 }
 
 void zen_ckpt_resolve(const char *arg, char *out, size_t outlen)
@@ -51,22 +51,12 @@ void zen_ckpt_resolve(const char *arg, char *out, size_t outlen)
         snprintf(out, outlen, "%s", arg);
 }
 
-/*
- * Streaming FNV-1a (64-bit): the payload checksum is accumulated while it is written.
- * zen__fnv1a starts from FNV_BASIS ^ seed, so seeding it with h ^ FNV_BASIS continues from state h.
- */
-#define FNV_BASIS 0xcbf29ce484222325ull
-
-static uint64_t fnv_update(uint64_t h, const void *data, size_t n)
-{
-    return zen__fnv1a(data, n, h ^ FNV_BASIS);
-}
-
+/* The payload checksum (FNV-1a 64) is accumulated while it is written: hash.h's streaming form. */
 static int write_all(int fd, const void *buf, size_t n, uint64_t *sum)
 {
     const char *p = buf;
     if (sum)
-        *sum = fnv_update(*sum, buf, n);
+        *sum = zen_train_fnv1a_update(*sum, buf, n);
     while (n > 0) {
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR)
@@ -122,7 +112,7 @@ zen_status zen_ckpt_save(const char *path, const char *config, uint64_t step,
         return ZEN_EIO;
     }
     int bad = write_all(fd, &h, sizeof h, NULL);
-    uint64_t sum = FNV_BASIS;
+    uint64_t sum = ZEN_TRAIN_FNV_BASIS;
     bad = bad || write_all(fd, config, h.config_bytes, &sum);
     for (size_t i = 0; i < nsections && !bad; i++) {
         section_head sh;
@@ -300,14 +290,14 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
                           (long long)sb.st_size, (unsigned long long)(sizeof h + h.payload_bytes));
         goto out;
     }
-    payload = zen__malloc(h.payload_bytes + 1);
+    payload = malloc(h.payload_bytes + 1);
     if (!payload) {
         st = ZEN_ENOMEM;
         zen_train_set_err(err, errlen, "out of memory reading checkpoint %s", path);
         goto out;
     }
     if (fread(payload, 1, h.payload_bytes, f) != h.payload_bytes ||
-        fnv_update(FNV_BASIS, payload, h.payload_bytes) != h.payload_sum) {
+        zen_train_fnv1a_update(ZEN_TRAIN_FNV_BASIS, payload, h.payload_bytes) != h.payload_sum) {
         zen_train_set_err(err, errlen, "checkpoint %s failed its checksum (corrupt)", path);
         goto out;
     }
@@ -324,7 +314,7 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
     }
     payload[h.config_bytes] = save;
     /* locate every wanted section before copying any */
-    const char **found = zen__calloc(nsections ? nsections : 1, sizeof *found);
+    const char **found = zen_train_calloc(nsections ? nsections : 1, sizeof *found);
     if (!found) {
         st = ZEN_ENOMEM;
         zen_train_set_err(err, errlen, "out of memory reading checkpoint %s", path);
@@ -336,13 +326,13 @@ zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *
     if (st == ZEN_OK)
         for (size_t i = 0; i < nsections; i++)
             memcpy(sections[i].data, found[i], sections[i].count * sizeof(float));
-    zen__free(found);
+    free(found);
     if (st != ZEN_OK)
         goto out;
     *step = h.step;
     st = ZEN_OK;
 out:
-    zen__free(payload);
+    free(payload);
     fclose(f);
     return st;
 }

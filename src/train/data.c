@@ -2,20 +2,20 @@
  * The training corpus: reading lines (file or `bible`), building and caching the token file,
  * and the counter-based batch sampler.
  */
-#include "train/data.h"
+#include "data.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/alloc.h"
-#include "common/hash.h"
-#include "common/input.h"
-#include "train/errbuf.h"
+#include "alloc.h"
+#include "errbuf.h"
+#include "hash.h"
 
 #define TOKEN_MAGIC "ZENTOK01"
 
@@ -68,7 +68,7 @@ static zen_status read_stream(FILE *f, text_buf *t)
             size_t ncap = t->cap ? t->cap : 1 << 20;
             while (ncap < t->len + n + 1)
                 ncap *= 2;
-            char *p = zen__realloc(t->data, ncap);
+            char *p = realloc(t->data, ncap);
             if (!p)
                 return ZEN_ENOMEM;
             t->data = p;
@@ -79,7 +79,7 @@ static zen_status read_stream(FILE *f, text_buf *t)
     }
     if (ferror(f))
         return ZEN_EIO;
-    if (!t->data && !(t->data = zen__malloc(1)))
+    if (!t->data && !(t->data = malloc(1)))
         return ZEN_ENOMEM;
     t->data[t->len] = 0;
     return ZEN_OK;
@@ -106,9 +106,9 @@ static zen_status split_lines(text_buf *t, int strip_refs, char ***lines, size_t
         if (!blank) {
             if (n == cap) {
                 size_t ncap = cap ? 2 * cap : 4096;
-                char **nv = zen__realloc(v, ncap * sizeof *nv);
+                char **nv = zen_train_realloc_array(v, ncap, sizeof *nv);
                 if (!nv) {
-                    zen__free(v);
+                    free(v);
                     return ZEN_ENOMEM;
                 }
                 v = nv;
@@ -138,7 +138,7 @@ zen_status zen_dataset_from_lines(const char *const *lines, size_t nlines,
         nval = nlines - 1;
     size_t ntr = nlines - nval;
 
-    zen_dataset *ds = zen__calloc(1, sizeof *ds);
+    zen_dataset *ds = zen_train_calloc(1, sizeof *ds);
     zen_wordcount *wc = NULL;
     zen_status st = ds ? zen_wordcount_create(&wc) : ZEN_ENOMEM;
     for (size_t i = 0; i < ntr && st == ZEN_OK; i++)
@@ -169,15 +169,15 @@ void zen_dataset_destroy(zen_dataset *ds)
     if (!ds)
         return;
     zen_vocab_destroy(ds->vocab);
-    zen__free(ds->tokens);
-    zen__free(ds);
+    free(ds->tokens);
+    free(ds);
 }
 
 /* ---- cache files ---- */
 
 static uint64_t header_sum(const token_header *h)
 {
-    return zen__fnv1a(h, offsetof(token_header, header_sum), 0x746f6b68ull);
+    return zen_train_fnv1a(h, offsetof(token_header, header_sum), 0x746f6b68ull);
 }
 
 static int mkdir_p(const char *dir)
@@ -211,7 +211,7 @@ static zen_status write_cache(const zen_dataset *ds, const zen_data_options *opt
     h.ntrain = ds->ntrain;
     h.nlines_train = ds->nlines_train;
     h.nlines_val = ds->nlines_val;
-    h.checksum = zen__fnv1a(ds->tokens, ds->ntokens * sizeof *ds->tokens, 0);
+    h.checksum = zen_train_fnv1a(ds->tokens, ds->ntokens * sizeof *ds->tokens, 0);
     h.header_sum = header_sum(&h);
 
     /* vocabulary first, token file last: the token file names the vocabulary digest, so a crash
@@ -255,13 +255,14 @@ static zen_status read_cache(const zen_data_options *opts, const char *tok_path,
         h.val_permille != (uint64_t)llround(opts->val_fraction * 1000.0) || h.ntrain > h.ntokens ||
         h.ntokens > ((uint64_t)1 << 34))
         goto out;
-    ds = zen__calloc(1, sizeof *ds);
-    if (!ds || !(ds->tokens = zen__malloc_array(h.ntokens ? h.ntokens : 1, sizeof(uint32_t)))) {
+    ds = zen_train_calloc(1, sizeof *ds);
+    if (!ds ||
+        !(ds->tokens = zen_train_malloc_array(h.ntokens ? h.ntokens : 1, sizeof(uint32_t)))) {
         st = ZEN_ENOMEM;
         goto out;
     }
     if (fread(ds->tokens, sizeof(uint32_t), h.ntokens, f) != h.ntokens ||
-        zen__fnv1a(ds->tokens, h.ntokens * sizeof(uint32_t), 0) != h.checksum)
+        zen_train_fnv1a(ds->tokens, h.ntokens * sizeof(uint32_t), 0) != h.checksum)
         goto out;
     st = zen_vocab_load(vocab_path, &ds->vocab);
     if (st != ZEN_OK)
@@ -316,6 +317,35 @@ static zen_status read_gzip(const char *path, text_buf *t, char *err, size_t err
     return st;
 }
 
+/*
+ * Opens a --data file for reading. Its text, lines and tokens take about 3 times the file, so it
+ * may hold at most a quarter of this machine's memory; and it must be a regular file, since a
+ * device (`--data /dev/zero`) or a FIFO would be read until memory runs out.
+ */
+static FILE *open_corpus(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        zen_train_set_err(err, errlen, "--data: cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGESIZE);
+    uint64_t limit =
+        pages > 0 && page_bytes > 0 ? (uint64_t)pages * (uint64_t)page_bytes / 4 : UINT64_MAX;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
+        zen_train_set_err(err, errlen, "--data: %s is not a regular file", path);
+    else if ((uint64_t)sb.st_size > limit)
+        zen_train_set_err(err, errlen,
+                          "--data: %s has %llu bytes, more than a quarter of this machine's "
+                          "memory (%llu bytes)",
+                          path, (unsigned long long)sb.st_size, (unsigned long long)limit);
+    else
+        return f;
+    fclose(f);
+    return NULL;
+}
+
 static zen_status read_source(const zen_data_options *opts, text_buf *t, char *err, size_t errlen)
 {
     FILE *f;
@@ -323,16 +353,8 @@ static zen_status read_source(const zen_data_options *opts, text_buf *t, char *e
     if (opts->text_path && is_gzip_path(opts->text_path))
         return read_gzip(opts->text_path, t, err, errlen);
     if (opts->text_path) {
-        /* Text, its lines and its tokens take about 3 times the file: allow a quarter of the
-         * available memory, and only regular files (`--data /dev/zero` would read forever). */
-        uint64_t size = 0;
-        char why[512];
-        f = zen__open_input(opts->text_path, zen__mem_available_bytes() / 4, &size, why,
-                            sizeof why);
-        if (!f) {
-            zen_train_set_err(err, errlen, "--data: %s", why);
+        if (!(f = open_corpus(opts->text_path, err, errlen)))
             return ZEN_EIO;
-        }
         st = read_stream(f, t);
         fclose(f);
         if (st != ZEN_OK)
@@ -372,7 +394,7 @@ zen_status zen_dataset_load(const zen_data_options *opts, zen_dataset **out, cha
         if (st != ZEN_OK)
             goto done;
         snprintf(base, sizeof base, "text-%016llx",
-                 (unsigned long long)zen__fnv1a(t.data, t.len, 0x74657874ull));
+                 (unsigned long long)zen_train_fnv1a(t.data, t.len, 0x74657874ull));
     } else {
         snprintf(base, sizeof base, "kjv");
     }
@@ -408,7 +430,7 @@ zen_status zen_dataset_load(const zen_data_options *opts, zen_dataset **out, cha
         else if (st != ZEN_OK)
             zen_train_set_err(err, errlen, "tokenizing failed: %s", zen_strerror(st));
     }
-    zen__free(lines);
+    free(lines);
     if (st != ZEN_OK)
         goto done;
     snprintf((*out)->name, sizeof(*out)->name, "%s", base);
@@ -418,7 +440,7 @@ zen_status zen_dataset_load(const zen_data_options *opts, zen_dataset **out, cha
             fprintf(stderr, "zen train: warning: cannot write the token cache in %s/\n", dir);
     }
 done:
-    zen__free(t.data);
+    free(t.data);
     return st;
 }
 
@@ -429,7 +451,8 @@ void zen_data_train_batch(const zen_dataset *ds, uint64_t seed, uint64_t step, s
 {
     uint64_t span = ds->ntrain > seq + 1 ? ds->ntrain - seq - 1 : 1;
     for (size_t i = 0; i < count; i++) {
-        uint64_t h = zen_hash64(zen_hash64(step, seed) ^ (first + i), seed ^ 0x6261746368ull);
+        uint64_t h =
+            zen_train_hash64(zen_train_hash64(step, seed) ^ (first + i), seed ^ 0x6261746368ull);
         size_t pos = (size_t)(h % span);
         for (size_t t = 0; t < seq; t++) {
             size_t a = pos + t < ds->ntrain ? pos + t : ds->ntrain - 1;
@@ -462,9 +485,9 @@ zen_status zen_data_val_batch(const zen_dataset *ds, size_t nval, size_t first, 
 double zen_data_unigram_loss(const zen_dataset *ds)
 {
     size_t v = zen_vocab_size(ds->vocab);
-    uint64_t *cnt = zen__calloc(v, sizeof *cnt);
+    uint64_t *cnt = zen_train_calloc(v, sizeof *cnt);
     if (!cnt || ds->ntokens == ds->ntrain) {
-        zen__free(cnt);
+        free(cnt);
         return NAN;
     }
     for (size_t i = 0; i < ds->ntrain; i++)
@@ -472,6 +495,6 @@ double zen_data_unigram_loss(const zen_dataset *ds)
     double total = (double)ds->ntrain + (double)v, loss = 0;
     for (size_t i = ds->ntrain; i < ds->ntokens; i++)
         loss -= log(((double)cnt[ds->tokens[i]] + 1.0) / total);
-    zen__free(cnt);
+    free(cnt);
     return loss / (double)(ds->ntokens - ds->ntrain);
 }

@@ -24,7 +24,7 @@
 
 #include <zen/zen.h>
 
-#include "train/tokenizer.h"
+#include "tokenizer.h"
 
 typedef struct zen_data_options {
     const char *text_path; /* NULL: the KJV Bible via `bible` */

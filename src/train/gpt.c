@@ -6,10 +6,11 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "common/alloc.h"
-#include "train/gpt_internal.h"
+#include "alloc.h"
+#include "gpt_internal.h"
 
 void zen_gpt_config_default(zen_gpt_config *cfg)
 {
@@ -184,7 +185,7 @@ static zen_status agree_on_config(zen_comm *comm, const zen_gpt_config *cfg)
                          cfg->n_head, cfg->d_ff,  (int64_t)cfg->seed };
         memcpy(mine, v, sizeof mine);
     }
-    int64_t *all = zen__malloc_array((size_t)tp * 8, sizeof(int64_t));
+    int64_t *all = zen_train_malloc_array((size_t)tp * 8, sizeof(int64_t));
     if (!all)
         return ZEN_ENOMEM;
     zen_status st = zen_allgather(comm, mine, all, 8, ZEN_I64);
@@ -198,7 +199,7 @@ static zen_status agree_on_config(zen_comm *comm, const zen_gpt_config *cfg)
             st = ZEN_EMISMATCH;
         }
     }
-    zen__free(all);
+    free(all);
     return st;
 }
 
@@ -226,12 +227,12 @@ static zen_status build_registry(zen_gpt *m)
     const zen_gpt_config *c = &m->cfg;
     size_t d = (size_t)c->d_model, V = (size_t)c->vocab, L = (size_t)c->n_layer;
     size_t own = 2 * V * d + (size_t)c->ctx * d + 2 * d + L * 4 * d;
-    m->own = zen__calloc(own, sizeof(float));
-    m->own_grad = zen__calloc(own, sizeof(float));
+    m->own = zen_train_calloc(own, sizeof(float));
+    m->own_grad = zen_train_calloc(own, sizeof(float));
     size_t np = 2 + 12 * L + 3;
-    m->params = zen__calloc(np, sizeof(zen_gpt_param));
-    m->pinfo = zen__calloc(np, sizeof(gpt_pinfo));
-    m->names = zen__calloc(np, sizeof(*m->names));
+    m->params = zen_train_calloc(np, sizeof(zen_gpt_param));
+    m->pinfo = zen_train_calloc(np, sizeof(gpt_pinfo));
+    m->names = zen_train_calloc(np, sizeof(*m->names));
     if (!m->own || !m->own_grad || !m->params || !m->pinfo || !m->names)
         return ZEN_ENOMEM;
 
@@ -310,7 +311,7 @@ zen_status zen_gpt_create(const zen_gpt_config *cfg, zen_comm *tp_comm, zen_tp_g
     zen_status st = agree_on_config(tp_comm, cfg);
     if (st != ZEN_OK)
         return st;
-    zen_gpt *m = zen__calloc(1, sizeof *m);
+    zen_gpt *m = zen_train_calloc(1, sizeof *m);
     if (!m)
         return ZEN_ENOMEM;
     m->cfg = *cfg;
@@ -323,9 +324,9 @@ zen_status zen_gpt_create(const zen_gpt_config *cfg, zen_comm *tp_comm, zen_tp_g
     m->dl = m->hl * m->hd;
     m->ffl = cfg->d_ff / m->tp;
     m->training = 1;
-    m->blocks = zen__calloc((size_t)cfg->n_layer, sizeof(gpt_block));
-    m->seen = zen__calloc((size_t)cfg->vocab, 1);
-    m->touched = zen__calloc((size_t)cfg->vocab, sizeof(int32_t));
+    m->blocks = zen_train_calloc((size_t)cfg->n_layer, sizeof(gpt_block));
+    m->seen = zen_train_calloc((size_t)cfg->vocab, 1);
+    m->touched = zen_train_calloc((size_t)cfg->vocab, sizeof(int32_t));
     st = m->blocks && m->seen && m->touched ? ZEN_OK : ZEN_ENOMEM;
     if (st == ZEN_OK)
         st = create_layers(m);
@@ -352,15 +353,15 @@ void zen_gpt_destroy(zen_gpt *m)
         zen_tp_linear_destroy(m->blocks[l].fc2);
     }
     gpt_acts_free(&m->a);
-    zen__free(m->blocks);
-    zen__free(m->own);
-    zen__free(m->own_grad);
-    zen__free(m->params);
-    zen__free(m->pinfo);
-    zen__free(m->names);
-    zen__free(m->seen);
-    zen__free(m->touched);
-    zen__free(m);
+    free(m->blocks);
+    free(m->own);
+    free(m->own_grad);
+    free(m->params);
+    free(m->pinfo);
+    free(m->names);
+    free(m->seen);
+    free(m->touched);
+    free(m);
 }
 
 void zen_gpt_zero_grad(zen_gpt *m)

@@ -2,7 +2,7 @@
 #ifndef ZEN_TRAIN_GPT_INTERNAL_H
 #define ZEN_TRAIN_GPT_INTERNAL_H
 
-#include "train/gpt.h"
+#include "gpt.h"
 
 /* How a canonical full tensor maps to this tp rank's local tensor. */
 typedef enum gpt_split {

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/alloc.h"
-#include "train/gpt_internal.h"
-#include "train/ops.h"
+#include "alloc.h"
+#include "gpt_internal.h"
+#include "ops.h"
 
 void gpt_acts_free(gpt_acts *a)
 {
@@ -26,18 +26,18 @@ void gpt_acts_free(gpt_acts *a)
                        &a->dln,     &a->tmp,       &a->datt,    &a->dqkv,     &a->dfc,
                        &a->dlogits, &a->scratch_tt };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
-        zen__free(*bufs[i]);
+        free(*bufs[i]);
         *bufs[i] = NULL;
     }
-    zen__free(a->tokens);
-    zen__free(a->targets);
+    free(a->tokens);
+    free(a->targets);
     a->tokens = a->targets = NULL;
     a->rows_cap = a->att_cap = 0;
 }
 
 static float *fbuf(size_t n, int *fail)
 {
-    float *p = zen__malloc_array(n ? n : 1, sizeof(float));
+    float *p = zen_train_malloc_array(n ? n : 1, sizeof(float));
     if (!p)
         *fail = 1;
     return p;
@@ -81,8 +81,8 @@ static zen_status ensure_acts(zen_gpt *m, int B, int T)
     a->dfc = fbuf(rows * ffl, &fail);
     a->dlogits = fbuf(rows * V, &fail);
     a->scratch_tt = fbuf(att > tt ? att : tt, &fail);
-    a->tokens = zen__malloc_array(rows, sizeof(int32_t));
-    a->targets = zen__malloc_array(rows, sizeof(int32_t));
+    a->tokens = zen_train_malloc_array(rows, sizeof(int32_t));
+    a->targets = zen_train_malloc_array(rows, sizeof(int32_t));
     if (fail || !a->tokens || !a->targets) {
         gpt_acts_free(a);
         return ZEN_ENOMEM;

@@ -11,10 +11,11 @@
  * Export runs the inverse per rank after an allgather of the local tensors.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "common/alloc.h"
-#include "train/gpt_internal.h"
+#include "alloc.h"
+#include "gpt_internal.h"
 
 /* ---- deterministic init ---- */
 
@@ -100,8 +101,8 @@ static size_t max_full_count(const zen_gpt *m)
 zen_status gpt_init_weights(zen_gpt *m)
 {
     size_t mx = max_full_count(m);
-    float *full = zen__malloc_array(mx, sizeof(float));
-    float *local = zen__malloc_array(mx, sizeof(float));
+    float *full = zen_train_malloc_array(mx, sizeof(float));
+    float *local = zen_train_malloc_array(mx, sizeof(float));
     zen_status st = full && local ? ZEN_OK : ZEN_ENOMEM;
     for (size_t i = 0; st == ZEN_OK && i < m->nparams; i++) {
         const zen_gpt_param *p = &m->params[i];
@@ -115,8 +116,8 @@ zen_status gpt_init_weights(zen_gpt *m)
         slice_copy(p, pi, m->tp, m->rank, full, local, 1);
         st = store_local(m, i, local);
     }
-    zen__free(full);
-    zen__free(local);
+    free(full);
+    free(local);
     return st;
 }
 
@@ -158,7 +159,7 @@ zen_status zen_gpt_export_tensors(zen_gpt *m, const float *const *local, float *
     for (size_t i = 0; i < m->nparams; i++)
         mx = m->params[i].count > mx ? m->params[i].count : mx;
     /* all: the tp ranks' local tensors side by side; canon/spare: one local tensor each */
-    float *all = zen__malloc_array(mx * (size_t)(m->tp + 2), sizeof(float));
+    float *all = zen_train_malloc_array(mx * (size_t)(m->tp + 2), sizeof(float));
     if (!all)
         return ZEN_ENOMEM;
     float *canon = all + mx * (size_t)m->tp, *spare = canon + mx;
@@ -183,25 +184,25 @@ zen_status zen_gpt_export_tensors(zen_gpt *m, const float *const *local, float *
         }
         off += p->full_count;
     }
-    zen__free(all);
+    free(all);
     return st;
 }
 
 zen_status zen_gpt_export(zen_gpt *m, float *dst)
 {
-    const float **local = zen__calloc(m->nparams, sizeof(*local));
+    const float **local = zen_train_calloc(m->nparams, sizeof(*local));
     if (!local)
         return ZEN_ENOMEM;
     for (size_t i = 0; i < m->nparams; i++)
         local[i] = m->params[i].data;
     zen_status st = zen_gpt_export_tensors(m, local, dst);
-    zen__free((void *)local);
+    free((void *)local);
     return st;
 }
 
 zen_status zen_gpt_import(zen_gpt *m, const float *src)
 {
-    float *local = zen__malloc_array(max_full_count(m), sizeof(float));
+    float *local = zen_train_malloc_array(max_full_count(m), sizeof(float));
     if (!local)
         return ZEN_ENOMEM;
     zen_status st = ZEN_OK;
@@ -212,6 +213,6 @@ zen_status zen_gpt_import(zen_gpt *m, const float *src)
         st = store_local(m, i, local);
         off += m->params[i].full_count;
     }
-    zen__free(local);
+    free(local);
     return st;
 }

@@ -3,7 +3,7 @@
  * cblas_sgemm (attention included: strided views of the fused qkv rows avoid any copy); the
  * elementwise parts are single loops over contiguous rows.
  */
-#include "train/ops.h"
+#include "ops.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -56,7 +56,7 @@ typedef int32_t vi4 __attribute__((vector_size(16)));
 #define VECI      vi4
 #define VEC_N     4
 #define VFN(name) name##_4
-#include "train/ops_simd.h"
+#include "ops_simd.h"
 #undef VEC
 #undef VECI
 #undef VEC_N
@@ -72,7 +72,7 @@ typedef int32_t vi8 __attribute__((vector_size(32)));
 #define VECI      vi8
 #define VEC_N     8
 #define VFN(name) name##_8
-#include "train/ops_simd.h"
+#include "ops_simd.h"
 #undef VEC
 #undef VECI
 #undef VEC_N

@@ -5,14 +5,14 @@
  * power-of-two size kept at most half full, FNV-1a hashes), so lookups while encoding a 4 MB
  * corpus cost one hash and usually one string compare per token.
  */
-#include "train/tokenizer.h"
+#include "tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/alloc.h"
-#include "common/hash.h"
+#include "alloc.h"
+#include "hash.h"
 
 /* ---- splitting ---- */
 
@@ -80,7 +80,7 @@ typedef struct strtab {
 
 static uint64_t word_hash(const char *w, size_t len)
 {
-    return zen__fnv1a(w, len, 0x7a656e746f6bull);
+    return zen_train_fnv1a(w, len, 0x7a656e746f6bull);
 }
 
 static zen_status strtab_init(strtab *t, size_t min_slots)
@@ -88,7 +88,7 @@ static zen_status strtab_init(strtab *t, size_t min_slots)
     size_t n = 64;
     while (n < 2 * min_slots)
         n *= 2;
-    t->slots = zen__calloc(n, sizeof *t->slots);
+    t->slots = zen_train_calloc(n, sizeof *t->slots);
     if (!t->slots)
         return ZEN_ENOMEM;
     t->nslots = n;
@@ -101,8 +101,8 @@ static void strtab_free(strtab *t)
     if (!t->slots)
         return;
     for (size_t i = 0; i < t->nslots; i++)
-        zen__free(t->slots[i].word);
-    zen__free(t->slots);
+        free(t->slots[i].word);
+    free(t->slots);
     t->slots = NULL;
 }
 
@@ -130,7 +130,7 @@ static zen_status strtab_grow(strtab *t)
         *strtab_find(t, old.slots[i].word, strlen(old.slots[i].word)) = old.slots[i];
         t->used++;
     }
-    zen__free(old.slots);
+    free(old.slots);
     return ZEN_OK;
 }
 
@@ -144,7 +144,7 @@ static zen_status strtab_upsert(strtab *t, const char *w, size_t len, strtab_ent
     }
     strtab_entry *e = strtab_find(t, w, len);
     if (!e->word) {
-        e->word = zen__malloc(len + 1);
+        e->word = malloc(len + 1);
         if (!e->word)
             return ZEN_ENOMEM;
         memcpy(e->word, w, len);
@@ -166,11 +166,11 @@ struct zen_wordcount {
 zen_status zen_wordcount_create(zen_wordcount **out)
 {
     *out = NULL;
-    zen_wordcount *wc = zen__calloc(1, sizeof *wc);
+    zen_wordcount *wc = zen_train_calloc(1, sizeof *wc);
     if (!wc)
         return ZEN_ENOMEM;
     if (strtab_init(&wc->tab, 1024) != ZEN_OK) {
-        zen__free(wc);
+        free(wc);
         return ZEN_ENOMEM;
     }
     *out = wc;
@@ -182,7 +182,7 @@ void zen_wordcount_destroy(zen_wordcount *wc)
     if (!wc)
         return;
     strtab_free(&wc->tab);
-    zen__free(wc);
+    free(wc);
 }
 
 typedef struct count_ctx {
@@ -235,13 +235,13 @@ static int by_count_then_bytes(const void *a, const void *b)
 /* Make a vocabulary from an ordered word list (ids 0 and 1 must be the special words). */
 static zen_status vocab_from_words(char **words, size_t n, zen_vocab **out)
 {
-    zen_vocab *v = zen__calloc(1, sizeof *v);
+    zen_vocab *v = zen_train_calloc(1, sizeof *v);
     if (!v)
         return ZEN_ENOMEM;
     v->words = words;
     v->size = n;
     if (strtab_init(&v->tab, n) != ZEN_OK) {
-        zen__free(v);
+        free(v);
         return ZEN_ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
@@ -271,8 +271,8 @@ static void free_words(char **words, size_t n)
     if (!words)
         return;
     for (size_t i = 0; i < n; i++)
-        zen__free(words[i]);
-    zen__free(words);
+        free(words[i]);
+    free(words);
 }
 
 zen_status zen_vocab_build(const zen_wordcount *wc, size_t max_size, uint64_t min_count,
@@ -282,7 +282,7 @@ zen_status zen_vocab_build(const zen_wordcount *wc, size_t max_size, uint64_t mi
     if (max_size < 3 || max_size > UINT32_MAX)
         return ZEN_EINVAL;
     size_t n = wc->tab.used;
-    const strtab_entry **sorted = zen__malloc_array(n ? n : 1, sizeof *sorted);
+    const strtab_entry **sorted = zen_train_malloc_array(n ? n : 1, sizeof *sorted);
     if (!sorted)
         return ZEN_ENOMEM;
     size_t k = 0;
@@ -291,18 +291,18 @@ zen_status zen_vocab_build(const zen_wordcount *wc, size_t max_size, uint64_t mi
             sorted[k++] = &wc->tab.slots[i];
     qsort(sorted, k, sizeof *sorted, by_count_then_bytes);
     size_t keep = 2;
-    char **words = zen__calloc(max_size, sizeof *words);
+    char **words = zen_train_calloc(max_size, sizeof *words);
     zen_status st = words ? ZEN_OK : ZEN_ENOMEM;
     for (size_t i = 0; i < 2 && st == ZEN_OK; i++)
-        if (!(words[i] = zen__strdup(special_words[i])))
+        if (!(words[i] = strdup(special_words[i])))
             st = ZEN_ENOMEM;
     for (size_t i = 0; i < k && keep < max_size && st == ZEN_OK; i++) {
         if (strcmp(sorted[i]->word, "<unk>") == 0 || strcmp(sorted[i]->word, "<eos>") == 0)
             continue; /* cannot occur with zen_tok_split, but keep ids unique anyway */
-        if (!(words[keep++] = zen__strdup(sorted[i]->word)))
+        if (!(words[keep++] = strdup(sorted[i]->word)))
             st = ZEN_ENOMEM;
     }
-    zen__free(sorted);
+    free(sorted);
     if (st == ZEN_OK)
         st = vocab_from_words(words, keep, out);
     if (st != ZEN_OK)
@@ -316,7 +316,7 @@ void zen_vocab_destroy(zen_vocab *v)
         return;
     free_words(v->words, v->size);
     strtab_free(&v->tab);
-    zen__free(v);
+    free(v);
 }
 
 size_t zen_vocab_size(const zen_vocab *v)
@@ -346,7 +346,7 @@ static zen_status push_id(uint32_t **ids, size_t *count, size_t *cap, uint32_t i
 {
     if (*count == *cap) {
         size_t ncap = *cap ? *cap * 2 : 1024;
-        uint32_t *p = zen__realloc(*ids, ncap * sizeof *p);
+        uint32_t *p = zen_train_realloc_array(*ids, ncap, sizeof *p);
         if (!p)
             return ZEN_ENOMEM;
         *ids = p;
@@ -429,7 +429,7 @@ zen_status zen_vocab_load(const char *path, zen_vocab **out)
         line[len - 1] = 0;
         if (n == cap) {
             size_t ncap = cap ? cap * 2 : 1024;
-            char **p = zen__realloc(words, ncap * sizeof *p);
+            char **p = zen_train_realloc_array(words, ncap, sizeof *p);
             if (!p) {
                 st = ZEN_ENOMEM;
                 break;
@@ -437,7 +437,7 @@ zen_status zen_vocab_load(const char *path, zen_vocab **out)
             words = p;
             cap = ncap;
         }
-        if (!(words[n] = zen__strdup(line)))
+        if (!(words[n] = strdup(line)))
             st = ZEN_ENOMEM;
         else
             n++;
@@ -459,6 +459,6 @@ uint64_t zen_vocab_digest(const zen_vocab *v)
 {
     uint64_t h = 0x766f636162ull;
     for (size_t i = 0; i < v->size; i++)
-        h = zen__fnv1a(v->words[i], strlen(v->words[i]) + 1, h);
+        h = zen_train_fnv1a(v->words[i], strlen(v->words[i]) + 1, h);
     return h;
 }

@@ -52,7 +52,7 @@ uint32_t zen_vocab_lookup(const zen_vocab *v, const char *tok, size_t len);
 
 /*
  * Encode a line: its tokens then ZEN_TOK_EOS are appended to *ids (a growing array with *count
- * used and *cap allocated entries, zen__realloc'd as needed).
+ * used and *cap allocated entries, grown with realloc as needed).
  */
 zen_status zen_vocab_encode_line(const zen_vocab *v, const char *line, size_t len, uint32_t **ids,
                                  size_t *count, size_t *cap);

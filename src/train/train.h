@@ -15,7 +15,7 @@
 #include <zen/sparse.h>
 #include <zen/tp.h>
 
-#include "train/data.h"
+#include "data.h"
 
 /* How the token-embedding gradient is synchronised over dp. */
 typedef enum zen_emb_sync {
@@ -71,10 +71,10 @@ void zen_train_options_default(zen_train_options *o);
 typedef struct zen_train_result {
     long steps_done;      /* last step index + 1 */
     long first_step;      /* 0, or the resumed step */
-    float *losses;        /* losses[i] = training loss of step first_step + i (zen__free) */
+    float *losses;        /* losses[i] = training loss of step first_step + i (free()) */
     float final_val_loss; /* NAN when never evaluated */
     double unigram_loss;
-    float *params; /* full model in canonical order (zen__free), when want_params */
+    float *params; /* full model in canonical order (free()), when want_params */
     size_t nparams;
     int want_params; /* input: 1 to export the final parameters */
     double tokens_per_s;

@@ -16,7 +16,7 @@
  * mean gradients equals the gradient of the global mean, every (dp, tp) at the same global batch
  * trains the same model up to floating-point summation order.
  */
-#include "train/trainer.h"
+#include "trainer.h"
 
 #include <errno.h>
 #include <math.h>
@@ -25,12 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "common/alloc.h"
-#include "common/clock.h"
-#include "common/hash.h"
-#include "train/checkpoint.h"
+#include "alloc.h"
+#include "checkpoint.h"
+#include "hash.h"
 
 void zen_train_options_default(zen_train_options *o)
 {
@@ -76,8 +76,8 @@ void zen_train_result_free(zen_train_result *r)
 {
     if (!r)
         return;
-    zen__free(r->losses);
-    zen__free(r->params);
+    free(r->losses);
+    free(r->params);
     r->losses = NULL;
     r->params = NULL;
 }
@@ -200,9 +200,9 @@ static zen_status save_checkpoint(rank_state *r, long next_step)
     int32_t ok = 1;
     float *w = NULL, *m1 = NULL, *m2 = NULL;
     if (r->dp_rank == 0) {
-        w = zen__malloc_array(n, sizeof *w);
-        m1 = zen__malloc_array(n, sizeof *m1);
-        m2 = zen__malloc_array(n, sizeof *m2);
+        w = zen_train_malloc_array(n, sizeof *w);
+        m1 = zen_train_malloc_array(n, sizeof *m1);
+        m2 = zen_train_malloc_array(n, sizeof *m2);
         long step = 0;
         st = (w && m1 && m2) ? ZEN_OK : ZEN_ENOMEM;
         /* every tp rank of replica 0 joins the gathers; world rank 0 writes */
@@ -224,9 +224,9 @@ static zen_status save_checkpoint(rank_state *r, long next_step)
         }
         ok = st == ZEN_OK;
     }
-    zen__free(w);
-    zen__free(m1);
-    zen__free(m2);
+    free(w);
+    free(m1);
+    free(m2);
     /* everyone learns whether the write worked, so a failure stops all ranks */
     zen_status bst = zen_broadcast(r->world, &ok, 1, ZEN_I32, 0);
     if (bst != ZEN_OK)
@@ -238,9 +238,9 @@ static zen_status load_checkpoint(rank_state *r, uint64_t *checksum)
 {
     run_ctx *c = r->c;
     size_t n = zen_gpt_full_param_count(zen_gpt_get_config(r->model));
-    float *w = zen__malloc_array(n, sizeof *w);
-    float *m1 = zen__malloc_array(n, sizeof *m1);
-    float *m2 = zen__malloc_array(n, sizeof *m2);
+    float *w = zen_train_malloc_array(n, sizeof *w);
+    float *m1 = zen_train_malloc_array(n, sizeof *m1);
+    float *m2 = zen_train_malloc_array(n, sizeof *m2);
     zen_status st = (w && m1 && m2) ? ZEN_OK : ZEN_ENOMEM;
     uint64_t step = 0;
     if (st == ZEN_OK) {
@@ -250,7 +250,7 @@ static zen_status load_checkpoint(rank_state *r, uint64_t *checksum)
         if (st != ZEN_OK)
             snprintf(r->err, sizeof r->err, "%s", err);
         else
-            *checksum = zen__fnv1a(w, n * sizeof *w, step);
+            *checksum = zen_train_fnv1a(w, n * sizeof *w, step);
     }
     if (st == ZEN_OK && step > (uint64_t)r->o->steps) {
         snprintf(r->err, sizeof r->err, "checkpoint %s is at step %llu, beyond --steps %ld",
@@ -263,9 +263,9 @@ static zen_status load_checkpoint(rank_state *r, uint64_t *checksum)
         rank_fail(r, st, "importing optimizer state");
     if (st == ZEN_OK)
         r->first_step = (long)step;
-    zen__free(w);
-    zen__free(m1);
-    zen__free(m2);
+    free(w);
+    free(m1);
+    free(m2);
     return st;
 }
 
@@ -293,6 +293,14 @@ typedef struct loop_acc {
     float last_val;
 } loop_acc;
 
+/* The monotonic clock that times the phases of a step, in ns. */
+static int64_t step_clock_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
 /* Forward and backward on this rank's batch; wait for the dp replicas (the wait is timed apart
  * from the sync so stragglers show as wait, not communication); sync the gradients; optional
  * dump; optimizer step; the global batch's loss. t[0..4] are the boundaries of those phases. */
@@ -300,7 +308,7 @@ static zen_status run_step(rank_state *r, long step, step_out *out, int64_t t[5]
 {
     const zen_train_options *o = r->o;
     zen_status st;
-    t[0] = zen_now_ns();
+    t[0] = step_clock_ns();
     zen_gpt_zero_grad(r->model);
     zen_data_train_batch(r->c->ds, o->seed, (uint64_t)step, (size_t)r->dp_rank * o->batch,
                          (size_t)o->batch, (size_t)o->seq, r->x, r->y);
@@ -312,12 +320,12 @@ static zen_status run_step(rank_state *r, long step, step_out *out, int64_t t[5]
         rank_fail(r, st, "backward at step %ld", step);
         return st;
     }
-    t[1] = zen_now_ns();
+    t[1] = step_clock_ns();
     if (o->dp > 1 && (st = zen_barrier(r->dpc)) != ZEN_OK) {
         rank_fail(r, st, "dp barrier at step %ld", step);
         return st;
     }
-    t[2] = zen_now_ns();
+    t[2] = step_clock_ns();
     /* tp balancing may permute a layer's columns differently in each replica (tp helper) */
     st = o->dp > 1 ? zen_tp_group_canonical_grads(r->group, 1) : ZEN_OK;
     if (st == ZEN_OK)
@@ -328,7 +336,7 @@ static zen_status run_step(rank_state *r, long step, step_out *out, int64_t t[5]
         rank_fail(r, st, "gradient sync at step %ld", step);
         return st;
     }
-    t[3] = zen_now_ns();
+    t[3] = step_clock_ns();
     if (o->dump_grads_dir && r->tp_rank == 0 &&
         (st = zen_trainer_dump_grads(o->dump_grads_dir, r->dp_rank, o->dp, step, r->sync)) !=
             ZEN_OK) {
@@ -345,7 +353,7 @@ static zen_status run_step(rank_state *r, long step, step_out *out, int64_t t[5]
         rank_fail(r, st, "loss allreduce at step %ld", step);
         return st;
     }
-    t[4] = zen_now_ns();
+    t[4] = step_clock_ns();
     return ZEN_OK;
 }
 
@@ -459,7 +467,7 @@ static zen_status train_loop(rank_state *r)
     zen_status st = ZEN_OK;
     if (lead && res) {
         res->first_step = r->first_step;
-        res->losses = zen__calloc(nrec > 0 ? (size_t)nrec : 1, sizeof(float));
+        res->losses = zen_train_calloc(nrec > 0 ? (size_t)nrec : 1, sizeof(float));
         if (!res->losses)
             return ZEN_ENOMEM;
     }
@@ -640,8 +648,8 @@ static zen_status rank_main(zen_comm *world, void *arg)
         goto out;
     }
     size_t nxy = (size_t)o->batch * (size_t)o->seq;
-    r->x = zen__malloc_array(nxy, sizeof *r->x);
-    r->y = zen__malloc_array(nxy, sizeof *r->y);
+    r->x = zen_train_malloc_array(nxy, sizeof *r->x);
+    r->y = zen_train_malloc_array(nxy, sizeof *r->y);
     if (!r->x || !r->y) {
         st = ZEN_ENOMEM;
         rank_fail(r, st, "allocating batches");
@@ -663,14 +671,14 @@ static zen_status rank_main(zen_comm *world, void *arg)
     }
     if (c->res && c->res->want_params && r->dp_rank == 0) {
         size_t n = zen_gpt_full_param_count(&g);
-        float *p = zen__malloc_array(n, sizeof *p);
+        float *p = zen_train_malloc_array(n, sizeof *p);
         st = p ? zen_gpt_export(r->model, p) : ZEN_ENOMEM;
         if (st == ZEN_OK && r->wrank == 0) {
             c->res->params = p;
             c->res->nparams = n;
             p = NULL;
         }
-        zen__free(p);
+        free(p);
         if (st != ZEN_OK) {
             rank_fail(r, st, "exporting parameters");
             goto out;
@@ -686,8 +694,8 @@ out:
         snprintf(c->rank_err[slot], sizeof c->rank_err[slot], "%s", r->err);
         c->rank_st[slot] = st;
     }
-    zen__free(r->x);
-    zen__free(r->y);
+    free(r->x);
+    free(r->y);
     zen_trainer_sync_destroy(r->sync);
     zen_adamw_destroy(r->opt);
     zen_gpt_destroy(r->model);
@@ -867,8 +875,8 @@ zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_
     if ((st = prepare_outputs(&c, wrank, err, sizeof err)) != ZEN_OK)
         goto done;
     c.ranks_here = world ? 1 : o->dp * o->tp;
-    c.rank_err = zen__calloc((size_t)c.ranks_here, sizeof *c.rank_err);
-    c.rank_st = zen__calloc((size_t)c.ranks_here, sizeof *c.rank_st);
+    c.rank_err = zen_train_calloc((size_t)c.ranks_here, sizeof *c.rank_err);
+    c.rank_st = zen_train_calloc((size_t)c.ranks_here, sizeof *c.rank_st);
     if (!c.rank_err || !c.rank_st) {
         st = ZEN_ENOMEM;
         goto done;
@@ -883,8 +891,8 @@ zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_
     if (st != ZEN_OK)
         st = first_rank_error(&c, st, err, sizeof err);
 done:
-    zen__free(c.rank_err);
-    zen__free(c.rank_st);
+    free(c.rank_err);
+    free(c.rank_st);
     if (c.metrics)
         fclose(c.metrics);
     if (world) {

@@ -19,9 +19,9 @@
 
 #include <stdio.h>
 
-#include "train/adamw.h"
-#include "train/gpt.h"
-#include "train/train.h"
+#include "adamw.h"
+#include "gpt.h"
+#include "train.h"
 
 /* ---- resume consistency (trainer_resume.c) ---- */
 

@@ -12,7 +12,7 @@
 
 #include <zen/sparse.h>
 
-#include "train/trainer.h"
+#include "trainer.h"
 
 zen_status zen_trainer_dump_grads(const char *dir, int dp_rank, int dp_size, long step,
                                   const zen_trainer_sync *s)

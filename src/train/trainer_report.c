@@ -1,11 +1,12 @@
 /* Progress lines, --metrics JSON lines and text sampling of the trainer. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "common/alloc.h"
-#include "common/hash.h"
-#include "train/trainer.h"
+#include "alloc.h"
+#include "hash.h"
+#include "trainer.h"
 
 static void fmt_bytes(char *out, size_t n, double b)
 {
@@ -124,7 +125,7 @@ static int32_t draw(const float *logits, int vocab, uint64_t *rng)
         p[j] = exp((logits[best[j]] - logits[best[0]]) / SAMPLE_TEMPERATURE);
         sum += p[j];
     }
-    *rng = zen_mix64(*rng + 0x9e3779b97f4a7c15ull);
+    *rng = zen_train_mix64(*rng + 0x9e3779b97f4a7c15ull);
     double u = (double)(*rng >> 11) / 9007199254740992.0 * sum;
     for (int j = 0; j < nb; j++) {
         u -= p[j];
@@ -148,9 +149,9 @@ zen_status zen_trainer_sample(zen_gpt *m, const zen_vocab *v, const char *prompt
             n--; /* drop the end-of-line token: the sample continues the prompt's line */
     }
     size_t total = n + (size_t)ntokens + 1;
-    uint32_t *all = st == ZEN_OK ? zen__malloc_array(total, sizeof *all) : NULL;
-    int32_t *win = zen__malloc_array((size_t)cfg->ctx, sizeof *win);
-    float *logits = zen__malloc_array((size_t)cfg->vocab, sizeof *logits);
+    uint32_t *all = st == ZEN_OK ? zen_train_malloc_array(total, sizeof *all) : NULL;
+    int32_t *win = zen_train_malloc_array((size_t)cfg->ctx, sizeof *win);
+    float *logits = zen_train_malloc_array((size_t)cfg->vocab, sizeof *logits);
     if (st == ZEN_OK && (!all || !win || !logits))
         st = ZEN_ENOMEM;
     size_t len = 0;
@@ -183,9 +184,9 @@ zen_status zen_trainer_sample(zen_gpt *m, const zen_vocab *v, const char *prompt
     zen_gpt_set_training(m, 1);
     if (st == ZEN_OK)
         zen_vocab_decode(v, all + start, len - start, out, outlen);
-    zen__free(ids);
-    zen__free(all);
-    zen__free(win);
-    zen__free(logits);
+    free(ids);
+    free(all);
+    free(win);
+    free(logits);
     return st;
 }

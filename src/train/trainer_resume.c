@@ -5,10 +5,11 @@
  * and only fail at the end, if at all. One allgather of 4 x i64 per rank.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "common/alloc.h"
-#include "train/trainer.h"
+#include "alloc.h"
+#include "trainer.h"
 
 /* "2, 5" for the ranks whose record differs from rank 0's (or that failed) into out. */
 static void list_ranks(const int64_t *all, int n, int failed_only, char *out, size_t cap)
@@ -31,12 +32,12 @@ zen_status zen_trainer_agree_start(zen_comm *world, zen_status mine, uint64_t st
 {
     int n = zen_comm_size(world);
     int64_t rec[4] = { mine == ZEN_OK ? 0 : 1, (int64_t)step, (int64_t)checksum, (int64_t)nparams };
-    int64_t *all = zen__malloc_array((size_t)n * 4, sizeof *all);
+    int64_t *all = zen_train_malloc_array((size_t)n * 4, sizeof *all);
     if (!all)
         return ZEN_ENOMEM;
     zen_status st = zen_allgather(world, rec, all, 4, ZEN_I64);
     if (st != ZEN_OK) {
-        zen__free(all);
+        free(all);
         return st;
     }
     char ranks[256];
@@ -45,7 +46,7 @@ zen_status zen_trainer_agree_start(zen_comm *world, zen_status mine, uint64_t st
         if (mine == ZEN_OK) /* a failed rank keeps its own, more precise, error */
             snprintf(err, errlen, "rank(s) %s could not load the checkpoint (see their errors)",
                      ranks);
-        zen__free(all);
+        free(all);
         return mine != ZEN_OK ? mine : ZEN_EMISMATCH;
     }
     list_ranks(all, n, 0, ranks, sizeof ranks);
@@ -64,6 +65,6 @@ zen_status zen_trainer_agree_start(zen_comm *world, zen_status mine, uint64_t st
                  (long long)all[4 * other + 3], ranks, me);
         st = ZEN_EMISMATCH;
     }
-    zen__free(all);
+    free(all);
     return st;
 }

@@ -21,12 +21,13 @@
  * so nothing is lost, only delayed.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <zen/sparse.h>
 
-#include "common/alloc.h"
-#include "train/trainer.h"
+#include "alloc.h"
+#include "trainer.h"
 
 struct zen_trainer_sync {
     zen_gpt *model;
@@ -55,7 +56,7 @@ zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_opt
                                    zen_trainer_sync **out)
 {
     *out = NULL;
-    zen_trainer_sync *s = zen__calloc(1, sizeof *s);
+    zen_trainer_sync *s = zen_train_calloc(1, sizeof *s);
     if (!s)
         return ZEN_ENOMEM;
     s->model = m;
@@ -65,7 +66,7 @@ zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_opt
     s->emb_param = -1;
     size_t np = zen_gpt_param_count(m);
     const zen_gpt_param *p = zen_gpt_params(m);
-    s->dense = zen__malloc_array(np, sizeof *s->dense);
+    s->dense = zen_train_malloc_array(np, sizeof *s->dense);
     if (!s->dense)
         goto nomem;
     for (size_t i = 0; i < np; i++) {
@@ -81,18 +82,18 @@ zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_opt
     }
     if (o->topk > 0) {
         s->stage_count = s->total;
-        s->residual = zen__calloc(s->total, sizeof(float));
-        s->mag = zen__malloc_array(s->total, sizeof(float));
-        s->topk_out = zen__malloc_array(s->total, sizeof(float));
-        s->topk_idx = zen__malloc_array(s->total, sizeof(uint32_t));
-        s->topk_val = zen__malloc_array(s->total, sizeof(float));
+        s->residual = zen_train_calloc(s->total, sizeof(float));
+        s->mag = zen_train_malloc_array(s->total, sizeof(float));
+        s->topk_out = zen_train_malloc_array(s->total, sizeof(float));
+        s->topk_idx = zen_train_malloc_array(s->total, sizeof(uint32_t));
+        s->topk_val = zen_train_malloc_array(s->total, sizeof(float));
         if (!s->residual || !s->mag || !s->topk_out || !s->topk_idx || !s->topk_val)
             goto nomem;
     } else {
         size_t b = o->bucket_bytes / sizeof(float);
         s->stage_count = b < 1024 ? 1024 : b;
     }
-    s->stage = zen__malloc_array(s->stage_count, sizeof(float));
+    s->stage = zen_train_malloc_array(s->stage_count, sizeof(float));
     if (!s->stage)
         goto nomem;
     *out = s;
@@ -106,16 +107,16 @@ void zen_trainer_sync_destroy(zen_trainer_sync *s)
 {
     if (!s)
         return;
-    zen__free(s->dense);
-    zen__free(s->stage);
-    zen__free(s->residual);
-    zen__free(s->mag);
-    zen__free(s->topk_out);
-    zen__free(s->topk_idx);
-    zen__free(s->topk_val);
-    zen__free(s->emb_idx);
-    zen__free(s->emb_val);
-    zen__free(s);
+    free(s->dense);
+    free(s->stage);
+    free(s->residual);
+    free(s->mag);
+    free(s->topk_out);
+    free(s->topk_idx);
+    free(s->topk_val);
+    free(s->emb_idx);
+    free(s->emb_val);
+    free(s);
 }
 
 /* Copy [off, off+n) of the virtual concatenation of dense grads to buf (dir 0) or back (dir 1). */
@@ -234,10 +235,10 @@ static zen_status capture_embedding(zen_trainer_sync *s)
     zen_gpt_touched_rows(s->model, &rows, &nrows);
     size_t d = (size_t)p->cols;
     if (nrows > s->emb_cap) {
-        zen__free(s->emb_idx);
-        zen__free(s->emb_val);
-        s->emb_idx = zen__malloc_array(nrows, sizeof *s->emb_idx);
-        s->emb_val = zen__malloc_array(nrows * d, sizeof *s->emb_val);
+        free(s->emb_idx);
+        free(s->emb_val);
+        s->emb_idx = zen_train_malloc_array(nrows, sizeof *s->emb_idx);
+        s->emb_val = zen_train_malloc_array(nrows * d, sizeof *s->emb_val);
         s->emb_cap = (s->emb_idx && s->emb_val) ? nrows : 0;
         if (!s->emb_cap)
             return ZEN_ENOMEM;
