@@ -6,8 +6,14 @@
 #   | <folder> | <allowed include> <allowed include> ... |
 #
 # where an allowed include ending in '/' allows a folder (under src/ or include/), anything else
-# one header; a header in the including file's own folder is always allowed. Known exceptions,
-# each with its reason, are listed in scripts/layers-allow.txt as "file: include".
+# one header; a header in the including file's own folder is always allowed, and a bare name
+# ("train.h") names an allowed header of another folder that the build puts on the include path.
+# Known exceptions, each with its reason, are listed in scripts/layers-allow.txt as
+# "file: include".
+#
+# The folders named in the line "On the public API only ...: `folder` ..." below the table may not
+# name an internal function either: any `zen__` identifier outside a comment line there is a
+# violation too (the static archive would link it; libzen.so, which they link, hides it).
 # Prints file:line and the broken rule for each violation; exit 1 if there is any.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +27,13 @@ while IFS= read -r line; do
     [[ "$folder" == layer || "$folder" == --- ]] && continue
     RULE[$folder]=$(echo "${BASH_REMATCH[2]}" | tr -d '`,')
 done < <(sed -n '/layers:begin/,/layers:end/p' "$doc")
-if (( ${#RULE[@]} == 0 )); then
-    echo "check-layers: no rule table (layers:begin ... layers:end) in $doc" >&2
+# the folders on the public API only: the line "On the public API only ...: `a` `b` ..." under the table
+PUBLIC_ONLY=$(sed -n '/layers:begin/,/layers:end/p' "$doc" | sed -n 's/^On the public API only[^:]*://p' |
+              tr -d '`,')
+PUBLIC_ONLY=$(echo $PUBLIC_ONLY)
+if (( ${#RULE[@]} == 0 )) || [[ -z "$PUBLIC_ONLY" ]]; then
+    echo "check-layers: no rule table (layers:begin ... layers:end) or no line" \
+         "\"On the public API only ...: \`folder\` ...\" in it in $doc" >&2
     exit 2
 fi
 
@@ -37,10 +48,12 @@ rule_of() {
 
 allowed() { # allowed FILE INCLUDE RULEWORDS
     local f=$1 inc=$2 word
-    [[ "$inc" != */* ]] && return 0 # same folder
-    [[ -f "$(dirname "$f")/$inc" ]] && return 0
+    [[ "$inc" == *..* ]] && return 1 # "../common/x.h" would pass for a header of its own folder
+    [[ -f "$(dirname "$f")/$inc" ]] && return 0 # own folder
     for word in $3; do
-        if [[ "$word" == */ ]]; then
+        if [[ "$inc" != */* ]]; then
+            [[ "$word" != */ && "${word##*/}" == "$inc" ]] && return 0
+        elif [[ "$word" == */ ]]; then
             [[ "$inc" == "$word"* ]] && return 0
         else
             [[ "$inc" == "$word" ]] && return 0
@@ -54,6 +67,13 @@ bad=0
 while IFS= read -r f; do
     r=$(rule_of "$f")
     [[ -n "$r" ]] || continue
+    if [[ " $PUBLIC_ONLY " == *" $r "* ]]; then
+        while IFS=: read -r ln name; do
+            echo "$f:$ln: uses the internal \"$name\": $r/ is on the public API only (docs/architecture.md, Layers)"
+            bad=$((bad + 1))
+        done < <(grep -nE '\bzen__[A-Za-z0-9_]+' "$f" | grep -vE '^[0-9]+:[[:space:]]*(/?\*|//)' |
+                 sed -E 's/^([0-9]+):.*\b(zen__[A-Za-z0-9_]+).*/\1:\2/' || true)
+    fi
     while IFS=: read -r ln text; do
         inc=$(echo "$text" | sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]([^">]+)[">].*/\1/')
         if ! allowed "$f" "$inc" "${RULE[$r]}"; then
@@ -65,7 +85,7 @@ done < <(git ls-files -- src tools examples include 2>/dev/null | grep -E '\.(c|
          find src tools examples include -name '*.[ch]')
 
 if (( bad > 0 )); then
-    echo "check-layers: $bad include(s) across the layer rule" >&2
+    echo "check-layers: $bad include(s) or internal name(s) across the layer rule" >&2
     exit 1
 fi
-echo "check-layers: every include follows docs/architecture.md"
+echo "check-layers: every include follows docs/architecture.md; no internal names on the public side"
