@@ -20,7 +20,8 @@ void *zen_train_malloc_array(size_t count, size_t size)
 
 void *zen_train_calloc(size_t count, size_t size)
 {
-    return count == 0 || size == 0 ? calloc(1, 1) : calloc(count, size);
+    size_t bytes;
+    return array_bytes(count, size, &bytes) ? calloc(1, bytes) : NULL;
 }
 
 void *zen_train_realloc_array(void *ptr, size_t count, size_t size)

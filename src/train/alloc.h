@@ -18,7 +18,7 @@
 /* malloc(count * size); NULL when the product overflows or memory is short. */
 void *zen_train_malloc_array(size_t count, size_t size);
 
-/* calloc(count, size) (zeroed); NULL when memory is short. */
+/* calloc(count, size): zeroed; NULL when the product overflows or memory is short. */
 void *zen_train_calloc(size_t count, size_t size);
 
 /* realloc(ptr, count * size); NULL (ptr untouched and still owned by the caller) when the product
