@@ -144,18 +144,6 @@ static int parse_mode(const char *s, int *out)
     return 0;
 }
 
-/* Is this process one rank of a launched world (tcp or mpi)? */
-static int launched(void)
-{
-    static const char *const vars[] = { "ZEN_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK" };
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v)
-            return 1;
-    }
-    return 0;
-}
-
 static int is_opt(const char *arg, const char *shortname, const char *longname)
 {
     return (shortname && strcmp(arg, shortname) == 0) || strcmp(arg, longname) == 0;
@@ -264,14 +252,14 @@ int bench_parse(int argc, char **argv, bench_kind kind, bench_opts *o, int *done
     if (o->min_bytes > o->max_bytes)
         return zen_usage_error(cmd, "-b (%zu) is larger than -e (%zu)", o->min_bytes, o->max_bytes);
     if (!transport_given)
-        o->transport = launched() ? ZEN_TRANSPORT_AUTO : ZEN_TRANSPORT_INPROC;
+        o->transport = zen_cli_launched() ? ZEN_TRANSPORT_AUTO : ZEN_TRANSPORT_INPROC;
     if (o->transport != ZEN_TRANSPORT_INPROC) {
         if (ranks_given)
             return zen_usage_error(cmd,
                                    "--ranks is for --transport inproc; with %s the launcher "
                                    "sets the world size",
                                    zen_transport_name(o->transport));
-        if (!launched())
+        if (!zen_cli_launched())
             return zen_usage_error(cmd,
                                    "--transport %s runs one rank per process: start it with "
                                    "`zen launch -n N -- zen %s ...` (or set ZEN_RANK, "

@@ -39,4 +39,8 @@ void zen_json_string(FILE *f, const char *s);
 /* One line describing this machine (cores, model name, kernel) for benchmark headers. */
 void zen_machine_line(char *out, size_t size);
 
+/* 1 when a launcher started this process as one rank of a world (zen_comm_env_rank; a malformed
+ * launcher variable counts, so that zen_comm_create names it), 0 when its ranks are threads. */
+int zen_cli_launched(void);
+
 #endif

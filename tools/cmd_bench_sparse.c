@@ -703,15 +703,6 @@ static void help(void)
         "model_us.\n");
 }
 
-static int launched(void)
-{
-    const char *vars[] = { "ZEN_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK" };
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (getenv(vars[i]) && *getenv(vars[i]))
-            return 1;
-    return 0;
-}
-
 static int parse_num(const char *cmd, const char *opt, const char *s, double lo, double hi,
                      double *out)
 {
@@ -858,7 +849,7 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
             return zen_usage_error(cmd, "unknown option: %s", a);
         }
     }
-    cfg->transport = launched() ? ZEN_TRANSPORT_AUTO : ZEN_TRANSPORT_INPROC;
+    cfg->transport = zen_cli_launched() ? ZEN_TRANSPORT_AUTO : ZEN_TRANSPORT_INPROC;
     if (cfg->transport != ZEN_TRANSPORT_INPROC && ranks_given)
         fprintf(stderr, "zen bench sparse: --ranks ignored: the launcher decides the ranks\n");
     /* the dense reference needs rows * width floats per process */

@@ -5,7 +5,15 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <zen/comm.h>
+
 #include "cli.h"
+
+int zen_cli_launched(void)
+{
+    int rank;
+    return zen_comm_env_rank(&rank) != ZEN_OK || rank >= 0;
+}
 
 int zen_parse_size(const char *s, size_t *out)
 {

@@ -65,6 +65,16 @@ typedef struct zen_comm_options {
 ZEN_API void zen_comm_options_init(zen_comm_options *opts);
 
 /*
+ * The rank a launcher gave this process (zen launch, torchrun, mpirun, a PMI launcher): the one
+ * zen_comm_create takes for rank -1, from the first of ZEN_RANK, RANK, OMPI_COMM_WORLD_RANK,
+ * PMI_RANK that is set and not empty. *rank = -1 when none is: the process was not started as a
+ * rank, so a program whose ranks may also be threads (zen train, zen bench) runs them itself.
+ * ZEN_EINVAL (*rank = -1) when a launcher variable is malformed, as zen_comm_create would say.
+ * Reads the environment only: thread safe as long as nobody changes it meanwhile.
+ */
+ZEN_API zen_status zen_comm_env_rank(int *rank);
+
+/*
  * Create a communicator. Collective: every rank of the world calls it. On success *out owns the
  * communicator; release it with zen_comm_destroy. Agrees on hash seeds (broadcast from rank 0)
  * used by the sparse module. On failure *out is NULL and the status says why (the reason is

@@ -707,13 +707,11 @@ out:
 
 /* ---- entry ---- */
 
+/* A malformed launcher variable counts as started, so that zen_comm_create names it. */
 static int started_as_process_rank(void)
 {
-    static const char *const vars[] = { "ZEN_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK" };
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (getenv(vars[i]))
-            return 1;
-    return 0;
+    int rank;
+    return zen_comm_env_rank(&rank) != ZEN_OK || rank >= 0;
 }
 
 static zen_status check_options(const zen_train_options *o, char *err, size_t errlen)
