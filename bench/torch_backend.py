@@ -174,28 +174,29 @@ def c_bench_1mib(args):
     """p50 seconds of `zen bench allreduce` at 1 MiB, in place (libzen called from C), over the
     transport the zen group gets: ZEN_TRANSPORT if set, else auto (shm on one host)."""
     cmd = [args.zen, "launch", "-n", str(args.nproc), "--", args.zen, "bench", "allreduce",
-           "--transport", os.environ.get("ZEN_TRANSPORT", "auto"), "-b", "1M", "-e", "1M", "-w", str(args.warmup), "-n",
-           str(args.iters), "--json"]
+           "--transport", os.environ.get("ZEN_TRANSPORT", "auto"), "-b", "1M", "-e", "1M", "-w",
+           str(args.warmup), "-n", str(args.iters), "--json"]
     lines = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
     rows = [json.loads(l) for l in lines if l.startswith("{")]
     return rows
 
 
 def summary(name, ts, bases=()):
-    med = statistics.median(ts)
-    line = f"  {name:<26} median {med * 1e3:8.3f} ms  (min {min(ts) * 1e3:.3f}, max " \
-           f"{max(ts) * 1e3:.3f}, n={len(ts)})"
-    for label, value in bases:
-        line += f"  {value / med:6.2f}x {label}"
-    print(line)
-    return med
+    """One line for one run: median and min-max of its times, speed-ups against bases."""
+    return print_line(name, ts, f"median {statistics.median(ts) * 1e3:8.3f} ms  (min "
+                      f"{min(ts) * 1e3:.3f}, max {max(ts) * 1e3:.3f}, n={len(ts)})", bases)
 
 
 def round_summary(name, meds, bases=()):
     """One line over rounds: the median of the per-round medians and their min-max."""
-    med = statistics.median(meds)
-    line = f"  {name:<26} median of {len(meds)} rounds {med * 1e3:8.3f} ms  (rounds " \
-           f"{min(meds) * 1e3:.3f}-{max(meds) * 1e3:.3f})"
+    return print_line(name, meds, f"median of {len(meds)} rounds "
+                      f"{statistics.median(meds) * 1e3:8.3f} ms  (rounds "
+                      f"{min(meds) * 1e3:.3f}-{max(meds) * 1e3:.3f})", bases)
+
+
+def print_line(name, ts, text, bases):
+    med = statistics.median(ts)
+    line = f"  {name:<26} {text}"
     for label, value in bases:
         line += f"  {value / med:6.2f}x {label}"
     print(line)
@@ -213,7 +214,7 @@ def overhead(args):
         cts = res["times"]["C zen_allreduce"]
         for k, ts in res["times"].items():
             py.setdefault(k, []).append(statistics.median(ts))
-            summary(k, ts, [] if k.startswith("C ") else [("C (faster is >1)", statistics.median(cts))])
+            summary(k, ts, [] if k.startswith("C ") else [("C", statistics.median(cts))])
             if not k.startswith("C "):  # paired: this call against the C call of its iteration
                 d = statistics.median(a - b for a, b in zip(ts, cts))
                 py.setdefault(k + " paired", []).append(d)
@@ -264,30 +265,26 @@ def main():
         print(f"round {r + 1} (load {os.getloadavg()[0]:.2f}): {info}")
         for k, ts in times.items():
             meds.setdefault(k, []).append(statistics.median(ts))
-        if args.mode == "sparse":
-            gs = summary("gloo sparse", times["gloo sparse"])
-            gd = summary("gloo dense", times["gloo dense"])
-            for name in ["auto"] + args.schemes:
-                summary(f"zen sparse ({name})", times[f"zen sparse ({name})"],
-                        [("gloo sparse", gs), ("gloo dense", gd)])
-        else:
-            for mib in args.sizes:
-                g = summary(f"gloo {mib} MiB", times[f"gloo {mib} MiB"])
-                summary(f"zen {mib} MiB", times[f"zen {mib} MiB"], [("gloo", g)])
+        report(args, times, summary)
         sys.stdout.flush()
-    if args.rounds < 2:
-        return
-    print("over rounds:")
+    if args.rounds > 1:
+        print("over rounds:")
+        report(args, meds, round_summary)
+
+
+def report(args, series, line):
+    """One line per candidate with its speed-ups; line is summary (one run's times) or
+    round_summary (the per-round medians)."""
     if args.mode == "sparse":
-        gs = round_summary("gloo sparse", meds["gloo sparse"])
-        gd = round_summary("gloo dense", meds["gloo dense"])
+        gs = line("gloo sparse", series["gloo sparse"])
+        gd = line("gloo dense", series["gloo dense"])
         for name in ["auto"] + args.schemes:
-            round_summary(f"zen sparse ({name})", meds[f"zen sparse ({name})"],
-                          [("gloo sparse", gs), ("gloo dense", gd)])
+            line(f"zen sparse ({name})", series[f"zen sparse ({name})"],
+                 [("gloo sparse", gs), ("gloo dense", gd)])
     else:
         for mib in args.sizes:
-            g = round_summary(f"gloo {mib} MiB", meds[f"gloo {mib} MiB"])
-            round_summary(f"zen {mib} MiB", meds[f"zen {mib} MiB"], [("gloo", g)])
+            g = line(f"gloo {mib} MiB", series[f"gloo {mib} MiB"])
+            line(f"zen {mib} MiB", series[f"zen {mib} MiB"], [("gloo", g)])
 
 
 if __name__ == "__main__":
