@@ -7,8 +7,9 @@ spawn (default): NPROC processes from torch.multiprocessing; each initialises th
 with gloo (file rendezvous, no fixed port) and a zen group over the same ranks
 (dist.new_group(backend="zen")). torchrun-*: NPROC workers started by torchrun, each calling
 dist.init_process_group("zen") from torchrun's environment, with gloo as the second group. Then
-each runs the suites on both groups and compares. Each rank can rebuild every rank's input from its seed, so results that
-gloo cannot compute (reduce_scatter, AVG, bfloat16) are checked against a local reference.
+each runs the suites on both groups and compares. Each rank can rebuild every rank's input from
+its seed, so results that gloo cannot compute (reduce_scatter, AVG, bfloat16) are checked
+against a local reference.
 Exit 0 pass, 1 fail, 77 when torch or zen_torch is missing (ctest SKIP_RETURN_CODE).
 """
 import datetime
