@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """Word-level language model on the King James Bible with a sparse embedding, trained with DDP.
 
-    torchrun --standalone --nproc_per_node 4 examples/torch_ddp_kjv.py --backend zen
+    /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node 4 \
+        --redirects 1 --tee 1 examples/torch_ddp_kjv.py --backend zen
     zen launch -n 4 -- /usr/bin/python3 examples/torch_ddp_kjv.py --backend gloo
 
-(PYTHONPATH=build/python for a build tree.) The model predicts the next word from the previous
+(PYTHONPATH=build/python for a build tree. `torchrun` is the same as `python3 -m
+torch.distributed.run`; Debian's torch 1.13.1 on Python 3.11 needs --redirects 1 --tee 1, see
+docs/pytorch.md.) The model predicts the next word from the previous
 --context words: a large nn.Embedding(sparse=True) over the whole vocabulary, whose gradient
 touches only the words of the batch (a sparse COO all_reduce per step), then a small dense MLP
 over the --out-vocab most frequent words (dense bucket all_reduce). Each rank reads a different

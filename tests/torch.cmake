@@ -1,12 +1,21 @@
 # The zen torch.distributed backend (python/zen_torch) against gloo in the same processes. Always
 # registered: without torch or zen_torch the script exits 77 and ctest reports a skip.
-foreach(case "ops,sparse,errors,ddp;3" "ops,sparse;2")
+# Launchers: spawn (torch.multiprocessing; gloo the default group, zen a second one) and torchrun
+# of Debian torch 1.13.1 (zen the default group from torchrun's environment, gloo the second):
+# static rendezvous at a free --master_port, and c10d at localhost:0. The script starts torchrun
+# with the --redirects/--tee values that work on Python 3.11 (docs/pytorch.md).
+foreach(case "ops,sparse,errors,ddp;3;spawn" "ops,sparse;2;spawn"
+             "ops,sparse,errors,ddp;2;torchrun-static" "ops,sparse,ddp;3;torchrun-c10d")
   list(GET case 0 suite)
   list(GET case 1 nproc)
+  list(GET case 2 launcher)
   string(REPLACE "," "_" name "${suite}")
+  if(NOT launcher STREQUAL "spawn")
+    string(REPLACE "-" "_" name "${launcher}")
+  endif()
   add_test(NAME torch_${name}_${nproc}
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/torch/zen_backend_check.py
-                   ${suite} ${nproc})
+                   ${suite} ${nproc} ${launcher})
   set_tests_properties(torch_${name}_${nproc} PROPERTIES
     LABELS torch TIMEOUT 180 SKIP_RETURN_CODE 77
     ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;ZEN_TIMEOUT_S=60;OMP_NUM_THREADS=1")

@@ -6,6 +6,7 @@
 // calling thread), so its Work is already complete when returned; a failure is stored in the Work
 // and raised by wait(). send/recv use zen's nonblocking requests, completed by wait(). Arguments
 // zen cannot serve (a dtype, a reduce op, a non-CPU tensor) raise RuntimeError at the call.
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -314,6 +315,24 @@ class ProcessGroupZen : public c10d::ProcessGroup
     std::string transport() const
     {
         return zen_transport_name(zen_comm_transport(c_->comm));
+    }
+
+    // The benchmark baseline for the shim's overhead: one in-place zen_allreduce (SUM) on this
+    // group's communicator, timed around the C call alone, in the same process and on the same
+    // buffer as the dist.all_reduce it is compared with. Returns seconds; raises on failure.
+    double time_raw_allreduce(at::Tensor &t)
+    {
+        zen_dtype d = check_dense("allreduce", t);
+        TORCH_CHECK(t.is_contiguous(), "zen backend: the raw allreduce needs a contiguous tensor");
+        pybind11::gil_scoped_release nogil;
+        std::lock_guard<std::mutex> g(c_->lock);
+        auto t0 = std::chrono::steady_clock::now();
+        zen_status st =
+            zen_allreduce(c_->comm, t.data_ptr(), t.data_ptr(), (size_t)t.numel(), d, ZEN_SUM);
+        std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+        if (st != ZEN_OK)
+            std::rethrow_exception(zen_error(c_, "raw allreduce", st));
+        return dt.count();
     }
 
     c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &ts,
@@ -718,5 +737,11 @@ PYBIND11_MODULE(_C, m)
         "transport",
         [](const c10::intrusive_ptr<c10d::ProcessGroup> &pg) { return as_zen(pg)->transport(); },
         "how the ranks of a zen group reach each other (shm, tcp, shm+tcp, ...)");
+    m.def(
+        "_time_raw_allreduce",
+        [](const c10::intrusive_ptr<c10d::ProcessGroup> &pg, at::Tensor &t) {
+            return as_zen(pg)->time_raw_allreduce(t);
+        },
+        "benchmarks only: seconds of one in-place zen_allreduce (SUM) called directly from C");
     m.def("zen_version", &zen_version);
 }

@@ -1,17 +1,24 @@
 """Checks of the zen torch.distributed backend against gloo and local references.
 
-Usage: zen_backend_check.py SUITES NPROC   (SUITES: a comma list of ops, sparse, errors, ddp)
+Usage: zen_backend_check.py SUITES NPROC [spawn|torchrun-static|torchrun-c10d]
+       (SUITES: a comma list of ops, sparse, errors, ddp)
 
-Spawns NPROC processes; each initialises the default group with gloo (file rendezvous, no fixed
-port) and a zen group over the same ranks (dist.new_group(backend="zen")), then runs the suite
-on both and compares. Each rank can rebuild every rank's input from its seed, so results that
-gloo cannot compute (reduce_scatter, AVG, bfloat16) are checked against a local reference.
+spawn (default): NPROC processes from torch.multiprocessing; each initialises the default group
+with gloo (file rendezvous, no fixed port) and a zen group over the same ranks
+(dist.new_group(backend="zen")). torchrun-*: NPROC workers started by torchrun, each calling
+dist.init_process_group("zen") from torchrun's environment, with gloo as the second group. Then
+each runs the suites on both groups and compares. Each rank can rebuild every rank's input from
+its seed, so results that gloo cannot compute (reduce_scatter, AVG, bfloat16) are checked
+against a local reference.
 Exit 0 pass, 1 fail, 77 when torch or zen_torch is missing (ctest SKIP_RETURN_CODE).
 """
 import datetime
 import os
+import socket
+import subprocess
 import sys
 import tempfile
+import time
 import traceback
 
 import importlib.util
@@ -58,7 +65,70 @@ def close(a, b, dtype, what):
         raise AssertionError(f"{what}: max diff {(a - b).abs().max().item()}")
 
 
-def suite_ops(rank, n, zen):
+def on_both(zen, gloo, dtype, fn):
+    """fn(group) on the zen group, and on gloo where gloo has the dtype (not bfloat16)."""
+    return fn(zen), (fn(gloo) if dtype != torch.bfloat16 else None)
+
+
+def check_rooted_and_gathers(rank, n, zen, gloo, dtype):
+    """broadcast, reduce (SUM, MAX), all_gather (list and flat), gather, reduce_scatter (list
+    and flat) of one dtype: against gloo where gloo has the op and dtype, and against the
+    reference every rank computes from the others' inputs."""
+    root = n - 1
+    inputs = [data(r, 19, dtype, salt=5) for r in range(n)]
+
+    def broadcast(group):
+        t = inputs[rank].clone()
+        dist.broadcast(t, src=root, group=group)
+        return t
+    z, g = on_both(zen, gloo, dtype, broadcast)
+    close(z, inputs[root], dtype, f"broadcast {dtype}")
+    if g is not None:
+        close(z, g, dtype, f"broadcast {dtype} vs gloo")
+    for name, op in (("SUM", dist.ReduceOp.SUM), ("MAX", dist.ReduceOp.MAX)):
+        def reduce(group):
+            t = inputs[rank].clone()
+            dist.reduce(t, dst=root, op=op, group=group)
+            return t
+        z, g = on_both(zen, gloo, dtype, reduce)
+        if rank == root:
+            close(z, reference(inputs, name).to(dtype), dtype, f"reduce {name} {dtype}")
+            if g is not None:
+                close(z, g, dtype, f"reduce {name} {dtype} vs gloo")
+
+    def all_gather(group):
+        ts = [torch.zeros_like(inputs[rank]) for _ in range(n)]
+        dist.all_gather(ts, inputs[rank], group=group)
+        return torch.cat(ts)
+    z, g = on_both(zen, gloo, dtype, all_gather)
+    close(z, torch.cat(inputs), dtype, f"all_gather {dtype}")
+    if g is not None:
+        close(z, g, dtype, f"all_gather {dtype} vs gloo")
+    flat = torch.zeros(n * 19, dtype=dtype)
+    dist.all_gather_into_tensor(flat, inputs[rank], group=zen)
+    close(flat, torch.cat(inputs), dtype, f"all_gather_into_tensor {dtype}")
+
+    def gather(group):
+        ts = [torch.zeros_like(inputs[rank]) for _ in range(n)] if rank == 0 else None
+        dist.gather(inputs[rank], ts, dst=0, group=group)
+        return torch.cat(ts) if rank == 0 else None
+    z, g = on_both(zen, gloo, dtype, gather)
+    if rank == 0:
+        close(z, torch.cat(inputs), dtype, f"gather {dtype}")
+        if g is not None:
+            close(z, g, dtype, f"gather {dtype} vs gloo")
+    # reduce_scatter: gloo has none in this torch; the reference is the sum of everyone's block
+    blocks = [[data(r, 7, dtype, salt=10 + b) for b in range(n)] for r in range(n)]
+    mine = [blocks[r][rank] for r in range(n)]
+    out = torch.zeros(7, dtype=dtype)
+    dist.reduce_scatter(out, blocks[rank], group=zen)
+    close(out, reference(mine, "SUM").to(dtype), dtype, f"reduce_scatter {dtype}")
+    out = torch.zeros(7, dtype=dtype)
+    dist.reduce_scatter_tensor(out, torch.cat(blocks[rank]), op=dist.ReduceOp.MIN, group=zen)
+    close(out, reference(mine, "MIN").to(dtype), dtype, f"reduce_scatter_tensor MIN {dtype}")
+
+
+def suite_ops(rank, n, zen, gloo):
     for dtype in DTYPES:
         for name, op in OPS.items():
             inputs = [data(r, 37, dtype, salt=1) for r in range(n)]
@@ -67,7 +137,7 @@ def suite_ops(rank, n, zen):
             close(z, reference(inputs, name).to(dtype), dtype, f"allreduce {name} {dtype}")
             if dtype != torch.bfloat16:
                 g = inputs[rank].clone()
-                dist.all_reduce(g, op=op)
+                dist.all_reduce(g, op=op, group=gloo)
                 close(z, g, dtype, f"allreduce {name} {dtype} vs gloo")
     for dtype in (torch.float32, torch.float64):  # AVG: gloo has none; reference = mean
         inputs = [data(r, 1000, dtype, salt=2) for r in range(n)]
@@ -78,42 +148,22 @@ def suite_ops(rank, n, zen):
     big = [data(r, 1 << 20, torch.float32, salt=3) for r in range(n)]
     z, g = big[rank].clone(), big[rank].clone()
     dist.all_reduce(z, group=zen)
-    dist.all_reduce(g)
+    dist.all_reduce(g, group=gloo)
     close(z, g, torch.float32, "allreduce 4 MiB vs gloo")
     m = data(rank, 12, torch.float64, salt=4).view(3, 4).t()
     mg = m.clone()
     dist.all_reduce(m, group=zen)
-    dist.all_reduce(mg)
+    dist.all_reduce(mg, group=gloo)
     close(m, mg, torch.float64, "allreduce non-contiguous")
-    for dtype in (torch.float32, torch.int64, torch.bfloat16):
-        root = n - 1
-        inputs = [data(r, 19, dtype, salt=5) for r in range(n)]
-        z = inputs[rank].clone()
-        dist.broadcast(z, src=root, group=zen)
-        close(z, inputs[root], dtype, f"broadcast {dtype}")
-        zs = [torch.zeros_like(z) for _ in range(n)]
-        dist.all_gather(zs, inputs[rank], group=zen)
-        gs = [torch.zeros_like(z) for _ in range(n)]
-        if dtype != torch.bfloat16:
-            dist.all_gather(gs, inputs[rank])
-        for r in range(n):
-            close(zs[r], inputs[r], dtype, f"all_gather {dtype} block {r}")
-            if dtype != torch.bfloat16:
-                close(zs[r], gs[r], dtype, f"all_gather {dtype} vs gloo")
-        z = inputs[rank].clone()
-        dist.reduce(z, dst=root, group=zen)
-        if rank == root:
-            close(z, reference(inputs, "SUM").to(dtype), dtype, f"reduce {dtype}")
-        zs = [torch.zeros_like(z) for _ in range(n)] if rank == 0 else None
-        dist.gather(inputs[rank], zs, dst=0, group=zen)
-        if rank == 0:
-            for r in range(n):
-                close(zs[r], inputs[r], dtype, f"gather {dtype} block {r}")
-        blocks = [[data(r, 7, dtype, salt=10 + b) for b in range(n)] for r in range(n)]
-        out = torch.zeros(7, dtype=dtype)
-        dist.reduce_scatter(out, blocks[rank], group=zen)
-        close(out, reference([blocks[r][rank] for r in range(n)], "SUM").to(dtype), dtype,
-              f"reduce_scatter {dtype}")
+    for dtype in DTYPES:
+        check_rooted_and_gathers(rank, n, zen, gloo, dtype)
+    check_alltoall(rank, n, zen, gloo)
+    check_barrier(rank, n, zen, gloo)
+    check_p2p(rank, n, zen, gloo)
+    check_work(rank, n, zen)
+
+
+def check_alltoall(rank, n, zen, gloo):
     # all_to_all_single with uneven splits: rank r sends r+d+1 rows to rank d
     send = [torch.arange(sum(r + d + 1 for d in range(n)) * 3, dtype=torch.float32).view(-1, 3)
             + 100 * r for r in range(n)]
@@ -122,24 +172,63 @@ def suite_ops(rank, n, zen):
     z = torch.zeros(sum(out_splits), 3)
     g = torch.zeros(sum(out_splits), 3)
     dist.all_to_all_single(z, send[rank], out_splits, in_splits, group=zen)
-    dist.all_to_all_single(g, send[rank], out_splits, in_splits)
+    dist.all_to_all_single(g, send[rank], out_splits, in_splits, group=gloo)
     close(z, g, torch.float32, "all_to_all_single vs gloo")
+    for dtype in DTYPES:  # equal splits (no split sizes), every dtype
+        inputs = [data(r, 4 * n, dtype, salt=20) for r in range(n)]
+        z, g = on_both(zen, gloo, dtype, lambda group: all_to_all_equal(inputs[rank], group))
+        close(z, torch.cat([t[4 * rank:4 * rank + 4] for t in inputs]), dtype,
+              f"all_to_all_single {dtype}")
+        if g is not None:
+            close(z, g, dtype, f"all_to_all_single {dtype} vs gloo")
     chunks = [torch.full((2 + d,), float(10 * rank + d)) for d in range(n)]
     outs = [torch.zeros(2 + rank) for _ in range(n)]
     dist.all_to_all(outs, chunks, group=zen)
     for s in range(n):
         close(outs[s], torch.full((2 + rank,), float(10 * s + rank)), torch.float32,
               f"all_to_all from {s}")
+
+
+def all_to_all_equal(t, group):
+    out = torch.zeros_like(t)
+    dist.all_to_all_single(out, t, group=group)
+    return out
+
+
+def check_barrier(rank, n, zen, gloo):
+    """Nobody leaves zen's barrier before the last rank (rank 0, late by 0.3 s) entered it:
+    everyone's exit time against rank 0's entry time, one host, one clock."""
+    dist.barrier(group=gloo)
+    if rank == 0:
+        time.sleep(0.3)
+    entered = time.time()
     dist.barrier(group=zen)
-    # send/recv around a ring, nonblocking send so nobody waits on a neighbour's recv
-    msg = torch.arange(5, dtype=torch.int64) + rank
-    got = torch.zeros(5, dtype=torch.int64)
-    req = dist.isend(msg, (rank + 1) % n, group=zen, tag=3)
-    work = dist.irecv(got, (rank - 1) % n, group=zen, tag=3)
-    work.wait()
-    req.wait()
-    assert work.is_completed() and req.is_completed()
-    close(got, torch.arange(5) + (rank - 1) % n, torch.int64, "send/recv ring")
+    times = torch.tensor([entered, time.time()], dtype=torch.float64)
+    every = [torch.zeros(2, dtype=torch.float64) for _ in range(n)]
+    dist.all_gather(every, times, group=gloo)
+    late_entry = every[0][0].item()
+    for r in range(n):
+        assert every[r][1].item() >= late_entry, f"rank {r} left the barrier before rank 0 came"
+
+
+def check_p2p(rank, n, zen, gloo):
+    # send/recv around a ring, nonblocking send so nobody waits on a neighbour's recv; every
+    # dtype, the same ring through gloo where gloo has the dtype
+    for dtype in DTYPES:
+        msg = data(rank, 5, dtype, salt=30)
+
+        def ring(group):
+            got = torch.zeros(5, dtype=dtype)
+            req = dist.isend(msg, (rank + 1) % n, group=group, tag=3)
+            work = dist.irecv(got, (rank - 1) % n, group=group, tag=3)
+            work.wait()
+            req.wait()
+            assert work.is_completed() and req.is_completed()
+            return got
+        z, g = on_both(zen, gloo, dtype, ring)
+        close(z, data((rank - 1) % n, 5, dtype, salt=30), dtype, f"send/recv ring {dtype}")
+        if g is not None:
+            close(z, g, dtype, f"send/recv ring {dtype} vs gloo")
     # a receive whose sender has not sent yet: not complete, wait(timeout) raises, then it
     # completes once the sender sends (after a gloo barrier) and the second wait returns
     if rank == 0:
@@ -148,16 +237,34 @@ def suite_ops(rank, n, zen):
         assert not work.is_completed()
         expect_error(lambda: work.wait(timeout=datetime.timedelta(milliseconds=100)),
                      "recv from", "rank 1")
-    dist.barrier()
+    dist.barrier(group=gloo)
     if rank == 1:
         dist.send(torch.full((3,), 7.0), 0, group=zen, tag=9)
     if rank == 0:
         work.wait()
         assert work.is_completed()
         close(late, torch.full((3,), 7.0), torch.float32, "late recv")
-    w = dist.all_reduce(torch.ones(3), group=zen, async_op=True)
-    assert w.is_completed() and w.wait()
 
+
+def check_work(rank, n, zen):
+    """Work objects: a successful one is complete and its future holds the output; a failed one
+    (a root that is no rank: every rank refuses it before sending anything) is complete, not a
+    success, and raises zen's message from wait() and from its future. (Work.exception() of
+    this torch's Python binding cannot return an exception_ptr at all, for any backend.)"""
+    t = torch.full((3,), float(rank))
+    w = dist.all_reduce(t, group=zen, async_op=True)
+    assert w.is_completed() and w.is_success() and w.wait()
+    close(w.get_future().value()[0], torch.full((3,), n * (n - 1) / 2), torch.float32,
+          "future value")
+    opts = dist.BroadcastOptions()
+    opts.rootRank = n + 2
+    w = zen.broadcast([torch.ones(3)], opts)
+    assert w.is_completed() and not w.is_success()
+    expect_error(w.wait, "broadcast", f"root {n + 2}")
+    expect_error(lambda: w.get_future().wait(), "broadcast", f"root {n + 2}")
+    t = torch.full((3,), float(rank))  # the group still works: nothing was sent
+    dist.all_reduce(t, group=zen)
+    close(t, torch.full((3,), n * (n - 1) / 2), torch.float32, "allreduce after a failed Work")
 
 def sparse_grad(rank, rows, width, nnz, salt):
     g = torch.Generator().manual_seed(7000 + 31 * salt + rank)
@@ -166,7 +273,7 @@ def sparse_grad(rank, rows, width, nnz, salt):
     return torch.sparse_coo_tensor(idx, val, (rows, width))
 
 
-def suite_sparse(rank, n, zen):
+def suite_sparse(rank, n, zen, gloo):
     for salt, (rows, width, nnz) in enumerate([(50, 4, 30), (5000, 16, 400), (10, 3, 0),
                                                (300, 1, 300)]):
         inputs = [sparse_grad(r, rows, width, nnz, salt) for r in range(n)]
@@ -176,15 +283,31 @@ def suite_sparse(rank, n, zen):
         assert z.is_sparse and z.shape == (rows, width)
         close(z.to_dense(), expect, torch.float32, f"sparse allreduce {rows}x{width}")
         g = inputs[rank].clone()
-        dist.all_reduce(g)
+        dist.all_reduce(g, group=gloo)
         close(z.to_dense(), g.to_dense(), torch.float32, "sparse allreduce vs gloo")
-    for scheme in ("balanced", "allgather", "dense"):
+    # bfloat16 values (reduced in float32) and rows that are matrices (two dense dims)
+    inputs = [sparse_grad(r, 400, 6, 50, 11) for r in range(n)]
+    z = inputs[rank].to(torch.bfloat16)
+    dist.all_reduce(z, group=zen)
+    assert z.dtype == torch.bfloat16
+    close(z.to_dense(), sum(t.to(torch.bfloat16).to_dense().float() for t in inputs),
+          torch.bfloat16, "sparse allreduce bfloat16")
+    inputs = [torch.sparse_coo_tensor(t._indices(), t._values().view(-1, 3, 2), (400, 3, 2))
+              for t in inputs]
+    z = inputs[rank].clone()
+    dist.all_reduce(z, group=zen)
+    g = inputs[rank].clone()
+    dist.all_reduce(g, group=gloo)
+    close(z.to_dense(), g.to_dense(), torch.float32, "sparse allreduce 400x3x2 vs gloo")
+    close(z.to_dense(), sum(t.to_dense() for t in inputs), torch.float32, "sparse 400x3x2")
+    for scheme in ("balanced", "hierarchical", "allgather", "block", "ps", "dense"):
         zen_torch.set_sparse_scheme(zen, scheme)
         inputs = [sparse_grad(r, 777, 8, 120, 9) for r in range(n)]
         z = inputs[rank].clone()
         zen_torch.all_reduce_sparse(z, group=zen)
         close(z.to_dense(), sum(t.to_dense() for t in inputs), torch.float32, scheme)
         assert zen_torch.last_sparse_scheme(zen) == scheme, zen_torch.last_sparse_scheme(zen)
+    zen_torch.set_sparse_scheme(zen, "auto")
 
 
 def expect_error(fn, *words):
@@ -198,7 +321,7 @@ def expect_error(fn, *words):
     raise AssertionError(f"no RuntimeError for {words}")
 
 
-def suite_errors(rank, n, zen):
+def suite_errors(rank, n, zen, gloo):
     expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.float16), group=zen),
                  "allreduce", "Half")
     expect_error(lambda: dist.broadcast(torch.ones(4, dtype=torch.uint8), 0, group=zen),
@@ -211,13 +334,21 @@ def suite_errors(rank, n, zen):
     expect_error(lambda: dist.scatter(torch.ones(2), [torch.ones(2)] * n if rank == 0 else None,
                                       src=0, group=zen), "scatter")
     expect_error(lambda: zen_torch.set_sparse_scheme(zen, "nonsense"), "nonsense")
+    for name in ("BOR", "BXOR"):
+        expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int64),
+                                             op=getattr(dist.ReduceOp, name), group=zen),
+                     "allreduce", name)
+    expect_error(lambda: dist.all_reduce_coalesced([torch.ones(2)], group=zen),
+                 "allreduce_coalesced")
+    expect_error(lambda: dist.recv(torch.zeros(2), group=zen), "recvAnysource")  # no src
+    expect_error(lambda: dist.all_reduce(sp.to(torch.int64), group=zen), "sparse", "Long")
     # the group still works after refused calls (nothing was sent)
     t = torch.full((3,), float(rank))
     dist.all_reduce(t, group=zen)
     close(t, torch.full((3,), float(n * (n - 1) / 2)), torch.float32, "allreduce after errors")
 
 
-def train_losses(group, sparse, rank, n, steps=6):
+def train_losses(group, gloo, sparse, rank, n, steps=6):
     torch.manual_seed(0)
     if sparse:
         model = torch.nn.Sequential(torch.nn.Embedding(300, 16, sparse=True),
@@ -239,16 +370,16 @@ def train_losses(group, sparse, rank, n, steps=6):
         loss.backward()
         opt.step()
         t = loss.detach().clone()
-        dist.all_reduce(t)  # mean loss over ranks, through gloo for both runs
+        dist.all_reduce(t, group=gloo)  # mean loss over ranks, through gloo for both runs
         losses.append(t.item() / n)
     params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     return losses, params
 
 
-def suite_ddp(rank, n, zen):
+def suite_ddp(rank, n, zen, gloo):
     for sparse in (False, True):
-        lg, pg = train_losses(None, sparse, rank, n)
-        lz, pz = train_losses(zen, sparse, rank, n)
+        lg, pg = train_losses(gloo, gloo, sparse, rank, n)
+        lz, pz = train_losses(zen, gloo, sparse, rank, n)
         for s, (a, b) in enumerate(zip(lg, lz)):
             if abs(a - b) > 1e-5:
                 raise AssertionError(f"ddp sparse={sparse} step {s}: gloo {a} zen {b}")
@@ -259,36 +390,80 @@ def suite_ddp(rank, n, zen):
             print(f"ddp sparse={sparse}: losses {['%.5f' % v for v in lz]} match gloo")
 
 
+def run_suites(suite, rank, n, zen, gloo):
+    # All ranks run on this host: the default transport joins them over shared memory, and
+    # ZEN_TRANSPORT forces one (the group must report what it really uses).
+    want = {"": "shm", "auto": "shm"}.get(os.environ.get("ZEN_TRANSPORT", ""),
+                                           os.environ.get("ZEN_TRANSPORT"))
+    assert zen_torch.transport(zen) == want, (zen_torch.transport(zen), want)
+    for name in suite.split(","):
+        globals()["suite_" + name](rank, n, zen, gloo)
+    dist.barrier(group=gloo)
+    dist.destroy_process_group()
+
+
 def worker(rank, suite, n, init, failed):
+    """mp.spawn: gloo is the default group, zen a second group over the same ranks."""
     try:
         torch.set_num_threads(1)
         dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n)
-        zen = dist.new_group(backend="zen")
-        # All ranks run on this host: the default transport joins them over shared memory, and
-        # ZEN_TRANSPORT forces one (the group must report what it really uses).
-        want = {"": "shm", "auto": "shm"}.get(os.environ.get("ZEN_TRANSPORT", ""),
-                                               os.environ.get("ZEN_TRANSPORT"))
-        assert zen_torch.transport(zen) == want, (zen_torch.transport(zen), want)
-        for name in suite.split(","):
-            globals()["suite_" + name](rank, n, zen)
-        dist.barrier()
-        dist.destroy_process_group()
+        run_suites(suite, rank, n, dist.new_group(backend="zen"), dist.group.WORLD)
     except Exception:
         traceback.print_exc()
         failed[rank] = 1
         os._exit(1)
 
 
+def torchrun_worker(suite, n):
+    """Under torchrun: zen is the default group, made from torchrun's environment alone
+    (env:// at its MASTER_ADDR/MASTER_PORT store, RANK, WORLD_SIZE), gloo a second group."""
+    try:
+        torch.set_num_threads(1)
+        rank = int(os.environ["RANK"])
+        assert int(os.environ["WORLD_SIZE"]) == n and int(os.environ["LOCAL_RANK"]) == rank
+        dist.init_process_group("zen")
+        assert dist.get_backend() == "zen" and dist.get_rank() == rank
+        run_suites(suite, rank, n, dist.group.WORLD, dist.new_group(backend="gloo"))
+    except Exception:
+        traceback.print_exc()
+        sys.exit(1)
+
+
+def torchrun(suite, n, rendezvous, logs):
+    """Debian torch 1.13.1's torchrun on Python 3.11 dies before starting workers unless
+    --redirects and --tee are given a value other than 0 or 3 (docs/pytorch.md); 1 sends each
+    worker's stdout to a log file and echoes it here with a [defaultN]: prefix. static: the
+    agent hosts the store at --master_port (a free port); c10d: --rdzv_endpoint localhost:0 lets
+    the kernel pick the rendezvous port and rank 0 hosts the workers' store."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(n),
+           "--redirects", "1", "--tee", "1", "--log_dir", logs]
+    if rendezvous == "static":
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            cmd += ["--master_port", str(s.getsockname()[1])]
+    else:
+        cmd += ["--rdzv_backend", "c10d", "--rdzv_endpoint", "localhost:0"]
+    return subprocess.run(cmd + [os.path.abspath(__file__), suite, str(n), "worker"]).returncode
+
+
 def main():
     suite, n = sys.argv[1], int(sys.argv[2])
+    launcher = sys.argv[3] if len(sys.argv) > 3 else "spawn"
     os.environ.setdefault("ZEN_TIMEOUT_S", "60")
+    if launcher == "worker":
+        torchrun_worker(suite, n)
+        return
     with tempfile.TemporaryDirectory() as d:
-        failed = mp.get_context("spawn").Array("i", n)
-        mp.spawn(worker, args=(suite, n, "file://" + os.path.join(d, "rdv"), failed),
-                 nprocs=n, join=True)
-        if any(failed):
-            sys.exit(1)
-    print(f"{suite} at {n} processes: pass")
+        if launcher.startswith("torchrun-"):
+            if torchrun(suite, n, launcher[len("torchrun-"):], d) != 0:
+                sys.exit(1)
+        else:
+            failed = mp.get_context("spawn").Array("i", n)
+            mp.spawn(worker, args=(suite, n, "file://" + os.path.join(d, "rdv"), failed),
+                     nprocs=n, join=True)
+            if any(failed):
+                sys.exit(1)
+    print(f"{suite} at {n} processes ({launcher}): pass")
 
 
 if __name__ == "__main__":
