@@ -25,6 +25,16 @@ zen_lib=$(ldd "$prefix/bin/zen" | awk '$1 ~ /^libzen\.so/ { print $3 }')
     { echo "test-install: the installed zen loads '$zen_lib', not $libdir/libzen.so" >&2; exit 1; }
 "$prefix/bin/zen" info >/dev/null
 "$prefix/bin/zen" train --help >/dev/null
+# the installed zen_torch module (when built) loads the installed libzen.so too and imports
+torch_ext=$(find "$prefix" -path '*zen_torch/_C*.so' | head -1)
+if [[ -n "$torch_ext" ]]; then
+    torch_lib=$(ldd "$torch_ext" | awk '$1 ~ /^libzen\.so/ { print $3 }')
+    [[ -n "$torch_lib" && "$(readlink -f "$torch_lib")" == "$(readlink -f "$libdir")"/libzen.so* ]] ||
+        { echo "test-install: the installed zen_torch loads '$torch_lib', not $libdir/libzen.so" >&2; exit 1; }
+    PYTHONPATH="$(dirname "$(dirname "$torch_ext")")" /usr/bin/python3 -c \
+        'import torch.distributed as d, zen_torch; assert hasattr(d.Backend, "ZEN")' ||
+        { echo "test-install: the installed zen_torch does not import" >&2; exit 1; }
+fi
 if command -v man >/dev/null; then
     MANWIDTH=80 man -l "$prefix/share/man/man1/zen.1" 2>&1 | grep -c "EXIT STATUS" >/dev/null ||
         { echo "test-install: man -l zen.1 did not render" >&2; exit 1; }
