@@ -52,7 +52,10 @@ def comm(a):
             cells = []
             for s in SCHEMES:
                 v = t[(w, m, s)]
-                cells.append(f"{statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f})" if v else "")
+                if len(v) > 1:
+                    cells.append(f"{statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f})")
+                else:
+                    cells.append(f"{v[0]:.1f}" if v else "")
             other = min(v for s, v in med.items() if s not in ("balanced", "dense"))
             best_other = [s for s, v in med.items() if v == other][0]
             speed[(w, m)] = {s: med["dense"] / v for s, v in med.items()}
@@ -65,10 +68,13 @@ def comm(a):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         # one panel per workload, one group of bars per transport/cluster setting in it
-        fig, axes = plt.subplots(1, len(workloads), figsize=(max(6, 0.9 * len(speed) + 2), 4),
-                                 squeeze=False)
+        cols = min(2, len(workloads))
+        rows_n = (len(workloads) + cols - 1) // cols
+        per = max(len([k for k in speed if k[0] == wl]) for wl in workloads)
+        fig, axes = plt.subplots(rows_n, cols, figsize=(cols * max(4, 1.1 * per + 1),
+                                                        3.2 * rows_n + 0.6), squeeze=False)
         w = 0.8 / len(SCHEMES)
-        for ax, wl in zip(axes[0], workloads):
+        for ax, wl in zip(axes.flat, workloads):
             keys = [k for k in speed if k[0] == wl]
             for i, s in enumerate(SCHEMES):
                 ax.bar([k + i * w for k in range(len(keys))], [speed[k].get(s, 0) for k in keys],
@@ -80,12 +86,13 @@ def comm(a):
             ax.grid(axis="y", alpha=0.3)
             if a.log:
                 ax.set_yscale("log")
-        axes[0][0].set_ylabel("speedup over dense allreduce (median)")
+        for ax in axes[:, 0]:
+            ax.set_ylabel("speedup over dense (median)")
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncol=len(SCHEMES), fontsize=7)
         fig.suptitle(a.title or "Measured sparse allreduce on real gradient traces, 8 ranks, "
                      "shared 2-core VM", fontsize=10)
-        fig.tight_layout(rect=(0, 0.06, 1, 1))
+        fig.tight_layout(rect=(0, 0.05, 1, 1))
         fig.savefig(a.png, dpi=110)
         print(f"wrote {a.png}")
 

@@ -11,7 +11,8 @@
 # (/tmp/zen-bench.lock) and then $CLUSTER_LOCK (/tmp/zen-cluster.lock), always in that order, and
 # releases both between blocks so other users of the host get a turn. LOCAL (e.g. "16") adds the
 # same replays as inproc threads and as tcp processes on the plain host (zen launch) at those rank
-# counts, for comparison with the oversubscribed cluster (no namespaces, no rate limit).
+# counts, for comparison with the oversubscribed cluster (no namespaces, no rate limit), each
+# rank count under $LOCK once. HOSTS="" or GBPS="" skips the cluster.
 # A trace recorded with fewer ranks than H cannot be replayed at H: when TRACE_DIR.H exists
 # (e.g. build/workloads/topk1.16) it is used at H ranks instead of TRACE_DIR.
 # ITERS (3) timed iterations and 1 warm-up per scheme; REPS (1) rounds per block. Every scheme's
@@ -75,13 +76,10 @@ if [ "${1:-}" = _block ]; then
     exit $rc
 fi
 
-for g in $GBPS; do
-    for h in $HOSTS; do
-        flock "$LOCK" flock "$CLUSTER_LOCK" "$0" "$BUILD" "$OUT" _block "$g" "$h" "$@"
-    done
-done
-
-for n in $LOCAL; do
+# The same replays on the plain host at N ranks, under $LOCK once for all of them.
+if [ "${1:-}" = _local ]; then
+    n=$2
+    shift 2
     rep=1
     while [ "$rep" -le "$REPS" ]; do
         for w in "$@"; do
@@ -89,14 +87,24 @@ for n in $LOCAL; do
             dir=$(trace_for "$w" "$n")
             echo "$(date -u +%H:%M:%S) inproc/tcp $n $name rep $rep ($dir)" >&2
             l=$(load1)
-            flock "$LOCK" "$ZEN" bench sparse --trace "$dir" --ranks "$n" --iters "$ITERS" \
-                --warmup 1 --json | tag "$name" "inproc $n" 0 0 "$rep" "$l" >>"$OUT/measured.jsonl"
+            "$ZEN" bench sparse --trace "$dir" --ranks "$n" --iters "$ITERS" --warmup 1 --json |
+                tag "$name" "inproc $n" 0 0 "$rep" "$l" >>"$OUT/measured.jsonl"
             l=$(load1)
-            flock "$LOCK" "$ZEN" launch -n "$n" --transport tcp -- "$ZEN" bench sparse \
-                --trace "$dir" --iters "$ITERS" --warmup 1 --json |
-                tag "$name" "tcp $n" 0 0 "$rep" "$l" >>"$OUT/measured.jsonl"
+            "$ZEN" launch -n "$n" --transport tcp -- "$ZEN" bench sparse --trace "$dir" \
+                --iters "$ITERS" --warmup 1 --json | tag "$name" "tcp $n" 0 0 "$rep" "$l" \
+                >>"$OUT/measured.jsonl"
         done
         rep=$((rep + 1))
     done
+    exit 0
+fi
+
+for g in $GBPS; do
+    for h in $HOSTS; do
+        flock "$LOCK" flock "$CLUSTER_LOCK" "$0" "$BUILD" "$OUT" _block "$g" "$h" "$@"
+    done
+done
+for n in $LOCAL; do
+    flock "$LOCK" "$0" "$BUILD" "$OUT" _local "$n" "$@"
 done
 echo "appended to $OUT/measured.jsonl" >&2
