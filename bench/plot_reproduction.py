@@ -183,11 +183,11 @@ def train(a):
         ax[0].legend(fontsize=8)
         ax[0].tick_params(axis="x", labelrotation=30)
         for s in names:
-            r = by[s][0]
-            ax[1].plot(r["curve_t"], r["curve_loss"], label=s)
+            r = sorted(by[s], key=lambda x: x["tok_s"])[(len(by[s]) - 1) // 2]
+            ax[1].plot(r["curve_t"], r["curve_loss"], label=f"{s} (round {r['rep']})")
         ax[1].set_xlabel("wall time (s)")
         ax[1].set_ylabel("training loss")
-        ax[1].set_title("loss over time (first run of each)")
+        ax[1].set_title("loss over time (the run of median tokens/s of each)", fontsize=9)
         ax[1].legend(fontsize=8)
         for x in ax:
             x.grid(alpha=0.3)

@@ -32,6 +32,7 @@ HOSTS=${HOSTS:-"8 16"}
 LOCAL=${LOCAL:-}
 ITERS=${ITERS:-3}
 REPS=${REPS:-1}
+REP_FROM=${REP_FROM:-1} # the first round's number, to add rounds to an earlier OUT_DIR
 LOCK=${LOCK:-/tmp/zen-bench.lock}
 CLUSTER_LOCK=${CLUSTER_LOCK:-/tmp/zen-cluster.lock}
 export ZEN_CLUSTER_NAME="${ZEN_CLUSTER_NAME:-repro}"
@@ -59,8 +60,8 @@ if [ "${1:-}" = _block ]; then
     "$CLUSTER" down >/dev/null 2>&1 || true
     "$CLUSTER" up "$h" --gbps "$g" >&2
     rc=0
-    rep=1
-    while [ "$rep" -le "$REPS" ]; do
+    rep=$REP_FROM
+    while [ "$rep" -lt $((REP_FROM + REPS)) ]; do
         for w in "$@"; do
             name=${w%%=*}
             dir=$(trace_for "$w" "$h")
@@ -80,8 +81,8 @@ fi
 if [ "${1:-}" = _local ]; then
     n=$2
     shift 2
-    rep=1
-    while [ "$rep" -le "$REPS" ]; do
+    rep=$REP_FROM
+    while [ "$rep" -lt $((REP_FROM + REPS)) ]; do
         for w in "$@"; do
             name=${w%%=*}
             dir=$(trace_for "$w" "$n")
