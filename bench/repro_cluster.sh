@@ -15,7 +15,8 @@
 # rank count under $LOCK once. HOSTS="" or GBPS="" skips the cluster.
 # A trace recorded with fewer ranks than H cannot be replayed at H: when TRACE_DIR.H exists
 # (e.g. build/workloads/topk1.16) it is used at H ranks instead of TRACE_DIR.
-# ITERS (3) timed iterations and 1 warm-up per scheme; REPS (1) rounds per block. Every scheme's
+# ITERS (3) timed iterations and 1 warm-up per scheme; REPS (1) rounds per block, numbered from
+# REP_FROM (1: set it to add later rounds to the same OUT_DIR). ZEN_CLUSTER_NAME (repro). Every scheme's
 # result is verified against a dense sum. One JSON line per scheme is appended to
 # OUT_DIR/measured.jsonl (never truncated: a cut run loses nothing) with "workload", "mode"
 # ("cluster H@G", "inproc N", "tcp N"), "hosts", "gbps", "rep" and "load" (1-min load average
