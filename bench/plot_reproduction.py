@@ -41,8 +41,8 @@ def comm(a):
     workloads = list(dict.fromkeys(r["workload"] for r in rows))
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     print("| workload | transport | " + " | ".join(f"{s} ({PAPER[s]})" for s in SCHEMES) +
-          " | ZEN vs dense | ZEN vs best other sparse |")
-    print("|---|---|" + "---|" * len(SCHEMES) + "---|---|")
+          " | ZEN vs dense | ZEN vs best other sparse | order, fastest first |")
+    print("|---|---|" + "---|" * len(SCHEMES) + "---|---|---|")
     speed = {}
     for w in workloads:
         for m in modes:
@@ -52,31 +52,47 @@ def comm(a):
             cells = []
             for s in SCHEMES:
                 v = t[(w, m, s)]
-                cells.append(f"{statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f})" if v else "")
+                if len(v) > 1:
+                    cells.append(f"{statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f})")
+                else:
+                    cells.append(f"{v[0]:.1f}" if v else "")
             other = min(v for s, v in med.items() if s not in ("balanced", "dense"))
             best_other = [s for s, v in med.items() if v == other][0]
             speed[(w, m)] = {s: med["dense"] / v for s, v in med.items()}
             print(f"| {w} | {m} | " + " | ".join(cells) +
                   f" | {med['dense'] / med['balanced']:.2f}x | "
-                  f"{other / med['balanced']:.2f}x (vs {best_other}) |")
+                  f"{other / med['balanced']:.2f}x (vs {best_other}) | "
+                  f"{' < '.join(sorted(med, key=med.get))} |")
     if a.png:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        keys = list(speed)
-        fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(keys)), 4))
+        # one panel per workload, one group of bars per transport/cluster setting in it
+        cols = min(2, len(workloads))
+        rows_n = (len(workloads) + cols - 1) // cols
+        per = max(len([k for k in speed if k[0] == wl]) for wl in workloads)
+        fig, axes = plt.subplots(rows_n, cols, figsize=(cols * max(4, 1.1 * per + 1),
+                                                        3.2 * rows_n + 0.6), squeeze=False)
         w = 0.8 / len(SCHEMES)
-        for i, s in enumerate(SCHEMES):
-            ax.bar([k + i * w for k in range(len(keys))], [speed[k].get(s, 0) for k in keys],
-                   width=w, label=f"{s} ({PAPER[s]})")
-        ax.axhline(1, color="k", linewidth=0.8)
-        ax.set_xticks([k + 0.4 - w / 2 for k in range(len(keys))])
-        ax.set_xticklabels([f"{k[0]}\n{k[1]}" for k in keys], fontsize=8)
-        ax.set_ylabel("speedup over dense allreduce (median)")
-        ax.set_title("Measured sparse allreduce on real gradient traces, 8 ranks, shared 2-core VM")
-        ax.legend(fontsize=7, ncol=3)
-        ax.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
+        for ax, wl in zip(axes.flat, workloads):
+            keys = [k for k in speed if k[0] == wl]
+            for i, s in enumerate(SCHEMES):
+                ax.bar([k + i * w for k in range(len(keys))], [speed[k].get(s, 0) for k in keys],
+                       width=w, label=f"{s} ({PAPER[s]})")
+            ax.axhline(1, color="k", linewidth=0.8)
+            ax.set_xticks([k + 0.4 - w / 2 for k in range(len(keys))])
+            ax.set_xticklabels([k[1].replace(" ", "\n") for k in keys], fontsize=7)
+            ax.set_title(wl, fontsize=9)
+            ax.grid(axis="y", alpha=0.3)
+            if a.log:
+                ax.set_yscale("log")
+        for ax in axes[:, 0]:
+            ax.set_ylabel("speedup over dense (median)")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=len(SCHEMES), fontsize=7)
+        fig.suptitle(a.title or "Measured sparse allreduce on real gradient traces, 8 ranks, "
+                     "shared 2-core VM", fontsize=10)
+        fig.tight_layout(rect=(0, 0.05, 1, 1))
         fig.savefig(a.png, dpi=110)
         print(f"wrote {a.png}")
 
@@ -126,21 +142,31 @@ def sim(a):
 
 def train(a):
     rows = load(a.path)
-    print("| sync | runs | tokens/s median (min-max) | vs dense | ms/step comm median | "
-          "final val loss | time to val loss <= target (s) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| sync | runs | tokens/s median (min-max) | vs dense | ms/step median (min-max) | "
+          "sync ms/step median | sync share of the step | final val loss | "
+          "time to loss target, s: median (min-max) | load (1-min avg) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     by = defaultdict(list)
     for r in rows:
         by[r["sync"]].append(r)
     dense = statistics.median(x["tok_s"] for x in by["dense"]) if by["dense"] else None
+
+    def mm(v, f):
+        return f"{statistics.median(v):{f}} ({min(v):{f}}-{max(v):{f}})" if v else "n/a"
+
     for s, rs in by.items():
         tk = [x["tok_s"] for x in rs]
         ttl = [x["time_to_target_s"] for x in rs if x.get("time_to_target_s") is not None]
-        print(f"| {s} | {len(rs)} | {statistics.median(tk):.0f} ({min(tk):.0f}-{max(tk):.0f}) | "
-              f"{statistics.median(tk) / dense:.2f}x | "
-              f"{statistics.median(x['comm_ms'] for x in rs):.1f} | "
+        share = statistics.median(x["comm_ms"] / x["ms_step"] for x in rs)
+        loads = [x["load"] for x in rs if "load" in x]
+        print(f"| {s} | {len(rs)} | {mm(tk, '.0f')} | {statistics.median(tk) / dense:.2f}x | "
+              f"{mm([x['ms_step'] for x in rs], '.0f')} | "
+              f"{statistics.median(x['comm_ms'] for x in rs):.1f} | {100 * share:.0f}% | "
               f"{statistics.median(x['val_loss'] for x in rs):.3f} | "
-              f"{statistics.median(ttl) if ttl else float('nan'):.1f} |")
+              f"{mm(ttl, '.1f')}{'' if len(ttl) == len(rs) else f', reached in {len(ttl)}/{len(rs)}'} | "
+              f"{f'{min(loads):.1f}-{max(loads):.1f}' if loads else 'n/a'} |")
+    if rows and "target_loss" in rows[0]:
+        print(f"\nloss target: {rows[0]['target_loss']} (dense runs' median 5-step mean)")
     if a.png:
         import matplotlib
         matplotlib.use("Agg")
@@ -153,15 +179,15 @@ def train(a):
         ax[0].bar(names, [a - b for a, b in zip(step_ms, comm_ms)], bottom=comm_ms,
                   label="rest of the step", alpha=0.4)
         ax[0].set_ylabel("ms per step (median)")
-        ax[0].set_title("step time per sync scheme (shared, loaded host)")
+        ax[0].set_title(a.title or "step time per sync scheme (shared, loaded host)", fontsize=9)
         ax[0].legend(fontsize=8)
         ax[0].tick_params(axis="x", labelrotation=30)
         for s in names:
-            r = by[s][0]
-            ax[1].plot(r["curve_t"], r["curve_loss"], label=s)
+            r = sorted(by[s], key=lambda x: x["tok_s"])[(len(by[s]) - 1) // 2]
+            ax[1].plot(r["curve_t"], r["curve_loss"], label=f"{s} (round {r['rep']})")
         ax[1].set_xlabel("wall time (s)")
         ax[1].set_ylabel("training loss")
-        ax[1].set_title("loss over time (first run of each)")
+        ax[1].set_title("loss over time (the run of median tokens/s of each)", fontsize=9)
         ax[1].legend(fontsize=8)
         for x in ax:
             x.grid(alpha=0.3)
@@ -258,6 +284,8 @@ def main():
     ap.add_argument("path")
     ap.add_argument("more", nargs="*", help="tp: further LABEL=OUT_DIR")
     ap.add_argument("--png")
+    ap.add_argument("--title", help="comm, train: the plot's title")
+    ap.add_argument("--log", action="store_true", help="comm: logarithmic speedup axis")
     a = ap.parse_args()
     {"comm": comm, "sim": sim, "train": train, "select": select, "tp": tp}[a.what](a)
 

@@ -12,8 +12,11 @@
 #   topk:S          also the dense gradients as DGC top-TOPK (0.01) with error feedback, through S
 # LAUNCH picks the ranks: inproc (threads, default), tcp (zen launch, one process per rank) or
 # cluster (scripts/cluster.sh run DP: the emulated hosts, which must be up already; run as root).
-# REPS (2) rounds, the syncs interleaved in each. Per run one JSON line to OUT_DIR/train.jsonl:
-# sync, rep, tok_s (median of per-step tokens/s after step 5), comm_ms (median), val_loss,
+# REPS (2) rounds, the syncs interleaved in each, numbered from REP_FROM (1); REP_FROM > 1 appends
+# to an earlier call's OUT_DIR (more rounds later, the lock released between them) and the target
+# and times to it are recomputed over all runs. Per run one JSON line to OUT_DIR/train.jsonl:
+# sync, rep, load (1-min load average before the run), tok_s (median of per-step tokens/s after
+# step 5), ms_step, comm_ms and wait_ms (medians; wait = for the other replicas), val_loss,
 # curve_t/curve_loss (cumulative wall seconds and training loss per step), time_to_target_s
 # (filled in afterwards: first time the 5-step mean loss reaches the target, the dense runs'
 # median 5-step mean loss at step 0.8 STEPS). Timings under flock $LOCK (/tmp/zen-bench.lock).
@@ -26,6 +29,7 @@ STEPS=${STEPS:-40}
 VOCAB=${VOCAB:-32768}
 TOPK=${TOPK:-0.01}
 REPS=${REPS:-2}
+REP_FROM=${REP_FROM:-1}
 LAUNCH=${LAUNCH:-inproc}
 LOCK=${LOCK:-/tmp/zen-bench.lock}
 SYNCS=${SYNCS:-"dense allgather hierarchical ps block balanced auto topk:balanced topk:hierarchical topk:allgather"}
@@ -33,13 +37,13 @@ MODEL=${MODEL:-"--layers 2 --d-model 64 --heads 4 --d-ff 256 --batch 8 --seq 32 
 CACHE=${CACHE:-$OUT/cache}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT/runs" "$CACHE"
-: >"$OUT/train.jsonl"
+[ "$REP_FROM" -gt 1 ] || : >"$OUT/train.jsonl"
 # tokenise once outside the timings (the cache is shared by every run)
 "$ZEN" train --corpus gcide --vocab "$VOCAB" --cache-dir "$CACHE" --steps 1 --dp 1 --tp 1 \
     --eval-interval 0 --sample-tokens 0 --quiet >/dev/null 2>&1 || true
 
-rep=1
-while [ "$rep" -le "$REPS" ]; do
+rep=$REP_FROM
+while [ "$rep" -lt $((REP_FROM + REPS)) ]; do
     for s in $SYNCS; do
         topk=
         scheme=$s
@@ -53,7 +57,8 @@ while [ "$rep" -le "$REPS" ]; do
         args="train --corpus gcide --vocab $VOCAB --cache-dir $CACHE --steps $STEPS $MODEL \
             --eval-interval $STEPS --eval-batches 8 --sample-tokens 0 --sync-scheme $scheme \
             $topk --tp 1 --dp $DP --metrics $name.metrics.jsonl --json"
-        echo "rep $rep $s ($LAUNCH)" >&2
+        echo "$(date -u +%H:%M:%S) rep $rep $s ($LAUNCH)" >&2
+        load=$(cut -d' ' -f1 /proc/loadavg)
         # shellcheck disable=SC2086
         case $LAUNCH in
         inproc) flock "$LOCK" "$ZEN" $args >"$name.json" 2>"$name.log" ;;
@@ -67,9 +72,9 @@ while [ "$rep" -le "$REPS" ]; do
             exit 2
             ;;
         esac
-        /usr/bin/python3 - "$s" "$rep" "$name" "$LAUNCH" >>"$OUT/train.jsonl" <<'EOF'
+        /usr/bin/python3 - "$s" "$rep" "$name" "$LAUNCH" "$load" >>"$OUT/train.jsonl" <<'EOF'
 import json, statistics, sys
-s, rep, name, launch = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+s, rep, name, launch, load = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], float(sys.argv[5])
 rows = [json.loads(l) for l in open(name + ".metrics.jsonl") if l.strip()]
 final = [json.loads(l) for l in open(name + ".json") if l.startswith("{")][-1]
 t, acc = [], 0.0
@@ -77,10 +82,11 @@ for r in rows:
     acc += r["ms_step"] / 1000
     t.append(round(acc, 3))
 tail = [r for r in rows if r["step"] > 5]
-print(json.dumps({"sync": s, "rep": rep, "launch": launch,
+print(json.dumps({"sync": s, "rep": rep, "launch": launch, "load": load,
                   "tok_s": statistics.median(r["tokens_per_s"] for r in tail),
                   "ms_step": statistics.median(r["ms_step"] for r in tail),
                   "comm_ms": statistics.median(r["ms_comm"] for r in tail),
+                  "wait_ms": statistics.median(r["ms_wait"] for r in tail),
                   "bytes_synced": statistics.median(r["bytes_synced"] for r in tail),
                   "bytes_dense": rows[-1]["bytes_dense"], "val_loss": final["val_loss"],
                   "emb_scheme": rows[-1]["emb_scheme"],
