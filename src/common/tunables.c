@@ -132,6 +132,9 @@ static const struct param_row param_table[] = {
       "budget (0: never)" },
     { "ZEN_SPARSE_EXPLORE_BUDGET", "0.05",
       "sparse AUTO: explorations may add at most this fraction to the measured time" },
+    { "ZEN_NET_OVERSUB_US", "300",
+      "sparse cost model: wait per dependent step and per ranks/cores when more ranks than cores "
+      "share a host (inproc, shm), in microseconds (0: not counted)" },
     { "ZEN_SPARSE_TUNE_WARM", "2",
       "sparse AUTO: measurements of each candidate scheme of a keyed tensor before AUTO runs the "
       "measured fastest (0: trust the model)" },
@@ -228,6 +231,7 @@ static const struct param_check param_checks[] = {
     { "SPARSE_CPU_SHARE", CHECK_DOUBLE, 0, 1024, NULL },
     { "SPARSE_PROFILE_PERIOD", CHECK_LONG, 1, 1 << 30, NULL },
     { "SPARSE_PROFILE_SAMPLES", CHECK_LONG, 1, 1 << 30, NULL },
+    { "NET_OVERSUB_US", CHECK_DOUBLE, 0, 1e7, NULL },
     { "SPARSE_TUNE_WARM", CHECK_LONG, 0, 1000, NULL },
     { "SPARSE_TUNE_TOP", CHECK_LONG, 0, 16, NULL },
     { "SPARSE_TUNE_PRUNE", CHECK_DOUBLE, 1, 1e9, NULL },
