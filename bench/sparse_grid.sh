@@ -14,7 +14,7 @@
 set -euo pipefail
 ZEN=${1:-build/zen}
 OUT=${2:-/tmp/zen-sparse-grid.jsonl}
-RANKS=${GRID_RANKS:-"4 8 16"}
+RANKS=${GRID_RANKS-"4 8 16"} # set and empty: traces only
 DENSITIES=${GRID_DENSITIES:-"0.001 0.01 0.1"}
 OVERLAPS=${GRID_OVERLAPS:-"random zipf identical"}
 ROWS=${GRID_ROWS:-200000}

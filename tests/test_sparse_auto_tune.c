@@ -164,6 +164,21 @@ static void test_budget(void **state)
         }
 }
 
+/* A call that did not run the chosen scheme (hier-host ran its own sync) reports 0 seconds: it
+ * must not count as a measurement (a corr of 0 would make that scheme look free forever). */
+static void test_zero_time_ignored(void **state)
+{
+    (void)state;
+    zen_auto_tune t;
+    zen__auto_tune_init(&t);
+    double pred[ZEN_SPARSE_SCHEME_COUNT] = { 0, 1, 2, 9, 9, 9, 9 };
+    zen_sparse_scheme s = zen__auto_tune_choose(&t, &params, pred, NULL, NULL);
+    zen__auto_tune_observe(&t, &params, 0);
+    assert_int_equal(t.measured[s], 0);
+    assert_int_equal(t.last, -1);
+    assert_true(t.total_s == 0);
+}
+
 /* ---- on a communicator: injected timings, a wrong model, identical decisions ---- */
 
 #define ROWS  20000
@@ -257,8 +272,11 @@ static void test_converges_on_measurement(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_optimistic_model),         cmocka_unit_test(test_pessimistic_model),
-        cmocka_unit_test(test_few_calls_cold_start),     cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_optimistic_model),
+        cmocka_unit_test(test_pessimistic_model),
+        cmocka_unit_test(test_few_calls_cold_start),
+        cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_zero_time_ignored),
         cmocka_unit_test(test_converges_on_measurement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,8 +39,10 @@ void zen__auto_tune_init(zen_auto_tune *t)
 void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds)
 {
     int s = t->last;
-    if (s < 1 || s >= NS || !(seconds >= 0))
+    if (s < 1 || s >= NS || !(seconds > 0)) { /* 0: the call did not run it (hier-host) */
+        zen__auto_tune_drop(t);
         return;
+    }
     if (t->last_pred > 0) {
         double ratio = seconds / t->last_pred;
         if (t->measured[s] == 0)

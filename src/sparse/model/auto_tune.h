@@ -72,7 +72,8 @@ void zen__auto_tune_params_default(zen_auto_tune_params *p);
 
 void zen__auto_tune_init(zen_auto_tune *t);
 
-/* Fold the agreed time of the last chosen call (no-op when none is pending). */
+/* Fold the agreed time of the last chosen call (no-op when none is pending; a time <= 0, a call
+ * that ran something else, only forgets it). */
 void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds);
 
 /* Forget the pending call (the ranks did not agree on it). */
