@@ -7,7 +7,8 @@ measured (model = the raw prediction AUTO logged, before its online correction),
 run (warm-up calls included, `run_us`) over the whole run of the scheme with the fastest p50: what
 AUTO's warm-up tries and rechecks cost over the run. The footer gives the share of cells with AUTO
 within 10% of the fastest, the worst AUTO / fastest, the median model error over every (cell,
-scheme) and the median and worst whole-run ratio. Several files (grid chunks) are read in order.
+scheme), how good the decision alone is (the chosen scheme's own p50 / the fastest), and the
+median and worst whole-run ratio. Several files (grid chunks) are read in order.
 """
 import json
 import statistics
@@ -37,7 +38,7 @@ def cells(paths):
 
 
 def main(paths):
-    errors, ratios, runs = [], [], []
+    errors, ratios, runs, picks, spent = [], [], [], [], []
     print("| transport | ranks | density | overlap | " + " | ".join(SCHEMES) +
           " | AUTO chose | AUTO ms | AUTO / fastest | model err (median) | AUTO run / fastest run |")
     print("|" + "---|" * (len(SCHEMES) + 9))
@@ -50,6 +51,8 @@ def main(paths):
         auto = c["auto"]["time_us_p50"] / 1e3
         ratio = auto / fastest
         ratios.append(ratio)
+        if c["auto"]["chosen"] in times:  # the decision alone: its scheme's own p50
+            picks.append(times[c["auto"]["chosen"]] / fastest)
         errs = []
         for s in SCHEMES:
             model = c[s].get("model_us") if s in c else None
@@ -61,6 +64,9 @@ def main(paths):
         run = (c["auto"].get("run_us", 0) / c[best]["run_us"]) if c[best].get("run_us") else None
         if run:
             runs.append(run)
+            # the whole run's extra over the fastest's, in calls of the fastest scheme: what the
+            # warm-up, profile and rechecks cost once, whatever the run's length
+            spent.append((c["auto"]["run_us"] - c[best]["run_us"]) / 1e3 / fastest)
         cols = " | ".join(("**%.2f**" if times.get(s) == fastest else "%.2f") % times[s]
                           if s in times else "-" for s in SCHEMES)
         print("| %s | %d | %.4g | %s | %s | %s | %.2f | %.2f | %.0f%% | %s |" %
@@ -73,9 +79,14 @@ def main(paths):
               "model error median %.0f%% over %d (cell, scheme) pairs" %
               (len(ratios), 100 * within, max(ratios),
                100 * statistics.median(errors) if errors else float("nan"), len(errors)))
+    if picks:
+        print("AUTO's choice run on its own (the decision, without AUTO's run-to-run noise): "
+              "within 10%% of the fastest in %.0f%%, worst %.2f" %
+              (100 * sum(1 for r in picks if r <= 1.10) / len(picks), max(picks)))
     if runs:
-        print("whole run (warm-up included): AUTO / fastest scheme median %.2f, worst %.2f" %
-              (statistics.median(runs), max(runs)))
+        print("whole run (warm-up included): AUTO / fastest scheme median %.2f, worst %.2f; "
+              "AUTO's extra = %.1f (median), %.1f (worst) calls of the fastest scheme" %
+              (statistics.median(runs), max(runs), statistics.median(spent), max(spent)))
 
 
 if __name__ == "__main__":
