@@ -249,6 +249,57 @@ static zen_status converge_rank(zen_comm *comm, void *arg)
     return st;
 }
 
+/* One process of a job loses its AUTO state (an eviction) while the others keep theirs: the
+ * digests in the agreement differ, every rank takes the record exchange and starts the key over,
+ * and the decisions stay identical, the results right. */
+static zen_status forget_rank(zen_comm *comm, void *arg)
+{
+    (void)arg;
+    int n = zen_comm_size(comm), r = zen_comm_rank(comm);
+    uint32_t idx[NNZ];
+    float val[NNZ], *out = malloc(ROWS * sizeof *out), *ref = calloc(ROWS, sizeof *ref);
+    int *all = malloc((size_t)n * sizeof *all);
+    for (int q = 0; q < n; q++) {
+        fill(q, idx, val);
+        for (size_t i = 0; i < NNZ; i++)
+            ref[idx[i]] += val[i];
+    }
+    fill(r, idx, val);
+    zen__sparse_auto_time_hook(fake_time); /* a forked process: its own hook */
+    zen_sparse_tensor t = { ROWS, 1, NNZ, ZEN_INDEX_U32, idx, ZEN_F32, val };
+    zen_sparse_options opts = ZEN_SPARSE_OPTIONS_INIT;
+    opts.key = "auto-tune-forget";
+    zen_status st = ZEN_OK;
+    for (int call = 0; call < 24 && st == ZEN_OK; call++) {
+        if (call == 10 && r == 1)
+            zen__sparse_auto_forget_all();
+        zen_sparse_stats stats;
+        st = zen_sparse_allreduce_dense(comm, &t, out, &opts, &stats);
+        ZT_CHECK(comm, st == ZEN_OK);
+        ZT_CHECK(comm, memcmp(out, ref, ROWS * sizeof *out) == 0);
+        int mine = (int)stats.scheme;
+        ZT_CHECK(comm, zen_allgather(comm, &mine, all, 1, ZEN_I32) == ZEN_OK);
+        for (int k = 0; k < n; k++)
+            ZT_CHECK(comm, all[k] == mine);
+        if (call == 9 || call == 23) /* settled before the loss, and again after its warm-up */
+            ZT_CHECK(comm, mine == ZEN_SPARSE_PS);
+    }
+    free(out);
+    free(ref);
+    free(all);
+    return st;
+}
+
+static void test_rank_loses_state(void **state)
+{
+    (void)state;
+    setenv("ZEN_SPARSE_MODEL_BIAS", "balanced=1e-7,ps=1e-5", 1);
+    setenv("ZEN_SPARSE_EXPLORE_PERIOD", "0", 1); /* no recheck at the checked calls */
+    zt_run_forked(ZEN_TRANSPORT_SHM, 3, NULL, NULL, forget_rank, NULL, 120);
+    unsetenv("ZEN_SPARSE_EXPLORE_PERIOD");
+    unsetenv("ZEN_SPARSE_MODEL_BIAS");
+}
+
 /* The same decisions whether the ranks exchange their records on every call or decide from the
  * agreed state in between (ZEN_SPARSE_AUTO_RECHECK), on 4 and 3 ranks. */
 static void test_converges_on_measurement(void **state)
@@ -278,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_zero_time_ignored),
         cmocka_unit_test(test_converges_on_measurement),
+        cmocka_unit_test(test_rank_loses_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

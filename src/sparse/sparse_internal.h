@@ -125,4 +125,8 @@ void zen__sparse_auto_state(const zen_sparse_ctx *ctx, uint64_t *digest, double 
 typedef double (*zen_sparse_auto_time_fn)(int rank, zen_sparse_scheme scheme, double seconds);
 void zen__sparse_auto_time_hook(zen_sparse_auto_time_fn fn);
 
+/* Tests only: forget every key's AUTO state in this process (as an eviction would), so a test can
+ * make one process of a job lose its state while the others keep theirs. */
+void zen__sparse_auto_forget_all(void);
+
 #endif

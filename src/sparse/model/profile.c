@@ -708,6 +708,13 @@ zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
     return st;
 }
 
+void zen__sparse_auto_forget_all(void)
+{
+    pthread_mutex_lock(&slot_lock);
+    memset(slots, 0, sizeof slots);
+    pthread_mutex_unlock(&slot_lock);
+}
+
 static _Atomic(zen_sparse_auto_time_fn) time_hook;
 
 void zen__sparse_auto_time_hook(zen_sparse_auto_time_fn fn)
