@@ -206,33 +206,46 @@ static void fill(int r, uint32_t *idx, float *val)
     }
 }
 
-static zen_status converge_rank(zen_comm *comm, void *arg)
+/* ref = the dense sum of every rank's rows; idx, val = this rank's. */
+static void inputs(int n, int r, uint32_t *idx, float *val, float *ref)
 {
-    conv_arg *ca = arg;
-    int n = zen_comm_size(comm), r = zen_comm_rank(comm);
-    uint32_t idx[NNZ];
-    float val[NNZ], *out = malloc(ROWS * sizeof *out), *ref = calloc(ROWS, sizeof *ref);
-    int *all = malloc((size_t)n * sizeof *all);
-    for (int q = 0; q < n; q++) { /* the dense reference: every rank's rows, summed */
+    for (int q = 0; q < n; q++) {
         fill(q, idx, val);
         for (size_t i = 0; i < NNZ; i++)
             ref[idx[i]] += val[i];
     }
     fill(r, idx, val);
-    zen_sparse_tensor t = { ROWS, 1, NNZ, ZEN_INDEX_U32, idx, ZEN_F32, val };
+}
+
+/* One AUTO call: the result equals the dense reference and every rank ran the same scheme. */
+static zen_status agreed_call(zen_comm *comm, const zen_sparse_tensor *t, const char *key,
+                              float *out, const float *ref, int *scheme)
+{
+    int n = zen_comm_size(comm), all[8];
     zen_sparse_options opts = ZEN_SPARSE_OPTIONS_INIT;
-    opts.key = "auto-tune-converge";
+    opts.key = key;
+    zen_sparse_stats stats;
+    ZT_CHECK(comm, n <= 8);
+    ZT_CHECK(comm, zen_sparse_allreduce_dense(comm, t, out, &opts, &stats) == ZEN_OK);
+    ZT_CHECK(comm, memcmp(out, ref, ROWS * sizeof *out) == 0); /* small integers: exact */
+    *scheme = (int)stats.scheme;
+    ZT_CHECK(comm, zen_allgather(comm, scheme, all, 1, ZEN_I32) == ZEN_OK);
+    for (int k = 0; k < n; k++)
+        ZT_CHECK(comm, all[k] == *scheme); /* every rank made the same decision */
+    return ZEN_OK;
+}
+
+static zen_status converge_rank(zen_comm *comm, void *arg)
+{
+    conv_arg *ca = arg;
+    int n = zen_comm_size(comm), r = zen_comm_rank(comm), off_ps = 0, mine = -1;
+    uint32_t idx[NNZ];
+    float val[NNZ], *out = malloc(ROWS * sizeof *out), *ref = calloc(ROWS, sizeof *ref);
+    inputs(n, r, idx, val, ref);
+    zen_sparse_tensor t = { ROWS, 1, NNZ, ZEN_INDEX_U32, idx, ZEN_F32, val };
     zen_status st = ZEN_OK;
-    int off_ps = 0;
     for (int call = 0; call < CALLS && st == ZEN_OK; call++) {
-        zen_sparse_stats stats;
-        st = zen_sparse_allreduce_dense(comm, &t, out, &opts, &stats);
-        ZT_CHECK(comm, st == ZEN_OK);
-        ZT_CHECK(comm, memcmp(out, ref, ROWS * sizeof *out) == 0); /* small integers: exact */
-        int mine = (int)stats.scheme;
-        ZT_CHECK(comm, zen_allgather(comm, &mine, all, 1, ZEN_I32) == ZEN_OK);
-        for (int k = 0; k < n; k++)
-            ZT_CHECK(comm, all[k] == mine); /* every rank made the same decision */
+        st = agreed_call(comm, &t, "auto-tune-converge", out, ref, &mine);
         if (r == 0)
             ca->seq[call] = mine;
         /* the model (biased) ranks BALANCED first, PS second, the rest far behind: the warm-up
@@ -245,7 +258,6 @@ static zen_status converge_rank(zen_comm *comm, void *arg)
     ZT_CHECK(comm, off_ps <= CALLS / 20); /* ZEN_SPARSE_EXPLORE_PERIOD 20 */
     free(out);
     free(ref);
-    free(all);
     return st;
 }
 
@@ -255,38 +267,22 @@ static zen_status converge_rank(zen_comm *comm, void *arg)
 static zen_status forget_rank(zen_comm *comm, void *arg)
 {
     (void)arg;
-    int n = zen_comm_size(comm), r = zen_comm_rank(comm);
+    int n = zen_comm_size(comm), r = zen_comm_rank(comm), mine = -1;
     uint32_t idx[NNZ];
     float val[NNZ], *out = malloc(ROWS * sizeof *out), *ref = calloc(ROWS, sizeof *ref);
-    int *all = malloc((size_t)n * sizeof *all);
-    for (int q = 0; q < n; q++) {
-        fill(q, idx, val);
-        for (size_t i = 0; i < NNZ; i++)
-            ref[idx[i]] += val[i];
-    }
-    fill(r, idx, val);
+    inputs(n, r, idx, val, ref);
     zen__sparse_auto_time_hook(fake_time); /* a forked process: its own hook */
     zen_sparse_tensor t = { ROWS, 1, NNZ, ZEN_INDEX_U32, idx, ZEN_F32, val };
-    zen_sparse_options opts = ZEN_SPARSE_OPTIONS_INIT;
-    opts.key = "auto-tune-forget";
     zen_status st = ZEN_OK;
     for (int call = 0; call < 24 && st == ZEN_OK; call++) {
         if (call == 10 && r == 1)
             zen__sparse_auto_forget_all();
-        zen_sparse_stats stats;
-        st = zen_sparse_allreduce_dense(comm, &t, out, &opts, &stats);
-        ZT_CHECK(comm, st == ZEN_OK);
-        ZT_CHECK(comm, memcmp(out, ref, ROWS * sizeof *out) == 0);
-        int mine = (int)stats.scheme;
-        ZT_CHECK(comm, zen_allgather(comm, &mine, all, 1, ZEN_I32) == ZEN_OK);
-        for (int k = 0; k < n; k++)
-            ZT_CHECK(comm, all[k] == mine);
+        st = agreed_call(comm, &t, "auto-tune-forget", out, ref, &mine);
         if (call == 9 || call == 23) /* settled before the loss, and again after its warm-up */
             ZT_CHECK(comm, mine == ZEN_SPARSE_PS);
     }
     free(out);
     free(ref);
-    free(all);
     return st;
 }
 
