@@ -52,6 +52,7 @@ typedef struct sb_cfg {
     uint64_t seed;
     const char *trace;
     int json;
+    int call_times; /* --call-times: every iteration's time to stderr */
     double timeout;
     int hash_k, pull_format; /* BALANCED ablations (zen_sparse_options), 0: defaults */
     double hash_r1;
@@ -503,6 +504,9 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
     if (st == ZEN_OK) {
         res->scheme = scheme;
         res->verified = agg[0] == 0;
+        for (int it = 0; cfg->call_times && me == 0 && it < total_iters; it++)
+            fprintf(stderr, "# call %s %d %.1f\n",
+                    zen_sparse_scheme_name((zen_sparse_scheme)scheme), it, times[it] * 1e6);
         res->p50_us = bench_percentile(times + cfg->warmup, (size_t)cfg->iters, 50) * 1e6;
         res->run_us = 0;
         for (int it = 0; it < total_iters; it++)
@@ -688,7 +692,9 @@ static void help(void)
         "                     (default 2)\n"
         "  --pull-format F    BALANCED ablation: auto (smaller of hash bitmap and COO),\n"
         "                     hash-bitmap, coo or plain-bitmap (a bitmap over all rows)\n"
-        "  --json             one JSON object per scheme instead of the table\n\n"
+        "  --json             one JSON object per scheme instead of the table\n"
+        "  --call-times       also print every iteration's time (slowest rank, warm-up\n"
+        "                     included) to stderr: `# call SCHEME ITERATION US` lines\n\n"
         "Time: p50 over iterations of the slowest rank's time. Bytes: largest sent/received\n"
         "by any rank in one iteration (including the call's small control messages). ideal: a\n"
         "perfectly balanced push/pull with COO, (n-1)/n (nnz/rank + nnz of sum)(4+4w) bytes.\n"
@@ -785,6 +791,10 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
         }
         if (strcmp(a, "--json") == 0) {
             cfg->json = 1;
+            continue;
+        }
+        if (strcmp(a, "--call-times") == 0) {
+            cfg->call_times = 1;
             continue;
         }
         if (i + 1 >= argc)
