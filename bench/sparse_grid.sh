@@ -5,26 +5,28 @@
 #
 # Usage: bench/sparse_grid.sh [ZEN] [OUT.jsonl]   (ZEN: the zen binary, default build/zen)
 # Env:   GRID_RANKS, GRID_DENSITIES, GRID_OVERLAPS (space lists), GRID_ROWS (200000),
-#        GRID_WIDTH (4), GRID_ITERS (10), GRID_WARMUP (5), GRID_TRACES (trace dirs, see
-#        docs/trace-format.md), GRID_TRACE_RANKS (8), GRID_LAUNCH=1 to run each cell as tcp
-#        processes under `zen launch` instead of inproc threads.
+#        GRID_WIDTH (4), GRID_ITERS (10), GRID_WARMUP (12: AUTO's warm-up measures up to ~4
+#        candidates twice, so the timed calls are its steady state; run_us has the whole run),
+#        GRID_TRACES (trace dirs, see docs/trace-format.md), GRID_TRACE_RANKS (8),
+#        GRID_LAUNCH=1 to run each cell as processes under `zen launch` (shm on one host;
+#        GRID_LAUNCH_TRANSPORT=tcp for tcp) instead of inproc threads.
 # Take timings under the shared lock: flock /tmp/zen-bench.lock bench/sparse_grid.sh
 set -euo pipefail
 ZEN=${1:-build/zen}
 OUT=${2:-/tmp/zen-sparse-grid.jsonl}
-RANKS=${GRID_RANKS:-"4 8 16"}
+RANKS=${GRID_RANKS-"4 8 16"} # set and empty: traces only
 DENSITIES=${GRID_DENSITIES:-"0.001 0.01 0.1"}
 OVERLAPS=${GRID_OVERLAPS:-"random zipf identical"}
 ROWS=${GRID_ROWS:-200000}
 WIDTH=${GRID_WIDTH:-4}
 ITERS=${GRID_ITERS:-10}
-WARMUP=${GRID_WARMUP:-5}
+WARMUP=${GRID_WARMUP:-12}
 : >"$OUT"
 run_cell() { # ranks, then bench arguments
     local n=$1
     shift
     if [ "${GRID_LAUNCH:-0}" = 1 ]; then
-        "$ZEN" launch -n "$n" -- "$ZEN" bench sparse "$@" --iters "$ITERS" --warmup "$WARMUP" \
+        "$ZEN" launch -n "$n" --transport "${GRID_LAUNCH_TRANSPORT:-auto}" -- "$ZEN" bench sparse "$@" --iters "$ITERS" --warmup "$WARMUP" \
             --json | grep '^{' >>"$OUT"
     else
         "$ZEN" bench sparse --ranks "$n" "$@" --iters "$ITERS" --warmup "$WARMUP" --json >>"$OUT"

@@ -3,9 +3,12 @@
 
 One row per cell (ranks, density, overlap or trace): every scheme's p50 in ms, AUTO's choice,
 AUTO / fastest, and the cost model's error median over the cell's schemes, |model - measured| /
-measured (model = the raw prediction AUTO logged, before its online correction). The footer gives
-the share of cells with AUTO within 10% of the fastest, the worst AUTO / fastest and the median
-model error over every (cell, scheme).
+measured (model = the raw prediction AUTO logged, before its online correction), and AUTO's whole
+run (warm-up calls included, `run_us`) over the whole run of the scheme with the fastest p50: what
+AUTO's warm-up tries and rechecks cost over the run. The footer gives the share of cells with AUTO
+within 10% of the fastest, the worst AUTO / fastest, the median model error over every (cell,
+scheme), how good the decision alone is (the chosen scheme's own p50 / the fastest), and the
+median and worst whole-run ratio. Several files (grid chunks) are read in order.
 """
 import json
 import statistics
@@ -14,9 +17,14 @@ import sys
 SCHEMES = ["balanced", "hierarchical", "allgather", "block", "ps", "dense"]
 
 
-def cells(path):
+def lines(paths):
+    for path in paths:
+        yield from open(path)
+
+
+def cells(paths):
     out, order = {}, []
-    for line in open(path):
+    for line in lines(paths):
         line = line.strip()
         if not line.startswith("{"):
             continue
@@ -29,12 +37,12 @@ def cells(path):
     return [(k, out[k]) for k in order]
 
 
-def main(path):
-    rows, errors, ratios = [], [], []
+def main(paths):
+    errors, ratios, runs, picks, spent = [], [], [], [], []
     print("| transport | ranks | density | overlap | " + " | ".join(SCHEMES) +
-          " | AUTO chose | AUTO ms | AUTO / fastest | model err (median) |")
-    print("|" + "---|" * (len(SCHEMES) + 8))
-    for key, c in cells(path):
+          " | AUTO chose | AUTO ms | AUTO / fastest | model err (median) | AUTO run / fastest run |")
+    print("|" + "---|" * (len(SCHEMES) + 9))
+    for key, c in cells(paths):
         transport, n, overlap, density, _, _ = key
         times = {s: c[s]["time_us_p50"] / 1e3 for s in SCHEMES if s in c}
         if not times or "auto" not in c:
@@ -43,6 +51,8 @@ def main(path):
         auto = c["auto"]["time_us_p50"] / 1e3
         ratio = auto / fastest
         ratios.append(ratio)
+        if c["auto"]["chosen"] in times:  # the decision alone: its scheme's own p50
+            picks.append(times[c["auto"]["chosen"]] / fastest)
         errs = []
         for s in SCHEMES:
             model = c[s].get("model_us") if s in c else None
@@ -50,10 +60,18 @@ def main(path):
                 errs.append(abs(model / 1e3 - times[s]) / times[s])
         errors.extend(errs)
         med = statistics.median(errs) if errs else float("nan")
+        best = min(times, key=times.get)
+        run = (c["auto"].get("run_us", 0) / c[best]["run_us"]) if c[best].get("run_us") else None
+        if run:
+            runs.append(run)
+            # the whole run's extra over the fastest's, in calls of the fastest scheme: what the
+            # warm-up, profile and rechecks cost once, whatever the run's length
+            spent.append((c["auto"]["run_us"] - c[best]["run_us"]) / 1e3 / fastest)
         cols = " | ".join(("**%.2f**" if times.get(s) == fastest else "%.2f") % times[s]
                           if s in times else "-" for s in SCHEMES)
-        print("| %s | %d | %.4g | %s | %s | %s | %.2f | %.2f | %.0f%% |" %
-              (transport, n, density, overlap, cols, c["auto"]["chosen"], auto, ratio, 100 * med))
+        print("| %s | %d | %.4g | %s | %s | %s | %.2f | %.2f | %.0f%% | %s |" %
+              (transport, n, density, overlap, cols, c["auto"]["chosen"], auto, ratio, 100 * med,
+               "%.2f" % run if run else "-"))
     if ratios:
         within = sum(1 for r in ratios if r <= 1.10) / len(ratios)
         print()
@@ -61,7 +79,15 @@ def main(path):
               "model error median %.0f%% over %d (cell, scheme) pairs" %
               (len(ratios), 100 * within, max(ratios),
                100 * statistics.median(errors) if errors else float("nan"), len(errors)))
+    if picks:
+        print("AUTO's choice run on its own (the decision, without AUTO's run-to-run noise): "
+              "within 10%% of the fastest in %.0f%%, worst %.2f" %
+              (100 * sum(1 for r in picks if r <= 1.10) / len(picks), max(picks)))
+    if runs:
+        print("whole run (warm-up included): AUTO / fastest scheme median %.2f, worst %.2f; "
+              "AUTO's extra = %.1f (median), %.1f (worst) calls of the fastest scheme" %
+              (statistics.median(runs), max(runs), statistics.median(spent), max(spent)))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/zen-sparse-grid.jsonl")
+    main(sys.argv[1:] or ["/tmp/zen-sparse-grid.jsonl"])

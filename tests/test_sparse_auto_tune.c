@@ -1,48 +1,71 @@
 /*
- * AUTO's online correction (src/sparse/model/auto_tune.c): a wrong model cannot lock AUTO onto a slow
- * scheme, exploration stays within its budget, and every rank makes the same decisions.
+ * AUTO converges on measurement (src/sparse/model/auto_tune.c, profile.c): with a wrong model it
+ * ends on the measured-fastest scheme, warm-up and rechecks stay within their bounds, every rank
+ * makes the same decision (also between record exchanges), and the result is the dense sum
+ * whichever scheme runs.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sparse/model/auto_tune.h"
+#include "sparse/sparse_internal.h"
 #include "testutil.h"
 
-/* Drive the decision against true times: true_s[s] per call (with a +-4% deterministic wobble),
- * the model's pred[s]. Returns the fastest scheme's share of the last `tail` choices; *extra gets
- * the time spent beyond always running the fastest, as a fraction of the total. */
-static double drive(const double *true_s, const double *pred, int calls, int tail,
-                    const zen_auto_tune_params *tp, double *extra, int *explorations)
+static const zen_auto_tune_params params = { 0.5, 20, 0.05, 2, 2, 3, 2 };
+
+typedef struct run_log {
+    int fastest_tail;  /* exploiting calls of the tail that ran the fastest */
+    int exploit_tail;  /* exploiting calls of the tail */
+    int first_settled; /* first call from which every exploiting call ran the fastest */
+    int warm, rechecks;
+    double extra;     /* time beyond always running the fastest, fraction of the total */
+    double try_extra; /* time of warm-up and recheck calls beyond the fastest's */
+    double total;
+} run_log;
+
+/* Drive the tuner against true times true_s[s] (times a deterministic +-4% wobble; the first call
+ * of scheme `cold` takes 3x as long, a cold start; 0: none) and the model's pred[s]. */
+static void drive(const double *true_s, const double *pred, int calls, int tail, int cold,
+                  const zen_auto_tune_params *tp, run_log *log)
 {
     zen_auto_tune t;
     zen__auto_tune_init(&t);
-    zen_sparse_scheme fastest = ZEN_SPARSE_BALANCED;
+    int fastest = 1, runs[ZEN_SPARSE_SCHEME_COUNT] = { 0 };
     for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
         if (true_s[s] < true_s[fastest])
-            fastest = (zen_sparse_scheme)s;
+            fastest = s;
     uint64_t rng = 5;
-    double total = 0, ideal = 0;
-    int hits = 0;
-    *explorations = 0;
+    double ideal = 0;
+    memset(log, 0, sizeof *log);
+    log->first_settled = -1;
     for (int call = 0; call < calls; call++) {
-        int explored;
-        zen_sparse_scheme s = zen__auto_tune_choose(&t, tp, pred, &explored, NULL);
-        *explorations += explored;
+        zen_auto_tune_kind kind;
+        int s = (int)zen__auto_tune_choose(&t, tp, pred, &kind, NULL);
         double wobble = 0.96 + 0.08 * (double)(zt_rand(&rng) % 1000) / 1000.0;
-        double took = true_s[s] * wobble;
+        double took = true_s[s] * wobble * (s == cold && runs[s]++ == 0 ? 3.0 : 1.0);
         zen__auto_tune_observe(&t, tp, took);
-        total += took;
+        log->total += took;
         ideal += true_s[fastest] * wobble;
-        if (call >= calls - tail && !explored)
-            hits += s == fastest;
+        log->warm += kind == ZEN_TUNE_WARM;
+        log->rechecks += kind == ZEN_TUNE_RECHECK;
+        if (kind != ZEN_TUNE_EXPLOIT)
+            log->try_extra += took - true_s[fastest] * wobble;
+        if (kind == ZEN_TUNE_EXPLOIT && s != fastest)
+            log->first_settled = -1;
+        else if (kind == ZEN_TUNE_EXPLOIT && log->first_settled < 0)
+            log->first_settled = call;
+        if (call >= calls - tail && kind == ZEN_TUNE_EXPLOIT) {
+            log->exploit_tail++;
+            log->fastest_tail += s == fastest;
+        }
     }
-    *extra = (total - ideal) / total;
-    return (double)hits;
+    log->extra = (log->total - ideal) / log->total;
 }
 
-static void set_true(double *a, double bal, double hier, double ag, double block, double ps,
-                     double dense)
+static void set_times(double *a, double bal, double hier, double ag, double block, double ps,
+                      double dense)
 {
     memset(a, 0, ZEN_SPARSE_SCHEME_COUNT * sizeof *a);
     a[ZEN_SPARSE_BALANCED] = bal;
@@ -53,140 +76,256 @@ static void set_true(double *a, double bal, double hier, double ag, double block
     a[ZEN_SPARSE_DENSE] = dense;
 }
 
-/* The model thinks HIERARCHICAL is 8x faster than it is (the issue's 3-9x): one call corrects it.
- */
-static void test_optimistic_model_corrected(void **state)
+/* The model thinks HIERARCHICAL is 8x faster than it is (the issue's 3-9x): the warm-up measures
+ * it twice and BALANCED twice, and AUTO settles on BALANCED after those 4 calls. */
+static void test_optimistic_model(void **state)
 {
     (void)state;
     double t[ZEN_SPARSE_SCHEME_COUNT], m[ZEN_SPARSE_SCHEME_COUNT];
-    set_true(t, 7.3, 19.4, 30, 40, 25, 60);
-    set_true(m, 7.3, 19.4 / 8, 30, 40, 25, 60);
-    zen_auto_tune_params tp = { 0.5, 20, 0.05 };
-    double extra;
-    int ex;
-    double hits = drive(t, m, 200, 100, &tp, &extra, &ex);
-    assert_true(hits >= 100 - ex); /* every non-exploring call of the tail ran BALANCED */
-    assert_true(extra < 0.05 + 12.1 / (200 * 7.3)); /* the one wrong call plus the budget */
+    set_times(t, 7.3, 19.4, 30, 40, 25, 60);
+    set_times(m, 7.3, 19.4 / 8, 30, 40, 25, 60);
+    run_log log;
+    drive(t, m, 200, 100, 0, &params, &log);
+    assert_int_equal(log.fastest_tail, log.exploit_tail);
+    assert_true(log.first_settled >= 0 && log.first_settled <= 4);
+    assert_int_equal(log.warm, 4); /* 2 candidates x 2 (19.4 < 3 x 7.3); the rest pruned */
+    /* the 2 HIERARCHICAL tries cost 2 x 12.1; the rechecks stay within the budget */
+    assert_true(log.extra <= 0.05 + 2 * 12.1 * 1.04 / log.total);
 }
 
-/* The model thinks the fastest scheme is 3x slower than it is: only exploration finds it, and it
- * does within the budget. */
-static void test_pessimistic_model_explored(void **state)
+/* The model thinks the fastest scheme (BALANCED) is 3x slower than it is: not its first choice,
+ * but in its first two, so measured in the warm-up and chosen; no recheck is needed. */
+static void test_pessimistic_model(void **state)
 {
     (void)state;
     double t[ZEN_SPARSE_SCHEME_COUNT], m[ZEN_SPARSE_SCHEME_COUNT];
-    set_true(t, 10, 15, 40, 50, 30, 80);
-    set_true(m, 30, 15, 40, 50, 30, 80);
-    zen_auto_tune_params tp = { 0.5, 20, 0.05 };
-    double extra;
-    int ex;
-    double hits = drive(t, m, 400, 200, &tp, &extra, &ex);
-    assert_true(ex >= 1);
-    assert_true(hits >= 200 - ex);
-    /* without exploration it would stay on HIERARCHICAL, 1.5x the fastest */
-    zen_auto_tune_params off = { 0.5, 0, 0.05 };
-    double extra_off;
-    int ex_off;
-    assert_true(drive(t, m, 400, 200, &off, &extra_off, &ex_off) == 0);
-    assert_int_equal(ex_off, 0);
-    assert_true(extra < extra_off);
+    set_times(t, 10, 15, 40, 50, 30, 80);
+    set_times(m, 30, 15, 40, 50, 32, 80);
+    zen_auto_tune_params no_recheck = params;
+    no_recheck.period = 0;
+    run_log log;
+    drive(t, m, 100, 90, 0, &no_recheck, &log);
+    assert_int_equal(log.fastest_tail, log.exploit_tail);
+    assert_int_equal(log.rechecks, 0);
+    /* with the warm-up off, the model's choice sticks: 1.5x the fastest */
+    zen_auto_tune_params trust = no_recheck;
+    trust.warm = 0;
+    drive(t, m, 100, 90, 0, &trust, &log);
+    assert_int_equal(log.fastest_tail, 0);
 }
 
-/* The measured time explorations add never exceeds the budget (plus one exploration's expected
- * extra), even when every runner-up is much slower than the model says. */
-static void test_exploration_budget(void **state)
+/* A run with few calls still ends right, also when the fastest scheme's first call is slow (a
+ * cold start): the second warm-up measurement is what it is judged by. */
+static void test_few_calls_cold_start(void **state)
+{
+    (void)state;
+    double t[ZEN_SPARSE_SCHEME_COUNT], m[ZEN_SPARSE_SCHEME_COUNT];
+    set_times(t, 5, 6, 30, 40, 25, 60);
+    set_times(m, 5, 4, 30, 40, 25, 60);
+    run_log log;
+    drive(t, m, 8, 4, ZEN_SPARSE_BALANCED, &params, &log); /* its first call takes 3x */
+    assert_true(log.warm <= 4);
+    assert_int_equal(log.exploit_tail, 4);
+    assert_int_equal(log.fastest_tail, 4);
+    /* one measurement per candidate would have judged BALANCED by its cold call: 15 > 6 */
+    zen_auto_tune_params once = params;
+    once.warm = 1;
+    drive(t, m, 8, 4, ZEN_SPARSE_BALANCED, &once, &log);
+    assert_int_equal(log.fastest_tail, 0);
+}
+
+/* Warm-up tries are bounded by warm x schemes, whatever the timings; the rechecks' measured extra
+ * stays within the budget of the total (plus one try), even when every other scheme is slower
+ * than the model says. */
+static void test_budget(void **state)
 {
     (void)state;
     const double budgets[] = { 0.01, 0.05, 0.2 };
-    for (int b = 0; b < 3; b++) {
-        zen_auto_tune_params tp = { 0.5, 5, budgets[b] };
-        zen_auto_tune t;
-        zen__auto_tune_init(&t);
-        double pred[ZEN_SPARSE_SCHEME_COUNT] = { 0 };
-        for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
-            pred[s] = 1.0 + 0.01 * s; /* all look alike to the model */
-        double total = 0, explore_extra = 0;
-        for (int call = 0; call < 1000; call++) {
-            int explored;
-            double c[ZEN_SPARSE_SCHEME_COUNT];
-            zen_sparse_scheme s = zen__auto_tune_choose(&t, &tp, pred, &explored, c);
-            double took = s == ZEN_SPARSE_BALANCED ? 1.0 : 4.0; /* the others are 4x */
-            if (explored) {
-                double best = 1e300;
-                for (int k = 1; k < ZEN_SPARSE_SCHEME_COUNT; k++)
-                    best = c[k] < best ? c[k] : best;
-                explore_extra += took - best;
-            }
-            zen__auto_tune_observe(&t, &tp, took);
-            total += took;
+    const double slower[] = { 1.5, 4.0 };
+    double pred[ZEN_SPARSE_SCHEME_COUNT] = { 0 }, t[ZEN_SPARSE_SCHEME_COUNT] = { 0 };
+    for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+        pred[s] = 1.0 + 0.01 * s; /* all look alike to the model */
+    for (int b = 0; b < 3; b++)
+        for (int k = 0; k < 2; k++) {
+            zen_auto_tune_params tp = params;
+            tp.period = 5;
+            tp.budget = budgets[b];
+            for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+                t[s] = s == ZEN_SPARSE_BALANCED ? 1.0 : slower[k];
+            run_log log;
+            drive(t, pred, 1000, 500, 0, &tp, &log);
+            assert_true(log.warm <= 2 * (ZEN_SPARSE_SCHEME_COUNT - 1));
+            assert_true(log.try_extra <= budgets[b] * log.total + 2 * log.warm * slower[k] + 2);
+            assert_int_equal(log.fastest_tail, log.exploit_tail);
+            if (k == 1) /* 4x: dropped after its warm-up try, never rechecked */
+                assert_int_equal(log.rechecks, 0);
+            else /* 1.5x: a survivor, rechecked within the budget */
+                assert_true(log.rechecks > 0);
         }
-        assert_true(explore_extra <= budgets[b] * total + 4.0);
+}
+
+/* A call that did not run the chosen scheme (hier-host ran its own sync) reports 0 seconds: it
+ * must not count as a measurement (a corr of 0 would make that scheme look free forever). */
+static void test_zero_time_ignored(void **state)
+{
+    (void)state;
+    zen_auto_tune t;
+    zen__auto_tune_init(&t);
+    double pred[ZEN_SPARSE_SCHEME_COUNT] = { 0, 1, 2, 9, 9, 9, 9 };
+    zen_sparse_scheme s = zen__auto_tune_choose(&t, &params, pred, NULL, NULL);
+    zen__auto_tune_observe(&t, &params, 0);
+    assert_int_equal(t.measured[s], 0);
+    assert_int_equal(t.last, -1);
+    assert_true(t.total_s == 0);
+}
+
+/* ---- on a communicator: injected timings, a wrong model, identical decisions ---- */
+
+#define ROWS  20000
+#define NNZ   300
+#define CALLS 60
+
+/* Deterministic "measured" times: PS fastest, BALANCED 1.5x, the rest 10x; rank r is 1% x r
+ * slower, so the maximum over ranks is what every rank must learn. */
+static double fake_time(int rank, zen_sparse_scheme s, double measured)
+{
+    (void)measured;
+    double base = s == ZEN_SPARSE_PS ? 1e-3 : s == ZEN_SPARSE_BALANCED ? 1.5e-3 : 10e-3;
+    return base * (1.0 + 0.01 * rank);
+}
+
+typedef struct conv_arg {
+    int seq[CALLS]; /* rank 0: the scheme of every call */
+} conv_arg;
+
+static void fill(int r, uint32_t *idx, float *val)
+{
+    for (size_t i = 0; i < NNZ; i++) {
+        idx[i] = (uint32_t)((i * 997 + (size_t)r * 13) % ROWS);
+        val[i] = (float)(1 + r);
     }
 }
 
-/* ---- on a communicator: a deliberately wrong model constant, identical decisions ---- */
-
-#define ROWS  400000
-#define NNZ   400
-#define CALLS 12
-
-static zen_status wrong_model_rank(zen_comm *comm, void *arg)
+/* ref = the dense sum of every rank's rows; idx, val = this rank's. */
+static void inputs(int n, int r, uint32_t *idx, float *val, float *ref)
 {
-    (void)arg;
-    int n = zen_comm_size(comm), r = zen_comm_rank(comm);
-    uint32_t *idx = malloc(NNZ * sizeof *idx);
-    float *val = malloc(NNZ * sizeof *val), *out = malloc(ROWS * sizeof *out);
-    int *all = malloc((size_t)n * sizeof *all);
-    for (size_t i = 0; i < NNZ; i++) {
-        idx[i] = (uint32_t)((i * 997 + (size_t)r * 13) % ROWS);
-        val[i] = 1.0f;
+    for (int q = 0; q < n; q++) {
+        fill(q, idx, val);
+        for (size_t i = 0; i < NNZ; i++)
+            ref[idx[i]] += val[i];
     }
-    zen_sparse_tensor t = { ROWS, 1, NNZ, ZEN_INDEX_U32, idx, ZEN_F32, val };
+    fill(r, idx, val);
+}
+
+/* One AUTO call: the result equals the dense reference and every rank ran the same scheme. */
+static zen_status agreed_call(zen_comm *comm, const zen_sparse_tensor *t, const char *key,
+                              float *out, const float *ref, int *scheme)
+{
+    int n = zen_comm_size(comm), all[8];
     zen_sparse_options opts = ZEN_SPARSE_OPTIONS_INIT;
-    opts.key = "auto-tune-wrong-model";
+    opts.key = key;
+    zen_sparse_stats stats;
+    ZT_CHECK(comm, n <= 8);
+    ZT_CHECK(comm, zen_sparse_allreduce_dense(comm, t, out, &opts, &stats) == ZEN_OK);
+    ZT_CHECK(comm, memcmp(out, ref, ROWS * sizeof *out) == 0); /* small integers: exact */
+    *scheme = (int)stats.scheme;
+    ZT_CHECK(comm, zen_allgather(comm, scheme, all, 1, ZEN_I32) == ZEN_OK);
+    for (int k = 0; k < n; k++)
+        ZT_CHECK(comm, all[k] == *scheme); /* every rank made the same decision */
+    return ZEN_OK;
+}
+
+static zen_status converge_rank(zen_comm *comm, void *arg)
+{
+    conv_arg *ca = arg;
+    int n = zen_comm_size(comm), r = zen_comm_rank(comm), off_ps = 0, mine = -1;
+    uint32_t idx[NNZ];
+    float val[NNZ], *out = malloc(ROWS * sizeof *out), *ref = calloc(ROWS, sizeof *ref);
+    inputs(n, r, idx, val, ref);
+    zen_sparse_tensor t = { ROWS, 1, NNZ, ZEN_INDEX_U32, idx, ZEN_F32, val };
     zen_status st = ZEN_OK;
     for (int call = 0; call < CALLS && st == ZEN_OK; call++) {
-        zen_sparse_stats stats;
-        st = zen_sparse_allreduce_dense(comm, &t, out, &opts, &stats);
-        ZT_CHECK(comm, st == ZEN_OK);
-        double sum = 0;
-        for (size_t i = 0; i < ROWS; i++)
-            sum += out[i];
-        ZT_CHECK(comm, sum == (double)n * NNZ); /* every value is 1: the sum is exact */
-        int mine = (int)stats.scheme;
-        ZT_CHECK(comm, zen_allgather(comm, &mine, all, 1, ZEN_I32) == ZEN_OK);
-        for (int k = 0; k < n; k++)
-            ZT_CHECK(comm, all[k] == mine); /* every rank made the same decision */
-        /* the model says DENSE is 10^4 x cheaper than it is: the first call believes it, the
-         * measurement corrects it, and DENSE never runs again */
-        if (call == 0)
-            ZT_CHECK(comm, stats.scheme == ZEN_SPARSE_DENSE);
+        st = agreed_call(comm, &t, "auto-tune-converge", out, ref, &mine);
+        if (r == 0)
+            ca->seq[call] = mine;
+        /* the model (biased) ranks BALANCED first, PS second, the rest far behind: the warm-up
+         * measures those two twice each, then AUTO runs PS but for budgeted rechecks */
+        if (call < 4)
+            ZT_CHECK(comm, mine == ZEN_SPARSE_BALANCED || mine == ZEN_SPARSE_PS);
         else
-            ZT_CHECK(comm, stats.scheme != ZEN_SPARSE_DENSE);
+            off_ps += mine != ZEN_SPARSE_PS;
     }
-    free(idx);
-    free(val);
+    ZT_CHECK(comm, off_ps <= CALLS / 20); /* ZEN_SPARSE_EXPLORE_PERIOD 20 */
     free(out);
-    free(all);
+    free(ref);
     return st;
 }
 
-static void test_wrong_model_constant(void **state)
+/* One process of a job loses its AUTO state (an eviction) while the others keep theirs: the
+ * digests in the agreement differ, every rank takes the record exchange and starts the key over,
+ * and the decisions stay identical, the results right. */
+static zen_status forget_rank(zen_comm *comm, void *arg)
+{
+    (void)arg;
+    int n = zen_comm_size(comm), r = zen_comm_rank(comm), mine = -1;
+    uint32_t idx[NNZ];
+    float val[NNZ], *out = malloc(ROWS * sizeof *out), *ref = calloc(ROWS, sizeof *ref);
+    inputs(n, r, idx, val, ref);
+    zen__sparse_auto_time_hook(fake_time); /* a forked process: its own hook */
+    zen_sparse_tensor t = { ROWS, 1, NNZ, ZEN_INDEX_U32, idx, ZEN_F32, val };
+    zen_status st = ZEN_OK;
+    for (int call = 0; call < 24 && st == ZEN_OK; call++) {
+        if (call == 10 && r == 1)
+            zen__sparse_auto_forget_all();
+        st = agreed_call(comm, &t, "auto-tune-forget", out, ref, &mine);
+        if (call == 9 || call == 23) /* settled before the loss, and again after its warm-up */
+            ZT_CHECK(comm, mine == ZEN_SPARSE_PS);
+    }
+    free(out);
+    free(ref);
+    return st;
+}
+
+static void test_rank_loses_state(void **state)
 {
     (void)state;
-    setenv("ZEN_SPARSE_MODEL_BIAS", "dense=0.0001", 1);
-    zt_run_inproc(4, wrong_model_rank, NULL);
-    zt_run_inproc(3, wrong_model_rank, NULL);
+    setenv("ZEN_SPARSE_MODEL_BIAS", "balanced=1e-7,ps=1e-5", 1);
+    setenv("ZEN_SPARSE_EXPLORE_PERIOD", "0", 1); /* no recheck at the checked calls */
+    zt_run_forked(ZEN_TRANSPORT_SHM, 3, NULL, NULL, forget_rank, NULL, 120);
+    unsetenv("ZEN_SPARSE_EXPLORE_PERIOD");
+    unsetenv("ZEN_SPARSE_MODEL_BIAS");
+}
+
+/* The same decisions whether the ranks exchange their records on every call or decide from the
+ * agreed state in between (ZEN_SPARSE_AUTO_RECHECK), on 4 and 3 ranks. */
+static void test_converges_on_measurement(void **state)
+{
+    (void)state;
+    setenv("ZEN_SPARSE_MODEL_BIAS", "balanced=1e-7,ps=1e-5", 1);
+    zen__sparse_auto_time_hook(fake_time);
+    for (int n = 3; n <= 4; n++) {
+        conv_arg every, quiet;
+        setenv("ZEN_SPARSE_AUTO_RECHECK", "1", 1);
+        zt_run_inproc(n, converge_rank, &every);
+        setenv("ZEN_SPARSE_AUTO_RECHECK", "7", 1);
+        zt_run_inproc(n, converge_rank, &quiet);
+        assert_memory_equal(every.seq, quiet.seq, sizeof every.seq);
+    }
+    zen__sparse_auto_time_hook(NULL);
+    unsetenv("ZEN_SPARSE_AUTO_RECHECK");
     unsetenv("ZEN_SPARSE_MODEL_BIAS");
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_optimistic_model_corrected),
-        cmocka_unit_test(test_pessimistic_model_explored),
-        cmocka_unit_test(test_exploration_budget),
-        cmocka_unit_test(test_wrong_model_constant),
+        cmocka_unit_test(test_optimistic_model),
+        cmocka_unit_test(test_pessimistic_model),
+        cmocka_unit_test(test_few_calls_cold_start),
+        cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_zero_time_ignored),
+        cmocka_unit_test(test_converges_on_measurement),
+        cmocka_unit_test(test_rank_loses_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

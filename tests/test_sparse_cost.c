@@ -315,8 +315,19 @@ static void test_net_models(void **state)
     zen__net_model_for_ranks(ZEN_TRANSPORT_INPROC, 1, &one);
     zen__net_model_for_ranks(ZEN_TRANSPORT_INPROC, (int)cores * 4, &many);
     assert_float_equal(many.bytes_per_s, one.bytes_per_s / 4, 1e-3);
+    /* the base latency x 4, issued one after another, plus the wait for a descheduled partner */
+    assert_float_equal(many.overhead_s, one.latency_s * 4, 1e-15);
+    assert_float_equal(many.latency_s, one.latency_s * 4 + 4 * 300e-6, 1e-15);
+    setenv("ZEN_NET_OVERSUB_US", "0", 1);
+    zen__net_model_for_ranks(ZEN_TRANSPORT_INPROC, (int)cores * 4, &many);
     assert_float_equal(many.latency_s, one.latency_s * 4, 1e-15);
-    assert_float_equal(many.overhead_s, many.latency_s, 0);
+    /* shm processes share the cores alike, but their copies are transport CPU, not bandwidth */
+    zen__net_model_for_ranks(ZEN_TRANSPORT_SHM, 1, &one);
+    zen__net_model_for_ranks(ZEN_TRANSPORT_SHM, (int)cores * 4, &many);
+    unsetenv("ZEN_NET_OVERSUB_US");
+    assert_float_equal(many.bytes_per_s, one.bytes_per_s, 1e-3);
+    assert_float_equal(many.cpu.share, 0.25, 1e-12);
+    assert_float_equal(many.cpu.wire_byte, 2 * many.cpu.copy_byte, 1e-15);
     /* serial issue: ALLGATHER on 4 ranks = 2 steps x (1 + 2 extra messages) latencies */
     zen_sparse_profile p;
     double pred[ZEN_SPARSE_SCHEME_COUNT];

@@ -52,6 +52,7 @@ typedef struct sb_cfg {
     uint64_t seed;
     const char *trace;
     int json;
+    int call_times; /* --call-times: every iteration's time to stderr */
     double timeout;
     int hash_k, pull_format; /* BALANCED ablations (zen_sparse_options), 0: defaults */
     double hash_r1;
@@ -79,6 +80,7 @@ typedef struct sb_result {
     int chosen; /* AUTO: the scheme it used (last call) */
     int verified;
     double p50_us;
+    double run_us; /* every call of the run, warm-up included (slowest rank per iteration) */
     double max_sent, max_recv;
     double imb_push, imb_pull;
     double predicted_us[ZEN_SPARSE_SCHEME_COUNT]; /* AUTO's cost model, per scheme (0: none) */
@@ -438,7 +440,7 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
     const sb_cfg *cfg = sh->cfg;
     int me = zen_comm_rank(comm);
     int total_iters = cfg->warmup + cfg->iters;
-    double *times = calloc((size_t)cfg->iters + 1, sizeof *times);
+    double *times = calloc((size_t)total_iters + 1, sizeof *times);
     /* bad, sent, recv, push, pull, chosen, then the cost model's predictions (AUTO only; summed
      * over the tensors of a trace) */
     double agg[6 + ZEN_SPARSE_SCHEME_COUNT + ZEN_PHASE_COUNT] = { 0 };
@@ -464,9 +466,9 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
         double t = 0;
         for (size_t ci = 0; ci < sh->ncases && st == ZEN_OK; ci++) {
             const sb_case *c = &sh->cases[ci];
-            char key[32];
-            snprintf(key, sizeof key, "bench-%zu", ci);
-            opts.key = key;
+            /* one key: a trace's steps are successive calls for the same tensors (a key's profile
+             * is per shape too), as in training */
+            opts.key = "bench";
             zen_sparse_tensor in = { c->rows,    c->width, c->nnz[me], ZEN_INDEX_U32,
                                      c->idx[me], ZEN_F32,  c->val[me] };
             zen_sparse_stats stats;
@@ -479,11 +481,9 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
                 break;
             if (!matches_reference(c, out))
                 agg[0] = 1;
-            if (it == total_iters - 1) {
-                if ((double)stats.bytes_sent > agg[1])
-                    agg[1] = (double)stats.bytes_sent;
-                if ((double)stats.bytes_recv > agg[2])
-                    agg[2] = (double)stats.bytes_recv;
+            if (it == total_iters - 1) { /* bytes of all tensors, as the ideal and the model */
+                agg[1] += (double)stats.bytes_sent;
+                agg[2] += (double)stats.bytes_recv;
                 if (stats.imbalance_push > agg[3])
                     agg[3] = stats.imbalance_push;
                 if (stats.imbalance_pull > agg[4])
@@ -495,17 +495,22 @@ static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_resul
                     agg[6 + ZEN_SPARSE_SCHEME_COUNT + k] += stats.phase_us[k];
             }
         }
-        if (it >= cfg->warmup)
-            times[it - cfg->warmup] = t;
+        times[it] = t;
     }
     if (st == ZEN_OK)
-        st = bench_max_over_ranks(comm, times, (size_t)cfg->iters);
+        st = bench_max_over_ranks(comm, times, (size_t)total_iters);
     if (st == ZEN_OK)
         st = bench_max_over_ranks(comm, agg, sizeof agg / sizeof agg[0]);
     if (st == ZEN_OK) {
         res->scheme = scheme;
         res->verified = agg[0] == 0;
-        res->p50_us = bench_percentile(times, (size_t)cfg->iters, 50) * 1e6;
+        for (int it = 0; cfg->call_times && me == 0 && it < total_iters; it++)
+            fprintf(stderr, "# call %s %d %.1f\n",
+                    zen_sparse_scheme_name((zen_sparse_scheme)scheme), it, times[it] * 1e6);
+        res->p50_us = bench_percentile(times + cfg->warmup, (size_t)cfg->iters, 50) * 1e6;
+        res->run_us = 0;
+        for (int it = 0; it < total_iters; it++)
+            res->run_us += times[it] * 1e6;
         res->max_sent = agg[1];
         res->max_recv = agg[2];
         res->imb_push = agg[3];
@@ -615,11 +620,11 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
                    "\"density\":%.6g,\"overlap\":\"%s\",\"zipf_s\":%.4g,\"skew\":%.4g,"
                    "\"tensors\":%zu,\"transport\":\"%s\",\"verified\":%s,\"time_us_p50\":%.3f,"
                    "\"max_bytes_sent\":%.0f,\"max_bytes_recv\":%.0f,\"ideal_bytes\":%.0f,"
-                   "\"imbalance_push\":%.4f,\"imbalance_pull\":%.4f,",
+                   "\"imbalance_push\":%.4f,\"imbalance_pull\":%.4f,\"run_us\":%.1f,",
                    name, chosen, n, (unsigned long long)rows, width, density, overlap, cfg->zipf_s,
                    cfg->skew, sh->ncases, zen_transport_name(sh->kind),
                    r->verified ? "true" : "false", r->p50_us, r->max_sent, r->max_recv, ideal,
-                   r->imb_push, r->imb_pull);
+                   r->imb_push, r->imb_pull, r->run_us);
             if (vd > 0)
                 printf("\"speedup_vs_dense\":%.4f,", vd);
             else
@@ -687,10 +692,14 @@ static void help(void)
         "                     (default 2)\n"
         "  --pull-format F    BALANCED ablation: auto (smaller of hash bitmap and COO),\n"
         "                     hash-bitmap, coo or plain-bitmap (a bitmap over all rows)\n"
-        "  --json             one JSON object per scheme instead of the table\n\n"
+        "  --json             one JSON object per scheme instead of the table\n"
+        "  --call-times       also print every iteration's time (slowest rank, warm-up\n"
+        "                     included) to stderr: `# call SCHEME ITERATION US` lines\n\n"
         "Time: p50 over iterations of the slowest rank's time. Bytes: largest sent/received\n"
-        "by any rank in one call (including the call's small control messages). ideal: a\n"
+        "by any rank in one iteration (including the call's small control messages). ideal: a\n"
         "perfectly balanced push/pull with COO, (n-1)/n (nnz/rank + nnz of sum)(4+4w) bytes.\n"
+        "With --trace an iteration replays every step of the trace (one key, as in training)\n"
+        "and times, bytes, ideal and model_us are per iteration, summed over its steps.\n"
         "imb_push/imb_pull: paper Def. 8 (1 = perfect; 0 = not applicable to the scheme).\n"
         "model_us: the cost model's prediction (network and CPU kernels, src/sparse/model/cost.c,\n"
         "before AUTO's online correction) as AUTO saw it on its last call, shown when auto is\n"
@@ -700,7 +709,8 @@ static void help(void)
         "tensors, transport, verified, time_us_p50, max_bytes_sent, max_bytes_recv, ideal_bytes,\n"
         "imbalance_push, imbalance_pull, speedup_vs_dense, speedup_vs_allgather, phase_us (the\n"
         "last iteration's partition, push, aggregate, encode, pull, decode, slowest rank each),\n"
-        "model_us.\n");
+        "model_us, run_us (every call of the run, warm-up included: AUTO's warm-up and\n"
+        "rechecks cost shows here).\n");
 }
 
 static int parse_num(const char *cmd, const char *opt, const char *s, double lo, double hi,
@@ -772,6 +782,10 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
         }
         if (strcmp(a, "--json") == 0) {
             cfg->json = 1;
+            continue;
+        }
+        if (strcmp(a, "--call-times") == 0) {
+            cfg->call_times = 1;
             continue;
         }
         if (i + 1 >= argc)

@@ -132,6 +132,22 @@ static const struct param_row param_table[] = {
       "budget (0: never)" },
     { "ZEN_SPARSE_EXPLORE_BUDGET", "0.05",
       "sparse AUTO: explorations may add at most this fraction to the measured time" },
+    { "ZEN_NET_OVERSUB_US", "300",
+      "sparse cost model: wait per dependent step and per ranks/cores when more ranks than cores "
+      "share a host (inproc, shm), in microseconds (0: not counted)" },
+    { "ZEN_SPARSE_TUNE_WARM", "2",
+      "sparse AUTO: measurements of each candidate scheme of a keyed tensor before AUTO runs the "
+      "measured fastest (0: trust the model)" },
+    { "ZEN_SPARSE_TUNE_TOP", "2",
+      "sparse AUTO: the model's first this many schemes are always measured in the warm-up" },
+    { "ZEN_SPARSE_TUNE_PRUNE", "3",
+      "sparse AUTO: warm-up candidates also include every scheme estimated within this factor of "
+      "the best" },
+    { "ZEN_SPARSE_TUNE_DROP", "2",
+      "sparse AUTO: a scheme measured slower than this factor times the best is not tried again" },
+    { "ZEN_SPARSE_AUTO_RECHECK", "16",
+      "sparse AUTO: a keyed tensor's ranks exchange their records (density, skew) on every this "
+      "many calls; in between they decide from agreed state without a message (1: every call)" },
     { "ZEN_SPARSE_CALIBRATE_ONLINE", "1",
       "sparse AUTO: 1 calibrates the model's latency and core share from each keyed tensor's own "
       "calls (record exchange and coalesce times); 0: the configured constants only" },
@@ -215,6 +231,12 @@ static const struct param_check param_checks[] = {
     { "SPARSE_CPU_SHARE", CHECK_DOUBLE, 0, 1024, NULL },
     { "SPARSE_PROFILE_PERIOD", CHECK_LONG, 1, 1 << 30, NULL },
     { "SPARSE_PROFILE_SAMPLES", CHECK_LONG, 1, 1 << 30, NULL },
+    { "NET_OVERSUB_US", CHECK_DOUBLE, 0, 1e7, NULL },
+    { "SPARSE_TUNE_WARM", CHECK_LONG, 0, 1000, NULL },
+    { "SPARSE_TUNE_TOP", CHECK_LONG, 0, 16, NULL },
+    { "SPARSE_TUNE_PRUNE", CHECK_DOUBLE, 1, 1e9, NULL },
+    { "SPARSE_TUNE_DROP", CHECK_DOUBLE, 1, 1e9, NULL },
+    { "SPARSE_AUTO_RECHECK", CHECK_LONG, 1, 1 << 30, NULL },
     { "TP_ARRIVAL_WEIGHT", CHECK_DOUBLE, 0, 10, NULL },
     { "TP_DETECT_MARGIN", CHECK_DOUBLE, 0, 100, NULL },
     { "TP_DETECT_WINDOW", CHECK_LONG, 1, 16, NULL },

@@ -109,6 +109,8 @@ enum {
     AG_ROWS,
     AG_WIDTH,
     AG_MODE,
+    AG_AUTO_DIGEST, /* AUTO's agreed state for the key (zen__sparse_auto_state), 0: none */
+    AG_AUTO_LAST,   /* this rank's seconds of the last keyed AUTO call (double bits) */
     AG_FIELDS
 };
 
@@ -134,8 +136,23 @@ static zen_status describe_local_failure(zen_comm *comm, zen_status st, const ze
 }
 
 /* Allgather the records; on any failure or disagreement return the status every rank reports. */
+/* AUTO's part of the records: the same digest everywhere lets it skip its own exchange. */
+static void read_auto(const uint64_t *all, int n, zen_sparse_ctx *ctx)
+{
+    ctx->auto_agreed = all[AG_AUTO_DIGEST] != 0;
+    ctx->auto_last_s = 0;
+    for (int r = 0; r < n; r++) {
+        const uint64_t *rec = all + (size_t)r * AG_FIELDS;
+        double t;
+        memcpy(&t, &rec[AG_AUTO_LAST], sizeof t);
+        ctx->auto_agreed &= rec[AG_AUTO_DIGEST] == all[AG_AUTO_DIGEST];
+        if (t > ctx->auto_last_s)
+            ctx->auto_last_s = t;
+    }
+}
+
 static zen_status agree(zen_comm *comm, const uint64_t *mine, const zen_sparse_tensor *in,
-                        int *exchanged)
+                        int *exchanged, zen_sparse_ctx *ctx)
 {
     int n = zen_comm_size(comm);
     *exchanged = 0;
@@ -148,6 +165,7 @@ static zen_status agree(zen_comm *comm, const uint64_t *mine, const zen_sparse_t
         return st;
     }
     *exchanged = 1;
+    read_auto(all, n, ctx);
     zen_status own = (zen_status)(int64_t)mine[AG_STATUS];
     if (own != ZEN_OK) {
         zen__free(all);
@@ -250,15 +268,22 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
                                  in ? in->width : 0,
                                  (uint64_t)opts->scheme | ((uint64_t)(opts->average != 0) << 8) |
                                      ((uint64_t)(dense_out != NULL) << 9) |
-                                     zen__sparse_hier_mode(opts) << 10 /* hier-host */ };
+                                     zen__sparse_hier_mode(opts) << 10 /* hier-host */,
+                                 0,
+                                 0 };
+    zen_sparse_ctx ctx = { comm, &local, dense_out, coo_out, opts, stats, 0, 0 };
+    if (lst == ZEN_OK && opts->scheme == ZEN_SPARSE_AUTO) {
+        double last_s;
+        zen__sparse_auto_state(&ctx, &mine[AG_AUTO_DIGEST], &last_s);
+        memcpy(&mine[AG_AUTO_LAST], &last_s, sizeof last_s);
+    }
     int agreed = 0;
-    st = agree(comm, mine, in, &agreed);
+    st = agree(comm, mine, in, &agreed, &ctx);
     /* Past this point every status other than the agreed argument errors is a failure of this
      * rank alone (out of memory, a lost peer) that may leave the others waiting inside a
      * collective: such a rank aborts the communicator so that they fail fast too. */
     int local_failure = !agreed;
     zen_sparse_scheme scheme = opts->scheme;
-    zen_sparse_ctx ctx = { comm, &local, dense_out, coo_out, opts, stats };
     /* hier-host: hierarchical sync across hosts (hier_host.c); may settle an AUTO flat scheme */
     int hier = 0;
     if (st == ZEN_OK) {

@@ -51,6 +51,8 @@ typedef struct zen_sparse_ctx {
     zen_coo *coo_out;     /* else: the sorted unique result goes here */
     const zen_sparse_options *opts;
     zen_sparse_stats *stats; /* never NULL inside schemes (api.c passes a scratch one) */
+    int auto_agreed;         /* 1: every rank reported the same AUTO state digest (api.c) */
+    double auto_last_s;      /* then: the maximum over ranks of their last keyed call's time */
 } zen_sparse_ctx;
 
 typedef zen_status (*zen_sparse_scheme_fn)(zen_sparse_ctx *ctx);
@@ -111,5 +113,20 @@ zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme);
  * reported on the next AUTO call of the same key, where the ranks take the maximum and correct
  * that scheme's prediction (auto_tune.h). No-op without a key. */
 void zen__sparse_auto_observe(const zen_sparse_ctx *ctx, double seconds);
+
+/* Before the agreement (api.c): a digest of this rank's agreed AUTO state for ctx's key (0: none)
+ * and its time of the last call. When every rank reports the same non-zero digest, AUTO may
+ * decide without its own record exchange (profile.c, ZEN_SPARSE_AUTO_RECHECK). */
+void zen__sparse_auto_state(const zen_sparse_ctx *ctx, uint64_t *digest, double *last_s);
+
+/* Tests only: replace the measured seconds AUTO learns from (rank, scheme that ran, measured) with
+ * fn's value, so a test can inject deterministic timings; NULL restores the clock.
+ * Process-wide; set it while no AUTO call runs. */
+typedef double (*zen_sparse_auto_time_fn)(int rank, zen_sparse_scheme scheme, double seconds);
+void zen__sparse_auto_time_hook(zen_sparse_auto_time_fn fn);
+
+/* Tests only: forget every key's AUTO state in this process (as an eviction would), so a test can
+ * make one process of a job lose its state while the others keep theirs. */
+void zen__sparse_auto_forget_all(void);
 
 #endif

@@ -1,4 +1,4 @@
-/* Online correction and bounded exploration of AUTO (see auto_tune.h). */
+/* AUTO's decision converging on measurement (see auto_tune.h). */
 #include "sparse/model/auto_tune.h"
 
 #include <stdlib.h>
@@ -7,86 +7,188 @@
 #include "common/tunables.h"
 #include "sparse/model/cost.h"
 
+#define NS ZEN_SPARSE_SCHEME_COUNT
+
+static double param_or(const char *name, double lo, double hi, double dflt)
+{
+    double v = zen__param_double(name);
+    return v >= lo && v <= hi ? v : dflt;
+}
+
 void zen__auto_tune_params_default(zen_auto_tune_params *p)
 {
-    p->alpha = zen__param_double("SPARSE_TUNE_ALPHA");
-    if (!(p->alpha > 0) || p->alpha > 1)
-        p->alpha = 0.5;
+    p->alpha = param_or("SPARSE_TUNE_ALPHA", 1e-9, 1, 0.5);
     p->period = zen__param_long("SPARSE_EXPLORE_PERIOD");
-    p->budget = zen__param_double("SPARSE_EXPLORE_BUDGET");
-    if (!(p->budget >= 0))
-        p->budget = 0;
+    p->budget = param_or("SPARSE_EXPLORE_BUDGET", 0, 1e9, 0);
+    p->warm = zen__param_long("SPARSE_TUNE_WARM");
+    if (p->warm < 0)
+        p->warm = 0;
+    p->top = zen__param_long("SPARSE_TUNE_TOP");
+    p->prune = param_or("SPARSE_TUNE_PRUNE", 1, 1e9, 3);
+    p->drop = param_or("SPARSE_TUNE_DROP", 1, 1e9, 2);
 }
 
 void zen__auto_tune_init(zen_auto_tune *t)
 {
-    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
+    memset(t, 0, sizeof *t);
+    for (int s = 0; s < NS; s++)
         t->corr[s] = 1.0;
-        t->measured[s] = 0;
-    }
-    t->calls = 0;
-    t->total_s = 0;
-    t->explore_extra_s = 0;
     t->last = -1;
-    t->last_pred = 0;
-    t->last_base = 0;
 }
 
 void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds)
 {
     int s = t->last;
-    if (s < 0 || s >= ZEN_SPARSE_SCHEME_COUNT || !(seconds >= 0))
+    if (s < 1 || s >= NS || !(seconds > 0)) { /* 0: the call did not run it (hier-host) */
+        zen__auto_tune_drop(t);
         return;
+    }
     if (t->last_pred > 0) {
         double ratio = seconds / t->last_pred;
-        t->corr[s] = t->measured[s] ? (1 - p->alpha) * t->corr[s] + p->alpha * ratio : ratio;
+        if (t->measured[s] == 0)
+            t->corr[s] = ratio;
+        else if (t->measured[s] < (uint32_t)p->warm)
+            t->corr[s] = ratio < t->corr[s] ? ratio : t->corr[s];
+        else
+            t->corr[s] = (1 - p->alpha) * t->corr[s] + p->alpha * ratio;
         t->measured[s]++;
+        t->seen[s] = t->calls;
     }
     t->total_s += seconds;
-    if (t->last_base > 0 && seconds > t->last_base)
-        t->explore_extra_s += seconds - t->last_base;
+    if (t->last_kind != ZEN_TUNE_EXPLOIT && t->last_base > 0 && seconds > t->last_base)
+        t->extra_s += seconds - t->last_base;
     zen__auto_tune_drop(t);
 }
 
 void zen__auto_tune_drop(zen_auto_tune *t)
 {
     t->last = -1;
+    t->last_kind = ZEN_TUNE_EXPLOIT;
     t->last_pred = 0;
     t->last_base = 0;
 }
 
-zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_params *p,
-                                        const double pred[ZEN_SPARSE_SCHEME_COUNT], int *explored,
-                                        double corrected[ZEN_SPARSE_SCHEME_COUNT])
+static int usable(double x)
 {
-    double c[ZEN_SPARSE_SCHEME_COUNT];
-    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
-        c[s] = pred[s] * t->corr[s];
-    c[ZEN_SPARSE_AUTO] = 0;
-    zen_sparse_scheme best = zen__sparse_cheapest(c), pick = best;
-    /* the runner-up: the cheapest once the best is priced out */
-    double saved = c[best];
-    c[best] = 1e300;
-    zen_sparse_scheme runner = zen__sparse_cheapest(c);
-    c[best] = saved;
-    *explored = 0;
-    t->last_base = 0;
-    if (p->period > 0 && t->calls % (uint64_t)p->period == (uint64_t)p->period - 1 &&
-        runner != best && c[runner] < 1e300) {
-        double extra = c[runner] - c[best];
-        if (t->explore_extra_s + extra <= p->budget * (t->total_s + c[runner])) {
-            pick = runner;
-            *explored = 1;
-            t->last_base = c[best];
+    return x >= 0 && x < 1e300;
+}
+
+/* The scheme with the smallest v[s] among those with mask[s] (ties as zen__sparse_cheapest);
+ * -1 when none is usable. */
+static int argmin_masked(const double *v, const int *mask)
+{
+    double c[NS];
+    int any = 0;
+    for (int s = 0; s < NS; s++) {
+        c[s] = s > 0 && mask[s] && usable(v[s]) ? v[s] : 1e301;
+        any |= c[s] < 1e301;
+    }
+    return any ? (int)zen__sparse_cheapest(c) : -1;
+}
+
+/* est[s]: pred[s] x corr[s] when measured, else pred[s] x the smallest corr measured (1: none). */
+static void estimate(const zen_auto_tune *t, const double *pred, double *est)
+{
+    double g = 0;
+    for (int s = 1; s < NS; s++)
+        if (t->measured[s] && (g == 0 || t->corr[s] < g))
+            g = t->corr[s];
+    if (!(g > 0))
+        g = 1;
+    est[0] = 0;
+    for (int s = 1; s < NS; s++)
+        est[s] = usable(pred[s]) ? pred[s] * (t->measured[s] ? t->corr[s] : g) : 1e301;
+}
+
+/* The next warm-up try, or -1: a candidate (the model's first p->top, or within p->prune of the
+ * best estimate) measured fewer than p->warm times and not beyond p->prune of the best measured;
+ * fewest measurements first. */
+static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, const double *pred,
+                     const double *est, int best_all, int best_meas)
+{
+    int top[NS] = { 0 }, all[NS], mask[NS];
+    double rank[NS];
+    memcpy(rank, pred, sizeof rank);
+    for (int s = 0; s < NS; s++)
+        all[s] = 1;
+    for (long i = 0; i < p->top && i < NS - 1; i++) {
+        int b = argmin_masked(rank, all);
+        if (b < 0)
+            break;
+        top[b] = 1;
+        rank[b] = 1e301;
+    }
+    uint32_t fewest = UINT32_MAX;
+    for (int s = 1; s < NS; s++) {
+        int cand = top[s] || (best_all > 0 && est[s] <= p->prune * est[best_all]);
+        /* a single slow measurement may be a cold start: the wider prune margin drops here */
+        int dropped = t->measured[s] && best_meas > 0 && est[s] > p->prune * est[best_meas];
+        mask[s] = usable(pred[s]) && cand && !dropped && t->measured[s] < (uint32_t)p->warm;
+        if (mask[s] && t->measured[s] < fewest)
+            fewest = t->measured[s];
+    }
+    mask[0] = 0;
+    for (int s = 1; s < NS; s++)
+        mask[s] &= t->measured[s] == fewest;
+    return argmin_masked(est, mask);
+}
+
+/* The survivor to re-measure on a recheck call: measured, est within p->drop of the pick's, the
+ * least recently measured (ties: lowest estimate); -1: none. */
+static int recheck_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, const double *est,
+                        int pick)
+{
+    int r = -1;
+    for (int s = 1; s < NS; s++) {
+        if (s == pick || !t->measured[s] || !(est[s] <= p->drop * est[pick]))
+            continue;
+        if (r < 0 || t->seen[s] < t->seen[r] || (t->seen[s] == t->seen[r] && est[s] < est[r]))
+            r = s;
+    }
+    return r;
+}
+
+zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_params *p,
+                                        const double pred[ZEN_SPARSE_SCHEME_COUNT],
+                                        zen_auto_tune_kind *kind,
+                                        double est_out[ZEN_SPARSE_SCHEME_COUNT])
+{
+    double est[NS];
+    int all[NS], meas[NS];
+    estimate(t, pred, est);
+    for (int s = 0; s < NS; s++) {
+        all[s] = 1;
+        meas[s] = t->measured[s] > 0;
+    }
+    int best_all = argmin_masked(est, all), best_meas = argmin_masked(est, meas);
+    int pick = warm_pick(t, p, pred, est, best_all, best_meas);
+    zen_auto_tune_kind k = ZEN_TUNE_WARM;
+    if (pick < 0) {
+        k = ZEN_TUNE_EXPLOIT;
+        pick = best_meas > 0 && p->warm > 0 ? best_meas : best_all;
+        if (pick < 0)
+            pick = ZEN_SPARSE_BALANCED; /* nothing usable: the model's default */
+    }
+    if (k == ZEN_TUNE_EXPLOIT && p->period > 0 &&
+        t->calls % (uint64_t)p->period == (uint64_t)p->period - 1) {
+        int r = recheck_pick(t, p, est, pick);
+        if (r > 0 && t->extra_s + (est[r] - est[pick]) <= p->budget * (t->total_s + est[r])) {
+            pick = r;
+            k = ZEN_TUNE_RECHECK;
         }
     }
+    t->warm_tries += k == ZEN_TUNE_WARM;
+    t->rechecks += k == ZEN_TUNE_RECHECK;
     t->calls++;
-    t->last = (int)pick;
+    t->last = pick;
+    t->last_kind = k;
     t->last_pred = pred[pick];
-    if (corrected)
-        for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
-            corrected[s] = c[s];
-    return pick;
+    t->last_base = best_meas > 0 ? est[best_meas] : 0;
+    if (kind)
+        *kind = k;
+    if (est_out)
+        memcpy(est_out, est, sizeof est);
+    return (zen_sparse_scheme)pick;
 }
 
 void zen__auto_tune_bias(double pred[ZEN_SPARSE_SCHEME_COUNT])

@@ -1,21 +1,30 @@
 /*
- * Online correction of AUTO's choice for one recurring tensor (a key): the cost model's
- * prediction of each scheme is multiplied by a correction factor learnt from what ran, and now
- * and then the runner-up is tried, so a wrong model constant cannot lock AUTO onto a slow scheme.
+ * AUTO's decision for one recurring tensor (a key) converges on measurement, as autotuners do
+ * (Open MPI's tuned/ADAPT decision tables, NCCL's tuner plugins): the cost model is the prior that
+ * ranks and prunes the schemes, the measured times decide.
  *
- *   correct   after a call of scheme s that took t seconds (the maximum over ranks, which every
- *             rank learns on the next call, see profile.c), corr[s] <- t / predicted[s] on the
- *             first measurement, else an EMA with weight ZEN_SPARSE_TUNE_ALPHA.
- *   choose    the scheme with the smallest predicted[s] * corr[s] (ties as zen__sparse_cheapest).
- *   explore   on every ZEN_SPARSE_EXPLORE_PERIOD-th call, run the runner-up instead, if the
- *             expected extra time (its corrected prediction minus the best's) keeps the measured
- *             extra time of all explorations so far within ZEN_SPARSE_EXPLORE_BUDGET of the
- *             measured time of all calls. The extra of an exploration is counted as measured
- *             (its time minus the best's corrected prediction then), so a runner-up that was far
- *             slower than predicted uses up the budget and is not retried until it is earned.
+ *   estimate  est[s] = pred[s] * corr[s] for a measured scheme, where corr[s] is measured /
+ *             predicted (the minimum over its first `warm` measurements, since noise on a shared
+ *             host only ever adds time; then an EMA with weight ZEN_SPARSE_TUNE_ALPHA); for a
+ *             scheme not measured yet pred[s] * g, g the smallest corr measured so far (1 before
+ *             any): the machine-wide scale the model missed, taken optimistically.
+ *   warm-up   the candidates are the ZEN_SPARSE_TUNE_TOP schemes the raw model ranks first plus
+ *             every scheme whose estimate is within ZEN_SPARSE_TUNE_PRUNE times the best estimate
+ *             (the model prunes the rest). Each candidate is run ZEN_SPARSE_TUNE_WARM times,
+ *             round-robin (fewest measurements first, then the lowest estimate), unless its
+ *             measured estimate is already more than PRUNE times the best measured one (one slow
+ *             measurement may be a cold start, hence the wide margin). So at most WARM x 6 calls
+ *             of a key's life are warm-up tries, each expected within PRUNE x the best.
+ *   exploit   then the measured argmin of est.
+ *   recheck   on every ZEN_SPARSE_EXPLORE_PERIOD-th call, the measured survivor (est within DROP x
+ *             the best) measured least recently runs instead, if the measured extra time of all
+ *             warm-up tries and rechecks so far plus this one's expected extra stays within
+ *             ZEN_SPARSE_EXPLORE_BUDGET of the measured time of all calls. The extra of a try is
+ *             its measured time minus the best's estimate at the time, so a try much slower than
+ *             expected uses the budget up.
  *
- * Pure state, no communication: every rank feeds the same agreed times and predictions, so every
- * rank makes the same choice (the caller guarantees the inputs are identical).
+ * Pure state, no communication: every rank feeds the same agreed times (the maximum over ranks)
+ * and predictions, so every rank makes the same choice (the caller guarantees identical inputs).
  */
 #ifndef ZEN_SPARSE_AUTO_TUNE_H
 #define ZEN_SPARSE_AUTO_TUNE_H
@@ -24,42 +33,60 @@
 
 #include <zen/sparse.h>
 
+/* What a call was, for accounting. */
+typedef enum zen_auto_tune_kind {
+    ZEN_TUNE_EXPLOIT = 0, /* the measured argmin (or the model's, before any measurement) */
+    ZEN_TUNE_WARM = 1,    /* a warm-up try of a candidate */
+    ZEN_TUNE_RECHECK = 2  /* a budgeted re-measure of a survivor */
+} zen_auto_tune_kind;
+
 typedef struct zen_auto_tune {
-    double corr[ZEN_SPARSE_SCHEME_COUNT]; /* measured / predicted, 1 until measured */
+    double corr[ZEN_SPARSE_SCHEME_COUNT]; /* measured / predicted, valid when measured[s] > 0 */
     uint32_t measured[ZEN_SPARSE_SCHEME_COUNT];
+    uint64_t seen[ZEN_SPARSE_SCHEME_COUNT]; /* call number of the last measurement */
     uint64_t calls;
-    double total_s;         /* measured time of every observed call */
-    double explore_extra_s; /* measured time explorations cost beyond the best's prediction */
-    int last;               /* scheme of the call not yet observed; -1: none */
-    double last_pred;       /* its raw prediction */
-    double last_base;       /* > 0: it was an exploration; the best's corrected prediction then */
+    double total_s; /* measured time of every observed call */
+    double extra_s; /* measured time of warm-up tries and rechecks beyond the best's estimate */
+    uint32_t warm_tries; /* warm-up calls so far */
+    uint32_t rechecks;   /* recheck calls so far */
+    int last;            /* scheme of the call not yet observed; -1: none */
+    int last_kind;       /* its zen_auto_tune_kind */
+    double last_pred;    /* its raw prediction */
+    double last_base;    /* the best measured estimate when it was chosen (0: none) */
 } zen_auto_tune;
 
 /* Tunables as the decision reads them (tests set them directly). */
 typedef struct zen_auto_tune_params {
     double alpha;  /* EMA weight of a new measurement, (0, 1] */
-    long period;   /* explore on every period-th call; <= 0: never */
-    double budget; /* fraction of the measured time explorations may add */
+    long period;   /* recheck on every period-th call; <= 0: never */
+    double budget; /* fraction of the measured time warm-up and rechecks may add */
+    long warm;     /* measurements of each candidate before exploiting; 0: trust the model */
+    long top;      /* the model's first `top` schemes are always candidates */
+    double prune;  /* candidates: estimate within prune x the best estimate */
+    double drop;   /* a measured scheme beyond drop x the best measured is not tried again */
 } zen_auto_tune_params;
 
-/* ZEN_SPARSE_TUNE_ALPHA, ZEN_SPARSE_EXPLORE_PERIOD, ZEN_SPARSE_EXPLORE_BUDGET. */
+/* ZEN_SPARSE_TUNE_ALPHA, _EXPLORE_PERIOD, _EXPLORE_BUDGET, _TUNE_WARM, _TUNE_TOP, _TUNE_PRUNE,
+ * _TUNE_DROP. */
 void zen__auto_tune_params_default(zen_auto_tune_params *p);
 
 void zen__auto_tune_init(zen_auto_tune *t);
 
-/* Fold the agreed time of the last chosen call (no-op when none is pending). */
+/* Fold the agreed time of the last chosen call (no-op when none is pending; a time <= 0, a call
+ * that ran something else, only forgets it). */
 void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds);
 
 /* Forget the pending call (the ranks did not agree on it). */
 void zen__auto_tune_drop(zen_auto_tune *t);
 
 /*
- * Choose from the model's raw predictions (pred[ZEN_SPARSE_AUTO] is ignored); *explored = 1 when
- * the choice is an exploration. corrected (may be NULL) gets pred[s] * corr[s].
+ * Choose from the model's raw predictions (pred[ZEN_SPARSE_AUTO] is ignored); *kind (may be NULL)
+ * gets what the call is. est (may be NULL) gets the estimates.
  */
 zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_params *p,
-                                        const double pred[ZEN_SPARSE_SCHEME_COUNT], int *explored,
-                                        double corrected[ZEN_SPARSE_SCHEME_COUNT]);
+                                        const double pred[ZEN_SPARSE_SCHEME_COUNT],
+                                        zen_auto_tune_kind *kind,
+                                        double est[ZEN_SPARSE_SCHEME_COUNT]);
 
 /* Multiply predictions by ZEN_SPARSE_MODEL_BIAS, "scheme=factor[,scheme=factor...]": a
  * deliberately wrong model, to test and demonstrate the correction. Bad entries are skipped. */

@@ -255,6 +255,31 @@ void zen__net_model_for(zen_transport_kind kind, zen_net_model *net)
     zen__net_model_for_ranks(kind, 0, net);
 }
 
+/*
+ * More ranks than cores on one host (inproc threads, shm processes), over = ranks / cores: each
+ * rank gets 1/over of a core for its compute and, inproc, of the copy bandwidth; the messages of
+ * a step are issued one after another (overhead = the base latency x over); and every dependent
+ * step waits for a partner that is runnable but not running: ZEN_NET_OVERSUB_US x over, measured
+ * from HIERARCHICAL's pairwise rounds on the 2-core VM (about 0.65 ms per round of two steps per
+ * unit of over at 4, 8 and 16 ranks, docs/benchmarks.md), which the base latency of an idle
+ * core (5 us) misses by two orders of magnitude.
+ */
+static void oversubscribe(zen_net_model *net, double over, int copies_are_bandwidth, int gbps_set,
+                          int lat_set)
+{
+    if (!gbps_set && copies_are_bandwidth)
+        net->bytes_per_s /= over;
+    if (!lat_set) {
+        net->latency_s *= over;
+        net->overhead_s = net->latency_s;
+        net->latency_s += zen__param_double("NET_OVERSUB_US") * 1e-6 * over;
+    } else {
+        net->overhead_s = net->latency_s;
+    }
+    if (!(zen__param_double("SPARSE_CPU_SHARE") > 0))
+        net->cpu.share = 1 / over;
+}
+
 void zen__net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model *net)
 {
     /* Defaults: inproc is a memcpy between threads, tcp a 10 GbE-class link, mpi a 25 Gb/s
@@ -278,17 +303,13 @@ void zen__net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model
     zen_sparse_cpu_model_default(&net->cpu);
     if (kind == ZEN_TRANSPORT_INPROC)
         net->cpu.wire_byte = 0; /* a memcpy between threads: that is the bandwidth above */
+    else if (kind == ZEN_TRANSPORT_SHM)
+        net->cpu.wire_byte = 2 * net->cpu.copy_byte; /* into the shared ring and out of it */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (kind == ZEN_TRANSPORT_INPROC && cores > 0 && nranks > cores) {
-        double share = (double)cores / nranks;
-        if (!(env_gbps > 0))
-            net->bytes_per_s *= share;
-        if (!(env_lat > 0))
-            net->latency_s /= share;
-        net->overhead_s = net->latency_s;
-        if (!(zen__param_double("SPARSE_CPU_SHARE") > 0))
-            net->cpu.share = share;
-    }
+    int one_host = kind == ZEN_TRANSPORT_INPROC || kind == ZEN_TRANSPORT_SHM;
+    if (one_host && cores > 0 && nranks > cores)
+        oversubscribe(net, (double)nranks / cores, kind == ZEN_TRANSPORT_INPROC, env_gbps > 0,
+                      env_lat > 0);
 }
 
 /* The constants by name: tunable (without ZEN_), field. */

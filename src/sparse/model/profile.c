@@ -18,6 +18,7 @@
  * Every input of the decision is identical on all ranks, so all ranks choose the same scheme.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,11 +38,15 @@ typedef struct profile_slot {
     uint64_t calls;
     uint64_t tick;
     zen_sparse_profile prof;
-    zen_auto_tune tune; /* online correction of the choice (auto_tune.h) */
-    double pending_s;   /* this rank's time of tune.last, reported on the next call */
-    double xchg_s;      /* this rank's time of the last record exchange */
-    double lat_s;       /* measured step latency (EMA, agreed), 0: not yet */
-    double cpu_scale;   /* measured / predicted coalesce time (EMA, agreed), 0: not yet */
+    zen_auto_tune tune;  /* online correction of the choice (auto_tune.h) */
+    double pending_s;    /* this rank's time of tune.last, reported on the next call */
+    double xchg_s;       /* this rank's time of the last record exchange */
+    double lat_s;        /* measured step latency (EMA, agreed), 0: not yet */
+    double cpu_scale;    /* measured / predicted coalesce time (EMA, agreed), 0: not yet */
+    uint64_t since_full; /* calls decided without a record exchange since the last one */
+    double pred[ZEN_SPARSE_SCHEME_COUNT];  /* the tuner's predictions at the last exchange */
+    double model[ZEN_SPARSE_SCHEME_COUNT]; /* the calibrated model's, for the statistics */
+    double density, gamma_n, skew;         /* the statistics of the last exchange */
 } profile_slot;
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -543,24 +548,39 @@ static void calibrate_net(const zen_sparse_ctx *ctx, choice *ch, zen_net_model *
     }
 }
 
-/* The model's prediction for the real output kind, corrected by what earlier calls of this
- * tensor measured (auto_tune.h); the raw predictions go to the statistics. */
-static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_profile *p)
+/* The model's predictions for the real output kind with the constants net. */
+static void predict(const zen_sparse_ctx *ctx, zen_sparse_profile *p, const zen_net_model *net,
+                    double pred[ZEN_SPARSE_SCHEME_COUNT])
 {
     const zen_coo *c = ctx->local;
-    zen_net_model net;
-    zen__net_model_for_ranks(zen_comm_transport(ctx->comm), ctx->comm->size, &net);
-    if (ch->keyed && ch->have && zen__param_long("SPARSE_CALIBRATE_ONLINE") != 0)
-        calibrate_net(ctx, ch, &net);
-    double pred[ZEN_SPARSE_SCHEME_COUNT];
     p->dense_output = ctx->dense_out != NULL;
-    zen__sparse_predict(ctx->comm->size, c->rows, c->width, p, &net,
+    zen__sparse_predict(ctx->comm->size, c->rows, c->width, p, net,
                         zen__param_long("SPARSE_BLOCK_SIZE"), pred);
     zen__auto_tune_bias(pred);
+}
+
+/*
+ * The model's prediction (calibrated online, calibrate_net) goes to the statistics; the decision
+ * of a keyed tensor converges on measurement (auto_tune.h). The tuner is fed the prediction with
+ * the configured constants: it uses it to normalise measured times by the size of the work and as
+ * the prior of schemes not measured yet, and a normaliser that moves with the online calibration
+ * would make times measured before and after a recalibration incomparable.
+ */
+static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_profile *p)
+{
+    zen_net_model net;
+    zen__net_model_for_ranks(zen_comm_transport(ctx->comm), ctx->comm->size, &net);
+    double pred[ZEN_SPARSE_SCHEME_COUNT], model[ZEN_SPARSE_SCHEME_COUNT];
+    predict(ctx, p, &net, pred);
+    memcpy(model, pred, sizeof model);
+    if (ch->keyed && ch->have && zen__param_long("SPARSE_CALIBRATE_ONLINE") != 0) {
+        calibrate_net(ctx, ch, &net);
+        predict(ctx, p, &net, model);
+    }
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
-        ctx->stats->predicted_s[s] = pred[s];
+        ctx->stats->predicted_s[s] = model[s];
     if (!(ch->keyed && ch->have))
-        return zen__sparse_cheapest(pred);
+        return zen__sparse_cheapest(model);
     zen_auto_tune_params tp;
     zen__auto_tune_params_default(&tp);
     if (ch->fresh)
@@ -569,18 +589,88 @@ static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_prof
         zen__auto_tune_observe(&ch->slot.tune, &tp, ch->last_s);
     else
         zen__auto_tune_drop(&ch->slot.tune);
-    int explored;
-    zen_sparse_scheme s = zen__auto_tune_choose(&ch->slot.tune, &tp, pred, &explored, NULL);
+    zen_sparse_scheme s = zen__auto_tune_choose(&ch->slot.tune, &tp, pred, NULL, NULL);
+    memcpy(ch->slot.pred, pred, sizeof pred);
+    memcpy(ch->slot.model, model, sizeof model);
     ch->slot.pending_s = 0;
     ch->slot.calls++;
-    slot_put(&ch->slot);
+    ch->slot.since_full = 0;
     return s;
+}
+
+/* The slot's fields every rank of the key computes alike, hashed: equal digests on all ranks
+ * mean the same agreed state, so the same decision without a message. 0: no slot. */
+static uint64_t slot_digest(const profile_slot *sl)
+{
+    const zen_auto_tune *t = &sl->tune;
+    uint64_t h = zen_hash64(sl->version, sl->calls * 31 + sl->since_full);
+    double d[4 * ZEN_SPARSE_SCHEME_COUNT + 9];
+    size_t k = 0;
+    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
+        d[k++] = t->corr[s];
+        d[k++] = sl->pred[s];
+        d[k++] = sl->model[s];
+        h = zen_hash64(h, ((uint64_t)t->measured[s] << 40) ^ t->seen[s]);
+    }
+    double tail[] = { t->total_s,  t->extra_s, t->last_pred, t->last_base, sl->density,
+                      sl->gamma_n, sl->skew,   sl->lat_s,    sl->cpu_scale };
+    memcpy(d + k, tail, sizeof tail);
+    k += sizeof tail / sizeof tail[0];
+    h = zen_hash64(h, t->calls ^ ((uint64_t)(uint32_t)(t->last + 1) << 48) ^
+                          ((uint64_t)t->last_kind << 56) ^ ((uint64_t)t->warm_tries << 20) ^
+                          t->rechecks);
+    h = zen__fnv1a(d, k * sizeof *d, h);
+    return h | 1;
+}
+
+void zen__sparse_auto_state(const zen_sparse_ctx *ctx, uint64_t *digest, double *last_s)
+{
+    *digest = 0;
+    *last_s = 0;
+    profile_slot sl;
+    if (!ctx->opts || !ctx->opts->key || ctx->comm->size <= 1 || !slot_get(slot_key(ctx), &sl))
+        return;
+    *digest = slot_digest(&sl);
+    *last_s = sl.pending_s;
+}
+
+/* A keyed call between record exchanges, when every rank holds the same agreed slot (api.c
+ * compared the digests in its agreement): the last call's time (maximum over ranks, from the
+ * agreement) is folded in and the tuner decides from the stored predictions. *done = 0 when the
+ * slot says a record exchange is due. */
+static void quiet_decide(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme, int *done)
+{
+    profile_slot sl;
+    long recheck = zen__param_long("SPARSE_AUTO_RECHECK"), period;
+    period = zen__param_long("SPARSE_PROFILE_PERIOD");
+    *done = 0;
+    if (!ctx->auto_agreed || !ctx->opts->key || !slot_get(slot_key(ctx), &sl) ||
+        sl.since_full + 1 >= (uint64_t)(recheck > 1 ? recheck : 1) ||
+        sl.calls >= (uint64_t)(period > 1 ? period : 1))
+        return;
+    zen_auto_tune_params tp;
+    zen__auto_tune_params_default(&tp);
+    zen__auto_tune_observe(&sl.tune, &tp, ctx->auto_last_s);
+    *scheme = zen__auto_tune_choose(&sl.tune, &tp, sl.pred, NULL, NULL);
+    sl.pending_s = 0;
+    sl.calls++;
+    sl.since_full++;
+    slot_put(&sl);
+    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+        ctx->stats->predicted_s[s] = sl.model[s];
+    ctx->stats->density = sl.density;
+    ctx->stats->gamma_n = sl.gamma_n;
+    ctx->stats->skew = sl.skew;
+    *done = 1;
 }
 
 zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
 {
     zen_comm *comm = ctx->comm;
-    int n = comm->size;
+    int n = comm->size, done;
+    quiet_decide(ctx, scheme, &done);
+    if (done)
+        return ZEN_OK;
     choice ch;
     memset(&ch, 0, sizeof ch);
     geometry(ctx->local, n, &ch.g);
@@ -606,9 +696,11 @@ zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
         zen_sparse_profile p;
         summarize(&ch, n, load, &p);
         *scheme = decide(ctx, &ch, &p);
-        ctx->stats->density = p.density;
-        ctx->stats->gamma_n = p.gamma_n;
-        ctx->stats->skew = p.skew;
+        ctx->stats->density = ch.slot.density = p.density;
+        ctx->stats->gamma_n = ch.slot.gamma_n = p.gamma_n;
+        ctx->stats->skew = ch.slot.skew = p.skew;
+        if (ch.keyed && ch.have)
+            slot_put(&ch.slot);
     }
     zen__free(ch.recs);
     zen__free(rec);
@@ -616,10 +708,27 @@ zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
     return st;
 }
 
+void zen__sparse_auto_forget_all(void)
+{
+    pthread_mutex_lock(&slot_lock);
+    memset(slots, 0, sizeof slots);
+    pthread_mutex_unlock(&slot_lock);
+}
+
+static _Atomic(zen_sparse_auto_time_fn) time_hook;
+
+void zen__sparse_auto_time_hook(zen_sparse_auto_time_fn fn)
+{
+    atomic_store(&time_hook, fn);
+}
+
 void zen__sparse_auto_observe(const zen_sparse_ctx *ctx, double seconds)
 {
     if (!ctx->opts || !ctx->opts->key || ctx->comm->size <= 1)
         return;
+    zen_sparse_auto_time_fn hook = atomic_load(&time_hook);
+    if (hook)
+        seconds = hook(ctx->comm->rank, ctx->stats->scheme, seconds);
     profile_slot slot;
     if (!slot_get(slot_key(ctx), &slot) || slot.tune.last < 0)
         return;
