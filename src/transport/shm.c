@@ -26,6 +26,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,9 +491,13 @@ static void read_tunables(shm_state *s, double timeout_s)
     /* A waiter that spins takes the core its peer may need: oversubscribed (more ranks than
      * cores), or unpinned, when the scheduler's wake-up affinity puts two ranks that wake each
      * other on one core (measured: an 8-byte round trip took the whole spin budget, 20-60 us,
-     * when spinning, 4-5 us when yielding; docs/benchmarks.md). So by default it yields. */
+     * when spinning, 4-5 us when yielding; docs/benchmarks.md). So by default (-1) it yields
+     * unless this process is pinned to one core (`zen launch` pins when the ranks fit, as mpirun
+     * does) and the ranks do not outnumber the cores: then no peer can be queued behind it. */
     long yield = zen__param_long("SHM_SPIN_YIELD");
-    s->spin_yield = yield > 0 || (yield < 0 && cpus > 0 && s->nlocal > cpus);
+    cpu_set_t mine;
+    int pinned = sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1;
+    s->spin_yield = yield > 0 || (yield < 0 && (!pinned || (cpus > 0 && s->nlocal > cpus)));
     if (spin < 0)
         spin = 50;
     s->spin_ns = (int64_t)spin * 1000;

@@ -135,6 +135,11 @@ static int take_piece(shm_state *s, shm_peer *pe, const zen_shm_rec *r)
     if (r->kind == ZEN_SHM_FIRST) {
         if (pe->active)
             return -1;
+        if (r->bytes == r->total) { /* the whole message in one record: deliver it at once */
+            zen__mailbox_deliver(s->mb, pe->rank, r->tag, (const char *)r + ZEN_SHM_REC_HDR,
+                                 r->bytes);
+            return 0;
+        }
         zen__mailbox_deliver_begin_pieces(s->mb, pe->rank, r->tag, (size_t)r->total, &pe->d);
         pe->active = 1;
         pe->off = 0;
@@ -239,8 +244,26 @@ static void fail_down_peers(shm_state *s, const int *was_down)
     }
 }
 
+/* 1 when some inbound ring holds a record. No lock: a record published after the check is found
+ * by the next poll, or rings the bell of a waiter that went to sleep (shm_seg.h). */
+static int rings_pending(shm_state *s)
+{
+    for (int p = 0; p < s->base.size; p++) {
+        shm_peer *pe = &s->peers[p];
+        if (pe->lidx >= 0 && p != s->base.rank && pe->in_ctl &&
+            atomic_load_explicit(&pe->in_ctl->tail, memory_order_acquire) !=
+                atomic_load_explicit(&pe->in_ctl->head, memory_order_relaxed))
+            return 1;
+    }
+    return 0;
+}
+
 int zen__shm_progress(shm_state *s)
 {
+    /* The common poll finds nothing: answer it without the lock (and without the cache line
+     * traffic of a lock that every waiting thread of this process would bounce). */
+    if (!atomic_load(&s->any_down) && !rings_pending(s))
+        return 0;
     if (pthread_mutex_trylock(&s->drain_lock) != 0) {
         /* another thread drains: it rings this process's bell when it lets go, so a waiter that
          * sleeps now re-checks; one more try covers the holder that let go meanwhile */
@@ -274,23 +297,30 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Polls between clock reads while spinning: a clock read costs more than a poll of an empty ring
+ * on a VM, and deadlines are far coarser than 16 polls. */
+#define POLLS_PER_CLOCK 16
+
 int zen__shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t deadline_ns)
 {
     zen_shm_doorbell *bell = &s->head->bell;
-    int64_t spin_end = zen_now_ns() + s->spin_ns;
-    for (;;) {
+    int64_t now = zen_now_ns(), spin_end = now + s->spin_ns;
+    for (unsigned polls = 1;; polls++) {
         zen__shm_progress(s);
         if (done(arg))
             return 1;
-        int64_t now = zen_now_ns();
+        if (polls % POLLS_PER_CLOCK && now < spin_end && !s->spin_yield) {
+            /* One pause per poll: a PAUSE takes ~30 ns on current x86 cores (measured 65
+             * cycles on this EPYC), so a burst of them would delay noticing the message. */
+            cpu_relax();
+            continue;
+        }
+        now = zen_now_ns();
         if (now >= deadline_ns)
             return 0;
         if (now < spin_end) {
             if (s->spin_yield)
                 sched_yield();
-            else
-                for (int i = 0; i < 32; i++)
-                    cpu_relax();
             continue;
         }
         atomic_fetch_add(&bell->sleepers, 1);
@@ -304,6 +334,7 @@ int zen__shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t de
         int64_t nap = deadline_ns - now < SLEEP_SLICE_NS ? deadline_ns - now : SLEEP_SLICE_NS;
         futex_wait(&bell->seq, seq, nap);
         atomic_fetch_sub(&bell->sleepers, 1);
-        spin_end = zen_now_ns() + s->spin_ns;
+        now = zen_now_ns();
+        spin_end = now + s->spin_ns;
     }
 }
