@@ -165,17 +165,18 @@ static int drain_ring(shm_state *s, shm_peer *pe)
 {
     zen_shm_ring *in = pe->in_ctl;
     uint64_t head = atomic_load_explicit(&in->head, memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(&in->tail, memory_order_acquire);
     int n = 0;
-    while (head != tail && !atomic_load_explicit(&pe->failed, memory_order_relaxed)) {
+    while (!atomic_load_explicit(&pe->failed, memory_order_relaxed)) {
         size_t pos = (size_t)(head % s->ring_bytes);
-        const zen_shm_rec *r = (const zen_shm_rec *)(pe->in_data + pos);
-        size_t len =
-            (ZEN_SHM_REC_HDR + (size_t)r->bytes + ZEN_SHM_LINE - 1) / ZEN_SHM_LINE * ZEN_SHM_LINE;
-        if (tail - head > s->ring_bytes || pos % ZEN_SHM_LINE) {
-            ring_corrupt(s, pe, "ring counters out of range", tail - head);
+        zen_shm_rec *r = (zen_shm_rec *)(pe->in_data + pos);
+        uint64_t stamp = atomic_load_explicit(&r->stamp, memory_order_acquire);
+        if (stamp != head + 1) { /* 0: nothing yet; anything else cannot happen (shm_seg.h) */
+            if (stamp != 0)
+                ring_corrupt(s, pe, "record stamp out of sequence", stamp);
             break;
         }
+        size_t len =
+            (ZEN_SHM_REC_HDR + (size_t)r->bytes + ZEN_SHM_LINE - 1) / ZEN_SHM_LINE * ZEN_SHM_LINE;
         if (r->kind == ZEN_SHM_PAD) {
             len = s->ring_bytes - pos;
         } else if (pos + len > s->ring_bytes || r->bytes > s->frag_bytes) {
@@ -198,8 +199,6 @@ static int drain_ring(shm_state *s, shm_peer *pe)
         head += len;
         atomic_store(&in->head, head); /* seq_cst: ordered before the producer_waiting load */
         n++;
-        if (head == tail)
-            tail = atomic_load_explicit(&in->tail, memory_order_acquire);
     }
     if (n && atomic_load(&in->producer_waiting))
         zen__shm_ring_bell(pe->bell);
@@ -244,15 +243,18 @@ static void fail_down_peers(shm_state *s, const int *was_down)
     }
 }
 
-/* 1 when some inbound ring holds a record. No lock: a record published after the check is found
- * by the next poll, or rings the bell of a waiter that went to sleep (shm_seg.h). */
+/* 1 when some inbound ring holds a record (its slot at head is stamped). No lock: a record
+ * published after the check is found by the next poll, or rings the bell of a waiter that went to
+ * sleep (shm_seg.h). */
 static int rings_pending(shm_state *s)
 {
     for (int p = 0; p < s->base.size; p++) {
         shm_peer *pe = &s->peers[p];
-        if (pe->lidx >= 0 && p != s->base.rank && pe->in_ctl &&
-            atomic_load_explicit(&pe->in_ctl->tail, memory_order_acquire) !=
-                atomic_load_explicit(&pe->in_ctl->head, memory_order_relaxed))
+        if (pe->lidx < 0 || p == s->base.rank || !pe->in_ctl)
+            continue;
+        uint64_t head = atomic_load_explicit(&pe->in_ctl->head, memory_order_relaxed);
+        zen_shm_rec *r = (zen_shm_rec *)(pe->in_data + head % s->ring_bytes);
+        if (atomic_load_explicit(&r->stamp, memory_order_relaxed) != 0)
             return 1;
     }
     return 0;
@@ -285,7 +287,7 @@ int zen__shm_progress(shm_state *s)
     if (check)
         fail_down_peers(s, was_down);
     pthread_mutex_unlock(&s->drain_lock);
-    if (atomic_exchange(&s->drain_missed, 0))
+    if (atomic_load(&s->drain_missed) && atomic_exchange(&s->drain_missed, 0))
         zen__shm_ring_bell(&s->head->bell);
     return n;
 }
