@@ -321,7 +321,7 @@ int zen__shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t de
         int got = zen__shm_progress(s);
         if (done(arg))
             return 1;
-        if (got) /* maybe more behind it */
+        if (got && polls % POLLS_PER_CLOCK) /* maybe more behind it; the deadline still counts */
             continue;
         if (polls % POLLS_PER_CLOCK && now < spin_end && !s->spin_yield) {
             /* One pause per poll: a PAUSE takes ~30 ns on current x86 cores (measured 65
