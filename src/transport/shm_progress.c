@@ -302,13 +302,6 @@ int zen__shm_progress(shm_state *s)
     return n;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 /* Polls between clock reads while spinning: a clock read costs more than a poll of an empty ring
  * on a VM, and deadlines are far coarser than 16 polls. */
 #define POLLS_PER_CLOCK 16
@@ -323,12 +316,12 @@ int zen__shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t de
             return 1;
         if (got && polls % POLLS_PER_CLOCK) /* maybe more behind it; the deadline still counts */
             continue;
-        if (polls % POLLS_PER_CLOCK && now < spin_end && !s->spin_yield) {
-            /* One pause per poll: a PAUSE takes ~30 ns on current x86 cores (measured 65
-             * cycles on this EPYC), so a burst of them would delay noticing the message. */
-            cpu_relax();
+        /* No PAUSE between polls: one takes 62-83 cycles on this EPYC, longer than a poll of an
+         * empty ring, so it only delayed noticing a message (8-byte round trip 0.58-0.61 us with
+         * one PAUSE per poll, 0.44-0.46 us without, same quiet minutes; docs/benchmarks.md). A
+         * pinned waiter has its core to itself, and the spin is bounded by ZEN_SHM_SPIN_US. */
+        if (polls % POLLS_PER_CLOCK && now < spin_end && !s->spin_yield)
             continue;
-        }
         now = zen_now_ns();
         if (now >= deadline_ns)
             return 0;
