@@ -182,6 +182,8 @@ static void req_release(zen_mailbox *mb, mb_req *r)
     for (int i = 0; i < SPARE_REQS && r; i++)
         if (!atomic_load_explicit(&mb->spare[i], memory_order_relaxed))
             r = atomic_exchange(&mb->spare[i], r);
+#else
+    (void)mb;
 #endif
     zen__free(r);
 }
