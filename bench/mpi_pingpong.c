@@ -2,8 +2,10 @@
  * mpi_pingpong: the MPI baseline of `zen bench p2p`'s pingpong mode. Ranks 0 and 1 bounce a
  * message of -b bytes; each round trip is timed on rank 0 (a preposted MPI_Irecv, then the send,
  * as zen bench p2p posts its receive before the clock starts). Prints the median, min and 99th
- * percentile round trip in microseconds, as text or one JSON object (--json).
- *   mpirun -n 2 mpi_pingpong [-b BYTES] [-n ITERS] [-w WARMUP] [--json]
+ * percentile round trip in microseconds, as text or one JSON object (--json). With --barrier
+ * every round starts after an MPI_Barrier, with the receive posted before it, exactly as `zen
+ * bench p2p` times its rounds.
+ *   mpirun -n 2 mpi_pingpong [-b BYTES] [-n ITERS] [-w WARMUP] [--barrier] [--json]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -19,7 +21,7 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     size_t bytes = 8;
-    int iters = 10000, warmup = 1000, json = 0;
+    int iters = 10000, warmup = 1000, json = 0, barrier = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-b") == 0 && i + 1 < argc)
             bytes = strtoull(argv[++i], NULL, 10);
@@ -29,8 +31,11 @@ int main(int argc, char **argv)
             warmup = atoi(argv[++i]);
         else if (strcmp(argv[i], "--json") == 0)
             json = 1;
+        else if (strcmp(argv[i], "--barrier") == 0)
+            barrier = 1;
         else {
-            fprintf(stderr, "usage: mpi_pingpong [-b BYTES] [-n ITERS] [-w WARMUP] [--json]\n");
+            fprintf(stderr,
+                    "usage: mpi_pingpong [-b BYTES] [-n ITERS] [-w WARMUP] [--barrier] [--json]\n");
             return 2;
         }
     }
@@ -50,6 +55,8 @@ int main(int argc, char **argv)
     for (int it = -warmup; it < iters && rank < 2; it++) {
         MPI_Request r;
         MPI_Irecv(rbuf, (int)bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &r);
+        if (barrier)
+            MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
             double t0 = MPI_Wtime();
             MPI_Send(sbuf, (int)bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
@@ -65,9 +72,10 @@ int main(int argc, char **argv)
         qsort(t, (size_t)iters, sizeof *t, cmp);
         double p50 = t[iters / 2], p99 = t[(size_t)iters * 99 / 100], mn = t[0];
         if (json)
-            printf("{\"op\":\"pingpong\",\"impl\":\"mpi\",\"bytes\":%zu,\"iters\":%d,"
-                   "\"rtt_us_p50\":%.3f,\"rtt_us_min\":%.3f,\"rtt_us_p99\":%.3f}\n",
-                   bytes, iters, p50, mn, p99);
+            printf(
+                "{\"op\":\"pingpong\",\"impl\":\"mpi\",\"bytes\":%zu,\"iters\":%d,\"barrier\":%d,"
+                "\"rtt_us_p50\":%.3f,\"rtt_us_min\":%.3f,\"rtt_us_p99\":%.3f}\n",
+                bytes, iters, barrier, p50, mn, p99);
         else
             printf("mpi pingpong %zu B: round trip p50 %.2f us, min %.2f, p99 %.2f (%d iters)\n",
                    bytes, p50, mn, p99, iters);

@@ -137,6 +137,46 @@ static void test_p2p_shm_ring_only(void **state)
     run_ok(&k, sc_p2p);
 }
 
+/*
+ * Many laps of the smallest ring: ranks 0 and 1 bounce messages of every small length (0..300
+ * bytes, so records of 1..6 lines and pads at every line position) while a window of sends runs
+ * ahead of the receives, which keeps the ring partly full and the producer re-reading head; every
+ * message is checked byte by byte and by order (its sequence number is its tag).
+ */
+static zen_status sc_laps(zen_comm *c, void *arg)
+{
+    (void)arg;
+    int r = zen_comm_rank(c), peer = 1 - r;
+    unsigned char out[301], in[301];
+
+    enum {
+        N = 12000,
+        AHEAD = 40
+    };
+
+    for (int i = 0; i < N + AHEAD; i++) {
+        if (i < N) {
+            size_t len = (size_t)(i * 37 + r) % 301;
+            fill(out, r, i % 1000, len);
+            CHECK(zen_send(c, out, len, peer, i % 1000) == ZEN_OK);
+        }
+        if (i >= AHEAD) {
+            int k = i - AHEAD;
+            size_t want = (size_t)(k * 37 + peer) % 301, len = 0;
+            CHECK(zen_recv(c, in, sizeof in, peer, k % 1000, &len) == ZEN_OK);
+            CHECK(len == want && check_msg(in, peer, k % 1000, len));
+        }
+    }
+    return zen_barrier(c);
+}
+
+static void test_ring_laps(void **state)
+{
+    (void)state;
+    zt_job j = { ZEN_TRANSPORT_SHM, 2, 0, 60, "ZEN_SHM_RING_KB=64" };
+    run_ok(&j, sc_laps);
+}
+
 static void test_p2p_mixed(void **state)
 {
     (void)state;
@@ -411,6 +451,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_p2p_shm),
         cmocka_unit_test(test_p2p_shm_ring_only),
+        cmocka_unit_test(test_ring_laps),
         cmocka_unit_test(test_p2p_mixed),
         cmocka_unit_test(test_topology),
         cmocka_unit_test(test_sparse),

@@ -32,7 +32,19 @@
 static pid_t children[MAX_RANKS];
 static volatile sig_atomic_t nchildren;
 static volatile sig_atomic_t got_signal;
-static int bind_cores; /* --bind core: rank r runs on core r mod (cores) */
+
+/* --bind: BIND_AUTO (default) pins like BIND_CORE when there are no more ranks than usable cores,
+ * else not at all; BIND_CORE pins rank r to the (r mod count)-th core of the launcher's own
+ * affinity mask (so `taskset` and cgroup cpusets are respected). */
+enum {
+    BIND_NONE,
+    BIND_CORE,
+    BIND_AUTO
+};
+
+static int bind_mode = BIND_AUTO;
+static cpu_set_t usable_cpus; /* the launcher's affinity mask, read once */
+static int pin_ranks;         /* the decision for this job */
 
 static void usage(FILE *f)
 {
@@ -55,8 +67,11 @@ static void usage(FILE *f)
             "  --transport T  auto (default: shared memory among the ranks of a host, tcp\n"
             "               across hosts), shm (shared memory, all ranks on this host) or tcp;\n"
             "               sets ZEN_TRANSPORT for every rank\n"
-            "  --bind B     core: pin rank r to core r mod (cores), as mpirun does (shm's waiters\n"
-            "               then find their peer on another core); none (default)\n\n"
+            "  --bind B     core: pin rank r to the (r mod C)-th of the C cores this launcher may\n"
+            "               use; none: leave placement to the scheduler; auto (default): core\n"
+            "               when N <= C, none when oversubscribed (Open MPI's mpirun binds to\n"
+            "               core by default too; pinned, shm's waiters find their peer on\n"
+            "               another core instead of queued behind it)\n\n"
             "SIGINT and SIGTERM are forwarded to every rank. Exit status: 0 when every rank\n"
             "exits 0; 1 when one fails (\"zen launch: rank R exited with status S\" on\n"
             "stderr); 2 on a usage error.\n",
@@ -77,6 +92,21 @@ static void set_int_env(const char *a, const char *b, int v)
     snprintf(s, sizeof s, "%d", v);
     setenv(a, s, 1);
     setenv(b, s, 1);
+}
+
+/* The (rank mod count)-th CPU of usable_cpus. */
+static void pin_to_core(int rank)
+{
+    int count = CPU_COUNT(&usable_cpus), want = rank % (count > 0 ? count : 1), cpu = 0;
+    for (int seen = 0; cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, &usable_cpus) && seen++ == want)
+            break;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (cpu >= CPU_SETSIZE || sched_setaffinity(0, sizeof set, &set) != 0)
+        fprintf(stderr, "zen launch: rank %d: cannot bind to core %d: %s (running unbound)\n", rank,
+                cpu, strerror(errno));
 }
 
 /* Every rank joins the process group of rank 0, so `kill -- -PGID` reaches the whole job. */
@@ -111,15 +141,8 @@ static pid_t spawn(int rank, int n, int port, char **cmd)
     set_int_env("ZEN_MASTER_PORT", "MASTER_PORT", port);
     setenv("ZEN_MASTER_ADDR", "127.0.0.1", 1);
     setenv("MASTER_ADDR", "127.0.0.1", 1);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (bind_cores && cores > 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET((int)(rank % cores), &set);
-        if (sched_setaffinity(0, sizeof set, &set) != 0)
-            fprintf(stderr, "zen launch: rank %d: cannot bind to core %ld: %s\n", rank,
-                    rank % cores, strerror(errno));
-    }
+    if (pin_ranks)
+        pin_to_core(rank);
     execvp(cmd[0], cmd);
     fprintf(stderr, "zen launch: rank %d: cannot run %s: %s\n", rank, cmd[0], strerror(errno));
     _exit(127);
@@ -267,9 +290,9 @@ int zen_cmd_launch(int argc, char **argv)
             setenv("ZEN_TRANSPORT", t, 1); /* inherited by every rank */
         } else if (strcmp(a, "--bind") == 0) {
             const char *b = argv[++i];
-            if (strcmp(b, "core") && strcmp(b, "none"))
-                return zen_usage_error("launch", "--bind must be core or none, not '%s'", b);
-            bind_cores = strcmp(b, "core") == 0;
+            if (strcmp(b, "core") && strcmp(b, "none") && strcmp(b, "auto"))
+                return zen_usage_error("launch", "--bind must be auto, core or none, not '%s'", b);
+            bind_mode = !strcmp(b, "core") ? BIND_CORE : !strcmp(b, "none") ? BIND_NONE : BIND_AUTO;
         } else if (strcmp(a, "--grace") == 0) {
             grace_s = strtod(argv[++i], &end);
             if (end == argv[i] || *end || !(grace_s >= 0))
@@ -282,6 +305,12 @@ int zen_cmd_launch(int argc, char **argv)
         return zen_usage_error("launch", "missing -n N");
     if (i >= argc)
         return zen_usage_error("launch", "missing the command after --");
+    CPU_ZERO(&usable_cpus);
+    if (sched_getaffinity(0, sizeof usable_cpus, &usable_cpus) != 0 || CPU_COUNT(&usable_cpus) < 1)
+        pin_ranks = 0; /* no mask to place ranks in */
+    else
+        pin_ranks =
+            bind_mode == BIND_CORE || (bind_mode == BIND_AUTO && n <= CPU_COUNT(&usable_cpus));
     if (port == 0 && (port = zen_free_port()) < 0) {
         fprintf(stderr, "zen launch: cannot find a free port (use --port)\n");
         return ZEN_EXIT_FAIL;

@@ -383,6 +383,7 @@ void zen_comm_destroy(zen_comm *comm)
         comm->transport->ops->destroy(comm->transport);
     zen__free(comm->world_ranks);
     zen__free(comm->coll_scratch);
+    zen__free(comm->spare_request);
     zen__free(comm);
 }
 

@@ -55,6 +55,7 @@ struct zen_comm {
     void *coll_scratch; /* dense collectives: cached scratch (coll_args.c), freed on destroy */
     size_t coll_scratch_bytes;
     zen_comm_attr attrs[ZEN_ATTR_COUNT]; /* see zen_comm_attr_key */
+    void *spare_request; /* p2p.c: one destroyed zen_request kept for the next, freed on destroy */
 };
 
 /* State of one collective call. */

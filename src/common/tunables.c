@@ -60,10 +60,10 @@ static const struct param_row param_table[] = {
     { "ZEN_SHM_RING_KB", "512", "shm: bytes of each per-pair ring in KiB (64 .. 65536)" },
     { "ZEN_SHM_SPIN_US", "-1",
       "shm: microseconds a waiter polls before it sleeps on the futex (-1: 50)" },
-    { "ZEN_SHM_SPIN_YIELD", "1",
+    { "ZEN_SHM_SPIN_YIELD", "-1",
       "shm: 1 a polling waiter yields its core (sched_yield) between polls: unpinned ranks that "
-      "the scheduler puts on one core still progress; 0 it spins; -1 yield only when the host's "
-      "ranks outnumber its cores" },
+      "the scheduler puts on one core still progress; 0 it spins; -1 spin only when this process "
+      "is pinned to one core and the host's ranks do not outnumber its cores, else yield" },
     { "ZEN_SHM_CMA", "1",
       "shm: 1 lets large messages be read straight from the sender (process_vm_readv), 0: always "
       "copy through the ring" },

@@ -26,6 +26,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,22 @@ static zen_status send_block(shm_state *s, shm_peer *pe, send_wait *w, size_t by
     }
 }
 
+/* Write a record at stream position at: header and payload first, the stamp last (release), so
+ * the consumer sees all of it or nothing (shm_seg.h). */
+static void write_record(shm_state *s, shm_peer *pe, uint64_t at, const zen_shm_rec *h,
+                         const void *payload)
+{
+    zen_shm_rec *dst = (zen_shm_rec *)(pe->out_data + at % s->ring_bytes);
+    dst->kind = h->kind;
+    dst->bytes = h->bytes;
+    dst->tag = h->tag;
+    dst->total = h->total;
+    dst->addr = h->addr;
+    if (h->bytes)
+        memcpy((char *)dst + ZEN_SHM_REC_HDR, payload, h->bytes);
+    atomic_store_explicit(&dst->stamp, at + 1, memory_order_release);
+}
+
 /* Append one record (header + payload) to pe's ring, waiting for space. */
 static zen_status put_record(shm_state *s, shm_peer *pe, const zen_shm_rec *h, const void *payload,
                              size_t total)
@@ -136,24 +153,28 @@ static zen_status put_record(shm_state *s, shm_peer *pe, const zen_shm_rec *h, c
     uint64_t tail = atomic_load_explicit(&out->tail, memory_order_relaxed);
     size_t pos = (size_t)(tail % s->ring_bytes);
     size_t pad = pos + len > s->ring_bytes ? s->ring_bytes - pos : 0;
-    send_wait w = { s, pe, len + pad, 0 };
-    if (!send_ready(&w)) {
-        zen_status st = send_block(s, pe, &w, total);
-        if (st != ZEN_OK)
-            return st;
-    } else if (peer_gone(s, pe)) {
+    /* the record, the pad before it and the slot after it, which is cleared */
+    size_t need = pad + len + ZEN_SHM_LINE;
+    if (s->ring_bytes - (tail - pe->head_seen) < need) {
+        send_wait w = { s, pe, need, 0 };
+        if (!send_ready(&w)) {
+            zen_status st = send_block(s, pe, &w, total);
+            if (st != ZEN_OK)
+                return st;
+        }
+        pe->head_seen = atomic_load(&out->head);
+    }
+    if (peer_gone(s, pe))
         return send_failed(s, pe);
+    uint64_t at = tail + pad, end = at + len;
+    zen_shm_rec *next = (zen_shm_rec *)(pe->out_data + end % s->ring_bytes);
+    atomic_store_explicit(&next->stamp, 0, memory_order_relaxed); /* ordered by the stamp below */
+    write_record(s, pe, at, h, payload);
+    if (pad) { /* after the record it leads to, so the consumer finds that one complete */
+        zen_shm_rec p = { .kind = ZEN_SHM_PAD };
+        write_record(s, pe, tail, &p, NULL);
     }
-    if (pad) {
-        zen_shm_rec p = { ZEN_SHM_PAD, 0, 0, 0, 0 };
-        memcpy(pe->out_data + pos, &p, sizeof p);
-        tail += pad;
-        pos = 0;
-    }
-    memcpy(pe->out_data + pos, h, sizeof *h);
-    if (h->bytes)
-        memcpy(pe->out_data + pos + ZEN_SHM_REC_HDR, payload, h->bytes);
-    atomic_store_explicit(&out->tail, tail + len, memory_order_release);
+    atomic_store_explicit(&out->tail, end, memory_order_release);
     zen__shm_ring_bell(pe->bell);
     return ZEN_OK;
 }
@@ -163,7 +184,9 @@ static zen_status send_local(shm_state *s, shm_peer *pe, uint64_t tag, const voi
     zen_status st = ZEN_OK;
     pthread_mutex_lock(&pe->send_lock);
     if (len >= s->cma_min && pe->out_ctl->cma_ok) {
-        zen_shm_rec h = { ZEN_SHM_RTS, 0, tag, len, (uint64_t)(uintptr_t)buf };
+        zen_shm_rec h = {
+            .kind = ZEN_SHM_RTS, .tag = tag, .total = len, .addr = (uint64_t)(uintptr_t)buf
+        };
         st = put_record(s, pe, &h, NULL, len);
         if (st == ZEN_OK) {
             send_wait w = { s, pe, 0, ++pe->rts_sent };
@@ -176,7 +199,11 @@ static zen_status send_local(shm_state *s, shm_peer *pe, uint64_t tag, const voi
         size_t off = 0;
         do {
             size_t n = len - off < s->frag_bytes ? len - off : s->frag_bytes;
-            zen_shm_rec h = { off ? ZEN_SHM_MORE : ZEN_SHM_FIRST, (uint32_t)n, tag, len, off };
+            zen_shm_rec h = { .kind = off ? ZEN_SHM_MORE : ZEN_SHM_FIRST,
+                              .bytes = (uint32_t)n,
+                              .tag = tag,
+                              .total = len,
+                              .addr = off };
             st = put_record(s, pe, &h, (const char *)buf + off, len);
             off += n;
         } while (st == ZEN_OK && off < len);
@@ -490,9 +517,13 @@ static void read_tunables(shm_state *s, double timeout_s)
     /* A waiter that spins takes the core its peer may need: oversubscribed (more ranks than
      * cores), or unpinned, when the scheduler's wake-up affinity puts two ranks that wake each
      * other on one core (measured: an 8-byte round trip took the whole spin budget, 20-60 us,
-     * when spinning, 4-5 us when yielding; docs/benchmarks.md). So by default it yields. */
+     * when spinning, 4-5 us when yielding; docs/benchmarks.md). So by default (-1) it yields
+     * unless this process is pinned to one core (`zen launch` pins when the ranks fit, as mpirun
+     * does) and the ranks do not outnumber the cores: then no peer can be queued behind it. */
     long yield = zen__param_long("SHM_SPIN_YIELD");
-    s->spin_yield = yield > 0 || (yield < 0 && cpus > 0 && s->nlocal > cpus);
+    cpu_set_t mine;
+    int pinned = sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1;
+    s->spin_yield = yield > 0 || (yield < 0 && (!pinned || (cpus > 0 && s->nlocal > cpus)));
     if (spin < 0)
         spin = 50;
     s->spin_ns = (int64_t)spin * 1000;

@@ -26,7 +26,8 @@ typedef struct shm_peer {
     zen_shm_ring *in_ctl;   /* ring peer -> this (in this segment) */
     char *in_data;
     pthread_mutex_t send_lock;
-    uint64_t rts_sent; /* RTS records sent to the peer (under send_lock) */
+    uint64_t rts_sent;  /* RTS records sent to the peer (under send_lock) */
+    uint64_t head_seen; /* the out ring's head when last read (under send_lock; shm_seg.h) */
     /* consumer state of the inbound ring (under the drain lock) */
     int active; /* a message is arriving in pieces */
     zen_delivery d;

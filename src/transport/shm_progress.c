@@ -129,12 +129,18 @@ static void take_rts(shm_state *s, shm_peer *pe, const zen_shm_rec *r)
     }
 }
 
-/* Land one FIRST/MORE record's payload; returns -1 on a malformed sequence. */
+/* Land one FIRST/MORE record's payload; returns 1 when it completed a message, 0 when more
+ * pieces follow, -1 on a malformed sequence. */
 static int take_piece(shm_state *s, shm_peer *pe, const zen_shm_rec *r)
 {
     if (r->kind == ZEN_SHM_FIRST) {
         if (pe->active)
             return -1;
+        if (r->bytes == r->total) { /* the whole message in one record: deliver it at once */
+            zen__mailbox_deliver(s->mb, pe->rank, r->tag, (const char *)r + ZEN_SHM_REC_HDR,
+                                 r->bytes);
+            return 1;
+        }
         zen__mailbox_deliver_begin_pieces(s->mb, pe->rank, r->tag, (size_t)r->total, &pe->d);
         pe->active = 1;
         pe->off = 0;
@@ -151,26 +157,35 @@ static int take_piece(shm_state *s, shm_peer *pe, const zen_shm_rec *r)
     if (pe->off == pe->total) {
         pe->active = 0;
         zen__mailbox_deliver_end(s->mb, &pe->d);
+        return 1;
     }
     return 0;
 }
 
-/* Consume every complete record of pe's inbound ring. Drain lock held. */
+/*
+ * Consume the records of pe's inbound ring up to the end of the first whole message (all of them
+ * once the peer is down: what it sent before must be delivered before its receives fail). Not
+ * further: the slot after a message was written by the producer with it, so reading it now
+ * would wait for that cache line on the way to the caller, who is often waiting for just this
+ * message; the next poll looks. Drain lock held.
+ */
 static int drain_ring(shm_state *s, shm_peer *pe)
 {
     zen_shm_ring *in = pe->in_ctl;
     uint64_t head = atomic_load_explicit(&in->head, memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(&in->tail, memory_order_acquire);
-    int n = 0;
-    while (head != tail && !atomic_load_explicit(&pe->failed, memory_order_relaxed)) {
+    int n = 0, whole = 0;
+    while (!atomic_load_explicit(&pe->failed, memory_order_relaxed) &&
+           !(whole && !atomic_load_explicit(&pe->down, memory_order_relaxed))) {
         size_t pos = (size_t)(head % s->ring_bytes);
-        const zen_shm_rec *r = (const zen_shm_rec *)(pe->in_data + pos);
-        size_t len =
-            (ZEN_SHM_REC_HDR + (size_t)r->bytes + ZEN_SHM_LINE - 1) / ZEN_SHM_LINE * ZEN_SHM_LINE;
-        if (tail - head > s->ring_bytes || pos % ZEN_SHM_LINE) {
-            ring_corrupt(s, pe, "ring counters out of range", tail - head);
+        zen_shm_rec *r = (zen_shm_rec *)(pe->in_data + pos);
+        uint64_t stamp = atomic_load_explicit(&r->stamp, memory_order_acquire);
+        if (stamp != head + 1) { /* 0: nothing yet; anything else cannot happen (shm_seg.h) */
+            if (stamp != 0)
+                ring_corrupt(s, pe, "record stamp out of sequence", stamp);
             break;
         }
+        size_t len =
+            (ZEN_SHM_REC_HDR + (size_t)r->bytes + ZEN_SHM_LINE - 1) / ZEN_SHM_LINE * ZEN_SHM_LINE;
         if (r->kind == ZEN_SHM_PAD) {
             len = s->ring_bytes - pos;
         } else if (pos + len > s->ring_bytes || r->bytes > s->frag_bytes) {
@@ -183,18 +198,17 @@ static int drain_ring(shm_state *s, shm_peer *pe)
             }
             take_rts(s, pe, r);
             atomic_fetch_add(&in->acked, 1);
+            whole = 1;
         } else if (r->kind != ZEN_SHM_FIRST && r->kind != ZEN_SHM_MORE) {
             ring_corrupt(s, pe, "record kind", r->kind);
             break;
-        } else if (take_piece(s, pe, r) != 0) {
+        } else if ((whole = take_piece(s, pe, r)) < 0) {
             ring_corrupt(s, pe, "message pieces out of order (offset)", r->addr);
             break;
         }
         head += len;
         atomic_store(&in->head, head); /* seq_cst: ordered before the producer_waiting load */
         n++;
-        if (head == tail)
-            tail = atomic_load_explicit(&in->tail, memory_order_acquire);
     }
     if (n && atomic_load(&in->producer_waiting))
         zen__shm_ring_bell(pe->bell);
@@ -239,8 +253,29 @@ static void fail_down_peers(shm_state *s, const int *was_down)
     }
 }
 
+/* 1 when some inbound ring holds a record (its slot at head is stamped). No lock: a record
+ * published after the check is found by the next poll, or rings the bell of a waiter that went to
+ * sleep (shm_seg.h). */
+static int rings_pending(shm_state *s)
+{
+    for (int p = 0; p < s->base.size; p++) {
+        shm_peer *pe = &s->peers[p];
+        if (pe->lidx < 0 || p == s->base.rank || !pe->in_ctl)
+            continue;
+        uint64_t head = atomic_load_explicit(&pe->in_ctl->head, memory_order_relaxed);
+        zen_shm_rec *r = (zen_shm_rec *)(pe->in_data + head % s->ring_bytes);
+        if (atomic_load_explicit(&r->stamp, memory_order_relaxed) != 0)
+            return 1;
+    }
+    return 0;
+}
+
 int zen__shm_progress(shm_state *s)
 {
+    /* The common poll finds nothing: answer it without the lock (and without the cache line
+     * traffic of a lock that every waiting thread of this process would bounce). */
+    if (!atomic_load(&s->any_down) && !rings_pending(s))
+        return 0;
     if (pthread_mutex_trylock(&s->drain_lock) != 0) {
         /* another thread drains: it rings this process's bell when it lets go, so a waiter that
          * sleeps now re-checks; one more try covers the holder that let go meanwhile */
@@ -262,35 +297,37 @@ int zen__shm_progress(shm_state *s)
     if (check)
         fail_down_peers(s, was_down);
     pthread_mutex_unlock(&s->drain_lock);
-    if (atomic_exchange(&s->drain_missed, 0))
+    if (atomic_load(&s->drain_missed) && atomic_exchange(&s->drain_missed, 0))
         zen__shm_ring_bell(&s->head->bell);
     return n;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
+/* Polls between clock reads while spinning: a clock read costs more than a poll of an empty ring
+ * on a VM, and deadlines are far coarser than 16 polls. */
+#define POLLS_PER_CLOCK 16
 
 int zen__shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t deadline_ns)
 {
     zen_shm_doorbell *bell = &s->head->bell;
-    int64_t spin_end = zen_now_ns() + s->spin_ns;
-    for (;;) {
-        zen__shm_progress(s);
+    int64_t now = zen_now_ns(), spin_end = now + s->spin_ns;
+    for (unsigned polls = 1;; polls++) {
+        int got = zen__shm_progress(s);
         if (done(arg))
             return 1;
-        int64_t now = zen_now_ns();
+        if (got && polls % POLLS_PER_CLOCK) /* maybe more behind it; the deadline still counts */
+            continue;
+        /* No PAUSE between polls: one takes 62-83 cycles on this EPYC, longer than a poll of an
+         * empty ring, so it only delayed noticing a message (8-byte round trip 0.58-0.61 us with
+         * one PAUSE per poll, 0.44-0.46 us without, same quiet minutes; docs/benchmarks.md). A
+         * pinned waiter has its core to itself, and the spin is bounded by ZEN_SHM_SPIN_US. */
+        if (polls % POLLS_PER_CLOCK && now < spin_end && !s->spin_yield)
+            continue;
+        now = zen_now_ns();
         if (now >= deadline_ns)
             return 0;
         if (now < spin_end) {
             if (s->spin_yield)
                 sched_yield();
-            else
-                for (int i = 0; i < 32; i++)
-                    cpu_relax();
             continue;
         }
         atomic_fetch_add(&bell->sleepers, 1);
@@ -304,6 +341,7 @@ int zen__shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t de
         int64_t nap = deadline_ns - now < SLEEP_SLICE_NS ? deadline_ns - now : SLEEP_SLICE_NS;
         futex_wait(&bell->seq, seq, nap);
         atomic_fetch_sub(&bell->sleepers, 1);
-        spin_end = zen_now_ns() + s->spin_ns;
+        now = zen_now_ns();
+        spin_end = now + s->spin_ns;
     }
 }

@@ -8,9 +8,19 @@
  *
  * Ring: a byte ring with free-running 64-bit head (consumer) and tail (producer) counters, each
  * on its own cache line. Records start on 64-byte boundaries and never wrap: a record that does
- * not fit before the end is preceded by a PAD record. The producer writes the record, then
- * publishes tail with release order; the consumer reads tail with acquire order, so a record it
- * sees is complete (a producer killed in the middle leaves nothing visible).
+ * not fit before the end is preceded by a PAD record.
+ *
+ * A record is published by its own first word, the stamp (its stream position + 1), which the
+ * producer writes last with release order; the consumer polls the stamp of the record slot at
+ * head with acquire order, so a record it sees is complete (a producer killed in the middle
+ * leaves nothing visible), and a small message costs the consumer one cache line, header and
+ * payload together, instead of the tail's line and then the record's. A slot holds either 0 or
+ * the stamp of the record written there in this lap, never stale bytes of an earlier lap: before
+ * it publishes a record the producer zeroes the stamp of the slot that follows it (it keeps a
+ * line of free space for this), so the slot the consumer looks at next has been cleared in this
+ * lap before the record that leads there became visible. The producer caches head and re-reads
+ * it only when the cached value says the ring is full, so the consumer's head line stays in the
+ * consumer's cache. tail is the producer's own position (it is no longer read by the consumer).
  *
  * Doorbell (futex): seq is bumped and FUTEX_WAKE called only when sleepers > 0. A sleeper
  * increments sleepers, reads seq, re-checks for work and then FUTEX_WAITs on seq; a waker
@@ -27,7 +37,7 @@
 
 #define ZEN_SHM_MAGIC   0x4d48535au /* "ZSHM" */
 #define ZEN_SHM_LINE    64
-#define ZEN_SHM_REC_HDR 32
+#define ZEN_SHM_REC_HDR 40
 
 enum zen_shm_kind {
     ZEN_SHM_PAD = 1,   /* skip to the end of the ring */
@@ -36,8 +46,10 @@ enum zen_shm_kind {
     ZEN_SHM_RTS = 4    /* single copy: read total bytes at addr from the sender's memory */
 };
 
-/* A record header (32 bytes); payload follows. */
+/* A record header (40 bytes: with an 8-byte payload a message is one cache line); payload
+ * follows. */
 typedef struct zen_shm_rec {
+    _Atomic uint64_t stamp; /* stream position of the record + 1; 0: nothing here yet */
     uint32_t kind;
     uint32_t bytes; /* payload bytes in this record */
     uint64_t tag;
