@@ -4,12 +4,13 @@
 One row per cell (ranks, density, overlap or trace): every scheme's p50 in ms, AUTO's choice,
 AUTO / fastest, and the cost model's error median over the cell's schemes, |model - measured| /
 measured (model = the prediction AUTO logged, stats.predicted_s: with its online calibration of
-latency and core share, before any per-scheme correction), and AUTO's whole run (warm-up calls included, `run_us`) over the whole run of the scheme with the fastest p50: what
-AUTO's warm-up tries and rechecks cost over the run. The footer gives the share of cells with AUTO
-within 10% of the fastest, the worst AUTO / fastest, the median model error over every (cell,
-scheme), how good the decision alone is (the chosen scheme's own p50 / the fastest), and the
-median and worst whole-run ratio, and model / measured per scheme (median: where the error comes
-from). Several files (grid chunks) are read in order; a cell measured twice keeps the last.
+latency and core share, before any per-scheme correction), and AUTO's whole run (warm-up calls
+included, `run_us`) over the whole run of the scheme with the fastest p50: what AUTO's warm-up
+tries and rechecks cost over the run. The footer gives the share of cells with AUTO within 10% of
+the fastest, the worst AUTO / fastest, the median model error over every (cell, scheme), how good
+the decision alone is (the chosen scheme's own p50 / the fastest), and the median and worst
+whole-run ratio, and model / measured per scheme (median: where the error comes from). Several
+files (grid chunks) are read in order; a cell measured twice keeps the last.
 """
 import json
 import statistics
