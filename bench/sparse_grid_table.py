@@ -3,12 +3,14 @@
 
 One row per cell (ranks, density, overlap or trace): every scheme's p50 in ms, AUTO's choice,
 AUTO / fastest, and the cost model's error median over the cell's schemes, |model - measured| /
-measured (model = the raw prediction AUTO logged, before its online correction), and AUTO's whole
-run (warm-up calls included, `run_us`) over the whole run of the scheme with the fastest p50: what
-AUTO's warm-up tries and rechecks cost over the run. The footer gives the share of cells with AUTO
-within 10% of the fastest, the worst AUTO / fastest, the median model error over every (cell,
-scheme), how good the decision alone is (the chosen scheme's own p50 / the fastest), and the
-median and worst whole-run ratio. Several files (grid chunks) are read in order.
+measured (model = the prediction AUTO logged, stats.predicted_s: with its online calibration of
+latency and core share, before any per-scheme correction), and AUTO's whole run (warm-up calls
+included, `run_us`) over the whole run of the scheme with the fastest p50: what AUTO's warm-up
+tries and rechecks cost over the run. The footer gives the share of cells with AUTO within 10% of
+the fastest, the worst AUTO / fastest, the median model error over every (cell, scheme), how good
+the decision alone is (the chosen scheme's own p50 / the fastest), and the median and worst
+whole-run ratio, and model / measured per scheme (median: where the error comes from). Several
+files (grid chunks) are read in order; a cell measured twice keeps the last.
 """
 import json
 import statistics
@@ -39,6 +41,7 @@ def cells(paths):
 
 def main(paths):
     errors, ratios, runs, picks, spent = [], [], [], [], []
+    bias = {s: [] for s in SCHEMES}  # model / measured per scheme: where the error comes from
     print("| transport | ranks | density | overlap | " + " | ".join(SCHEMES) +
           " | AUTO chose | AUTO ms | AUTO / fastest | model err (median) | AUTO run / fastest run |")
     print("|" + "---|" * (len(SCHEMES) + 9))
@@ -58,6 +61,7 @@ def main(paths):
             model = c[s].get("model_us") if s in c else None
             if model and times.get(s, 0) > 0:
                 errs.append(abs(model / 1e3 - times[s]) / times[s])
+                bias[s].append(model / 1e3 / times[s])
         errors.extend(errs)
         med = statistics.median(errs) if errs else float("nan")
         best = min(times, key=times.get)
@@ -79,6 +83,9 @@ def main(paths):
               "model error median %.0f%% over %d (cell, scheme) pairs" %
               (len(ratios), 100 * within, max(ratios),
                100 * statistics.median(errors) if errors else float("nan"), len(errors)))
+    if any(bias.values()):
+        print("model / measured, median per scheme: " +
+              ", ".join("%s %.2f" % (s, statistics.median(b)) for s, b in bias.items() if b))
     if picks:
         print("AUTO's choice run on its own (the decision, without AUTO's run-to-run noise): "
               "within 10%% of the fastest in %.0f%%, worst %.2f" %
