@@ -713,6 +713,15 @@ static void help(void)
         "rechecks cost shows here).\n");
 }
 
+/* Index of s in names[0..n), -1 when it is none of them. */
+static int name_index(const char *s, const char *const *names, int n)
+{
+    for (int m = 0; m < n; m++)
+        if (strcmp(s, names[m]) == 0)
+            return m;
+    return -1;
+}
+
 static int parse_num(const char *cmd, const char *opt, const char *s, double lo, double hi,
                      double *out)
 {
@@ -810,10 +819,7 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
             if (parse_num(cmd, a, v, 0, 1, &cfg->density))
                 return ZEN_EXIT_USAGE;
         } else if (strcmp(a, "--overlap") == 0) {
-            int k = -1;
-            for (int m = 0; m < 4; m++)
-                if (strcmp(v, overlap_names[m]) == 0)
-                    k = m;
+            int k = name_index(v, overlap_names, 4);
             if (k < 0)
                 return zen_usage_error(cmd, "--overlap: random, identical, disjoint or zipf");
             cfg->overlap = k;
@@ -846,10 +852,7 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
             if (parse_num(cmd, a, v, 0.1, 64, &cfg->hash_r1))
                 return ZEN_EXIT_USAGE;
         } else if (strcmp(a, "--pull-format") == 0) {
-            int k = -1;
-            for (int m = 0; m < 4; m++)
-                if (strcmp(v, pull_format_names[m]) == 0)
-                    k = m;
+            int k = name_index(v, pull_format_names, 4);
             if (k < 0)
                 return zen_usage_error(cmd,
                                        "--pull-format: auto, hash-bitmap, coo or plain-bitmap");

@@ -135,7 +135,6 @@ static zen_status describe_local_failure(zen_comm *comm, zen_status st, const ze
                      "output or options)");
 }
 
-/* Allgather the records; on any failure or disagreement return the status every rank reports. */
 /* AUTO's part of the records: the same digest everywhere lets it skip its own exchange. */
 static void read_auto(const uint64_t *all, int n, zen_sparse_ctx *ctx)
 {
@@ -151,6 +150,7 @@ static void read_auto(const uint64_t *all, int n, zen_sparse_ctx *ctx)
     }
 }
 
+/* Allgather the records; on any failure or disagreement return the status every rank reports. */
 static zen_status agree(zen_comm *comm, const uint64_t *mine, const zen_sparse_tensor *in,
                         int *exchanged, zen_sparse_ctx *ctx)
 {

@@ -17,6 +17,7 @@
 #include "common/checked.h"
 #include "sparse/wire/coo.h"
 #include "sparse/wire/hier_hash.h"
+#include "sparse/wire/xchg.h"
 
 #define MAX_WINDOW_BLOCKS 8
 #define LINEAR_STEPS      8
@@ -82,14 +83,7 @@ static size_t seek(const uint32_t *U, size_t ulen, size_t from, uint32_t x, size
     }
     if (hi > ulen)
         hi = ulen;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (U[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return lo + zen__lower_bound_u32(U + lo, hi - lo, x);
 }
 
 static size_t universe_len(const zen_universe *u, uint32_t j)
