@@ -5,7 +5,7 @@
 #
 # Usage: bench/sparse_grid.sh [ZEN] [OUT.jsonl]   (ZEN: the zen binary, default build/zen)
 # Env:   GRID_RANKS, GRID_DENSITIES, GRID_OVERLAPS (space lists), GRID_ROWS (200000),
-#        GRID_WIDTH (4), GRID_ITERS (10), GRID_WARMUP (12: AUTO's warm-up measures up to ~4
+#        GRID_WIDTH (4), GRID_ITERS (20), GRID_WARMUP (12: AUTO's warm-up measures up to ~4
 #        candidates twice, so the timed calls are its steady state; run_us has the whole run),
 #        GRID_TRACES (trace dirs, see docs/trace-format.md), GRID_TRACE_RANKS (8),
 #        GRID_LAUNCH=1 to run each cell as processes under `zen launch` (shm on one host;
@@ -19,7 +19,7 @@ DENSITIES=${GRID_DENSITIES:-"0.001 0.01 0.1"}
 OVERLAPS=${GRID_OVERLAPS:-"random zipf identical"}
 ROWS=${GRID_ROWS:-200000}
 WIDTH=${GRID_WIDTH:-4}
-ITERS=${GRID_ITERS:-10}
+ITERS=${GRID_ITERS:-20}
 WARMUP=${GRID_WARMUP:-12}
 : >"$OUT"
 run_cell() { # ranks, then bench arguments

@@ -9,7 +9,7 @@ set_tests_properties(cli_simulate_usage PROPERTIES TIMEOUT 60 LABELS cli)
 # --calibrate prints constants that --cpu reads back; the JSON then carries the compute parts.
 add_test(NAME cli_simulate_calibrate
          COMMAND sh -c "$<TARGET_FILE:zen> simulate --calibrate > simulate_cpu.env && \
-grep -q '^ZEN_SPARSE_NS_PER_SORT=' simulate_cpu.env && grep -q '^ZEN_NET_OVERSUB_US=' simulate_cpu.env && \
+grep -q '^ZEN_SPARSE_NS_PER_SORT=' simulate_cpu.env && grep -q '^ZEN_NET_MSG_CPU_US=' simulate_cpu.env && \
 $<TARGET_FILE:zen> simulate --cpu simulate_cpu.env --cpu-share 0.25 --ranks 8 --gbps 10 \
 --rows 100000 --json")
 set_tests_properties(cli_simulate_calibrate PROPERTIES TIMEOUT 120 LABELS cli

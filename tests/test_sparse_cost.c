@@ -116,16 +116,18 @@ static void test_scheme_volumes(void **state)
     assert_float_equal(pred[ZEN_SPARSE_BLOCK], 3 * 2 * hot * 1028 / 1e9, 1e-15);
     /* latency: sequential steps pay a full latency, extra messages of a step 0.1 of it:
      * ring 2(n-1) = 6 steps; HC 2 rounds x (size, payload); ALLGATHER 2 steps of 3 messages;
-     * PS/BLOCK 4 such steps; BP 2 such steps plus 2 Bruck allgathers of log2 n steps */
+     * PS/BLOCK 4 such steps; BP 2 such steps plus 2 Bruck allgathers of log2 n steps; and
+     * every call's argument agreement first, a Bruck allgather of log2 n = 2 steps */
     zen_net_model lat = { .bytes_per_s = 1e30, .latency_s = 1e-6 };
     zen__sparse_predict(4, 1000, 1, &p, &lat, 256, pred);
-    assert_float_equal(pred[ZEN_SPARSE_DENSE], 6e-6, 1e-12);
-    assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 4e-6, 1e-12);
-    assert_float_equal(pred[ZEN_SPARSE_ALLGATHER], 2 * 1.2e-6, 1e-12);
-    assert_float_equal(pred[ZEN_SPARSE_PS], 4 * 1.2e-6, 1e-12);
-    assert_float_equal(pred[ZEN_SPARSE_BLOCK], 4 * 1.2e-6, 1e-12);
-    assert_float_equal(pred[ZEN_SPARSE_BALANCED], 2 * 1.2e-6 + 4e-6, 1e-12);
-    assert_float_equal(pred[ZEN_SPARSE_AUTO], 2.4e-6, 1e-12);
+    double agree = 2e-6;
+    assert_float_equal(pred[ZEN_SPARSE_DENSE], 6e-6 + agree, 1e-12);
+    assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 4e-6 + agree, 1e-12);
+    assert_float_equal(pred[ZEN_SPARSE_ALLGATHER], 2 * 1.2e-6 + agree, 1e-12);
+    assert_float_equal(pred[ZEN_SPARSE_PS], 4 * 1.2e-6 + agree, 1e-12);
+    assert_float_equal(pred[ZEN_SPARSE_BLOCK], 4 * 1.2e-6 + agree, 1e-12);
+    assert_float_equal(pred[ZEN_SPARSE_BALANCED], 2 * 1.2e-6 + 4e-6 + agree, 1e-12);
+    assert_float_equal(pred[ZEN_SPARSE_AUTO], 2.4e-6 + agree, 1e-12);
     /* non-power-of-two rank counts add the fold and unfold steps */
     zen__sparse_profile_model(&p, 5, 0.1, ZEN_OVERLAP_IDENTICAL);
     zen__sparse_predict(5, 1000, 1, &p, &bw_only, 256, pred);
@@ -147,7 +149,9 @@ static void test_balanced_latency_128(void **state)
     assert_true(pred[ZEN_SPARSE_BALANCED] < pred[ZEN_SPARSE_PS]);
     double conc = 10e-6 * (1 + 126 * 0.1);
     double bytes = 127.0 / 128 * 2 * 0.0113 * 4e7 * 8; /* push + COO pull, 8 bytes per entry */
-    assert_float_equal(pred[ZEN_SPARSE_BALANCED], 2 * conc + 14 * 10e-6 + bytes / (25e9 / 8), 1e-9);
+    /* + 7 Bruck steps of the argument agreement */
+    assert_float_equal(pred[ZEN_SPARSE_BALANCED], 2 * conc + (14 + 7) * 10e-6 + bytes / (25e9 / 8),
+                       1e-9);
     setenv("ZEN_SPARSE_PULL_BRUCK_MAX_BYTES", "0", 1);
     zen__sparse_predict(128, 40000000, 1, &p, &net, 256, pred);
     unsetenv("ZEN_SPARSE_PULL_BRUCK_MAX_BYTES");
@@ -315,27 +319,40 @@ static void test_net_models(void **state)
     zen__net_model_for_ranks(ZEN_TRANSPORT_INPROC, 1, &one);
     zen__net_model_for_ranks(ZEN_TRANSPORT_INPROC, (int)cores * 4, &many);
     assert_float_equal(many.bytes_per_s, one.bytes_per_s / 4, 1e-3);
-    /* the base latency x 4, issued one after another, plus the wait for a descheduled partner */
-    assert_float_equal(many.overhead_s, one.latency_s * 4, 1e-15);
-    assert_float_equal(many.latency_s, one.latency_s * 4 + 4 * 300e-6, 1e-15);
-    setenv("ZEN_NET_OVERSUB_US", "0", 1);
+    /* messages issued one after another at the base latency, and each costs its receiver
+     * ZEN_NET_MSG_CPU_US of CPU, only when oversubscribed */
+    setenv("ZEN_NET_MSG_CPU_US", "7", 1);
+    zen__net_model_for_ranks(ZEN_TRANSPORT_INPROC, 1, &one);
     zen__net_model_for_ranks(ZEN_TRANSPORT_INPROC, (int)cores * 4, &many);
-    assert_float_equal(many.latency_s, one.latency_s * 4, 1e-15);
+    assert_float_equal(many.overhead_s, one.latency_s, 1e-15);
+    assert_float_equal(many.latency_s, one.latency_s, 1e-15);
+    assert_float_equal(one.msg_cpu_s, 0, 0);
+    assert_float_equal(many.msg_cpu_s, 7e-6, 1e-15);
     /* shm processes share the cores alike, but their copies are transport CPU, not bandwidth */
     zen__net_model_for_ranks(ZEN_TRANSPORT_SHM, 1, &one);
     zen__net_model_for_ranks(ZEN_TRANSPORT_SHM, (int)cores * 4, &many);
-    unsetenv("ZEN_NET_OVERSUB_US");
+    unsetenv("ZEN_NET_MSG_CPU_US");
+    assert_float_equal(many.msg_cpu_s, 7e-6, 1e-15);
     assert_float_equal(many.bytes_per_s, one.bytes_per_s, 1e-3);
     assert_float_equal(many.cpu.share, 0.25, 1e-12);
     assert_float_equal(many.cpu.wire_byte, 2 * many.cpu.copy_byte, 1e-15);
+    /* a message's CPU is compute, shared over the cores: on 4 ranks with half a core each,
+     * ALLGATHER receives 2 x 3 messages, HIERARCHICAL 2 x 2, both after the 2 of the agreement */
+    zen_sparse_profile q;
+    double cost[ZEN_SPARSE_SCHEME_COUNT];
+    zen__sparse_profile_model(&q, 4, 0.1, ZEN_OVERLAP_IDENTICAL);
+    zen_net_model busy = { .bytes_per_s = 1e30, .msg_cpu_s = 1e-6, .cpu = { .share = 0.5 } };
+    zen__sparse_predict(4, 1000, 1, &q, &busy, 256, cost);
+    assert_float_equal(cost[ZEN_SPARSE_ALLGATHER], (6 + 2) * 1e-6 / 0.5, 1e-12);
+    assert_float_equal(cost[ZEN_SPARSE_HIERARCHICAL], (4 + 2) * 1e-6 / 0.5, 1e-12);
     /* serial issue: ALLGATHER on 4 ranks = 2 steps x (1 + 2 extra messages) latencies */
     zen_sparse_profile p;
     double pred[ZEN_SPARSE_SCHEME_COUNT];
     zen__sparse_profile_model(&p, 4, 0.1, ZEN_OVERLAP_IDENTICAL);
     zen_net_model serial = { .bytes_per_s = 1e30, .latency_s = 1e-6, .overhead_s = 1e-6 };
     zen__sparse_predict(4, 1000, 1, &p, &serial, 256, pred);
-    assert_float_equal(pred[ZEN_SPARSE_ALLGATHER], 6e-6, 1e-12);
-    assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 4e-6, 1e-12);
+    assert_float_equal(pred[ZEN_SPARSE_ALLGATHER], 6e-6 + 2e-6, 1e-12); /* + the agreement */
+    assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 4e-6 + 2e-6, 1e-12);
 }
 
 /* AUTO follows the network: a slow, high-bandwidth-cost link favours sparse schemes for a
@@ -351,9 +368,10 @@ static void test_auto_follows_net(void **state)
     assert_int_not_equal(zen__sparse_cheapest(pred), ZEN_SPARSE_DENSE);
     zen_net_model laggy = { .bytes_per_s = 1e15, .latency_s = 1.0 };
     zen__sparse_predict(16, 1 << 20, 1, &p, &laggy, 256, pred);
-    /* ALLGATHER: 2 steps of 15 messages = 2 (1 + 14 x 0.1) = 4.8 s; HC: 8 steps */
+    /* ALLGATHER: 2 steps of 15 messages = 2 (1 + 14 x 0.1) = 4.8 s; HC: 8 steps; both after
+     * the 4 steps of the argument agreement */
     assert_int_equal(zen__sparse_cheapest(pred), ZEN_SPARSE_ALLGATHER);
-    assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 8.0, 1e-6);
+    assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 8.0 + 4.0, 1e-6);
 }
 
 int main(void)

@@ -53,6 +53,7 @@ typedef struct sb_cfg {
     const char *trace;
     int json;
     int call_times; /* --call-times: every iteration's time to stderr */
+    int sequential; /* --sequential: each scheme's calls in one block, not interleaved */
     double timeout;
     int hash_k, pull_format; /* BALANCED ablations (zen_sparse_options), 0: defaults */
     double hash_r1;
@@ -77,7 +78,7 @@ typedef struct sb_case {
 
 typedef struct sb_result {
     int scheme;
-    int chosen; /* AUTO: the scheme it used (last call) */
+    int chosen; /* AUTO: the scheme it ran most often in the timed calls */
     int verified;
     double p50_us;
     double run_us; /* every call of the run, warm-up included (slowest rank per iteration) */
@@ -435,93 +436,142 @@ static int load_trace(const sb_cfg *cfg, int n, sb_case **out, size_t *count)
 
 /* ---- the measurement ---- */
 
-static zen_status run_scheme(zen_comm *comm, sb_shared *sh, int scheme, sb_result *res)
+/*
+ * One scheme's run in progress. By default the schemes take turns, one call each per iteration
+ * (--sequential: all of one scheme's calls, then the next's), so that a change in the machine's
+ * load during the run lands on every scheme alike and the ratios between them stay fair.
+ */
+typedef struct sb_run {
+    int scheme;
+    double *times; /* per iteration, this rank's seconds (the slowest rank's after finish) */
+    int *ran;      /* per iteration, the scheme the call ran (AUTO's choice) */
+    /* bad, sent, recv, push, pull, then the cost model's predictions (AUTO only; summed over the
+     * tensors of a trace), then the phases */
+    double agg[5 + ZEN_SPARSE_SCHEME_COUNT + ZEN_PHASE_COUNT];
+} sb_run;
+
+static zen_status run_call(zen_comm *comm, sb_shared *sh, sb_run *r, int it, float *out)
 {
     const sb_cfg *cfg = sh->cfg;
-    int me = zen_comm_rank(comm);
-    int total_iters = cfg->warmup + cfg->iters;
-    double *times = calloc((size_t)total_iters + 1, sizeof *times);
-    /* bad, sent, recv, push, pull, chosen, then the cost model's predictions (AUTO only; summed
-     * over the tensors of a trace) */
-    double agg[6 + ZEN_SPARSE_SCHEME_COUNT + ZEN_PHASE_COUNT] = { 0 };
+    int me = zen_comm_rank(comm), last = it == cfg->warmup + cfg->iters - 1;
+    zen_sparse_options opts = ZEN_SPARSE_OPTIONS_INIT;
+    opts.scheme = (zen_sparse_scheme)r->scheme;
+    opts.hash_probes = cfg->hash_k;
+    opts.hash_r1 = cfg->hash_r1;
+    opts.pull_format = cfg->pull_format;
+    /* one key: a trace's steps are successive calls for the same tensors (a key's profile is
+     * per shape too), as in training; only AUTO keeps state under it */
+    opts.key = "bench";
+    zen_status st = ZEN_OK;
+    double t = 0;
+    for (size_t ci = 0; ci < sh->ncases && st == ZEN_OK; ci++) {
+        const sb_case *c = &sh->cases[ci];
+        zen_sparse_tensor in = { c->rows,    c->width, c->nnz[me], ZEN_INDEX_U32,
+                                 c->idx[me], ZEN_F32,  c->val[me] };
+        zen_sparse_stats stats;
+        if ((st = zen_barrier(comm)) != ZEN_OK)
+            break;
+        double t0 = bench_now();
+        st = zen_sparse_allreduce_dense(comm, &in, out, &opts, &stats);
+        t += bench_now() - t0;
+        if (st != ZEN_OK)
+            break;
+        if (!matches_reference(c, out))
+            r->agg[0] = 1;
+        r->ran[it] = stats.scheme;
+        if (last) { /* bytes of all tensors, as the ideal and the model */
+            r->agg[1] += (double)stats.bytes_sent;
+            r->agg[2] += (double)stats.bytes_recv;
+            if (stats.imbalance_push > r->agg[3])
+                r->agg[3] = stats.imbalance_push;
+            if (stats.imbalance_pull > r->agg[4])
+                r->agg[4] = stats.imbalance_pull;
+            for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++)
+                r->agg[5 + k] += stats.predicted_s[k];
+            for (int k = 0; k < ZEN_PHASE_COUNT; k++)
+                r->agg[5 + ZEN_SPARSE_SCHEME_COUNT + k] += stats.phase_us[k];
+        }
+    }
+    r->times[it] = t;
+    return st;
+}
+
+/* The scheme AUTO ran most often in the timed calls (the last call's on a tie). */
+static int most_run(const int *ran, int from, int to)
+{
+    int count[ZEN_SPARSE_SCHEME_COUNT] = { 0 }, best = ran[to - 1];
+    for (int it = from; it < to; it++)
+        if (ran[it] >= 0 && ran[it] < ZEN_SPARSE_SCHEME_COUNT)
+            count[ran[it]]++;
+    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+        if (count[s] > count[best])
+            best = s;
+    return best;
+}
+
+static zen_status finish_run(zen_comm *comm, const sb_cfg *cfg, sb_run *r, sb_result *res)
+{
+    int me = zen_comm_rank(comm), total = cfg->warmup + cfg->iters;
+    zen_status st = bench_max_over_ranks(comm, r->times, (size_t)total);
+    if (st == ZEN_OK)
+        st = bench_max_over_ranks(comm, r->agg, sizeof r->agg / sizeof r->agg[0]);
+    if (st != ZEN_OK)
+        return st;
+    res->scheme = r->scheme;
+    res->verified = r->agg[0] == 0;
+    for (int it = 0; cfg->call_times && me == 0 && it < total; it++)
+        fprintf(stderr, "# call %s %d %.1f %s\n",
+                zen_sparse_scheme_name((zen_sparse_scheme)r->scheme), it, r->times[it] * 1e6,
+                zen_sparse_scheme_name((zen_sparse_scheme)r->ran[it]));
+    res->p50_us = bench_percentile(r->times + cfg->warmup, (size_t)cfg->iters, 50) * 1e6;
+    res->run_us = 0;
+    for (int it = 0; it < total; it++)
+        res->run_us += r->times[it] * 1e6;
+    res->max_sent = r->agg[1];
+    res->max_recv = r->agg[2];
+    res->imb_push = r->agg[3];
+    res->imb_pull = r->agg[4];
+    res->chosen = most_run(r->ran, cfg->warmup, total);
+    for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++)
+        res->predicted_us[k] = r->agg[5 + k] * 1e6;
+    for (int k = 0; k < ZEN_PHASE_COUNT; k++)
+        res->phase_us[k] = r->agg[5 + ZEN_SPARSE_SCHEME_COUNT + k];
+    return ZEN_OK;
+}
+
+/* Every scheme's calls, interleaved or one scheme after another (cfg->sequential). */
+static zen_status run_all(zen_comm *comm, sb_shared *sh, sb_result *results)
+{
+    const sb_cfg *cfg = sh->cfg;
+    int ns = cfg->nschemes, total = cfg->warmup + cfg->iters;
     size_t maxcount = 0;
     for (size_t ci = 0; ci < sh->ncases; ci++) {
         size_t cnt = (size_t)sh->cases[ci].rows * sh->cases[ci].width;
         if (cnt > maxcount)
             maxcount = cnt;
     }
+    sb_run runs[ZEN_SPARSE_SCHEME_COUNT + 1];
+    memset(runs, 0, sizeof runs);
     float *out = malloc((maxcount ? maxcount : 1) * sizeof *out);
-    if (!times || !out) {
-        free(times);
-        free(out);
-        return ZEN_ENOMEM;
+    zen_status st = out ? ZEN_OK : ZEN_ENOMEM;
+    for (int i = 0; i < ns && st == ZEN_OK; i++) {
+        runs[i].scheme = cfg->schemes[i];
+        runs[i].times = calloc((size_t)total + 1, sizeof *runs[i].times);
+        runs[i].ran = calloc((size_t)total + 1, sizeof *runs[i].ran);
+        if (!runs[i].times || !runs[i].ran)
+            st = ZEN_ENOMEM;
     }
-    zen_sparse_options opts = ZEN_SPARSE_OPTIONS_INIT;
-    opts.scheme = (zen_sparse_scheme)scheme;
-    opts.hash_probes = cfg->hash_k;
-    opts.hash_r1 = cfg->hash_r1;
-    opts.pull_format = cfg->pull_format;
-    zen_status st = ZEN_OK;
-    for (int it = 0; it < total_iters && st == ZEN_OK; it++) {
-        double t = 0;
-        for (size_t ci = 0; ci < sh->ncases && st == ZEN_OK; ci++) {
-            const sb_case *c = &sh->cases[ci];
-            /* one key: a trace's steps are successive calls for the same tensors (a key's profile
-             * is per shape too), as in training */
-            opts.key = "bench";
-            zen_sparse_tensor in = { c->rows,    c->width, c->nnz[me], ZEN_INDEX_U32,
-                                     c->idx[me], ZEN_F32,  c->val[me] };
-            zen_sparse_stats stats;
-            if ((st = zen_barrier(comm)) != ZEN_OK)
-                break;
-            double t0 = bench_now();
-            st = zen_sparse_allreduce_dense(comm, &in, out, &opts, &stats);
-            t += bench_now() - t0;
-            if (st != ZEN_OK)
-                break;
-            if (!matches_reference(c, out))
-                agg[0] = 1;
-            if (it == total_iters - 1) { /* bytes of all tensors, as the ideal and the model */
-                agg[1] += (double)stats.bytes_sent;
-                agg[2] += (double)stats.bytes_recv;
-                if (stats.imbalance_push > agg[3])
-                    agg[3] = stats.imbalance_push;
-                if (stats.imbalance_pull > agg[4])
-                    agg[4] = stats.imbalance_pull;
-                agg[5] = stats.scheme;
-                for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++)
-                    agg[6 + k] += stats.predicted_s[k];
-                for (int k = 0; k < ZEN_PHASE_COUNT; k++)
-                    agg[6 + ZEN_SPARSE_SCHEME_COUNT + k] += stats.phase_us[k];
-            }
-        }
-        times[it] = t;
+    int outer = cfg->sequential ? ns : total, inner = cfg->sequential ? total : ns;
+    for (int a = 0; a < outer && st == ZEN_OK; a++)
+        for (int b = 0; b < inner && st == ZEN_OK; b++)
+            st = cfg->sequential ? run_call(comm, sh, &runs[a], b, out)
+                                 : run_call(comm, sh, &runs[b], a, out);
+    for (int i = 0; i < ns && st == ZEN_OK; i++)
+        st = finish_run(comm, cfg, &runs[i], &results[i]);
+    for (int i = 0; i < ns; i++) {
+        free(runs[i].times);
+        free(runs[i].ran);
     }
-    if (st == ZEN_OK)
-        st = bench_max_over_ranks(comm, times, (size_t)total_iters);
-    if (st == ZEN_OK)
-        st = bench_max_over_ranks(comm, agg, sizeof agg / sizeof agg[0]);
-    if (st == ZEN_OK) {
-        res->scheme = scheme;
-        res->verified = agg[0] == 0;
-        for (int it = 0; cfg->call_times && me == 0 && it < total_iters; it++)
-            fprintf(stderr, "# call %s %d %.1f\n",
-                    zen_sparse_scheme_name((zen_sparse_scheme)scheme), it, times[it] * 1e6);
-        res->p50_us = bench_percentile(times + cfg->warmup, (size_t)cfg->iters, 50) * 1e6;
-        res->run_us = 0;
-        for (int it = 0; it < total_iters; it++)
-            res->run_us += times[it] * 1e6;
-        res->max_sent = agg[1];
-        res->max_recv = agg[2];
-        res->imb_push = agg[3];
-        res->imb_pull = agg[4];
-        res->chosen = (int)agg[5];
-        for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++)
-            res->predicted_us[k] = agg[6 + k] * 1e6;
-        for (int k = 0; k < ZEN_PHASE_COUNT; k++)
-            res->phase_us[k] = agg[6 + ZEN_SPARSE_SCHEME_COUNT + k];
-    }
-    free(times);
     free(out);
     return st;
 }
@@ -548,8 +598,7 @@ static zen_status bench_rank(zen_comm *comm, const bench_opts *o, void *arg)
     }
     zen_status st = ZEN_OK;
     sb_result results[ZEN_SPARSE_SCHEME_COUNT + 1];
-    for (int i = 0; i < cfg->nschemes && st == ZEN_OK; i++)
-        st = run_scheme(comm, sh, cfg->schemes[i], &results[i]);
+    st = run_all(comm, sh, results);
     /* inproc: rank 0's thread publishes; a process publishes its own copy (all are equal) */
     if (st == ZEN_OK && (me == 0 || cfg->transport != ZEN_TRANSPORT_INPROC)) {
         sh->kind = zen_comm_transport(comm);
@@ -694,7 +743,10 @@ static void help(void)
         "                     hash-bitmap, coo or plain-bitmap (a bitmap over all rows)\n"
         "  --json             one JSON object per scheme instead of the table\n"
         "  --call-times       also print every iteration's time (slowest rank, warm-up\n"
-        "                     included) to stderr: `# call SCHEME ITERATION US` lines\n\n"
+        "                     included) to stderr: `# call SCHEME ITERATION US RAN` lines\n"
+        "  --sequential       run each scheme's calls in one block; by default the schemes\n"
+        "                     take turns, one call each per iteration, so that a change of\n"
+        "                     the machine's load during the run reaches every scheme alike\n\n"
         "Time: p50 over iterations of the slowest rank's time. Bytes: largest sent/received\n"
         "by any rank in one iteration (including the call's small control messages). ideal: a\n"
         "perfectly balanced push/pull with COO, (n-1)/n (nnz/rank + nnz of sum)(4+4w) bytes.\n"
@@ -795,6 +847,10 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
         }
         if (strcmp(a, "--call-times") == 0) {
             cfg->call_times = 1;
+            continue;
+        }
+        if (strcmp(a, "--sequential") == 0) {
+            cfg->sequential = 1;
             continue;
         }
         if (i + 1 >= argc)

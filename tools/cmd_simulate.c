@@ -340,11 +340,10 @@ static int run(const sim_args *a, const zen_index_sets *sets, FILE *plot_out)
     return ZEN_EXIT_OK;
 }
 
-#define PAIR_REPS    50
-#define PAIR_WORK_NS 100e3
+#define PAIR_REPS 200 /* rounds timed by msg_cpu_us */
 
 typedef struct pair_arg {
-    double step_s; /* rank 0: seconds per dependent step */
+    double step_s; /* rank 0: seconds per round */
 } pair_arg;
 
 static double wall_s(void)
@@ -354,72 +353,42 @@ static double wall_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Busy for PAIR_WORK_NS of this thread's CPU time: a round's merge. */
-static void busy(void)
+/* Rounds of an alltoall of 8 bytes per peer and no other work; the time per round on rank 0,
+ * after one warm-up round. */
+static zen_status alltoall_rounds(zen_comm *comm, void *arg)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    double end = (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec + PAIR_WORK_NS;
-    volatile uint64_t x = 0;
-    do {
-        for (int i = 0; i < 1000; i++)
-            x += (uint64_t)i;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    } while ((double)ts.tv_sec * 1e9 + (double)ts.tv_nsec < end);
-}
-
-/* HIERARCHICAL's pattern without its data: rounds of a 64-byte exchange with rank ^ 2^k and
- * PAIR_WORK_NS of CPU work; the time per round (each a dependent step) on rank 0, after one
- * warm-up pass. */
-static zen_status pair_rounds(zen_comm *comm, void *arg)
-{
-    int n = zen_comm_size(comm), me = zen_comm_rank(comm), steps = 0;
-    char out[64] = { 0 }, in[64];
+    int n = zen_comm_size(comm), me = zen_comm_rank(comm);
+    int64_t *out = calloc((size_t)n, sizeof *out), *in = calloc((size_t)n, sizeof *in);
     double t0 = 0;
-    zen_status st = ZEN_OK;
+    zen_status st = out && in ? ZEN_OK : ZEN_ENOMEM;
     for (int rep = -1; rep < PAIR_REPS && st == ZEN_OK; rep++) {
         if (rep == 0 && (st = zen_barrier(comm)) == ZEN_OK)
             t0 = wall_s();
-        for (int k = 1; k < n && st == ZEN_OK; k <<= 1) {
-            zen_request *req = NULL;
-            st = zen_isend(comm, out, sizeof out, me ^ k, 7, &req);
-            if (st == ZEN_OK)
-                st = zen_recv(comm, in, sizeof in, me ^ k, 7, NULL);
-            if (req) {
-                zen_status w = zen_request_wait(req, -1, NULL);
-                st = st == ZEN_OK ? w : st;
-                zen_request_free(req);
-            }
-            busy();
-            steps += rep >= 0;
-        }
+        if (st == ZEN_OK)
+            st = zen_alltoall(comm, out, in, 1, ZEN_I64);
     }
     if (st == ZEN_OK && me == 0)
-        ((pair_arg *)arg)->step_s = (wall_s() - t0) / steps;
+        ((pair_arg *)arg)->step_s = (wall_s() - t0) / PAIR_REPS;
+    free(out);
+    free(in);
     return st;
 }
 
 /*
- * ZEN_NET_OVERSUB_US: the wait of a dependent step when more ranks than cores share the host
- * (cost.c charges it x ranks/cores). Pairwise rounds on cores and on 4 x cores inproc ranks (both
- * powers of two): what a step takes beyond the base's and beyond its work stretched by the core
- * share, per unit of ranks/cores. Wall time: the wait is the scheduler's, so this measures the
+ * ZEN_NET_MSG_CPU_US: the CPU a received message costs when more ranks than cores share the host
+ * (cost.c charges it per message, shared over the cores like compute). On 4 x cores inproc ranks
+ * every rank receives ranks - 1 messages per round of alltoall, so a round's wall time x cores /
+ * (ranks (ranks - 1)). Wall time: the wake-ups are the scheduler's, so this measures the
  * machine as loaded now. 0 when it cannot be measured.
  */
-static double oversub_us(void)
+static double msg_cpu_us(void)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int base = 1;
-    while (base * 2 <= cores)
-        base *= 2;
-    pair_arg one = { 0 }, many = { 0 };
-    if (base < 2 || zen_run_inproc(base, NULL, pair_rounds, &one, NULL) != ZEN_OK ||
-        zen_run_inproc(4 * base, NULL, pair_rounds, &many, NULL) != ZEN_OK)
+    int ranks = (int)(4 * cores);
+    pair_arg many = { 0 };
+    if (cores < 1 || zen_run_inproc(ranks, NULL, alltoall_rounds, &many, NULL) != ZEN_OK)
         return 0;
-    /* the work alone takes over x as long when over ranks share a core */
-    double over = 4.0 * base / (double)cores;
-    double extra = many.step_s - one.step_s - (over - 1) * PAIR_WORK_NS * 1e-9;
-    return extra > 0 ? extra / over * 1e6 : 0;
+    return many.step_s * (double)cores / ((double)ranks * (ranks - 1)) * 1e6;
 }
 
 /* --calibrate: the constants of this machine, in the format --cpu reads. */
@@ -441,8 +410,8 @@ static int calibrate(void)
     if (zen_sparse_cpu_model_write(&cpu, stdout) != ZEN_OK)
         return ZEN_EXIT_FAIL;
     /* not a compute constant (--cpu skips it); AUTO reads it from the environment */
-    printf("# wait per dependent step and per ranks/cores on an oversubscribed host, wall time\n");
-    printf("ZEN_NET_OVERSUB_US=%.1f\n", oversub_us());
+    printf("# CPU per received message on an oversubscribed host, wall time\n");
+    printf("ZEN_NET_MSG_CPU_US=%.2f\n", msg_cpu_us());
     return ZEN_EXIT_OK;
 }
 

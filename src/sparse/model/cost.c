@@ -90,13 +90,39 @@ static double heap_levels(double k)
     return k > 2 ? log2(k) : 1.0;
 }
 
-/* One scheme's prediction in parts: latency terms, wire bytes of the busiest rank, and compute
- * nanoseconds at a full core. */
+/* One scheme's prediction in parts: latency terms, wire bytes of the busiest rank, compute
+ * nanoseconds at a full core, and the messages a rank receives. */
 typedef struct cost_parts {
     double lat_s;
     double bytes;
     double cpu_ns;
+    double msgs;
 } cost_parts;
+
+/* Each scheme's time from its parts: latency, then the wire or the transport CPU (whichever is
+ * longer), then compute at the rank's core share, messages' CPU included. */
+static void sum_parts(const cost_parts *part, const zen_net_model *net, double N,
+                      double out[ZEN_SPARSE_SCHEME_COUNT], double cpu_s[ZEN_SPARSE_SCHEME_COUNT])
+{
+    const zen_cpu_model *c = &net->cpu;
+    double beta = net->bytes_per_s > 0 ? 1.0 / net->bytes_per_s : 0;
+    /* Every call first agrees on its arguments (api.c): an allgather of a small record, Bruck's
+     * ceil(log2 n) steps. */
+    double agree_steps = ceil(log2(N));
+    double share = c->share > 0 ? c->share : 1;
+    for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++) {
+        if (k == ZEN_SPARSE_AUTO)
+            continue;
+        double wire = part[k].bytes * beta;
+        double xfer = part[k].bytes * c->wire_byte * 1e-9 / share; /* transport CPU */
+        double kernels =
+            (part[k].cpu_ns * 1e-9 + (part[k].msgs + agree_steps) * net->msg_cpu_s) / share;
+        out[k] =
+            part[k].lat_s + agree_steps * net->latency_s + (xfer > wire ? xfer : wire) + kernels;
+        if (cpu_s)
+            cpu_s[k] = kernels + (xfer > wire ? xfer - wire : 0);
+    }
+}
 
 void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
                                const zen_net_model *net, long block_elems,
@@ -110,7 +136,7 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
     }
     if (n <= 1 || rows == 0 || width == 0)
         return; /* one rank: nothing moves */
-    double a = net->latency_s, beta = net->bytes_per_s > 0 ? 1.0 / net->bytes_per_s : 0;
+    double a = net->latency_s;
     /* A step in which a rank posts k messages at once (pairwise alltoall, the exchanges of
      * xchg.c) costs one latency plus a small issue overhead per extra message; a ring step is a
      * full latency each, because step t+1 waits for step t. */
@@ -132,23 +158,26 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
     double coalesce = nnz * (c->sort + V * cp); /* api.c coalesces the input for every scheme */
     /* A dense result: zero it and scatter the sum's rows (DENSE reduces in place instead). */
     double dense_out = p->dense_output ? D * cp + nnz_n * V * cp : 0;
-    cost_parts part[ZEN_SPARSE_SCHEME_COUNT] = { { 0, 0, 0 } };
+    cost_parts part[ZEN_SPARSE_SCHEME_COUNT] = { { 0, 0, 0, 0 } };
 
     /* 2(n-1) ring steps; densify, reduce (n-1)/n of the vector, and for a sparse result scan it
      * back into COO. */
     part[ZEN_SPARSE_DENSE] = (cost_parts){ 2 * n1 * a, 2 * frac * D,
                                            coalesce + D * cp + nnz * V * cp + frac * D * rd +
-                                               (p->dense_output ? 0 : D * cp + nnz_n * V * cp) };
+                                               (p->dense_output ? 0 : D * cp + nnz_n * V * cp),
+                                           2 * n1 };
     /* sizes, then payloads; every rank merges all n runs */
     part[ZEN_SPARSE_ALLGATHER] = (cost_parts){
         2 * conc, n1 * nnz * E,
         coalesce + nnz * E * cp +
-            (p->dense_output ? D * cp + N * nnz * V * rd : N * nnz * (c->merge * lgn + V * cp))
+            (p->dense_output ? D * cp + N * nnz * V * rd : N * nnz * (c->merge * lgn + V * cp)),
+        2 * n1
     };
     part[ZEN_SPARSE_PS] =
         (cost_parts){ 4 * conc, n1 * (hot + hot_n) * E,
                       coalesce + nnz * E * cp + N * hot * (c->merge * lgn + V * cp) +
-                          hot_n * E * cp + (p->dense_output ? dense_out : nnz_n * E * cp) };
+                          hot_n * E * cp + (p->dense_output ? dense_out : nnz_n * E * cp),
+                      4 * n1 };
     /* BALANCED: one exchange of sizes and one of the packed per-owner COO slices, then an
      * allgather of the 16-byte blob sizes and the allgatherv of the blobs, each in Bruck's
      * ceil(log2 n) rounds or the ring's n - 1 steps (whichever balanced.c and zen_allgather
@@ -165,16 +194,17 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
         (cost_parts){ 2 * conc + (info_steps + pull_steps) * a, frac * (nnz * E + pull_bytes),
                       coalesce + nnz * (c->hash + (4 + V) * cp) + nnz * E * cp +
                           nnz * (c->sort + V * cp) + blob_work + (nnz_n / N + nnz_n) * E * cp +
-                          (p->dense_output ? dense_out : nnz_n * (c->merge * lgn + V * cp)) };
+                          (p->dense_output ? dense_out : nnz_n * (c->merge * lgn + V * cp)),
+                      2 * n1 + info_steps + pull_steps };
 
     int levels = 0;
     while ((2L << levels) <= n && levels < 62)
         levels++;
-    double hbytes = 0, hlat = 0, hcpu = coalesce;
+    double hbytes = 0, hsteps = 0, hcpu = coalesce; /* steps: a message each */
     int went_dense = 0;
     for (int i = 0; i < levels; i++) {
         double run = min2(level_gamma(p, i), N) * nnz; /* entries of the partial sum */
-        hlat += 2 * a;
+        hsteps += 2;                                   /* size, payload */
         hbytes += min2(run * E, D);
         if (run * E >= D) { /* SparCML's switch: from here on a dense reduce */
             hcpu += (went_dense ? 0 : D * cp) + D * rd;
@@ -184,7 +214,7 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
         }
     }
     if ((1L << levels) != n) { /* fold and unfold of the ranks beyond the power of two */
-        hlat += 4 * a;
+        hsteps += 4;
         hbytes += min2(nnz * E, D) + min2(nnz_n * E, D);
         hcpu += 2 * nnz * (c->merge2 + V * cp);
     }
@@ -192,7 +222,7 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
         hcpu += went_dense ? 0 : dense_out;
     else if (went_dense)
         hcpu += D * cp + nnz_n * V * cp; /* back to COO */
-    part[ZEN_SPARSE_HIERARCHICAL] = (cost_parts){ hlat, hbytes, hcpu };
+    part[ZEN_SPARSE_HIERARCHICAL] = (cost_parts){ hsteps * a, hbytes, hcpu, hsteps };
 
     double brows = min2((double)zen__cost_block_rows(width, block_elems), R);
     double nblocks = ceil(R / brows), entry = 4 + 4 * brows * w;
@@ -206,19 +236,10 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
     part[ZEN_SPARSE_BLOCK] =
         (cost_parts){ 4 * conc, n1 * (bhot + bhot_n) * entry,
                       coalesce + b1 * nblocks * entry * cp + D / N * cp + N * bhot * entry * rd +
-                          bhot_n * entry * cp + bn * nblocks * entry * cp + dense_out };
+                          bhot_n * entry * cp + bn * nblocks * entry * cp + dense_out,
+                      4 * n1 };
 
-    double share = c->share > 0 ? c->share : 1;
-    for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++) {
-        if (k == ZEN_SPARSE_AUTO)
-            continue;
-        double wire = part[k].bytes * beta;
-        double xfer = part[k].bytes * c->wire_byte * 1e-9 / share; /* transport CPU */
-        double kernels = part[k].cpu_ns * 1e-9 / share;
-        out[k] = part[k].lat_s + (xfer > wire ? xfer : wire) + kernels;
-        if (cpu_s)
-            cpu_s[k] = kernels + (xfer > wire ? xfer - wire : 0);
-    }
+    sum_parts(part, net, N, out, cpu_s);
     zen_sparse_scheme best = zen__sparse_cheapest(out);
     out[ZEN_SPARSE_AUTO] = out[best];
     if (cpu_s)
@@ -258,24 +279,20 @@ void zen__net_model_for(zen_transport_kind kind, zen_net_model *net)
 /*
  * More ranks than cores on one host (inproc threads, shm processes), over = ranks / cores: each
  * rank gets 1/over of a core for its compute and, inproc, of the copy bandwidth; the messages of
- * a step are issued one after another (overhead = the base latency x over); and every dependent
- * step waits for a partner that is runnable but not running: ZEN_NET_OVERSUB_US x over, measured
- * from HIERARCHICAL's pairwise rounds on the 2-core VM (about 0.65 ms per round of two steps per
- * unit of over at 4, 8 and 16 ranks, docs/benchmarks.md), which the base latency of an idle
- * core (5 us) misses by two orders of magnitude.
+ * a step are issued one after another (overhead = the base latency); and every message costs
+ * its receiver ZEN_NET_MSG_CPU_US of CPU (a futex wake-up, the mailbox locks), charged like
+ * compute: with the cores saturated, a wait is time some other rank computes, so what adds up
+ * is the CPU of all ranks' messages over the cores, not a latency per dependent step. Tiny
+ * tensors on the 2-core VM cost 4-7 us per message that way for every scheme, ALLGATHER's and
+ * PS's all-to-all (2(n-1), 4(n-1) messages) as much as HIERARCHICAL's pairwise rounds and
+ * DENSE's ring (docs/benchmarks.md).
  */
-static void oversubscribe(zen_net_model *net, double over, int copies_are_bandwidth, int gbps_set,
-                          int lat_set)
+static void oversubscribe(zen_net_model *net, double over, int copies_are_bandwidth, int gbps_set)
 {
     if (!gbps_set && copies_are_bandwidth)
         net->bytes_per_s /= over;
-    if (!lat_set) {
-        net->latency_s *= over;
-        net->overhead_s = net->latency_s;
-        net->latency_s += zen__param_double("NET_OVERSUB_US") * 1e-6 * over;
-    } else {
-        net->overhead_s = net->latency_s;
-    }
+    net->overhead_s = net->latency_s;
+    net->msg_cpu_s = zen__param_double("NET_MSG_CPU_US") * 1e-6;
     if (!(zen__param_double("SPARSE_CPU_SHARE") > 0))
         net->cpu.share = 1 / over;
 }
@@ -300,6 +317,7 @@ void zen__net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model
     net->bytes_per_s = gbps * 1e9 / 8;
     net->latency_s = lat_us * 1e-6;
     net->overhead_s = 0;
+    net->msg_cpu_s = 0;
     zen_sparse_cpu_model_default(&net->cpu);
     if (kind == ZEN_TRANSPORT_INPROC)
         net->cpu.wire_byte = 0; /* a memcpy between threads: that is the bandwidth above */
@@ -308,8 +326,7 @@ void zen__net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int one_host = kind == ZEN_TRANSPORT_INPROC || kind == ZEN_TRANSPORT_SHM;
     if (one_host && cores > 0 && nranks > cores)
-        oversubscribe(net, (double)nranks / cores, kind == ZEN_TRANSPORT_INPROC, env_gbps > 0,
-                      env_lat > 0);
+        oversubscribe(net, (double)nranks / cores, kind == ZEN_TRANSPORT_INPROC, env_gbps > 0);
 }
 
 /* The constants by name: tunable (without ZEN_), field. */

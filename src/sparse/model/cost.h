@@ -50,6 +50,8 @@ typedef struct zen_net_model {
     double bytes_per_s; /* per-link bandwidth */
     double latency_s;   /* per sequential step (a message and its wait) */
     double overhead_s;  /* per extra message posted in the same step; 0: 0.1 * latency_s */
+    double msg_cpu_s;   /* CPU a received message costs (wake-up, locks), charged like compute:
+                         * set when more ranks than cores share a host, 0 otherwise */
     zen_cpu_model cpu;  /* all zero: network only */
 } zen_net_model;
 

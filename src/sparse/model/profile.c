@@ -532,7 +532,9 @@ static void calibrate_net(const zen_sparse_ctx *ctx, choice *ch, zen_net_model *
     double ovr = net->overhead_s > 0 ? net->overhead_s / net->latency_s : ZEN_COST_MSG_OVERHEAD;
     if (!ch->fresh && ch->xchg_s > 0)
         ch->slot.lat_s = ema(ch->slot.lat_s, ch->xchg_s / (1 + (n - 2) * ovr));
-    if (ch->slot.lat_s > 0 && !(zen__param_double("NET_LAT_US") > 0)) {
+    /* oversubscribed (msg_cpu_s set): the exchange measures the messages' CPU, which the model
+     * already charges per message, not a latency */
+    if (ch->slot.lat_s > 0 && !(zen__param_double("NET_LAT_US") > 0) && !(net->msg_cpu_s > 0)) {
         net->latency_s = ch->slot.lat_s;
         net->overhead_s = ovr * ch->slot.lat_s;
     }

@@ -59,7 +59,9 @@ zen_status zen__sparse_run_allgather(zen_sparse_ctx *ctx)
                 for (size_t k = 0; k < w; k++)
                     row[k] += v[k];
             }
-        zen__dense_finish(ctx);
+        zen__dense_average(ctx);
+        ctx->stats->nnz_out =
+            zen__dense_count_runs(ctx->dense_out, local->rows, local->width, runs, n);
     } else {
         sum.rows = local->rows;
         sum.width = local->width;

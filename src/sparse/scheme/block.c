@@ -90,17 +90,51 @@ static zen_status check_blocks(zen_comm *comm, int peer, const block_geom *g, co
     return ZEN_OK;
 }
 
-/* Write the pulled blocks into the caller's output (dense scatter or COO of non-zero rows). */
+/* The pulled blocks into the dense output: a block is rows [r0, r0 + brows) there and in the
+ * blob alike, so one copy per block; the others stay zero. */
+static void emit_blocks_dense(zen_sparse_ctx *ctx, const block_geom *g, const uint8_t *gbuf,
+                              const size_t *rbytes, const size_t *roff, int n)
+{
+    size_t w = g->width, nnz_rows = 0;
+    memset(ctx->dense_out, 0, (size_t)g->rows * w * sizeof(float));
+    for (int p = 0; p < n; p++) {
+        size_t m = rbytes[p] / g->entry;
+        const uint32_t *ids = (const uint32_t *)(const void *)(gbuf + roff[p]);
+        const float *vals = (const float *)(const void *)(gbuf + roff[p] + m * 4);
+        for (size_t k = 0; k < m; k++) {
+            uint64_t r0 = (uint64_t)ids[k] * g->brows, r1 = r0 + g->brows;
+            if (r1 > g->rows)
+                r1 = g->rows;
+            memcpy(ctx->dense_out + r0 * w, vals + k * g->belems,
+                   (size_t)(r1 - r0) * w * sizeof(float));
+        }
+    }
+    zen__dense_average(ctx);
+    for (int p = 0; p < n; p++) { /* non-zero rows: only the pulled blocks (disjoint) hold any */
+        size_t m = rbytes[p] / g->entry;
+        const uint32_t *ids = (const uint32_t *)(const void *)(gbuf + roff[p]);
+        for (size_t k = 0; k < m; k++) {
+            uint64_t r0 = (uint64_t)ids[k] * g->brows, r1 = r0 + g->brows;
+            nnz_rows +=
+                zen__dense_count_rows(ctx->dense_out, (uint32_t)w, r0, r1 < g->rows ? r1 : g->rows);
+        }
+    }
+    ctx->stats->nnz_out = nnz_rows;
+}
+
+/* Write the pulled blocks into the caller's output (dense, or COO of the non-zero rows). */
 static zen_status emit_blocks(zen_sparse_ctx *ctx, const block_geom *g, const uint8_t *gbuf,
                               const size_t *rbytes, const size_t *roff, int n)
 {
     size_t w = g->width;
-    if (ctx->dense_out)
-        memset(ctx->dense_out, 0, (size_t)g->rows * w * sizeof(float));
+    if (ctx->dense_out) {
+        emit_blocks_dense(ctx, g, gbuf, rbytes, roff, n);
+        return ZEN_OK;
+    }
     zen_coo sum = { 0 };
     sum.rows = g->rows;
     sum.width = (uint32_t)w;
-    for (int pass = ctx->dense_out ? 1 : 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 2; pass++) {
         size_t nnz = 0;
         for (int p = 0; p < n; p++) {
             size_t m = rbytes[p] / g->entry;
@@ -110,10 +144,6 @@ static zen_status emit_blocks(zen_sparse_ctx *ctx, const block_geom *g, const ui
                 uint64_t r0 = (uint64_t)ids[k] * g->brows;
                 for (size_t r = 0; r < g->brows && r0 + r < g->rows; r++) {
                     const float *v = vals + k * g->belems + r * w;
-                    if (ctx->dense_out) {
-                        memcpy(ctx->dense_out + (r0 + r) * w, v, w * sizeof(float));
-                        continue;
-                    }
                     size_t c = 0;
                     while (c < w && v[c] == 0.0f)
                         c++;
@@ -126,10 +156,6 @@ static zen_status emit_blocks(zen_sparse_ctx *ctx, const block_geom *g, const ui
                     nnz++;
                 }
             }
-        }
-        if (ctx->dense_out) {
-            zen__dense_finish(ctx);
-            return ZEN_OK;
         }
         if (pass == 0) {
             zen_status st = zen__coo_reserve(&sum, nnz);

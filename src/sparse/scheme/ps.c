@@ -108,7 +108,9 @@ zen_status zen__sparse_run_ps(zen_sparse_ctx *ctx)
             for (size_t i = 0; i < runs[p].nnz; i++)
                 memcpy(ctx->dense_out + (size_t)runs[p].idx[i] * w, runs[p].val + i * w,
                        w * sizeof(float));
-        zen__dense_finish(ctx);
+        zen__dense_average(ctx);
+        ctx->stats->nnz_out =
+            zen__dense_count_runs(ctx->dense_out, local->rows, local->width, runs, n);
     } else {
         st = zen__coo_reserve(&sum, nnz_all);
         for (int p = 0; p < n && st == ZEN_OK; p++) {

@@ -234,20 +234,61 @@ zen_status zen__coo_from_dense(const float *dense, uint64_t rows, uint32_t width
     return ZEN_OK;
 }
 
+void zen__dense_average(zen_sparse_ctx *ctx)
+{
+    if (!ctx->opts || !ctx->opts->average)
+        return;
+    size_t count = (size_t)ctx->local->rows * ctx->local->width;
+    float n = (float)ctx->comm->size;
+    for (size_t i = 0; i < count; i++)
+        ctx->dense_out[i] /= n;
+}
+
+size_t zen__dense_count_rows(const float *dense, uint32_t width, uint64_t lo, uint64_t hi)
+{
+    /* On the bit patterns, branch-free: a row is zero when every value is +0 or -0, i.e. the OR
+     * of its words shifted past the sign bit is 0 (NaN counts as non-zero, as != 0.0f does). A
+     * float compare per value with an early exit per row cost more than the rest of a
+     * low-density ALLGATHER. */
+    size_t nnz = 0, w = width;
+    const unsigned char *bytes = (const unsigned char *)dense;
+    for (uint64_t r = lo; r < hi; r++) {
+        uint32_t any = 0;
+        for (size_t c = 0; c < w; c++) {
+            uint32_t word;
+            memcpy(&word, bytes + (r * w + c) * sizeof(float), sizeof word);
+            any |= word;
+        }
+        nnz += (any << 1) != 0;
+    }
+    return nnz;
+}
+
+/* A row in several runs is counted once (a bitmap of the rows seen); without memory for the
+ * bitmap, the whole-vector scan. */
+size_t zen__dense_count_runs(const float *dense, uint64_t rows, uint32_t width, const zen_coo *runs,
+                             int n)
+{
+    uint64_t *seen = zen__calloc((size_t)(rows / 64 + 1), sizeof *seen);
+    if (!seen)
+        return zen__dense_count_rows(dense, width, 0, rows);
+    size_t nnz = 0;
+    for (int p = 0; p < n; p++)
+        for (size_t i = 0; i < runs[p].nnz; i++) {
+            uint32_t r = runs[p].idx[i];
+            uint64_t bit = 1ull << (r % 64);
+            if (seen[r / 64] & bit)
+                continue;
+            seen[r / 64] |= bit;
+            nnz += zen__dense_count_rows(dense, width, r, (uint64_t)r + 1);
+        }
+    zen__free(seen);
+    return nnz;
+}
+
 void zen__dense_finish(zen_sparse_ctx *ctx)
 {
-    size_t w = ctx->local->width, rows = (size_t)ctx->local->rows, nnz = 0;
-    float *d = ctx->dense_out;
-    if (ctx->opts && ctx->opts->average) {
-        float n = (float)ctx->comm->size;
-        for (size_t i = 0; i < rows * w; i++)
-            d[i] /= n;
-    }
-    for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < w; c++)
-            if (d[r * w + c] != 0.0f) {
-                nnz++;
-                break;
-            }
-    ctx->stats->nnz_out = nnz;
+    zen__dense_average(ctx);
+    ctx->stats->nnz_out =
+        zen__dense_count_rows(ctx->dense_out, ctx->local->width, 0, ctx->local->rows);
 }

@@ -74,4 +74,14 @@ zen_status zen__coo_from_dense(const float *dense, uint64_t rows, uint32_t width
  */
 void zen__dense_finish(zen_sparse_ctx *ctx);
 
+/* The two halves of zen__dense_finish, for a scheme that knows which rows it wrote (the others
+ * are zero) and counts only those: opts->average's division, and the non-zero rows of
+ * dense[lo..hi) (rows of width floats). */
+void zen__dense_average(zen_sparse_ctx *ctx);
+size_t zen__dense_count_rows(const float *dense, uint32_t width, uint64_t lo, uint64_t hi);
+
+/* The non-zero rows of dense among the rows listed in runs[0..n) (the only rows a scheme wrote). */
+size_t zen__dense_count_runs(const float *dense, uint64_t rows, uint32_t width, const zen_coo *runs,
+                             int n);
+
 #endif
