@@ -13,7 +13,7 @@
 #include "sparse/sparse_internal.h"
 #include "testutil.h"
 
-static const zen_auto_tune_params params = { 0.5, 20, 0.05, 2, 2, 3, 2 };
+static const zen_auto_tune_params params = { 5, 20, 0.05, 2, 2, 3, 2 };
 
 typedef struct run_log {
     int fastest_tail;  /* exploiting calls of the tail that ran the fastest */
@@ -255,7 +255,7 @@ static zen_status converge_rank(zen_comm *comm, void *arg)
         else
             off_ps += mine != ZEN_SPARSE_PS;
     }
-    ZT_CHECK(comm, off_ps <= CALLS / 20); /* ZEN_SPARSE_EXPLORE_PERIOD 20 */
+    ZT_CHECK(comm, off_ps <= CALLS / 10); /* ZEN_SPARSE_EXPLORE_PERIOD 10 */
     free(out);
     free(ref);
     return st;

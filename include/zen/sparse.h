@@ -284,7 +284,7 @@ typedef struct zen_cpu_model {
     double hash;        /* ns per index: hierarchical hash partition (BALANCED) */
     double merge;       /* ns per entry and heap level: k-way merge of sorted runs */
     double merge2;      /* ns per input entry: two-way linear merge (HIERARCHICAL) */
-    double bitmap;      /* ns per universe row: hash bitmap encode or decode */
+    double bitmap;      /* ns per row of an owner's sum: hash bitmap encode or decode */
     double copy_byte;   /* ns per byte: pack, gather, scatter, memset */
     double reduce_byte; /* ns per byte: f32 add of a buffer into another */
     double wire_byte;   /* ns per byte sent or received: transport CPU (TCP: kernel copies) */

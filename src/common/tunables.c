@@ -106,14 +106,16 @@ static const struct param_row param_table[] = {
       "sparse cost model: ns per index to coalesce (radix sort); `zen simulate --calibrate` "
       "measures it and the constants below (defaults: its median of 5 runs on the 2-core CI "
       "VM, docs/benchmarks.md), 0: not counted" },
-    { "ZEN_SPARSE_NS_PER_HASH", "12.5",
-      "sparse cost model: ns per index of BALANCED's hash partition (0: not counted)" },
+    { "ZEN_SPARSE_NS_PER_HASH", "7.5",
+      "sparse cost model: ns per index of BALANCED's owner partition (the counting partition on "
+      "one thread; 0: not counted)" },
     { "ZEN_SPARSE_NS_PER_MERGE", "17",
       "sparse cost model: ns per entry and heap level of a k-way merge (0: not counted)" },
     { "ZEN_SPARSE_NS_PER_MERGE2", "6.2",
       "sparse cost model: ns per entry of HIERARCHICAL's two-way merge (0: not counted)" },
-    { "ZEN_SPARSE_NS_PER_BITMAP", "6.8",
-      "sparse cost model: ns per universe row to encode or decode a hash bitmap (0: not counted)" },
+    { "ZEN_SPARSE_NS_PER_BITMAP", "12.6",
+      "sparse cost model: ns per row of an owner's sum to encode or decode in a hash bitmap (0: "
+      "not counted)" },
     { "ZEN_SPARSE_NS_PER_COPY_BYTE", "0.16",
       "sparse cost model: ns per byte packed, gathered, scattered or zeroed (0: not counted)" },
     { "ZEN_SPARSE_NS_PER_REDUCE_BYTE", "0.26",
@@ -126,9 +128,9 @@ static const struct param_row param_table[] = {
       "(0: 1, inproc: cores / ranks)" },
     { "ZEN_SPARSE_PROFILE_PERIOD", "100",
       "sparse AUTO: re-measure a keyed tensor's sparsity profile every this many calls" },
-    { "ZEN_SPARSE_TUNE_ALPHA", "0.5",
-      "sparse AUTO: weight of a new measured/predicted ratio in a scheme's correction (EMA)" },
-    { "ZEN_SPARSE_EXPLORE_PERIOD", "20",
+    { "ZEN_SPARSE_TUNE_WINDOW", "5",
+      "sparse AUTO: a scheme's estimate is the median of its last this many measurements (1-8)" },
+    { "ZEN_SPARSE_EXPLORE_PERIOD", "10",
       "sparse AUTO: try the runner-up on every this many calls of a keyed tensor, within the "
       "budget (0: never)" },
     { "ZEN_SPARSE_EXPLORE_BUDGET", "0.05",
@@ -234,6 +236,7 @@ static const struct param_check param_checks[] = {
     { "SPARSE_PROFILE_SAMPLES", CHECK_LONG, 1, 1 << 30, NULL },
     { "NET_MSG_CPU_US", CHECK_DOUBLE, 0, 1e7, NULL },
     { "SPARSE_TUNE_WARM", CHECK_LONG, 0, 1000, NULL },
+    { "SPARSE_TUNE_WINDOW", CHECK_LONG, 1, 8, NULL },
     { "SPARSE_TUNE_TOP", CHECK_LONG, 0, 16, NULL },
     { "SPARSE_TUNE_PRUNE", CHECK_DOUBLE, 1, 1e9, NULL },
     { "SPARSE_TUNE_DROP", CHECK_DOUBLE, 1, 1e9, NULL },

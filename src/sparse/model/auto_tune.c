@@ -17,7 +17,7 @@ static double param_or(const char *name, double lo, double hi, double dflt)
 
 void zen__auto_tune_params_default(zen_auto_tune_params *p)
 {
-    p->alpha = param_or("SPARSE_TUNE_ALPHA", 1e-9, 1, 0.5);
+    p->window = zen__param_long("SPARSE_TUNE_WINDOW");
     p->period = zen__param_long("SPARSE_EXPLORE_PERIOD");
     p->budget = param_or("SPARSE_EXPLORE_BUDGET", 0, 1e9, 0);
     p->warm = zen__param_long("SPARSE_TUNE_WARM");
@@ -36,6 +36,36 @@ void zen__auto_tune_init(zen_auto_tune *t)
     t->last = -1;
 }
 
+static double median_of(const double *v, int k)
+{
+    double a[ZEN_TUNE_WINDOW_MAX];
+    memcpy(a, v, (size_t)k * sizeof *a);
+    for (int i = 1; i < k; i++) /* insertion sort: k <= ZEN_TUNE_WINDOW_MAX */
+        for (int j = i; j > 0 && a[j - 1] > a[j]; j--) {
+            double x = a[j];
+            a[j] = a[j - 1];
+            a[j - 1] = x;
+        }
+    return k % 2 ? a[k / 2] : 0.5 * (a[k / 2 - 1] + a[k / 2]);
+}
+
+/* A scheme's measured / predicted ratios: its first (cold: allocations, first touches) stands
+ * alone until a second arrives and replaces it; from then on the window holds the last w after
+ * the first, and corr is their median. */
+static void record_ratio(zen_auto_tune *t, int s, long window, double ratio)
+{
+    int w = window < 1 ? 1 : window > ZEN_TUNE_WINDOW_MAX ? ZEN_TUNE_WINDOW_MAX : (int)window;
+    uint32_t m = ++t->measured[s];
+    if (m == 1) {
+        t->win[s][0] = ratio;
+        t->corr[s] = ratio;
+        return;
+    }
+    t->win[s][(m - 2) % (uint32_t)w] = ratio;
+    int k = m - 1 < (uint32_t)w ? (int)(m - 1) : w;
+    t->corr[s] = median_of(t->win[s], k);
+}
+
 void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds)
 {
     int s = t->last;
@@ -44,18 +74,12 @@ void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, dou
         return;
     }
     if (t->last_pred > 0) {
-        double ratio = seconds / t->last_pred;
-        if (t->measured[s] == 0)
-            t->corr[s] = ratio;
-        else if (t->measured[s] < (uint32_t)p->warm)
-            t->corr[s] = ratio < t->corr[s] ? ratio : t->corr[s];
-        else
-            t->corr[s] = (1 - p->alpha) * t->corr[s] + p->alpha * ratio;
-        t->measured[s]++;
+        record_ratio(t, s, p->window, seconds / t->last_pred);
         t->seen[s] = t->calls;
     }
     t->total_s += seconds;
-    if (t->last_kind != ZEN_TUNE_EXPLOIT && t->last_base > 0 && seconds > t->last_base)
+    /* only rechecks draw on the budget: the warm-up is a one-off cost of a key's first calls */
+    if (t->last_kind == ZEN_TUNE_RECHECK && t->last_base > 0 && seconds > t->last_base)
         t->extra_s += seconds - t->last_base;
     zen__auto_tune_drop(t);
 }

@@ -3,11 +3,14 @@
  * (Open MPI's tuned/ADAPT decision tables, NCCL's tuner plugins): the cost model is the prior that
  * ranks and prunes the schemes, the measured times decide.
  *
- *   estimate  est[s] = pred[s] * corr[s] for a measured scheme, where corr[s] is measured /
- *             predicted (the minimum over its first `warm` measurements, since noise on a shared
- *             host only ever adds time; then an EMA with weight ZEN_SPARSE_TUNE_ALPHA); for a
- *             scheme not measured yet pred[s] * g, g the smallest corr measured so far (1 before
- *             any): the machine-wide scale the model missed, taken optimistically.
+ *   estimate  est[s] = pred[s] * corr[s] for a measured scheme, where corr[s] is the median of
+ *             its last ZEN_SPARSE_TUNE_WINDOW measured / predicted ratios after the first (a
+ *             cold call: allocations, first touches; it counts alone until a second arrives).
+ *             A median because a shared host's noise comes in bursts: one lucky or unlucky call
+ *             must not decide, and the scheme running now and one measured rarely are judged by
+ *             the same statistic. For a scheme not measured yet pred[s] * g, g the smallest corr
+ *             measured so far (1 before any): the machine-wide scale the model missed, taken
+ *             optimistically.
  *   warm-up   the candidates are the ZEN_SPARSE_TUNE_TOP schemes the raw model ranks first plus
  *             every scheme whose estimate is within ZEN_SPARSE_TUNE_PRUNE times the best estimate
  *             (the model prunes the rest). Each candidate is run ZEN_SPARSE_TUNE_WARM times,
@@ -17,11 +20,13 @@
  *             of a key's life are warm-up tries, each expected within PRUNE x the best.
  *   exploit   then the measured argmin of est.
  *   recheck   on every ZEN_SPARSE_EXPLORE_PERIOD-th call, the measured survivor (est within DROP x
- *             the best) measured least recently runs instead, if the measured extra time of all
- *             warm-up tries and rechecks so far plus this one's expected extra stays within
+ *             the best) measured least recently runs instead, if the measured extra time of the
+ *             rechecks so far plus this one's expected extra stays within
  *             ZEN_SPARSE_EXPLORE_BUDGET of the measured time of all calls. The extra of a try is
- *             its measured time minus the best's estimate at the time, so a try much slower than
- *             expected uses the budget up.
+ *             its measured time minus the best's estimate at the time, so a recheck much slower
+ *             than expected uses the budget up. The warm-up does not draw on the budget (it is a
+ *             one-off cost, bounded by WARM x 6 calls): a slow cold try there must not stop the
+ *             rechecks that correct a choice made on few measurements.
  *
  * Pure state, no communication: every rank feeds the same agreed times (the maximum over ranks)
  * and predictions, so every rank makes the same choice (the caller guarantees identical inputs).
@@ -40,13 +45,16 @@ typedef enum zen_auto_tune_kind {
     ZEN_TUNE_RECHECK = 2  /* a budgeted re-measure of a survivor */
 } zen_auto_tune_kind;
 
+#define ZEN_TUNE_WINDOW_MAX 8 /* largest ZEN_SPARSE_TUNE_WINDOW */
+
 typedef struct zen_auto_tune {
-    double corr[ZEN_SPARSE_SCHEME_COUNT]; /* measured / predicted, valid when measured[s] > 0 */
+    double corr[ZEN_SPARSE_SCHEME_COUNT]; /* the estimate's ratio, valid when measured[s] > 0 */
+    double win[ZEN_SPARSE_SCHEME_COUNT][ZEN_TUNE_WINDOW_MAX]; /* recent measured / predicted */
     uint32_t measured[ZEN_SPARSE_SCHEME_COUNT];
     uint64_t seen[ZEN_SPARSE_SCHEME_COUNT]; /* call number of the last measurement */
     uint64_t calls;
-    double total_s; /* measured time of every observed call */
-    double extra_s; /* measured time of warm-up tries and rechecks beyond the best's estimate */
+    double total_s;      /* measured time of every observed call */
+    double extra_s;      /* measured time of rechecks beyond the best's estimate */
     uint32_t warm_tries; /* warm-up calls so far */
     uint32_t rechecks;   /* recheck calls so far */
     int last;            /* scheme of the call not yet observed; -1: none */
@@ -57,7 +65,7 @@ typedef struct zen_auto_tune {
 
 /* Tunables as the decision reads them (tests set them directly). */
 typedef struct zen_auto_tune_params {
-    double alpha;  /* EMA weight of a new measurement, (0, 1] */
+    long window;   /* measurements whose median is a scheme's estimate, 1..ZEN_TUNE_WINDOW_MAX */
     long period;   /* recheck on every period-th call; <= 0: never */
     double budget; /* fraction of the measured time warm-up and rechecks may add */
     long warm;     /* measurements of each candidate before exploiting; 0: trust the model */
@@ -66,7 +74,7 @@ typedef struct zen_auto_tune_params {
     double drop;   /* a measured scheme beyond drop x the best measured is not tried again */
 } zen_auto_tune_params;
 
-/* ZEN_SPARSE_TUNE_ALPHA, _EXPLORE_PERIOD, _EXPLORE_BUDGET, _TUNE_WARM, _TUNE_TOP, _TUNE_PRUNE,
+/* ZEN_SPARSE_TUNE_WINDOW, _EXPLORE_PERIOD, _EXPLORE_BUDGET, _TUNE_WARM, _TUNE_TOP, _TUNE_PRUNE,
  * _TUNE_DROP. */
 void zen__auto_tune_params_default(zen_auto_tune_params *p);
 

@@ -76,6 +76,7 @@ static zen_status k_hash(cal_data *d)
 {
     static const uint64_t seeds[4] = { 1, 2, 3, 4 };
     zen_hh_config cfg = zen__hh_config_default(CAL_OWNERS, seeds);
+    cfg.method = ZEN_HH_COUNT; /* what BALANCED runs on one thread (balanced.c) */
     zen_hh_result r;
     zen_status st = zen__hh_partition(&cfg, d->idx, CAL_NNZ, &r);
     if (st == ZEN_OK)
@@ -325,9 +326,8 @@ zen_status zen_sparse_cpu_calibrate(zen_cpu_model *cpu)
     memset(cpu, 0, sizeof *cpu);
     cpu->share = 1;
     zen_status st = cal_init(&d);
-    double ulen = 0, heap = 3; /* log2 CAL_OWNERS levels */
-    if (st == ZEN_OK)
-        ulen = (double)(d.uni->offsets[1] - d.uni->offsets[0]);
+    /* the bitmap's work is per row of the sum (the words between them are 64 rows at once) */
+    double sum_rows = (double)d.owned.nnz, heap = 3; /* log2 CAL_OWNERS levels */
     if (st == ZEN_OK)
         st = time_kernel(k_sort, &d, CAL_NNZ, &cpu->sort);
     if (st == ZEN_OK)
@@ -337,7 +337,7 @@ zen_status zen_sparse_cpu_calibrate(zen_cpu_model *cpu)
     if (st == ZEN_OK)
         st = time_kernel(k_merge2, &d, (double)(d.runs[0].nnz + d.runs[1].nnz), &cpu->merge2);
     if (st == ZEN_OK)
-        st = time_kernel(k_bitmap, &d, 2 * ulen, &cpu->bitmap); /* encode + decode */
+        st = time_kernel(k_bitmap, &d, 2 * sum_rows, &cpu->bitmap); /* encode + decode */
     if (st == ZEN_OK)
         st = time_kernel(k_copy, &d, CAL_BIG_BYTES, &cpu->copy_byte);
     if (st == ZEN_OK)

@@ -185,7 +185,7 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
      * and its COO. */
     double coo_blob = nnz_n * E, bitmap_blob = R / 8 + nnz_n * 4 * w;
     double pull_bytes = min2(coo_blob, bitmap_blob);
-    double blob_work = bitmap_blob < coo_blob ? (R / N + R) * c->bitmap : 0;
+    double blob_work = bitmap_blob < coo_blob ? (nnz_n / N + nnz_n) * c->bitmap : 0;
     double lg = ceil(log2(N)), info_bytes = 16 * N;
     double info_steps =
         n > 2 && info_bytes <= (double)zen__param_long("ALLGATHER_BRUCK_MAX_BYTES") ? lg : n1;

@@ -63,10 +63,11 @@ typedef struct zen_net_model {
  *   ALLGATHER     pack nnz E; merge n runs: n nnz (merge lg n + V copy)
  *   PS            pack nnz E; owner merges n runs: n hot (merge lg n + V copy), packs hot_n E;
  *                 concatenate the pulled ranges: nnz_n E copy
- *   BALANCED      hash nnz + gather nnz (4 + V) copy; unpack what arrived: nnz E copy; owner
- *                 coalesces it: nnz (sort + V copy); bitmap: encode rows/n + decode rows bitmap
- *                 rows, nnz_n/n + nnz_n V copy (COO blobs: copies instead); merge the n decoded
- *                 runs: nnz_n (merge lg n + V)
+ *   BALANCED      partition nnz (hash) + gather nnz (4 + V) copy; unpack what arrived: nnz E
+ *                 copy; owner coalesces it: nnz (sort + V copy); bitmap: encode the owner's
+ *                 nnz_n/n rows + decode all nnz_n, bitmap each (the words between set bits go
+ *                 64 rows at a time), nnz_n/n + nnz_n V copy (COO blobs: copies instead); merge
+ *                 the n decoded runs: nnz_n (merge lg n + V)
  *   HIERARCHICAL  round i merges two runs of g_i nnz: 2 g_i nnz (merge2 + V copy), or reduces D
  *                 bytes once the partial sum went dense (plus one densify, D copy)
  *   DENSE         densify: D + nnz V copy; reduce-scatter: (n-1)/n D reduce; extract: D copy

@@ -521,6 +521,8 @@ static double ema(double old, double x)
  *            measured / predicted (when it is long enough to time) is how much less of a core a
  *            rank gets than the model assumes; inproc copies are the bandwidth, so that scales too
  * Both change every scheme alike; what they miss per scheme the correction in auto_tune.c learns.
+ * Neither applies when more ranks than cores share the host (net->msg_cpu_s set): there the
+ * model charges each message's CPU and stretches the work by the core share itself.
  */
 static void calibrate_net(const zen_sparse_ctx *ctx, choice *ch, zen_net_model *net)
 {
@@ -543,7 +545,10 @@ static void calibrate_net(const zen_sparse_ctx *ctx, choice *ch, zen_net_model *
     double coal = ch->nnz_max * (c->sort + 4.0 * ctx->local->width * c->copy_byte) * 1e-9 / share;
     if (coal > 20e-6 && ch->coal_s > 0)
         ch->slot.cpu_scale = ema(ch->slot.cpu_scale, ch->coal_s / coal);
-    if (ch->slot.cpu_scale > 1 && !(zen__param_double("SPARSE_CPU_SHARE") > 0)) {
+    /* oversubscribed, the share already stretches the kernels by ranks / cores, and the largest
+     * of n wall-time samples of a preemptible kernel only adds the ranks' time-slicing noise */
+    if (ch->slot.cpu_scale > 1 && !(zen__param_double("SPARSE_CPU_SHARE") > 0) &&
+        !(net->msg_cpu_s > 0)) {
         net->cpu.share = share / ch->slot.cpu_scale;
         if (zen_comm_transport(ctx->comm) == ZEN_TRANSPORT_INPROC)
             net->bytes_per_s /= ch->slot.cpu_scale;
@@ -606,9 +611,11 @@ static uint64_t slot_digest(const profile_slot *sl)
 {
     const zen_auto_tune *t = &sl->tune;
     uint64_t h = zen_hash64(sl->version, sl->calls * 31 + sl->since_full);
-    double d[4 * ZEN_SPARSE_SCHEME_COUNT + 9];
+    double d[(4 + ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 9];
     size_t k = 0;
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
+        for (int i = 0; i < ZEN_TUNE_WINDOW_MAX; i++)
+            d[k++] = t->win[s][i];
         d[k++] = t->corr[s];
         d[k++] = sl->pred[s];
         d[k++] = sl->model[s];
