@@ -4,9 +4,12 @@
 # Per cell: every scheme's p50, AUTO's choice, AUTO / fastest, the cost model's error per scheme.
 #
 # Usage: bench/sparse_grid.sh [ZEN] [OUT.jsonl]   (ZEN: the zen binary, default build/zen)
+# Each cell runs `zen bench sparse` (schemes interleaved call by call) in each of GRID_ROUNDS
+# rounds of the whole grid; the table takes each scheme's median over the rounds.
 # Env:   GRID_RANKS, GRID_DENSITIES, GRID_OVERLAPS (space lists), GRID_ROWS (200000),
-#        GRID_WIDTH (4), GRID_ITERS (20), GRID_WARMUP (12: AUTO's warm-up measures up to ~4
+#        GRID_WIDTH (4), GRID_ITERS (40), GRID_WARMUP (16: AUTO's warm-up measures up to ~5
 #        candidates twice, so the timed calls are its steady state; run_us has the whole run),
+#        GRID_ROUNDS (3),
 #        GRID_TRACES (trace dirs, see docs/trace-format.md), GRID_TRACE_RANKS (8),
 #        GRID_LAUNCH=1 to run each cell as processes under `zen launch` (shm on one host;
 #        GRID_LAUNCH_TRANSPORT=tcp for tcp) instead of inproc threads.
@@ -19,8 +22,8 @@ DENSITIES=${GRID_DENSITIES:-"0.001 0.01 0.1"}
 OVERLAPS=${GRID_OVERLAPS:-"random zipf identical"}
 ROWS=${GRID_ROWS:-200000}
 WIDTH=${GRID_WIDTH:-4}
-ITERS=${GRID_ITERS:-20}
-WARMUP=${GRID_WARMUP:-12}
+ITERS=${GRID_ITERS:-40}
+WARMUP=${GRID_WARMUP:-16}
 : >"$OUT"
 run_cell() { # ranks, then bench arguments
     local n=$1
@@ -32,14 +35,17 @@ run_cell() { # ranks, then bench arguments
         "$ZEN" bench sparse --ranks "$n" "$@" --iters "$ITERS" --warmup "$WARMUP" --json >>"$OUT"
     fi
 }
-for n in $RANKS; do
-    for d in $DENSITIES; do
-        for o in $OVERLAPS; do
-            run_cell "$n" --rows "$ROWS" --width "$WIDTH" --density "$d" --overlap "$o"
+for round in $(seq "${GRID_ROUNDS:-3}"); do
+    for n in $RANKS; do
+        for d in $DENSITIES; do
+            for o in $OVERLAPS; do
+                run_cell "$n" --rows "$ROWS" --width "$WIDTH" --density "$d" --overlap "$o"
+            done
         done
     done
-done
-for t in ${GRID_TRACES:-}; do
-    run_cell "${GRID_TRACE_RANKS:-8}" --trace "$t"
+    for t in ${GRID_TRACES:-}; do
+        run_cell "${GRID_TRACE_RANKS:-8}" --trace "$t"
+    done
+    echo "sparse_grid: round $round of ${GRID_ROUNDS:-3} done" >&2
 done
 /usr/bin/python3 "$(dirname "$0")/sparse_grid_table.py" "$OUT"

@@ -10,7 +10,9 @@ tries and rechecks cost over the run. The footer gives the share of cells with A
 the fastest, the worst AUTO / fastest, the median model error over every (cell, scheme), how good
 the decision alone is (the chosen scheme's own p50 / the fastest), and the median and worst
 whole-run ratio, and model / measured per scheme (median: where the error comes from). Several
-files (grid chunks) are read in order; a cell measured twice keeps the last.
+files (grid chunks, rounds) are read in order; a cell measured in several rounds counts once,
+with each scheme's median p50 (and model, whole run) over the rounds and AUTO's most frequent
+choice: the run-to-run spread of a shared host is then a third smaller with 3 rounds.
 """
 import json
 import statistics
@@ -24,6 +26,18 @@ def lines(paths):
         yield from open(path)
 
 
+def combine(runs):
+    """One scheme's rounds of a cell: the median p50, model and whole run; AUTO's most frequent
+    choice."""
+    r = dict(runs[-1])
+    for field in ("time_us_p50", "run_us", "model_us"):
+        vals = [x[field] for x in runs if x.get(field)]
+        r[field] = statistics.median(vals) if vals else None
+    chosen = [x["chosen"] for x in runs]
+    r["chosen"] = max(chosen, key=chosen.count)
+    return r
+
+
 def cells(paths):
     out, order = {}, []
     for line in lines(paths):
@@ -35,8 +49,8 @@ def cells(paths):
         if key not in out:
             out[key] = {}
             order.append(key)
-        out[key][r["scheme"]] = r
-    return [(k, out[k]) for k in order]
+        out[key].setdefault(r["scheme"], []).append(r)
+    return [(k, {s: combine(v) for s, v in out[k].items()}) for k in order]
 
 
 def main(paths):

@@ -157,20 +157,21 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
     double cp = c->copy_byte, rd = c->reduce_byte, lgn = heap_levels(N);
     double coalesce = nnz * (c->sort + V * cp); /* api.c coalesces the input for every scheme */
     /* A dense result: zero it and scatter the sum's rows (DENSE reduces in place instead). */
-    double dense_out = p->dense_output ? D * cp + nnz_n * V * cp : 0;
+    double zero = D * cp / 2; /* memset: writes only, half a copy's memory traffic */
+    double dense_out = p->dense_output ? zero + nnz_n * V * cp : 0;
     cost_parts part[ZEN_SPARSE_SCHEME_COUNT] = { { 0, 0, 0, 0 } };
 
     /* 2(n-1) ring steps; densify, reduce (n-1)/n of the vector, and for a sparse result scan it
      * back into COO. */
     part[ZEN_SPARSE_DENSE] = (cost_parts){ 2 * n1 * a, 2 * frac * D,
-                                           coalesce + D * cp + nnz * V * cp + frac * D * rd +
+                                           coalesce + zero + nnz * V * cp + frac * D * rd +
                                                (p->dense_output ? 0 : D * cp + nnz_n * V * cp),
                                            2 * n1 };
     /* sizes, then payloads; every rank merges all n runs */
     part[ZEN_SPARSE_ALLGATHER] = (cost_parts){
         2 * conc, n1 * nnz * E,
         coalesce + nnz * E * cp +
-            (p->dense_output ? D * cp + N * nnz * V * rd : N * nnz * (c->merge * lgn + V * cp)),
+            (p->dense_output ? zero + N * nnz * V * rd : N * nnz * (c->merge * lgn + V * cp)),
         2 * n1
     };
     part[ZEN_SPARSE_PS] =
@@ -207,7 +208,7 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
         hsteps += 2;                                   /* size, payload */
         hbytes += min2(run * E, D);
         if (run * E >= D) { /* SparCML's switch: from here on a dense reduce */
-            hcpu += (went_dense ? 0 : D * cp) + D * rd;
+            hcpu += (went_dense ? 0 : zero + run * V * cp) + D * rd;
             went_dense = 1;
         } else {
             hcpu += 2 * run * (c->merge2 + V * cp);
@@ -235,7 +236,7 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
      * its non-zero ones; everyone: unpack every owner's blocks */
     part[ZEN_SPARSE_BLOCK] =
         (cost_parts){ 4 * conc, n1 * (bhot + bhot_n) * entry,
-                      coalesce + b1 * nblocks * entry * cp + D / N * cp + N * bhot * entry * rd +
+                      coalesce + b1 * nblocks * entry * cp + zero / N + N * bhot * entry * rd +
                           bhot_n * entry * cp + bn * nblocks * entry * cp + dense_out,
                       4 * n1 };
 

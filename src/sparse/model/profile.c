@@ -534,9 +534,13 @@ static void calibrate_net(const zen_sparse_ctx *ctx, choice *ch, zen_net_model *
     double ovr = net->overhead_s > 0 ? net->overhead_s / net->latency_s : ZEN_COST_MSG_OVERHEAD;
     if (!ch->fresh && ch->xchg_s > 0)
         ch->slot.lat_s = ema(ch->slot.lat_s, ch->xchg_s / (1 + (n - 2) * ovr));
-    /* oversubscribed (msg_cpu_s set): the exchange measures the messages' CPU, which the model
-     * already charges per message, not a latency */
-    if (ch->slot.lat_s > 0 && !(zen__param_double("NET_LAT_US") > 0) && !(net->msg_cpu_s > 0)) {
+    /* Only across hosts: on one host (inproc, shm) the exchange's time is mostly the ranks'
+     * arrival skew and wake-ups, not a latency every step pays (2 inproc ranks measured 3-6x the
+     * 5 us base, and the model then predicted 1.3-2.6x the schemes' times), and oversubscribed
+     * the model charges each message's CPU instead. */
+    zen_transport_kind kind = zen_comm_transport(ctx->comm);
+    int one_host = kind == ZEN_TRANSPORT_INPROC || kind == ZEN_TRANSPORT_SHM;
+    if (ch->slot.lat_s > 0 && !(zen__param_double("NET_LAT_US") > 0) && !one_host) {
         net->latency_s = ch->slot.lat_s;
         net->overhead_s = ovr * ch->slot.lat_s;
     }
@@ -550,7 +554,7 @@ static void calibrate_net(const zen_sparse_ctx *ctx, choice *ch, zen_net_model *
     if (ch->slot.cpu_scale > 1 && !(zen__param_double("SPARSE_CPU_SHARE") > 0) &&
         !(net->msg_cpu_s > 0)) {
         net->cpu.share = share / ch->slot.cpu_scale;
-        if (zen_comm_transport(ctx->comm) == ZEN_TRANSPORT_INPROC)
+        if (kind == ZEN_TRANSPORT_INPROC)
             net->bytes_per_s /= ch->slot.cpu_scale;
     }
 }
