@@ -249,8 +249,9 @@ static zen_status converge_rank(zen_comm *comm, void *arg)
         if (r == 0)
             ca->seq[call] = mine;
         /* the model (biased) ranks BALANCED first, PS second, the rest far behind: the warm-up
-         * measures those two twice each, then AUTO runs PS but for budgeted rechecks */
-        if (call < 4)
+         * measures those two 3 times each (ZEN_SPARSE_TUNE_WARM), then AUTO runs PS but for
+         * budgeted rechecks */
+        if (call < 6)
             ZT_CHECK(comm, mine == ZEN_SPARSE_BALANCED || mine == ZEN_SPARSE_PS);
         else
             off_ps += mine != ZEN_SPARSE_PS;

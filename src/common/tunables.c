@@ -138,7 +138,7 @@ static const struct param_row param_table[] = {
     { "ZEN_NET_MSG_CPU_US", "7",
       "sparse cost model: CPU a received message costs (wake-up, locks) when more ranks than "
       "cores share a host (inproc, shm), in microseconds (0: not counted)" },
-    { "ZEN_SPARSE_TUNE_WARM", "2",
+    { "ZEN_SPARSE_TUNE_WARM", "3",
       "sparse AUTO: measurements of each candidate scheme of a keyed tensor before AUTO runs the "
       "measured fastest (0: trust the model)" },
     { "ZEN_SPARSE_TUNE_TOP", "2",

@@ -157,7 +157,10 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
     double cp = c->copy_byte, rd = c->reduce_byte, lgn = heap_levels(N);
     double coalesce = nnz * (c->sort + V * cp); /* api.c coalesces the input for every scheme */
     /* A dense result: zero it and scatter the sum's rows (DENSE reduces in place instead). */
-    double zero = D * cp / 2; /* memset: writes only, half a copy's memory traffic */
+    /* Zeroing is charged as a copy: a memset alone runs about twice as fast on an idle core, but
+     * with every core busy (more ranks than cores) charging it half a copy made the grid's
+     * predictions 1.3-2x too fast (docs/benchmarks.md). */
+    double zero = D * cp;
     double dense_out = p->dense_output ? zero + nnz_n * V * cp : 0;
     cost_parts part[ZEN_SPARSE_SCHEME_COUNT] = { { 0, 0, 0, 0 } };
 
