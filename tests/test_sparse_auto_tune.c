@@ -164,6 +164,26 @@ static void test_budget(void **state)
         }
 }
 
+/* The machine-wide scale is the median measured / predicted of the schemes measured twice: a
+ * model 2x too fast for every scheme but one (which it gets right) is scaled by 2. */
+static void test_machine_scale(void **state)
+{
+    (void)state;
+    zen_auto_tune t;
+    zen__auto_tune_init(&t);
+    double pred[ZEN_SPARSE_SCHEME_COUNT] = { 0, 1, 1, 1, 1, 1, 1 };
+    double took[ZEN_SPARSE_SCHEME_COUNT] = { 0, 2, 2, 1, 2, 2, 2 };
+    zen_auto_tune_params all = params;
+    all.top = ZEN_SPARSE_SCHEME_COUNT; /* every scheme a candidate */
+    all.prune = 100;
+    assert_true(zen__auto_tune_scale(&t) == 0); /* nothing measured */
+    for (int call = 0; call < 3 * (ZEN_SPARSE_SCHEME_COUNT - 1); call++) {
+        int s = (int)zen__auto_tune_choose(&t, &all, pred, NULL, NULL);
+        zen__auto_tune_observe(&t, &all, took[s]);
+    }
+    assert_float_equal(zen__auto_tune_scale(&t), 2.0, 1e-12);
+}
+
 /* A call that did not run the chosen scheme (hier-host ran its own sync) reports 0 seconds: it
  * must not count as a measurement (a corr of 0 would make that scheme look free forever). */
 static void test_zero_time_ignored(void **state)
@@ -325,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_few_calls_cold_start),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_zero_time_ignored),
+        cmocka_unit_test(test_machine_scale),
         cmocka_unit_test(test_converges_on_measurement),
         cmocka_unit_test(test_rank_loses_state),
     };

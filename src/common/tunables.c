@@ -143,7 +143,7 @@ static const struct param_row param_table[] = {
       "measured fastest (0: trust the model)" },
     { "ZEN_SPARSE_TUNE_TOP", "2",
       "sparse AUTO: the model's first this many schemes are always measured in the warm-up" },
-    { "ZEN_SPARSE_TUNE_PRUNE", "3",
+    { "ZEN_SPARSE_TUNE_PRUNE", "2",
       "sparse AUTO: warm-up candidates also include every scheme estimated within this factor of "
       "the best" },
     { "ZEN_SPARSE_TUNE_DROP", "2",
@@ -153,7 +153,8 @@ static const struct param_row param_table[] = {
       "many calls; in between they decide from agreed state without a message (1: every call)" },
     { "ZEN_SPARSE_CALIBRATE_ONLINE", "1",
       "sparse AUTO: 1 calibrates the model's latency and core share from each keyed tensor's own "
-      "calls (record exchange and coalesce times); 0: the configured constants only" },
+      "calls (record exchange and coalesce times) and reports it scaled by the median measured / "
+      "predicted of the schemes measured (stats.predicted_s); 0: the configured constants only" },
     { "ZEN_SPARSE_MODEL_BIAS", "",
       "sparse AUTO: multiply the model's predictions, e.g. dense=0.001,balanced=3 (a deliberately "
       "wrong model, for tests of the online correction)" },

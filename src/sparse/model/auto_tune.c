@@ -215,6 +215,24 @@ zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_pa
     return (zen_sparse_scheme)pick;
 }
 
+double zen__auto_tune_scale(const zen_auto_tune *t)
+{
+    double r[NS];
+    int k = 0;
+    for (int s = 1; s < NS; s++)
+        if (t->measured[s] >= 2 && t->corr[s] > 0)
+            r[k++] = t->corr[s];
+    if (k < 2)
+        return 0;
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && r[j - 1] > r[j]; j--) {
+            double x = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = x;
+        }
+    return k % 2 ? r[k / 2] : 0.5 * (r[k / 2 - 1] + r[k / 2]);
+}
+
 void zen__auto_tune_bias(double pred[ZEN_SPARSE_SCHEME_COUNT])
 {
     const char *spec = zen__param_str("SPARSE_MODEL_BIAS");

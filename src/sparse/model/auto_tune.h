@@ -96,6 +96,16 @@ zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_pa
                                         zen_auto_tune_kind *kind,
                                         double est[ZEN_SPARSE_SCHEME_COUNT]);
 
+/*
+ * The key's machine-wide scale: the median, over the schemes measured at least twice (so past
+ * their cold call), of measured / predicted; 0 when fewer than two are. One number for every
+ * scheme: what the configured constants miss on this machine now (a shared host's steal time,
+ * the memory bandwidth all cores share), learned from the key's own calls. The model that
+ * stats.predicted_s reports is the prediction times this scale; the per-scheme differences that
+ * remain are the model's own error.
+ */
+double zen__auto_tune_scale(const zen_auto_tune *t);
+
 /* Multiply predictions by ZEN_SPARSE_MODEL_BIAS, "scheme=factor[,scheme=factor...]": a
  * deliberately wrong model, to test and demonstrate the correction. Bad entries are skipped. */
 void zen__auto_tune_bias(double pred[ZEN_SPARSE_SCHEME_COUNT]);

@@ -570,6 +570,17 @@ static void predict(const zen_sparse_ctx *ctx, zen_sparse_profile *p, const zen_
     zen__auto_tune_bias(pred);
 }
 
+/* What stats.predicted_s reports: the prediction times the key's machine-wide scale once two
+ * schemes have been measured (zen__auto_tune_scale; online calibration on), else the model with
+ * calibrate_net's constants. The decision does not use it. */
+static void report_model(zen_sparse_stats *stats, const zen_auto_tune *t, const double *pred,
+                         const double *model)
+{
+    double g = t && zen__param_long("SPARSE_CALIBRATE_ONLINE") != 0 ? zen__auto_tune_scale(t) : 0;
+    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+        stats->predicted_s[s] = g > 0 ? pred[s] * g : model[s];
+}
+
 /*
  * The model's prediction (calibrated online, calibrate_net) goes to the statistics; the decision
  * of a keyed tensor converges on measurement (auto_tune.h). The tuner is fed the prediction with
@@ -588,8 +599,7 @@ static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_prof
         calibrate_net(ctx, ch, &net);
         predict(ctx, p, &net, model);
     }
-    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
-        ctx->stats->predicted_s[s] = model[s];
+    report_model(ctx->stats, NULL, pred, model);
     if (!(ch->keyed && ch->have))
         return zen__sparse_cheapest(model);
     zen_auto_tune_params tp;
@@ -601,6 +611,7 @@ static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_prof
     else
         zen__auto_tune_drop(&ch->slot.tune);
     zen_sparse_scheme s = zen__auto_tune_choose(&ch->slot.tune, &tp, pred, NULL, NULL);
+    report_model(ctx->stats, &ch->slot.tune, pred, model);
     memcpy(ch->slot.pred, pred, sizeof pred);
     memcpy(ch->slot.model, model, sizeof model);
     ch->slot.pending_s = 0;
@@ -669,8 +680,7 @@ static void quiet_decide(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme, int *do
     sl.calls++;
     sl.since_full++;
     slot_put(&sl);
-    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
-        ctx->stats->predicted_s[s] = sl.model[s];
+    report_model(ctx->stats, &sl.tune, sl.pred, sl.model);
     ctx->stats->density = sl.density;
     ctx->stats->gamma_n = sl.gamma_n;
     ctx->stats->skew = sl.skew;
