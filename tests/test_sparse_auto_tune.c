@@ -340,14 +340,10 @@ static void test_converges_on_measurement(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_optimistic_model),
-        cmocka_unit_test(test_pessimistic_model),
-        cmocka_unit_test(test_few_calls_cold_start),
-        cmocka_unit_test(test_budget),
-        cmocka_unit_test(test_zero_time_ignored),
-        cmocka_unit_test(test_machine_scale),
-        cmocka_unit_test(test_converges_on_measurement),
-        cmocka_unit_test(test_rank_loses_state),
+        cmocka_unit_test(test_optimistic_model),         cmocka_unit_test(test_pessimistic_model),
+        cmocka_unit_test(test_few_calls_cold_start),     cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_zero_time_ignored),        cmocka_unit_test(test_machine_scale),
+        cmocka_unit_test(test_converges_on_measurement), cmocka_unit_test(test_rank_loses_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

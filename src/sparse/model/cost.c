@@ -158,8 +158,8 @@ void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_s
     double coalesce = nnz * (c->sort + V * cp); /* api.c coalesces the input for every scheme */
     /* A dense result: zero it and scatter the sum's rows (DENSE reduces in place instead). */
     /* Zeroing is charged as a copy: a memset alone runs about twice as fast on an idle core, but
-     * with every core busy (more ranks than cores) charging it half a copy made the grid's
-     * predictions 1.3-2x too fast (docs/benchmarks.md). */
+     * with every core busy (more ranks than cores) half a copy put the inproc grid's model /
+     * measured at 0.45-0.78 per scheme, a full copy at 0.62-1.02 (docs/algorithms.md). */
     double zero = D * cp;
     double dense_out = p->dense_output ? zero + nnz_n * V * cp : 0;
     cost_parts part[ZEN_SPARSE_SCHEME_COUNT] = { { 0, 0, 0, 0 } };
@@ -289,7 +289,7 @@ void zen__net_model_for(zen_transport_kind kind, zen_net_model *net)
  * is the CPU of all ranks' messages over the cores, not a latency per dependent step. Tiny
  * tensors on the 2-core VM cost 4-7 us per message that way for every scheme, ALLGATHER's and
  * PS's all-to-all (2(n-1), 4(n-1) messages) as much as HIERARCHICAL's pairwise rounds and
- * DENSE's ring (docs/benchmarks.md).
+ * DENSE's ring (docs/algorithms.md, "Cost model").
  */
 static void oversubscribe(zen_net_model *net, double over, int copies_are_bandwidth, int gbps_set)
 {

@@ -535,9 +535,9 @@ static void calibrate_net(const zen_sparse_ctx *ctx, choice *ch, zen_net_model *
     if (!ch->fresh && ch->xchg_s > 0)
         ch->slot.lat_s = ema(ch->slot.lat_s, ch->xchg_s / (1 + (n - 2) * ovr));
     /* Only across hosts: on one host (inproc, shm) the exchange's time is mostly the ranks'
-     * arrival skew and wake-ups, not a latency every step pays (2 inproc ranks measured 3-6x the
-     * 5 us base, and the model then predicted 1.3-2.6x the schemes' times), and oversubscribed
-     * the model charges each message's CPU instead. */
+     * arrival skew and wake-ups, not a latency every step pays (with it, the model predicted the
+     * schemes of 2 inproc ranks 1.3-2.6x too slow), and oversubscribed the model charges each
+     * message's CPU instead. */
     zen_transport_kind kind = zen_comm_transport(ctx->comm);
     int one_host = kind == ZEN_TRANSPORT_INPROC || kind == ZEN_TRANSPORT_SHM;
     if (ch->slot.lat_s > 0 && !(zen__param_double("NET_LAT_US") > 0) && !one_host) {
