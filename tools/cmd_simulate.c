@@ -340,11 +340,11 @@ static int run(const sim_args *a, const zen_index_sets *sets, FILE *plot_out)
     return ZEN_EXIT_OK;
 }
 
-#define PAIR_REPS 200 /* rounds timed by msg_cpu_us */
+#define ALLTOALL_REPS 200 /* rounds timed by msg_cpu_us */
 
-typedef struct pair_arg {
+typedef struct round_arg {
     double step_s; /* rank 0: seconds per round */
-} pair_arg;
+} round_arg;
 
 static double wall_s(void)
 {
@@ -361,14 +361,14 @@ static zen_status alltoall_rounds(zen_comm *comm, void *arg)
     int64_t *out = calloc((size_t)n, sizeof *out), *in = calloc((size_t)n, sizeof *in);
     double t0 = 0;
     zen_status st = out && in ? ZEN_OK : ZEN_ENOMEM;
-    for (int rep = -1; rep < PAIR_REPS && st == ZEN_OK; rep++) {
+    for (int rep = -1; rep < ALLTOALL_REPS && st == ZEN_OK; rep++) {
         if (rep == 0 && (st = zen_barrier(comm)) == ZEN_OK)
             t0 = wall_s();
         if (st == ZEN_OK)
             st = zen_alltoall(comm, out, in, 1, ZEN_I64);
     }
     if (st == ZEN_OK && me == 0)
-        ((pair_arg *)arg)->step_s = (wall_s() - t0) / PAIR_REPS;
+        ((round_arg *)arg)->step_s = (wall_s() - t0) / ALLTOALL_REPS;
     free(out);
     free(in);
     return st;
@@ -385,7 +385,7 @@ static double msg_cpu_us(void)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int ranks = (int)(4 * cores);
-    pair_arg many = { 0 };
+    round_arg many = { 0 };
     if (cores < 1 || zen_run_inproc(ranks, NULL, alltoall_rounds, &many, NULL) != ZEN_OK)
         return 0;
     return many.step_s * (double)cores / ((double)ranks * (ranks - 1)) * 1e6;

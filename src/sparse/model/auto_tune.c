@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/stats.h"
 #include "common/tunables.h"
 #include "sparse/model/cost.h"
 
@@ -36,19 +37,6 @@ void zen__auto_tune_init(zen_auto_tune *t)
     t->last = -1;
 }
 
-static double median_of(const double *v, int k)
-{
-    double a[ZEN_TUNE_WINDOW_MAX];
-    memcpy(a, v, (size_t)k * sizeof *a);
-    for (int i = 1; i < k; i++) /* insertion sort: k <= ZEN_TUNE_WINDOW_MAX */
-        for (int j = i; j > 0 && a[j - 1] > a[j]; j--) {
-            double x = a[j];
-            a[j] = a[j - 1];
-            a[j - 1] = x;
-        }
-    return k % 2 ? a[k / 2] : 0.5 * (a[k / 2 - 1] + a[k / 2]);
-}
-
 /* A scheme's measured / predicted ratios: its first (cold: allocations, first touches) stands
  * alone until a second arrives and replaces it; from then on the window holds the last w after
  * the first, and corr is their median. */
@@ -63,7 +51,9 @@ static void record_ratio(zen_auto_tune *t, int s, long window, double ratio)
     }
     t->win[s][(m - 2) % (uint32_t)w] = ratio;
     int k = m - 1 < (uint32_t)w ? (int)(m - 1) : w;
-    t->corr[s] = median_of(t->win[s], k);
+    double v[ZEN_TUNE_WINDOW_MAX];
+    memcpy(v, t->win[s], (size_t)k * sizeof *v);
+    t->corr[s] = zen__median_inplace(v, (size_t)k);
 }
 
 void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds)
@@ -222,15 +212,7 @@ double zen__auto_tune_scale(const zen_auto_tune *t)
     for (int s = 1; s < NS; s++)
         if (t->measured[s] >= 2 && t->corr[s] > 0)
             r[k++] = t->corr[s];
-    if (k < 2)
-        return 0;
-    for (int i = 1; i < k; i++)
-        for (int j = i; j > 0 && r[j - 1] > r[j]; j--) {
-            double x = r[j];
-            r[j] = r[j - 1];
-            r[j - 1] = x;
-        }
-    return k % 2 ? r[k / 2] : 0.5 * (r[k / 2 - 1] + r[k / 2]);
+    return k < 2 ? 0 : zen__median_inplace(r, (size_t)k);
 }
 
 void zen__auto_tune_bias(double pred[ZEN_SPARSE_SCHEME_COUNT])

@@ -599,9 +599,10 @@ static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_prof
         calibrate_net(ctx, ch, &net);
         predict(ctx, p, &net, model);
     }
-    report_model(ctx->stats, NULL, pred, model);
-    if (!(ch->keyed && ch->have))
+    if (!(ch->keyed && ch->have)) {
+        report_model(ctx->stats, NULL, pred, model);
         return zen__sparse_cheapest(model);
+    }
     zen_auto_tune_params tp;
     zen__auto_tune_params_default(&tp);
     if (ch->fresh)
