@@ -7,8 +7,9 @@
 # Each cell runs `zen bench sparse` (schemes interleaved call by call) in each of GRID_ROUNDS
 # rounds of the whole grid; the table takes each scheme's median over the rounds.
 # Env:   GRID_RANKS, GRID_DENSITIES, GRID_OVERLAPS (space lists), GRID_ROWS (200000),
-#        GRID_WIDTH (4), GRID_ITERS (40), GRID_WARMUP (16: AUTO's warm-up measures up to ~5
-#        candidates twice, so the timed calls are its steady state; run_us has the whole run),
+#        GRID_WIDTH (4), GRID_ITERS (40), GRID_WARMUP (24: AUTO's warm-up measures up to 6
+#        candidates 3 times (ZEN_SPARSE_TUNE_WARM), so the timed calls are its steady state;
+#        run_us has the whole run),
 #        GRID_ROUNDS (3),
 #        GRID_TRACES (trace dirs, see docs/trace-format.md), GRID_TRACE_RANKS (8),
 #        GRID_LAUNCH=1 to run each cell as processes under `zen launch` (shm on one host;
@@ -23,7 +24,11 @@ OVERLAPS=${GRID_OVERLAPS:-"random zipf identical"}
 ROWS=${GRID_ROWS:-200000}
 WIDTH=${GRID_WIDTH:-4}
 ITERS=${GRID_ITERS:-40}
-WARMUP=${GRID_WARMUP:-16}
+WARMUP=${GRID_WARMUP:-24}
+# OpenBLAS (linked for tensor parallelism) starts a worker per core at load that spins for about
+# 0.1 s of CPU; the sparse path makes no BLAS call, so without this every rank's first calls
+# share the cores with a spinner.
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 : >"$OUT"
 run_cell() { # ranks, then bench arguments
     local n=$1

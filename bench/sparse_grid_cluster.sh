@@ -7,7 +7,7 @@
 # Usage: bench/sparse_grid_cluster.sh BUILD_DIR OUT_PREFIX [TRACE_DIR]   (needs root)
 #   writes OUT_PREFIX1.jsonl and OUT_PREFIX10.jsonl (one file per rate: the table script keys
 #   cells by transport, and both rates are tcp); tabulate each with bench/sparse_grid_table.py.
-# Env: HOSTS (4), GBPS ("1 10"), ITERS (20), WARMUP (16), ZEN_SPARSE_CPU_SHARE (cores / HOSTS).
+# Env: HOSTS (4), GBPS ("1 10"), ITERS (20), WARMUP (24), ZEN_SPARSE_CPU_SHARE (cores / HOSTS).
 # Holds /tmp/zen-bench.lock, then /tmp/zen-cluster.lock, per rate.
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -16,7 +16,8 @@ TRACE=${3:-}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 HOSTS=${HOSTS:-4}
 ITERS=${ITERS:-20}
-WARMUP=${WARMUP:-16}
+WARMUP=${WARMUP:-24}
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} # as bench/sparse_grid.sh
 export ZEN_CLUSTER_NAME=${ZEN_CLUSTER_NAME:-grid14} ZEN_BUILD=$BUILD
 export ZEN_SPARSE_CPU_SHARE=${ZEN_SPARSE_CPU_SHARE:-$(awk -v c="$(nproc)" -v h="$HOSTS" \
     'BEGIN { s = c / h; print (s < 1 ? s : 1) }')}

@@ -13,7 +13,7 @@
 #include "sparse/sparse_internal.h"
 #include "testutil.h"
 
-static const zen_auto_tune_params params = { 5, 20, 0.05, 2, 2, 3, 2 };
+static const zen_auto_tune_params params = { 5, 20, 0.05, 2, 2, 3, 2, 1 };
 
 typedef struct run_log {
     int fastest_tail;  /* exploiting calls of the tail that ran the fastest */
@@ -157,11 +157,50 @@ static void test_budget(void **state)
             assert_true(log.warm <= 2 * (ZEN_SPARSE_SCHEME_COUNT - 1));
             assert_true(log.try_extra <= budgets[b] * log.total + 2 * log.warm * slower[k] + 2);
             assert_int_equal(log.fastest_tail, log.exploit_tail);
-            if (k == 1) /* 4x: dropped after its warm-up try, never rechecked */
-                assert_int_equal(log.rechecks, 0);
+            if (k == 1) /* 4x: dropped after one or two warm-up tries; re-measured only until
+                         * its estimate rests on a full window, then never again */
+                assert_true(log.rechecks <= tp.window * (ZEN_SPARSE_SCHEME_COUNT - 2));
             else /* 1.5x: a survivor, rechecked within the budget */
                 assert_true(log.rechecks > 0);
         }
+}
+
+/* Rechecks back off while they confirm the choice (gaps of 10, 20, 40, 80 calls, not every 10th),
+ * yet never stop: when the runner-up becomes the faster scheme mid-run, AUTO moves to it within a
+ * few of the longest gaps. */
+static void test_recheck_backoff(void **state)
+{
+    (void)state;
+    double pred[ZEN_SPARSE_SCHEME_COUNT], t[ZEN_SPARSE_SCHEME_COUNT];
+    set_times(pred, 1, 1, 9, 9, 9, 9);
+    zen_auto_tune_params fixed = params, backoff = params;
+    fixed.period = backoff.period = 10;
+    backoff.backoff = 8;
+    int rechecks[2] = { 0, 0 }, switched_at = -1, late_rechecks = 0;
+    for (int v = 0; v < 2; v++) {
+        const zen_auto_tune_params *tp = v ? &backoff : &fixed;
+        zen_auto_tune tune;
+        zen__auto_tune_init(&tune);
+        for (int call = 0; call < 3000; call++) {
+            /* HIERARCHICAL is 1.3x BALANCED, then from call 2000 on 0.6x */
+            set_times(t, 1.0, call < 2000 ? 1.3 : 0.6, 9, 9, 9, 9);
+            zen_auto_tune_kind kind;
+            int s = (int)zen__auto_tune_choose(&tune, tp, pred, &kind, NULL);
+            zen__auto_tune_observe(&tune, tp, t[s]);
+            rechecks[v] += kind == ZEN_TUNE_RECHECK && call < 2000;
+            if (v == 1 && kind == ZEN_TUNE_RECHECK && call >= 1000 && call < 2000)
+                late_rechecks++;
+            if (v == 1 && switched_at < 0 && call >= 2000 && kind == ZEN_TUNE_EXPLOIT &&
+                s == ZEN_SPARSE_HIERARCHICAL)
+                switched_at = call;
+            if (call < 2000 && call > 100 && kind == ZEN_TUNE_EXPLOIT)
+                assert_int_equal(s, ZEN_SPARSE_BALANCED);
+        }
+    }
+    assert_true(rechecks[0] >= 150);             /* every 10th call, within the budget */
+    assert_true(rechecks[1] <= rechecks[0] / 4); /* the gaps grew to 80 calls */
+    assert_true(late_rechecks >= 1000 / 80 - 1); /* and stayed there: they never stop */
+    assert_true(switched_at >= 2000 && switched_at <= 2000 + 2 * 80 + 3 * 10);
 }
 
 /* The machine-wide scale is the median measured / predicted of the schemes measured twice: a
@@ -340,10 +379,15 @@ static void test_converges_on_measurement(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_optimistic_model),         cmocka_unit_test(test_pessimistic_model),
-        cmocka_unit_test(test_few_calls_cold_start),     cmocka_unit_test(test_budget),
-        cmocka_unit_test(test_zero_time_ignored),        cmocka_unit_test(test_machine_scale),
-        cmocka_unit_test(test_converges_on_measurement), cmocka_unit_test(test_rank_loses_state),
+        cmocka_unit_test(test_optimistic_model),
+        cmocka_unit_test(test_pessimistic_model),
+        cmocka_unit_test(test_few_calls_cold_start),
+        cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_zero_time_ignored),
+        cmocka_unit_test(test_machine_scale),
+        cmocka_unit_test(test_recheck_backoff),
+        cmocka_unit_test(test_converges_on_measurement),
+        cmocka_unit_test(test_rank_loses_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

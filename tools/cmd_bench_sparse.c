@@ -474,7 +474,11 @@ static zen_status run_call(zen_comm *comm, sb_shared *sh, sb_run *r, int it, flo
         double t0 = bench_now();
         st = zen_sparse_allreduce_dense(comm, &in, out, &opts, &stats);
         t += bench_now() - t0;
-        if (st != ZEN_OK)
+        /* No rank verifies while another is still in its call: on shared cores the check's CPU
+         * (slow when the sum's rounding differs from the reference's) would land in the other
+         * ranks' timed region. Measured on a trace, 4 inproc ranks on 2 cores, it made
+         * HIERARCHICAL look 2.9x and DENSE 2.1x slower than they are. */
+        if (st != ZEN_OK || (st = zen_barrier(comm)) != ZEN_OK)
             break;
         if (!matches_reference(c, out))
             r->agg[0] = 1;
@@ -539,6 +543,24 @@ static zen_status finish_run(zen_comm *comm, const sb_cfg *cfg, sb_run *r, sb_re
     return ZEN_OK;
 }
 
+/* The schemes' order in interleaved iteration it: a permutation drawn from it alone (so the same
+ * on every rank), because a call's time depends on what ran just before it (the caches it left,
+ * how far apart it left the ranks) and a fixed order would give each scheme the same neighbour. */
+static void shuffled_order(int *order, int ns, uint64_t it)
+{
+    uint64_t x = it * 0x9e3779b97f4a7c15ull + 1;
+    for (int i = 0; i < ns; i++)
+        order[i] = i;
+    for (int i = ns - 1; i > 0; i--) {
+        x ^= x << 13; /* xorshift64 */
+        x ^= x >> 7;
+        x ^= x << 17;
+        int j = (int)(x % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
 /* Every scheme's calls, interleaved or one scheme after another (cfg->sequential). */
 static zen_status run_all(zen_comm *comm, sb_shared *sh, sb_result *results)
 {
@@ -562,10 +584,13 @@ static zen_status run_all(zen_comm *comm, sb_shared *sh, sb_result *results)
             st = ZEN_ENOMEM;
     }
     int outer = cfg->sequential ? ns : total, inner = cfg->sequential ? total : ns;
-    for (int a = 0; a < outer && st == ZEN_OK; a++)
+    for (int a = 0; a < outer && st == ZEN_OK; a++) {
+        int order[ZEN_SPARSE_SCHEME_COUNT + 1];
+        shuffled_order(order, ns, (uint64_t)a);
         for (int b = 0; b < inner && st == ZEN_OK; b++)
             st = cfg->sequential ? run_call(comm, sh, &runs[a], b, out)
-                                 : run_call(comm, sh, &runs[b], a, out);
+                                 : run_call(comm, sh, &runs[order[b]], a, out);
+    }
     for (int i = 0; i < ns && st == ZEN_OK; i++)
         st = finish_run(comm, cfg, &runs[i], &results[i]);
     for (int i = 0; i < ns; i++) {
@@ -745,8 +770,10 @@ static void help(void)
         "  --call-times       also print every iteration's time (slowest rank, warm-up\n"
         "                     included) to stderr: `# call SCHEME ITERATION US RAN` lines\n"
         "  --sequential       run each scheme's calls in one block; by default the schemes\n"
-        "                     take turns, one call each per iteration, so that a change of\n"
-        "                     the machine's load during the run reaches every scheme alike\n\n"
+        "                     take turns, one call each per iteration in a shuffled order,\n"
+        "                     so that a change of the machine's load during the run reaches\n"
+        "                     every scheme alike; the ranks wait for each other after every\n"
+        "                     call, so no rank's result check runs inside another's call\n\n"
         "Time: p50 over iterations of the slowest rank's time. Bytes: largest sent/received\n"
         "by any rank in one iteration (including the call's small control messages). ideal: a\n"
         "perfectly balanced push/pull with COO, (n-1)/n (nnz/rank + nnz of sum)(4+4w) bytes.\n"

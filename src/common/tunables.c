@@ -133,6 +133,9 @@ static const struct param_row param_table[] = {
     { "ZEN_SPARSE_EXPLORE_PERIOD", "10",
       "sparse AUTO: try the runner-up on every this many calls of a keyed tensor, within the "
       "budget (0: never)" },
+    { "ZEN_SPARSE_EXPLORE_BACKOFF", "8",
+      "sparse AUTO: each recheck that leaves the choice unchanged doubles the gap to the next, up "
+      "to this many periods; a new choice restores the period (1: a fixed period)" },
     { "ZEN_SPARSE_EXPLORE_BUDGET", "0.05",
       "sparse AUTO: explorations may add at most this fraction to the measured time" },
     { "ZEN_NET_MSG_CPU_US", "7",
@@ -241,6 +244,7 @@ static const struct param_check param_checks[] = {
     { "SPARSE_TUNE_TOP", CHECK_LONG, 0, 16, NULL },
     { "SPARSE_TUNE_PRUNE", CHECK_DOUBLE, 1, 1e9, NULL },
     { "SPARSE_TUNE_DROP", CHECK_DOUBLE, 1, 1e9, NULL },
+    { "SPARSE_EXPLORE_BACKOFF", CHECK_LONG, 1, 1 << 20, NULL },
     { "SPARSE_AUTO_RECHECK", CHECK_LONG, 1, 1 << 30, NULL },
     { "TP_ARRIVAL_WEIGHT", CHECK_DOUBLE, 0, 10, NULL },
     { "TP_DETECT_MARGIN", CHECK_DOUBLE, 0, 100, NULL },

@@ -27,6 +27,7 @@ void zen__auto_tune_params_default(zen_auto_tune_params *p)
     p->top = zen__param_long("SPARSE_TUNE_TOP");
     p->prune = param_or("SPARSE_TUNE_PRUNE", 1, 1e9, 3);
     p->drop = param_or("SPARSE_TUNE_DROP", 1, 1e9, 2);
+    p->backoff = zen__param_long("SPARSE_EXPLORE_BACKOFF");
 }
 
 void zen__auto_tune_init(zen_auto_tune *t)
@@ -35,6 +36,7 @@ void zen__auto_tune_init(zen_auto_tune *t)
     for (int s = 0; s < NS; s++)
         t->corr[s] = 1.0;
     t->last = -1;
+    t->settled = -1;
 }
 
 /* A scheme's measured / predicted ratios: its first (cold: allocations, first touches) stands
@@ -71,6 +73,11 @@ void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, dou
     /* only rechecks draw on the budget: the warm-up is a one-off cost of a key's first calls */
     if (t->last_kind == ZEN_TUNE_RECHECK && t->last_base > 0 && seconds > t->last_base)
         t->extra_s += seconds - t->last_base;
+    /* a recheck that beat the choice: the ranking may be changing, look again at the period */
+    if (t->last_kind == ZEN_TUNE_RECHECK && seconds < t->last_base && p->period > 0) {
+        t->gap = (uint64_t)p->period;
+        t->next_check = t->calls + t->gap;
+    }
     zen__auto_tune_drop(t);
 }
 
@@ -147,19 +154,50 @@ static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, cons
     return argmin_masked(est, mask);
 }
 
-/* The survivor to re-measure on a recheck call: measured, est within p->drop of the pick's, the
- * least recently measured (ties: lowest estimate); -1: none. */
+/* The scheme to re-measure on a recheck call, the least recently measured (ties: lowest estimate)
+ * of: the survivors (measured, est within p->drop of the pick's), and the dropped schemes whose
+ * estimate still rests on fewer than p->window measurements after the cold one, once per longest
+ * gap (a warm-up on a busy host can make a scheme look twice as slow as it is, and a drop on that
+ * evidence alone would be for good); -1: none. */
 static int recheck_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, const double *est,
                         int pick)
 {
+    uint64_t most = (uint64_t)p->period * (uint64_t)(p->backoff > 1 ? p->backoff : 1);
     int r = -1;
     for (int s = 1; s < NS; s++) {
-        if (s == pick || !t->measured[s] || !(est[s] <= p->drop * est[pick]))
+        int survivor = est[s] <= p->drop * est[pick];
+        int unsure = t->measured[s] <= (uint32_t)p->window && t->seen[s] + most <= t->calls;
+        if (s == pick || !t->measured[s] || !(survivor || unsure))
             continue;
         if (r < 0 || t->seen[s] < t->seen[r] || (t->seen[s] == t->seen[r] && est[s] < est[r]))
             r = s;
     }
     return r;
+}
+
+/* On an exploiting call: a new choice (re)starts the recheck clock at one period; at a due call
+ * the survivor to re-measure, within the budget, and the gap doubles up to backoff periods. */
+static int recheck_due(zen_auto_tune *t, const zen_auto_tune_params *p, const double *est, int pick,
+                       zen_auto_tune_kind *k)
+{
+    if (pick != t->settled) {
+        t->settled = pick;
+        t->gap = (uint64_t)p->period;
+        t->next_check = t->calls + t->gap;
+        return pick;
+    }
+    if (t->calls < t->next_check)
+        return pick;
+    uint64_t most = (uint64_t)p->period * (uint64_t)(p->backoff > 1 ? p->backoff : 1);
+    int r = recheck_pick(t, p, est, pick);
+    if (r > 0 && t->extra_s + (est[r] - est[pick]) <= p->budget * (t->total_s + est[r])) {
+        *k = ZEN_TUNE_RECHECK;
+        t->next_check = t->calls + t->gap;
+        t->gap = t->gap * 2 < most ? t->gap * 2 : most;
+        return r;
+    }
+    t->next_check = t->calls + t->gap;
+    return pick;
 }
 
 zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_params *p,
@@ -183,14 +221,8 @@ zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_pa
         if (pick < 0)
             pick = ZEN_SPARSE_BALANCED; /* nothing usable: the model's default */
     }
-    if (k == ZEN_TUNE_EXPLOIT && p->period > 0 &&
-        t->calls % (uint64_t)p->period == (uint64_t)p->period - 1) {
-        int r = recheck_pick(t, p, est, pick);
-        if (r > 0 && t->extra_s + (est[r] - est[pick]) <= p->budget * (t->total_s + est[r])) {
-            pick = r;
-            k = ZEN_TUNE_RECHECK;
-        }
-    }
+    if (k == ZEN_TUNE_EXPLOIT && p->period > 0)
+        pick = recheck_due(t, p, est, pick, &k);
     t->warm_tries += k == ZEN_TUNE_WARM;
     t->rechecks += k == ZEN_TUNE_RECHECK;
     t->calls++;

@@ -19,10 +19,17 @@
  *             measurement may be a cold start, hence the wide margin). So at most WARM x 6 calls
  *             of a key's life are warm-up tries, each expected within PRUNE x the best.
  *   exploit   then the measured argmin of est.
- *   recheck   on every ZEN_SPARSE_EXPLORE_PERIOD-th call, the measured survivor (est within DROP x
- *             the best) measured least recently runs instead, if the measured extra time of the
- *             rechecks so far plus this one's expected extra stays within
- *             ZEN_SPARSE_EXPLORE_BUDGET of the measured time of all calls. The extra of a try is
+ *   recheck   ZEN_SPARSE_EXPLORE_PERIOD calls after the exploiting choice last changed, and then
+ *             at gaps that double after each recheck, up to ZEN_SPARSE_EXPLORE_BACKOFF periods,
+ *             the measured survivor (est within DROP x the best) measured least recently runs
+ *             instead (or a dropped scheme whose estimate rests on fewer than WINDOW measurements
+ *             after its cold one, at most once per longest gap: a drop on warm-up evidence alone
+ *             is not final), if the measured extra time of the rechecks so far plus this one's expected
+ *             extra stays within ZEN_SPARSE_EXPLORE_BUDGET of the measured time of all calls. A
+ *             recheck faster than the choice's estimate restores the period, as does a new
+ *             choice: confidence grows with every confirmation, so a settled key spends less on
+ *             exploration (and its calls run its best scheme more often), and a ranking that may
+ *             be changing is looked at closely again. The extra of a try is
  *             its measured time minus the best's estimate at the time, so a recheck much slower
  *             than expected uses the budget up. The warm-up does not draw on the budget (it is a
  *             one-off cost, bounded by WARM x 6 calls): a slow cold try there must not stop the
@@ -57,6 +64,9 @@ typedef struct zen_auto_tune {
     double extra_s;      /* measured time of rechecks beyond the best's estimate */
     uint32_t warm_tries; /* warm-up calls so far */
     uint32_t rechecks;   /* recheck calls so far */
+    int settled;         /* the scheme the exploiting calls run; -1: none yet */
+    uint64_t gap;        /* calls from one recheck to the next (period, doubled up to backoff) */
+    uint64_t next_check; /* the call number of the next recheck */
     int last;            /* scheme of the call not yet observed; -1: none */
     int last_kind;       /* its zen_auto_tune_kind */
     double last_pred;    /* its raw prediction */
@@ -66,16 +76,17 @@ typedef struct zen_auto_tune {
 /* Tunables as the decision reads them (tests set them directly). */
 typedef struct zen_auto_tune_params {
     long window;   /* measurements whose median is a scheme's estimate, 1..ZEN_TUNE_WINDOW_MAX */
-    long period;   /* recheck on every period-th call; <= 0: never */
+    long period;   /* first recheck period calls after a new choice; <= 0: never */
     double budget; /* fraction of the measured time warm-up and rechecks may add */
     long warm;     /* measurements of each candidate before exploiting; 0: trust the model */
     long top;      /* the model's first `top` schemes are always candidates */
     double prune;  /* candidates: estimate within prune x the best estimate */
     double drop;   /* a measured scheme beyond drop x the best measured is not tried again */
+    long backoff;  /* the gap between rechecks grows to at most backoff x period (<= 1: fixed) */
 } zen_auto_tune_params;
 
 /* ZEN_SPARSE_TUNE_WINDOW, _EXPLORE_PERIOD, _EXPLORE_BUDGET, _TUNE_WARM, _TUNE_TOP, _TUNE_PRUNE,
- * _TUNE_DROP. */
+ * _TUNE_DROP, _EXPLORE_BACKOFF. */
 void zen__auto_tune_params_default(zen_auto_tune_params *p);
 
 void zen__auto_tune_init(zen_auto_tune *t);

@@ -644,6 +644,8 @@ static uint64_t slot_digest(const profile_slot *sl)
     h = zen_hash64(h, t->calls ^ ((uint64_t)(uint32_t)(t->last + 1) << 48) ^
                           ((uint64_t)t->last_kind << 56) ^ ((uint64_t)t->warm_tries << 20) ^
                           t->rechecks);
+    h = zen_hash64(h,
+                   t->next_check ^ (t->gap << 24) ^ ((uint64_t)(uint32_t)(t->settled + 1) << 56));
     h = zen__fnv1a(d, k * sizeof *d, h);
     return h | 1;
 }
