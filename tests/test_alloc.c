@@ -62,33 +62,44 @@ static void test_small_and_fresh_requests_untouched(void **state)
     zen__alloc_cache_trim();
 }
 
+/* Allocate `count` blocks of `bytes` and free them all: the blocks and bytes the cache keeps of
+ * them; then every one can be allocated and freed again. */
+static void kept_after_freeing(int count, size_t bytes, int *blocks, size_t *kept)
+{
+    zen__alloc_cache_trim();
+    void *p[100];
+    for (int i = 0; i < count; i++) {
+        p[i] = zen__malloc(bytes);
+        assert_non_null(p[i]);
+        memset(p[i], i, 4096);
+    }
+    for (int i = 0; i < count; i++)
+        zen__free(p[i]);
+    zen__alloc_cache_stats(blocks, kept);
+    for (int i = 0; i < count; i++) {
+        p[i] = zen__malloc(bytes);
+        assert_non_null(p[i]);
+    }
+    for (int i = 0; i < count; i++)
+        zen__free(p[i]);
+    zen__alloc_cache_trim();
+}
+
 static void test_cap_and_entry_limit(void **state)
 {
     (void)state;
     SKIP_UNDER_ASAN();
-    zen__alloc_cache_trim();
-    /* 40 blocks of 8 MiB freed: the cache keeps at most 256 MiB and 16 entries, the rest is
-     * released; every one of them can still be allocated and freed again. */
-    void *p[40];
-    for (int i = 0; i < 40; i++) {
-        p[i] = zen__malloc(8 * MiB);
-        assert_non_null(p[i]);
-        memset(p[i], i, 4096);
-    }
-    for (int i = 0; i < 40; i++)
-        zen__free(p[i]);
-    int reused = 0;
-    for (int i = 0; i < 40; i++) {
-        void *q = zen__malloc(8 * MiB);
-        assert_non_null(q);
-        for (int j = 0; j < 40; j++)
-            reused += q == p[j];
-        p[i] = q;
-    }
-    assert_true(reused <= 16);
-    for (int i = 0; i < 40; i++)
-        zen__free(p[i]);
-    zen__alloc_cache_trim();
+    /* The cache keeps at most 256 MiB (ZEN_ALLOC_CACHE_MB) and 64 entries, the rest is released.
+     * 40 blocks of 8 MiB: the byte cap binds; 100 blocks of 128 KiB: the entry limit does. */
+    int blocks;
+    size_t kept;
+    kept_after_freeing(40, 8 * MiB, &blocks, &kept);
+    assert_true(kept <= 256 * MiB && kept > 256 * MiB - 9 * MiB);
+    assert_true(blocks >= 30 && blocks <= 32);
+    kept_after_freeing(100, 128 << 10, &blocks, &kept);
+    assert_int_equal(blocks, 64);
+    kept_after_freeing(100, 32 << 10, &blocks, &kept); /* below the 64 KiB minimum: none */
+    assert_int_equal(blocks, 0);
 }
 
 int main(void)

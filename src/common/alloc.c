@@ -123,6 +123,14 @@ void zen__alloc_cache_trim(void)
         free(blocks[i]);
 }
 
+void zen__alloc_cache_stats(int *blocks, size_t *bytes)
+{
+    pthread_mutex_lock(&big.lock);
+    *blocks = big.count;
+    *bytes = big.bytes;
+    pthread_mutex_unlock(&big.lock);
+}
+
 void *zen__malloc(size_t bytes)
 {
     if (injected_failure())

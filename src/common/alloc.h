@@ -21,6 +21,9 @@ char *zen__strdup(const char *s);
 /* Free the large blocks that zen__free keeps for reuse (see alloc.c; ZEN_ALLOC_CACHE_MB). */
 void zen__alloc_cache_trim(void);
 
+/* Tests: the blocks the cache holds now and their bytes. */
+void zen__alloc_cache_stats(int *blocks, size_t *bytes);
+
 /* Tests: make the k-th allocation from now fail (k >= 1); 0 disables. Process-wide. */
 void zen__alloc_fail_after(long k);
 
