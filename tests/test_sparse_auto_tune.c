@@ -13,7 +13,7 @@
 #include "sparse/sparse_internal.h"
 #include "testutil.h"
 
-static const zen_auto_tune_params params = { 5, 20, 0.05, 2, 2, 3, 2, 1 };
+static const zen_auto_tune_params params = { 5, 20, 0.05, 2, 2, 3, 2, 1, 0 };
 
 typedef struct run_log {
     int fastest_tail;  /* exploiting calls of the tail that ran the fastest */
@@ -203,6 +203,69 @@ static void test_recheck_backoff(void **state)
     assert_true(switched_at >= 2000 && switched_at <= 2000 + 2 * 80 + 3 * 10);
 }
 
+/* Exploiting calls, and how often they changed scheme, over `calls` calls against true times t
+ * that a burst of host load stretches by 1.4x for 6 calls in every 25. */
+static int exploit_switches(const double *t, const zen_auto_tune_params *tp, int calls,
+                            int *on_fastest)
+{
+    double pred[ZEN_SPARSE_SCHEME_COUNT];
+    set_times(pred, 1, 1, 9, 9, 9, 9);
+    zen_auto_tune tune;
+    zen__auto_tune_init(&tune);
+    int switches = 0, last = -1;
+    *on_fastest = 0;
+    for (int call = 0; call < calls; call++) {
+        zen_auto_tune_kind kind;
+        int s = (int)zen__auto_tune_choose(&tune, tp, pred, &kind, NULL);
+        zen__auto_tune_observe(&tune, tp, t[s] * (call % 25 < 6 ? 1.4 : 1.0));
+        if (kind != ZEN_TUNE_EXPLOIT)
+            continue;
+        switches += last >= 0 && s != last;
+        *on_fastest += s == (t[1] <= t[2] ? 1 : 2);
+        last = s;
+    }
+    return switches;
+}
+
+/* Load bursts: with BALANCED 1.1x HIERARCHICAL, the running scheme's estimate rises in every burst
+ * while its rival's stays where a recheck left it. Compared by estimates (the tuner before pairs)
+ * AUTO flipped 40 times in 1000 calls; by pairs it stays on HIERARCHICAL. A rival 0.8x the running
+ * scheme's time takes over; one within the margin (0.97x) does not. */
+static void test_switch_on_pairs(void **state)
+{
+    (void)state;
+    double t[ZEN_SPARSE_SCHEME_COUNT];
+    zen_auto_tune_params tp = params;
+    tp.period = 10;
+    tp.margin = 0.05;
+    int on_fastest;
+    tp.backoff = 8;
+    set_times(t, 1.1, 1.0, 9, 9, 9, 9);
+    assert_true(exploit_switches(t, &tp, 1000, &on_fastest) <= 1);
+    assert_true(on_fastest >= 950); /* of about 980 exploiting calls */
+    set_times(t, 0.8, 1.0, 9, 9, 9, 9);
+    exploit_switches(t, &tp, 1000, &on_fastest);
+    assert_true(on_fastest >= 950);
+    set_times(t, 1.0, 1.0, 9, 9, 9, 9);
+    /* BALANCED looks 1.1x in the warm-up, then runs at 0.97x: within the margin AUTO stays on
+     * HIERARCHICAL, without one it moves */
+    for (int v = 0; v < 2; v++) {
+        tp.margin = v ? 0.05 : 0;
+        zen_auto_tune tune;
+        zen__auto_tune_init(&tune);
+        int final = -1;
+        for (int call = 0; call < 1000; call++) {
+            zen_auto_tune_kind kind;
+            int s = (int)zen__auto_tune_choose(&tune, &tp, t, &kind, NULL);
+            double bal = call < 20 ? 1.1 : 0.97;
+            zen__auto_tune_observe(&tune, &tp, s == ZEN_SPARSE_BALANCED ? bal : t[s]);
+            if (kind == ZEN_TUNE_EXPLOIT)
+                final = s;
+        }
+        assert_int_equal(final, v ? ZEN_SPARSE_HIERARCHICAL : ZEN_SPARSE_BALANCED);
+    }
+}
+
 /* The machine-wide scale is the median measured / predicted of the schemes measured twice: a
  * model 2x too fast for every scheme but one (which it gets right) is scaled by 2. */
 static void test_machine_scale(void **state)
@@ -379,15 +442,11 @@ static void test_converges_on_measurement(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_optimistic_model),
-        cmocka_unit_test(test_pessimistic_model),
-        cmocka_unit_test(test_few_calls_cold_start),
-        cmocka_unit_test(test_budget),
-        cmocka_unit_test(test_zero_time_ignored),
-        cmocka_unit_test(test_machine_scale),
-        cmocka_unit_test(test_recheck_backoff),
-        cmocka_unit_test(test_converges_on_measurement),
-        cmocka_unit_test(test_rank_loses_state),
+        cmocka_unit_test(test_optimistic_model),         cmocka_unit_test(test_pessimistic_model),
+        cmocka_unit_test(test_few_calls_cold_start),     cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_zero_time_ignored),        cmocka_unit_test(test_machine_scale),
+        cmocka_unit_test(test_recheck_backoff),          cmocka_unit_test(test_switch_on_pairs),
+        cmocka_unit_test(test_converges_on_measurement), cmocka_unit_test(test_rank_loses_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

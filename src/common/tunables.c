@@ -136,6 +136,9 @@ static const struct param_row param_table[] = {
     { "ZEN_SPARSE_EXPLORE_BACKOFF", "8",
       "sparse AUTO: each recheck that leaves the choice unchanged doubles the gap to the next, up "
       "to this many periods; a new choice restores the period (1: a fixed period)" },
+    { "ZEN_SPARSE_TUNE_SWITCH", "0.05",
+      "sparse AUTO: the scheme a keyed tensor runs yields only to one faster by more than this "
+      "fraction, measured in pairs of calls (each under the same load)" },
     { "ZEN_SPARSE_EXPLORE_BUDGET", "0.05",
       "sparse AUTO: explorations may add at most this fraction to the measured time" },
     { "ZEN_NET_MSG_CPU_US", "7",
@@ -245,6 +248,7 @@ static const struct param_check param_checks[] = {
     { "SPARSE_TUNE_PRUNE", CHECK_DOUBLE, 1, 1e9, NULL },
     { "SPARSE_TUNE_DROP", CHECK_DOUBLE, 1, 1e9, NULL },
     { "SPARSE_EXPLORE_BACKOFF", CHECK_LONG, 1, 1 << 20, NULL },
+    { "SPARSE_TUNE_SWITCH", CHECK_DOUBLE, 0, 0.5, NULL },
     { "SPARSE_AUTO_RECHECK", CHECK_LONG, 1, 1 << 30, NULL },
     { "TP_ARRIVAL_WEIGHT", CHECK_DOUBLE, 0, 10, NULL },
     { "TP_DETECT_MARGIN", CHECK_DOUBLE, 0, 100, NULL },

@@ -10,6 +10,16 @@
 
 #define NS ZEN_SPARSE_SCHEME_COUNT
 
+/* Paired evidence a rival needs before the running scheme yields to it (paired_choice): a full
+ * window, at least MIN_PAIRS. One call's time on the 2-core VM varies by +-30%, so with 3 pairs
+ * AUTO left the fastest scheme for one 1.2x slower in 2 of 4 runs of a cell. */
+#define MIN_PAIRS 3
+
+static int pairs_needed(const zen_auto_tune_params *p)
+{
+    return p->window > MIN_PAIRS ? (int)p->window : MIN_PAIRS;
+}
+
 static double param_or(const char *name, double lo, double hi, double dflt)
 {
     double v = zen__param_double(name);
@@ -28,6 +38,7 @@ void zen__auto_tune_params_default(zen_auto_tune_params *p)
     p->prune = param_or("SPARSE_TUNE_PRUNE", 1, 1e9, 3);
     p->drop = param_or("SPARSE_TUNE_DROP", 1, 1e9, 2);
     p->backoff = zen__param_long("SPARSE_EXPLORE_BACKOFF");
+    p->margin = param_or("SPARSE_TUNE_SWITCH", 0, 0.5, 0);
 }
 
 void zen__auto_tune_init(zen_auto_tune *t)
@@ -37,6 +48,7 @@ void zen__auto_tune_init(zen_auto_tune *t)
         t->corr[s] = 1.0;
     t->last = -1;
     t->settled = -1;
+    t->challenger = -1;
 }
 
 /* A scheme's measured / predicted ratios: its first (cold: allocations, first touches) stands
@@ -58,6 +70,20 @@ static void record_ratio(zen_auto_tune *t, int s, long window, double ratio)
     t->corr[s] = zen__median_inplace(v, (size_t)k);
 }
 
+static int pair_window(long window)
+{
+    return window < 1 ? 1 : window > ZEN_TUNE_WINDOW_MAX ? ZEN_TUNE_WINDOW_MAX : (int)window;
+}
+
+/* A rival's measured / predicted over the running scheme's on the call before: the last w, in a
+ * ring (predicted: both normalised by the size of their work, so pairs from calls on different
+ * data compare). */
+static void record_pair(zen_auto_tune *t, int s, long window, double q)
+{
+    t->pair[s][t->npair[s] % (uint32_t)pair_window(window)] = q;
+    t->npair[s]++;
+}
+
 void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds)
 {
     int s = t->last;
@@ -65,18 +91,37 @@ void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, dou
         zen__auto_tune_drop(t);
         return;
     }
+    double rel = 0; /* this call's time over the running scheme's just before (0: none) */
     if (t->last_pred > 0) {
-        record_ratio(t, s, p->window, seconds / t->last_pred);
+        double ratio = seconds / t->last_pred;
+        record_ratio(t, s, p->window, ratio);
         t->seen[s] = t->calls;
+        if (s == t->settled && t->last_kind == ZEN_TUNE_EXPLOIT) {
+            t->settled_ratio = ratio;
+            t->settled_s = seconds;
+        } else if (t->settled > 0 && s != t->settled && t->settled_ratio > 0) {
+            record_pair(t, s, p->window, ratio / t->settled_ratio);
+            rel = seconds / t->settled_s;
+        }
     }
     t->total_s += seconds;
     /* only rechecks draw on the budget: the warm-up is a one-off cost of a key's first calls */
     if (t->last_kind == ZEN_TUNE_RECHECK && t->last_base > 0 && seconds > t->last_base)
         t->extra_s += seconds - t->last_base;
-    /* a recheck that beat the choice: the ranking may be changing, look again at the period */
-    if (t->last_kind == ZEN_TUNE_RECHECK && seconds < t->last_base && p->period > 0) {
+    /* a recheck that beat the running scheme: the ranking may be changing, look again at the
+     * period (and gather the pairs that decide a switch) */
+    int beat = rel > 0 ? rel < 1 - p->margin : seconds < t->last_base;
+    if (t->last_kind == ZEN_TUNE_RECHECK && p->period > 0 && (beat || s == t->challenger)) {
+        /* a challenge: this rival again after one call of the running scheme, until it has
+         * MIN_PAIRS fresh pairs and paired_choice decides */
+        if (s != t->challenger && rel > 0) { /* its pairs start over with this one */
+            double q = t->pair[s][(t->npair[s] - 1) % (uint32_t)pair_window(p->window)];
+            t->challenger = s;
+            t->npair[s] = 0;
+            record_pair(t, s, p->window, q);
+        }
         t->gap = (uint64_t)p->period;
-        t->next_check = t->calls + t->gap;
+        t->next_check = t->calls + 1;
     }
     zen__auto_tune_drop(t);
 }
@@ -107,7 +152,10 @@ static int argmin_masked(const double *v, const int *mask)
     return any ? (int)zen__sparse_cheapest(c) : -1;
 }
 
-/* est[s]: pred[s] x corr[s] when measured, else pred[s] x the smallest corr measured (1: none). */
+/* est[s]: pred[s] x corr[s] once measured past its cold call, else pred[s] x g, g the smallest
+ * corr measured so far (1: none). A first call alone cannot make a scheme look worse than one
+ * not measured: cold (allocations, first touches) it took up to 4x its time on the grid, and
+ * judged by it ALLGATHER, the fastest scheme of the cell, was never measured again. */
 static void estimate(const zen_auto_tune *t, const double *pred, double *est)
 {
     double g = 0;
@@ -118,7 +166,7 @@ static void estimate(const zen_auto_tune *t, const double *pred, double *est)
         g = 1;
     est[0] = 0;
     for (int s = 1; s < NS; s++)
-        est[s] = usable(pred[s]) ? pred[s] * (t->measured[s] ? t->corr[s] : g) : 1e301;
+        est[s] = usable(pred[s]) ? pred[s] * (t->measured[s] >= 2 ? t->corr[s] : g) : 1e301;
 }
 
 /* The next warm-up try, or -1: a candidate (the model's first p->top, or within p->prune of the
@@ -154,7 +202,9 @@ static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, cons
     return argmin_masked(est, mask);
 }
 
-/* The scheme to re-measure on a recheck call, the least recently measured (ties: lowest estimate)
+/* The scheme to re-measure on a recheck call: the challenger (a rival whose recheck beat the
+ * running scheme) while there is one; else the rival with the lowest estimate if that is below
+ * (1 - margin) x the running scheme's; else the least recently measured (ties: lowest estimate)
  * of: the survivors (measured, est within p->drop of the pick's), and the dropped schemes whose
  * estimate still rests on fewer than p->window measurements after the cold one, once per longest
  * gap (a warm-up on a busy host can make a scheme look twice as slow as it is, and a drop on that
@@ -163,7 +213,16 @@ static int recheck_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, c
                         int pick)
 {
     uint64_t most = (uint64_t)p->period * (uint64_t)(p->backoff > 1 ? p->backoff : 1);
+    if (t->challenger > 0 && t->challenger != pick && t->measured[t->challenger])
+        return t->challenger;
+    /* a rival whose estimate is clearly lower: measure it next to the running scheme */
     int r = -1;
+    for (int s = 1; s < NS; s++)
+        if (s != pick && t->measured[s] && est[s] < (1 - p->margin) * est[pick] &&
+            (r < 0 || est[s] < est[r]))
+            r = s;
+    if (r > 0)
+        return r;
     for (int s = 1; s < NS; s++) {
         int survivor = est[s] <= p->drop * est[pick];
         int unsure = t->measured[s] <= (uint32_t)p->window && t->seen[s] + most <= t->calls;
@@ -175,17 +234,54 @@ static int recheck_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, c
     return r;
 }
 
-/* On an exploiting call: a new choice (re)starts the recheck clock at one period; at a due call
- * the survivor to re-measure, within the budget, and the gap doubles up to backoff periods. */
+/* The exploiting choice. Without a running scheme (or with the warm-up off), the argmin `first`
+ * of the estimates. With one, it stays unless a rival measured next to it at least MIN_PAIRS
+ * times is faster by median pair ratio than (1 - p->margin): the running scheme's estimate
+ * follows every call and its rivals' were taken at other times, so a burst of load on the host
+ * (steal time, a neighbour) would otherwise make it look slower than rivals that are slower in
+ * steady state; a rival's time over the running scheme's call just before it saw the same load. */
+static int paired_choice(const zen_auto_tune *t, const zen_auto_tune_params *p, const double *pred,
+                         int first)
+{
+    int cur = t->settled;
+    if (cur <= 0 || !t->measured[cur] || p->warm <= 0 || !(pred[cur] > 0))
+        return first;
+    int w = pair_window(p->window), need = pairs_needed(p), best = cur;
+    double best_rel = 1 - p->margin;
+    for (int s = 1; s < NS; s++) {
+        if (s == cur || t->npair[s] < (uint32_t)need || !usable(pred[s]))
+            continue;
+        int k = t->npair[s] < (uint32_t)w ? (int)t->npair[s] : w;
+        double v[ZEN_TUNE_WINDOW_MAX];
+        memcpy(v, t->pair[s], (size_t)k * sizeof *v);
+        /* the median pair's time ratio on the work of this call */
+        double m = zen__median_inplace(v, (size_t)k) * pred[s] / pred[cur];
+        if (m < best_rel) {
+            best_rel = m;
+            best = s;
+        }
+    }
+    return best;
+}
+
+/* A new running scheme: the recheck clock restarts at one period, and the pair ratios, taken
+ * against the old one, start over. */
+static void settle(zen_auto_tune *t, const zen_auto_tune_params *p, int pick)
+{
+    t->settled = pick;
+    t->gap = (uint64_t)(p->period > 0 ? p->period : 0);
+    t->next_check = t->calls + t->gap;
+    t->settled_ratio = 0;
+    t->settled_s = 0;
+    t->challenger = -1;
+    memset(t->npair, 0, sizeof t->npair);
+}
+
+/* On an exploiting call of the running scheme: at a due call the survivor to re-measure, within
+ * the budget, and the gap doubles up to backoff periods. */
 static int recheck_due(zen_auto_tune *t, const zen_auto_tune_params *p, const double *est, int pick,
                        zen_auto_tune_kind *k)
 {
-    if (pick != t->settled) {
-        t->settled = pick;
-        t->gap = (uint64_t)p->period;
-        t->next_check = t->calls + t->gap;
-        return pick;
-    }
     if (t->calls < t->next_check)
         return pick;
     uint64_t most = (uint64_t)p->period * (uint64_t)(p->backoff > 1 ? p->backoff : 1);
@@ -220,9 +316,15 @@ zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_pa
         pick = best_meas > 0 && p->warm > 0 ? best_meas : best_all;
         if (pick < 0)
             pick = ZEN_SPARSE_BALANCED; /* nothing usable: the model's default */
+        pick = paired_choice(t, p, pred, pick);
+        int c = t->challenger;
+        if (c > 0 && pick != c && t->npair[c] >= (uint32_t)pairs_needed(p)) /* lost */
+            t->challenger = -1;
+        if (pick != t->settled)
+            settle(t, p, pick);
+        else if (p->period > 0)
+            pick = recheck_due(t, p, est, pick, &k);
     }
-    if (k == ZEN_TUNE_EXPLOIT && p->period > 0)
-        pick = recheck_due(t, p, est, pick, &k);
     t->warm_tries += k == ZEN_TUNE_WARM;
     t->rechecks += k == ZEN_TUNE_RECHECK;
     t->calls++;

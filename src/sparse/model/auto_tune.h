@@ -3,35 +3,44 @@
  * (Open MPI's tuned/ADAPT decision tables, NCCL's tuner plugins): the cost model is the prior that
  * ranks and prunes the schemes, the measured times decide.
  *
- *   estimate  est[s] = pred[s] * corr[s] for a measured scheme, where corr[s] is the median of
- *             its last ZEN_SPARSE_TUNE_WINDOW measured / predicted ratios after the first (a
- *             cold call: allocations, first touches; it counts alone until a second arrives).
- *             A median because a shared host's noise comes in bursts: one lucky or unlucky call
- *             must not decide, and the scheme running now and one measured rarely are judged by
- *             the same statistic. For a scheme not measured yet pred[s] * g, g the smallest corr
- *             measured so far (1 before any): the machine-wide scale the model missed, taken
- *             optimistically.
+ *   estimate  est[s] = pred[s] * corr[s] for a scheme measured at least twice, where corr[s] is
+ *             the median of its last ZEN_SPARSE_TUNE_WINDOW measured / predicted ratios after
+ *             the first (a cold call: allocations, first touches). A median because a shared
+ *             host's noise comes in bursts: one lucky or unlucky call must not decide. For a
+ *             scheme measured once or not at all pred[s] * g, g the smallest corr measured so
+ *             far (1 before any): the machine-wide scale the model missed, taken optimistically
+ *             (a cold call, up to 4x the scheme's time on the grid, would otherwise drop the
+ *             scheme before a warm call is seen).
  *   warm-up   the candidates are the ZEN_SPARSE_TUNE_TOP schemes the raw model ranks first plus
  *             every scheme whose estimate is within ZEN_SPARSE_TUNE_PRUNE times the best estimate
  *             (the model prunes the rest). Each candidate is run ZEN_SPARSE_TUNE_WARM times,
  *             round-robin (fewest measurements first, then the lowest estimate), unless its
- *             measured estimate is already more than PRUNE times the best measured one (one slow
- *             measurement may be a cold start, hence the wide margin). So at most WARM x 6 calls
+ *             measured estimate is already more than PRUNE times the best measured one. So at most WARM x 6 calls
  *             of a key's life are warm-up tries, each expected within PRUNE x the best.
- *   exploit   then the measured argmin of est.
- *   recheck   ZEN_SPARSE_EXPLORE_PERIOD calls after the exploiting choice last changed, and then
- *             at gaps that double after each recheck, up to ZEN_SPARSE_EXPLORE_BACKOFF periods,
- *             the measured survivor (est within DROP x the best) measured least recently runs
- *             instead (or a dropped scheme whose estimate rests on fewer than WINDOW measurements
- *             after its cold one, at most once per longest gap: a drop on warm-up evidence alone
- *             is not final), if the measured extra time of the rechecks so far plus this one's expected
- *             extra stays within ZEN_SPARSE_EXPLORE_BUDGET of the measured time of all calls. A
- *             recheck faster than the choice's estimate restores the period, as does a new
- *             choice: confidence grows with every confirmation, so a settled key spends less on
- *             exploration (and its calls run its best scheme more often), and a ranking that may
- *             be changing is looked at closely again. The extra of a try is
- *             its measured time minus the best's estimate at the time, so a recheck much slower
- *             than expected uses the budget up. The warm-up does not draw on the budget (it is a
+ *   exploit   then the measured argmin of est becomes the running scheme, and it stays until
+ *             paired evidence says otherwise: every warm-up or recheck call of a rival is paired
+ *             with the running scheme's call just before it (its ratio over that call's, both
+ *             under the same load), and the running scheme yields to a rival whose median over
+ *             its last WINDOW pairs (at least 3) is below 1 - ZEN_SPARSE_TUNE_SWITCH. Estimates
+ *             alone are not compared: the running scheme's follows every call, its rivals' were
+ *             taken at other times, so a burst of load on the host raised the first alone, and
+ *             AUTO flipped to a scheme slower in steady state (on 8 inproc ranks, 10 of 60 calls
+ *             on BALANCED at 1.19x HIERARCHICAL's time) and back three calls later.
+ *   recheck   ZEN_SPARSE_EXPLORE_PERIOD calls after the running scheme last changed, and then at
+ *             gaps that double after each recheck up to ZEN_SPARSE_EXPLORE_BACKOFF periods, a
+ *             rival runs instead: the challenger while there is one; else the rival with the
+ *             lowest estimate if that is below (1 - SWITCH) x the running scheme's; else the
+ *             least recently measured survivor (est within ZEN_SPARSE_TUNE_DROP x the best) or a
+ *             dropped scheme whose estimate rests on fewer than WINDOW measurements (once per
+ *             longest gap: a drop on warm-up evidence alone is not final). Only if the measured
+ *             extra time of the rechecks so far plus this one's expected extra stays within
+ *             ZEN_SPARSE_EXPLORE_BUDGET of the measured time of all calls; the extra of a try is
+ *             its time minus the best's estimate at the time, so a recheck much slower than
+ *             expected uses the budget up. A recheck faster than the running scheme's call
+ *             before it makes its scheme the challenger, run every other call until it has 3
+ *             fresh pairs and the exploit rule decides. Every recheck that confirms the choice
+ *             lengthens the gap, so a settled key spends less on exploration; a challenge or a
+ *             new choice restores the period. The warm-up does not draw on the budget (it is a
  *             one-off cost, bounded by WARM x 6 calls): a slow cold try there must not stop the
  *             rechecks that correct a choice made on few measurements.
  *
@@ -60,11 +69,16 @@ typedef struct zen_auto_tune {
     uint32_t measured[ZEN_SPARSE_SCHEME_COUNT];
     uint64_t seen[ZEN_SPARSE_SCHEME_COUNT]; /* call number of the last measurement */
     uint64_t calls;
-    double total_s;      /* measured time of every observed call */
-    double extra_s;      /* measured time of rechecks beyond the best's estimate */
-    uint32_t warm_tries; /* warm-up calls so far */
-    uint32_t rechecks;   /* recheck calls so far */
-    int settled;         /* the scheme the exploiting calls run; -1: none yet */
+    double total_s;       /* measured time of every observed call */
+    double extra_s;       /* measured time of rechecks beyond the best's estimate */
+    uint32_t warm_tries;  /* warm-up calls so far */
+    uint32_t rechecks;    /* recheck calls so far */
+    int settled;          /* the scheme the exploiting calls run; -1: none yet */
+    double settled_ratio; /* its last exploiting call's measured / predicted (0: none yet) */
+    double settled_s;     /* and that call's seconds */
+    double pair[ZEN_SPARSE_SCHEME_COUNT][ZEN_TUNE_WINDOW_MAX]; /* a rival's ratio over it */
+    uint32_t npair[ZEN_SPARSE_SCHEME_COUNT];                   /* pairs recorded */
+    int challenger;      /* a rival whose last recheck beat the running scheme; -1: none */
     uint64_t gap;        /* calls from one recheck to the next (period, doubled up to backoff) */
     uint64_t next_check; /* the call number of the next recheck */
     int last;            /* scheme of the call not yet observed; -1: none */
@@ -83,10 +97,11 @@ typedef struct zen_auto_tune_params {
     double prune;  /* candidates: estimate within prune x the best estimate */
     double drop;   /* a measured scheme beyond drop x the best measured is not tried again */
     long backoff;  /* the gap between rechecks grows to at most backoff x period (<= 1: fixed) */
+    double margin; /* the running scheme yields to a rival at most (1 - margin) x its time */
 } zen_auto_tune_params;
 
 /* ZEN_SPARSE_TUNE_WINDOW, _EXPLORE_PERIOD, _EXPLORE_BUDGET, _TUNE_WARM, _TUNE_TOP, _TUNE_PRUNE,
- * _TUNE_DROP, _EXPLORE_BACKOFF. */
+ * _TUNE_DROP, _EXPLORE_BACKOFF, _TUNE_SWITCH. */
 void zen__auto_tune_params_default(zen_auto_tune_params *p);
 
 void zen__auto_tune_init(zen_auto_tune *t);

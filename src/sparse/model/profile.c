@@ -627,25 +627,30 @@ static uint64_t slot_digest(const profile_slot *sl)
 {
     const zen_auto_tune *t = &sl->tune;
     uint64_t h = zen_hash64(sl->version, sl->calls * 31 + sl->since_full);
-    double d[(4 + ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 9];
+    double d[(3 + 2 * ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 11];
     size_t k = 0;
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
-        for (int i = 0; i < ZEN_TUNE_WINDOW_MAX; i++)
+        for (int i = 0; i < ZEN_TUNE_WINDOW_MAX; i++) {
             d[k++] = t->win[s][i];
+            d[k++] = t->pair[s][i];
+        }
+        h = zen_hash64(h, t->npair[s]);
         d[k++] = t->corr[s];
         d[k++] = sl->pred[s];
         d[k++] = sl->model[s];
         h = zen_hash64(h, ((uint64_t)t->measured[s] << 40) ^ t->seen[s]);
     }
-    double tail[] = { t->total_s,  t->extra_s, t->last_pred, t->last_base, sl->density,
-                      sl->gamma_n, sl->skew,   sl->lat_s,    sl->cpu_scale };
+    double tail[] = { t->total_s,    t->extra_s,       t->last_pred, t->last_base,
+                      sl->density,   sl->gamma_n,      sl->skew,     sl->lat_s,
+                      sl->cpu_scale, t->settled_ratio, t->settled_s };
     memcpy(d + k, tail, sizeof tail);
     k += sizeof tail / sizeof tail[0];
     h = zen_hash64(h, t->calls ^ ((uint64_t)(uint32_t)(t->last + 1) << 48) ^
                           ((uint64_t)t->last_kind << 56) ^ ((uint64_t)t->warm_tries << 20) ^
                           t->rechecks);
-    h = zen_hash64(h,
-                   t->next_check ^ (t->gap << 24) ^ ((uint64_t)(uint32_t)(t->settled + 1) << 56));
+    h = zen_hash64(h, t->next_check ^ (t->gap << 24) ^
+                          ((uint64_t)(uint32_t)(t->settled + 1) << 56) ^
+                          ((uint64_t)(uint32_t)(t->challenger + 1) << 48));
     h = zen__fnv1a(d, k * sizeof *d, h);
     return h | 1;
 }
