@@ -125,8 +125,9 @@ static void test_few_calls_cold_start(void **state)
     run_log log;
     drive(t, m, 8, 4, ZEN_SPARSE_BALANCED, &params, &log); /* its first call takes 3x */
     assert_true(log.warm <= 4);
-    assert_int_equal(log.exploit_tail, 4);
-    assert_int_equal(log.fastest_tail, 4);
+    /* HIERARCHICAL, 1.2x, is a close call: challenged every other call after the warm-up */
+    assert_true(log.exploit_tail >= 2);
+    assert_int_equal(log.fastest_tail, log.exploit_tail);
     /* one measurement per candidate would have judged BALANCED by its cold call: 15 > 6 */
     zen_auto_tune_params once = params;
     once.warm = 1;
