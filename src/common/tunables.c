@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,11 +265,42 @@ static const struct param_check param_checks[] = {
 
 #define CHECK_COUNT (sizeof param_checks / sizeof param_checks[0])
 
+/*
+ * Name -> row, an open-addressing table built once. The readers look their tunables up on every
+ * call (a sparse AUTO call reads about a dozen), and a scan of the table with strcmp plus an
+ * snprintf of the variable's name cost about 3% of a 0.5 ms call on 4 inproc ranks (perf).
+ */
+#define INDEX_SLOTS 512 /* a power of two, over 2 x PARAM_COUNT */
+_Static_assert(PARAM_COUNT * 2 < INDEX_SLOTS, "grow INDEX_SLOTS");
+
+static uint16_t row_index[INDEX_SLOTS]; /* row + 1; 0: empty */
+static pthread_once_t row_index_once = PTHREAD_ONCE_INIT;
+
+static uint32_t name_hash(const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (; *name; name++)
+        h = (h ^ (uint8_t)*name) * 16777619u;
+    return h;
+}
+
+static void build_row_index(void)
+{
+    for (size_t i = 0; i < PARAM_COUNT; i++) {
+        uint32_t h = name_hash(param_table[i].name + 4) & (INDEX_SLOTS - 1);
+        while (row_index[h])
+            h = (h + 1) & (INDEX_SLOTS - 1);
+        row_index[h] = (uint16_t)(i + 1);
+    }
+}
+
 static const struct param_row *find_row(const char *name)
 {
-    for (size_t i = 0; i < PARAM_COUNT; i++)
-        if (strcmp(param_table[i].name + 4, name) == 0)
-            return &param_table[i];
+    pthread_once(&row_index_once, build_row_index);
+    for (uint32_t h = name_hash(name) & (INDEX_SLOTS - 1); row_index[h];
+         h = (h + 1) & (INDEX_SLOTS - 1))
+        if (strcmp(param_table[row_index[h] - 1].name + 4, name) == 0)
+            return &param_table[row_index[h] - 1];
     return NULL;
 }
 
@@ -364,7 +397,7 @@ static atomic_uchar warned[PARAM_COUNT];
 const char *zen__param_str(const char *name)
 {
     const struct param_row *row = find_row(name);
-    const char *env = env_value(name);
+    const char *env = row ? getenv(row->name) : env_value(name);
     const char *fallback = row ? row->default_value : "";
     if (!env || !*env)
         return fallback;
