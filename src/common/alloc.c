@@ -30,10 +30,10 @@ static int injected_failure(void)
  * 8-host sparse benchmark (docs/benchmarks.md) page faults, brk and munmap were over half of a
  * rank's CPU time. Blocks of 64-256 KiB churn too (a freed one next to the heap top takes the top
  * past glibc's 128 KiB trim threshold): HIERARCHICAL on a width-128 trace, whose runs are that
- * size, faulted 77 pages per call. Freed blocks of at least BIG_MIN bytes are kept here (ZEN_ALLOC_CACHE_MB in
- * all, 0 disables it) and handed back to the next large request they fit at most four times over,
- * most recently freed first (its pages are the likeliest to be resident). They are ordinary
- * malloc blocks, so whoever gets one may free or realloc it as usual.
+ * size, faulted 77 pages per call. Freed blocks of at least BIG_MIN bytes are kept here
+ * (ZEN_ALLOC_CACHE_MB in all, 0 disables it) and handed back to the next large request they fit
+ * at most four times over, most recently freed first (its pages are the likeliest to be
+ * resident). They are ordinary malloc blocks, so whoever gets one may free or realloc it as usual.
  */
 #define BIG_MIN     ((size_t)64 << 10)
 #define BIG_ENTRIES 64

@@ -112,8 +112,8 @@ void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, dou
      * period (and gather the pairs that decide a switch) */
     int beat = rel > 0 ? rel < 1 - p->margin : seconds < t->last_base;
     if (t->last_kind == ZEN_TUNE_RECHECK && p->period > 0 && (beat || s == t->challenger)) {
-        /* a challenge: this rival again after one call of the running scheme, until it has
-         * MIN_PAIRS fresh pairs and paired_choice decides */
+        /* a challenge: this rival again after one call of the running scheme, until it has a
+         * full window of fresh pairs (pairs_needed) and paired_choice decides */
         if (s != t->challenger && rel > 0) { /* its pairs start over with this one */
             double q = t->pair[s][(t->npair[s] - 1) % (uint32_t)pair_window(p->window)];
             t->challenger = s;
@@ -235,8 +235,8 @@ static int recheck_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, c
 }
 
 /* The exploiting choice. Without a running scheme (or with the warm-up off), the argmin `first`
- * of the estimates. With one, it stays unless a rival measured next to it at least MIN_PAIRS
- * times is faster by median pair ratio than (1 - p->margin): the running scheme's estimate
+ * of the estimates. With one, it stays unless a rival measured next to it pairs_needed() times
+ * is faster by median pair ratio than (1 - p->margin): the running scheme's estimate
  * follows every call and its rivals' were taken at other times, so a burst of load on the host
  * (steal time, a neighbour) would otherwise make it look slower than rivals that are slower in
  * steady state; a rival's time over the running scheme's call just before it saw the same load. */

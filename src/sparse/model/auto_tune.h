@@ -15,34 +15,36 @@
  *             every scheme whose estimate is within ZEN_SPARSE_TUNE_PRUNE times the best estimate
  *             (the model prunes the rest). Each candidate is run ZEN_SPARSE_TUNE_WARM times,
  *             round-robin (fewest measurements first, then the lowest estimate), unless its
- *             measured estimate is already more than PRUNE times the best measured one. So at most WARM x 6 calls
- *             of a key's life are warm-up tries, each expected within PRUNE x the best.
- *   exploit   then the measured argmin of est becomes the running scheme, and it stays until
- *             paired evidence says otherwise: every warm-up or recheck call of a rival is paired
- *             with the running scheme's call just before it (its ratio over that call's, both
- *             under the same load), and the running scheme yields to a rival whose median over
- *             its last WINDOW pairs (at least 3) is below 1 - ZEN_SPARSE_TUNE_SWITCH. Estimates
- *             alone are not compared: the running scheme's follows every call, its rivals' were
- *             taken at other times, so a burst of load on the host raised the first alone, and
- *             AUTO flipped to a scheme slower in steady state (on 8 inproc ranks, 10 of 60 calls
- *             on BALANCED at 1.19x HIERARCHICAL's time) and back three calls later.
+ *             measured estimate is already more than PRUNE times the best measured one. So at
+ *             most WARM x 6 calls of a key's life are warm-up tries, each expected within PRUNE x
+ *             the best.
+ *   exploit   then the measured argmin of est becomes the running scheme, and it stays until paired
+ *             evidence says otherwise: every warm-up or recheck call of a rival is paired with the
+ *             running scheme's call just before it (its ratio over that call's, both under the same
+ *             load), and the running scheme yields to a rival whose median over a full window of
+ *             WINDOW pairs (at least 3) is below 1 - ZEN_SPARSE_TUNE_SWITCH. Estimates alone are
+ *             not compared: the running scheme's follows every call, its rivals' were taken at
+ *             other times, so a burst of load on the host raised the first alone, and AUTO flipped
+ *             to a scheme slower in steady state (on 8 inproc ranks, 10 of 60 calls on BALANCED at
+ *             1.19x HIERARCHICAL's time) and back three calls later. When the runner-up is within
+ *             1.3x of the first running scheme, it is challenged at once.
  *   recheck   ZEN_SPARSE_EXPLORE_PERIOD calls after the running scheme last changed, and then at
- *             gaps that double after each recheck up to ZEN_SPARSE_EXPLORE_BACKOFF periods, a
- *             rival runs instead: the challenger while there is one; else the rival with the
- *             lowest estimate if that is below (1 - SWITCH) x the running scheme's; else the
- *             least recently measured survivor (est within ZEN_SPARSE_TUNE_DROP x the best) or a
- *             dropped scheme whose estimate rests on fewer than WINDOW measurements (once per
- *             longest gap: a drop on warm-up evidence alone is not final). Only if the measured
- *             extra time of the rechecks so far plus this one's expected extra stays within
+ *             gaps that double after each recheck up to ZEN_SPARSE_EXPLORE_BACKOFF periods, a rival
+ *             runs instead: the challenger while there is one; else the rival with the lowest
+ *             estimate if that is below (1 - SWITCH) x the running scheme's; else the least
+ *             recently measured survivor (est within ZEN_SPARSE_TUNE_DROP x the best) or a dropped
+ *             scheme whose estimate rests on fewer than WINDOW measurements (once per longest gap:
+ *             a drop on warm-up evidence alone is not final). Only if the measured extra time of
+ *             the rechecks so far plus this one's expected extra stays within
  *             ZEN_SPARSE_EXPLORE_BUDGET of the measured time of all calls; the extra of a try is
  *             its time minus the best's estimate at the time, so a recheck much slower than
- *             expected uses the budget up. A recheck faster than the running scheme's call
- *             before it makes its scheme the challenger, run every other call until it has 3
- *             fresh pairs and the exploit rule decides. Every recheck that confirms the choice
- *             lengthens the gap, so a settled key spends less on exploration; a challenge or a
- *             new choice restores the period. The warm-up does not draw on the budget (it is a
- *             one-off cost, bounded by WARM x 6 calls): a slow cold try there must not stop the
- *             rechecks that correct a choice made on few measurements.
+ *             expected uses the budget up. A recheck faster than (1 - SWITCH) x the running
+ *             scheme's call before it makes its scheme the challenger, run every other call until
+ *             it has a full window of fresh pairs and the exploit rule decides. Every recheck that
+ *             confirms the choice lengthens the gap, so a settled key spends less on exploration; a
+ *             challenge or a new choice restores the period. The warm-up does not draw on the
+ *             budget (it is a one-off cost, bounded by WARM x 6 calls): a slow cold try there must
+ *             not stop the rechecks that correct a choice made on few measurements.
  *
  * Pure state, no communication: every rank feeds the same agreed times (the maximum over ranks)
  * and predictions, so every rank makes the same choice (the caller guarantees identical inputs).
