@@ -20,6 +20,18 @@ static int pairs_needed(const zen_auto_tune_params *p)
     return p->window > MIN_PAIRS ? (int)p->window : MIN_PAIRS;
 }
 
+/* ZEN_SPARSE_TUNE_WINDOW clamped to what the rings hold. */
+static int window_len(long window)
+{
+    return window < 1 ? 1 : window > ZEN_TUNE_WINDOW_MAX ? ZEN_TUNE_WINDOW_MAX : (int)window;
+}
+
+/* The longest gap between rechecks: backoff periods. */
+static uint64_t longest_gap(const zen_auto_tune_params *p)
+{
+    return (uint64_t)p->period * (uint64_t)(p->backoff > 1 ? p->backoff : 1);
+}
+
 static double param_or(const char *name, double lo, double hi, double dflt)
 {
     double v = zen__param_double(name);
@@ -56,7 +68,7 @@ void zen__auto_tune_init(zen_auto_tune *t)
  * the first, and corr is their median. */
 static void record_ratio(zen_auto_tune *t, int s, long window, double ratio)
 {
-    int w = window < 1 ? 1 : window > ZEN_TUNE_WINDOW_MAX ? ZEN_TUNE_WINDOW_MAX : (int)window;
+    int w = window_len(window);
     uint32_t m = ++t->measured[s];
     if (m == 1) {
         t->win[s][0] = ratio;
@@ -70,17 +82,12 @@ static void record_ratio(zen_auto_tune *t, int s, long window, double ratio)
     t->corr[s] = zen__median_inplace(v, (size_t)k);
 }
 
-static int pair_window(long window)
-{
-    return window < 1 ? 1 : window > ZEN_TUNE_WINDOW_MAX ? ZEN_TUNE_WINDOW_MAX : (int)window;
-}
-
 /* A rival's measured / predicted over the running scheme's on the call before: the last w, in a
  * ring (predicted: both normalised by the size of their work, so pairs from calls on different
  * data compare). */
 static void record_pair(zen_auto_tune *t, int s, long window, double q)
 {
-    t->pair[s][t->npair[s] % (uint32_t)pair_window(window)] = q;
+    t->pair[s][t->npair[s] % (uint32_t)window_len(window)] = q;
     t->npair[s]++;
 }
 
@@ -91,7 +98,7 @@ void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, dou
         zen__auto_tune_drop(t);
         return;
     }
-    double rel = 0; /* this call's time over the running scheme's just before (0: none) */
+    double rel = 0, q = 0; /* this call's time, and ratio, over the running scheme's before */
     if (t->last_pred > 0) {
         double ratio = seconds / t->last_pred;
         record_ratio(t, s, p->window, ratio);
@@ -100,8 +107,9 @@ void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, dou
             t->settled_ratio = ratio;
             t->settled_s = seconds;
         } else if (t->settled > 0 && s != t->settled && t->settled_ratio > 0) {
-            record_pair(t, s, p->window, ratio / t->settled_ratio);
+            q = ratio / t->settled_ratio;
             rel = seconds / t->settled_s;
+            record_pair(t, s, p->window, q);
         }
     }
     t->total_s += seconds;
@@ -115,7 +123,6 @@ void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, dou
         /* a challenge: this rival again after one call of the running scheme, until it has a
          * full window of fresh pairs (pairs_needed) and paired_choice decides */
         if (s != t->challenger && rel > 0) { /* its pairs start over with this one */
-            double q = t->pair[s][(t->npair[s] - 1) % (uint32_t)pair_window(p->window)];
             t->challenger = s;
             t->npair[s] = 0;
             record_pair(t, s, p->window, q);
@@ -212,7 +219,7 @@ static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, cons
 static int recheck_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, const double *est,
                         int pick)
 {
-    uint64_t most = (uint64_t)p->period * (uint64_t)(p->backoff > 1 ? p->backoff : 1);
+    uint64_t most = longest_gap(p);
     if (t->challenger > 0 && t->challenger != pick && t->measured[t->challenger])
         return t->challenger;
     /* a rival whose estimate is clearly lower: measure it next to the running scheme */
@@ -246,7 +253,7 @@ static int paired_choice(const zen_auto_tune *t, const zen_auto_tune_params *p, 
     int cur = t->settled;
     if (cur <= 0 || !t->measured[cur] || p->warm <= 0 || !(pred[cur] > 0))
         return first;
-    int w = pair_window(p->window), need = pairs_needed(p), best = cur;
+    int w = window_len(p->window), need = pairs_needed(p), best = cur;
     double best_rel = 1 - p->margin;
     for (int s = 1; s < NS; s++) {
         if (s == cur || t->npair[s] < (uint32_t)need || !usable(pred[s]))
@@ -304,7 +311,7 @@ static int recheck_due(zen_auto_tune *t, const zen_auto_tune_params *p, const do
 {
     if (t->calls < t->next_check)
         return pick;
-    uint64_t most = (uint64_t)p->period * (uint64_t)(p->backoff > 1 ? p->backoff : 1);
+    uint64_t most = longest_gap(p);
     int r = recheck_pick(t, p, est, pick);
     if (r > 0 && t->extra_s + (est[r] - est[pick]) <= p->budget * (t->total_s + est[r])) {
         *k = ZEN_TUNE_RECHECK;
