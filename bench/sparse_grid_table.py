@@ -2,7 +2,10 @@
 """Summarise `zen bench sparse --json` lines (bench/sparse_grid.sh) into a markdown table.
 
 One row per cell (ranks, density, overlap or trace): every scheme's p50 in ms, AUTO's choice,
-AUTO / fastest, and the cost model's error median over the cell's schemes, |model - measured| /
+AUTO / fastest, the same paired by iteration (`auto_over_paired` of the fastest scheme: AUTO's
+call over that scheme's call in the same iteration, median over the iterations, then over the
+rounds; the two calls saw the same load, so this is the steadier of the two on a noisy host), and
+the cost model's error median over the cell's schemes, |model - measured| /
 measured (model = the prediction AUTO logged, stats.predicted_s: with its online calibration of
 latency and core share, before any per-scheme correction), and AUTO's whole run (warm-up calls
 included, `run_us`) over the whole run of the scheme with the fastest p50: what AUTO's warm-up
@@ -35,6 +38,9 @@ def combine(runs):
         r[field] = statistics.median(vals) if vals else None
     chosen = [x["chosen"] for x in runs]
     r["chosen"] = max(chosen, key=chosen.count)
+    paired = [x["auto_over_paired"] for x in runs if x.get("auto_over_paired")]
+    r["paired"] = {s: statistics.median(p[s] for p in paired if s in p)
+                   for s in SCHEMES if any(s in p for p in paired)}
     return r
 
 
@@ -54,11 +60,12 @@ def cells(paths):
 
 
 def main(paths):
-    errors, ratios, runs, picks, spent = [], [], [], [], []
+    errors, ratios, runs, picks, spent, paired = [], [], [], [], [], []
     bias = {s: [] for s in SCHEMES}  # model / measured per scheme: where the error comes from
     print("| transport | ranks | density | overlap | " + " | ".join(SCHEMES) +
-          " | AUTO chose | AUTO ms | AUTO / fastest | model err (median) | AUTO run / fastest run |")
-    print("|" + "---|" * (len(SCHEMES) + 9))
+          " | AUTO chose | AUTO ms | AUTO / fastest | paired | model err (median) |"
+          " AUTO run / fastest run |")
+    print("|" + "---|" * (len(SCHEMES) + 10))
     for key, c in cells(paths):
         transport, n, overlap, density, _, _ = key
         times = {s: c[s]["time_us_p50"] / 1e3 for s in SCHEMES if s in c}
@@ -79,6 +86,9 @@ def main(paths):
         errors.extend(errs)
         med = statistics.median(errs) if errs else float("nan")
         best = min(times, key=times.get)
+        pair = c["auto"].get("paired", {}).get(best)
+        if pair:
+            paired.append(pair)
         run = (c["auto"].get("run_us", 0) / c[best]["run_us"]) if c[best].get("run_us") else None
         if run:
             runs.append(run)
@@ -87,9 +97,9 @@ def main(paths):
             spent.append((c["auto"]["run_us"] - c[best]["run_us"]) / 1e3 / fastest)
         cols = " | ".join(("**%.2f**" if times.get(s) == fastest else "%.2f") % times[s]
                           if s in times else "-" for s in SCHEMES)
-        print("| %s | %d | %.4g | %s | %s | %s | %.2f | %.2f | %.0f%% | %s |" %
-              (transport, n, density, overlap, cols, c["auto"]["chosen"], auto, ratio, 100 * med,
-               "%.2f" % run if run else "-"))
+        print("| %s | %d | %.4g | %s | %s | %s | %.2f | %.2f | %s | %.0f%% | %s |" %
+              (transport, n, density, overlap, cols, c["auto"]["chosen"], auto, ratio,
+               "%.2f" % pair if pair else "-", 100 * med, "%.2f" % run if run else "-"))
     if ratios:
         within = sum(1 for r in ratios if r <= 1.10) / len(ratios)
         print()
@@ -97,6 +107,10 @@ def main(paths):
               "model error median %.0f%% over %d (cell, scheme) pairs" %
               (len(ratios), 100 * within, max(ratios),
                100 * statistics.median(errors) if errors else float("nan"), len(errors)))
+    if paired:
+        print("paired (median over iterations of AUTO's call / the fastest scheme's call in the "
+              "same iteration): within 10%% in %.0f%% of %d cells, worst %.2f" %
+              (100 * sum(1 for r in paired if r <= 1.10) / len(paired), len(paired), max(paired)))
     if any(bias.values()):
         print("model / measured, median per scheme: " +
               ", ".join("%s %.2f" % (s, statistics.median(b)) for s, b in bias.items() if b))

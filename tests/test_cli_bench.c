@@ -28,11 +28,11 @@ static const char *zen_bin(void)
     return b && *b ? b : "zen";
 }
 
-/* Run `$ZEN_BIN args` (stderr to /dev/null) and collect stdout and the exit status. */
-static void run_zen(const char *args, cmd_out *out)
+/* Run `$ZEN_BIN args` (stderr to the file err) and collect stdout and the exit status. */
+static void run_zen_to(const char *args, cmd_out *out, const char *err)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>/dev/null", zen_bin(), args);
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s'", zen_bin(), args, err);
     memset(out, 0, sizeof *out);
     FILE *f = popen(cmd, "r");
     assert_non_null(f);
@@ -58,6 +58,11 @@ static void run_zen(const char *args, cmd_out *out)
          l = strtok_r(NULL, "\n", &save))
         out->lines[out->nlines++] = strdup(l);
     free(copy);
+}
+
+static void run_zen(const char *args, cmd_out *out)
+{
+    run_zen_to(args, out, "/dev/null");
 }
 
 static void free_out(cmd_out *out)
@@ -294,6 +299,68 @@ static void test_failure_exit_code(void **state)
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* `zen bench sparse`'s auto_over_paired is, per scheme, the median over the timed iterations of
+ * AUTO's time over that scheme's in the same iteration: recomputed here from the per-iteration
+ * times --call-times prints (`# call SCHEME ITERATION US RAN`, slowest rank). */
+static void test_sparse_paired_ratio(void **state)
+{
+    (void)state;
+
+    enum {
+        WARMUP = 2,
+        ITERS = 9
+    };
+
+    char err[] = "/tmp/zen_test_call_times_XXXXXX";
+    int fd = mkstemp(err);
+    assert_true(fd >= 0);
+    close(fd);
+    cmd_out out;
+    run_zen_to("bench sparse --ranks 2 --rows 4000 --density 0.02 --schemes auto,allgather,ps "
+               "--iters 9 --warmup 2 --json --call-times",
+               &out, err);
+    assert_int_equal(out.exit_code, 0);
+    const char *line = NULL;
+    for (int i = 0; i < out.nlines; i++)
+        if (strstr(out.lines[i], "\"scheme\":\"auto\""))
+            line = out.lines[i];
+    assert_non_null(line);
+    assert_non_null(json_field(line, "auto_over_paired"));
+    static const char *const names[3] = { "auto", "allgather", "ps" };
+    double t[3][WARMUP + ITERS] = { { 0 } };
+    FILE *f = fopen(err, "r");
+    assert_non_null(f);
+    char buf[256], scheme[32], ran[32];
+    int it;
+    double us;
+    while (fgets(buf, sizeof buf, f))
+        if (sscanf(buf, "# call %31s %d %lf %31s", scheme, &it, &us, ran) == 4)
+            for (int k = 0; k < 3; k++)
+                if (strcmp(scheme, names[k]) == 0 && it >= 0 && it < WARMUP + ITERS)
+                    t[k][it] = us;
+    fclose(f);
+    unlink(err);
+    for (int k = 1; k < 3; k++) {
+        double q[ITERS];
+        for (int i = 0; i < ITERS; i++) {
+            assert_true(t[0][WARMUP + i] > 0 && t[k][WARMUP + i] > 0);
+            q[i] = t[0][WARMUP + i] / t[k][WARMUP + i];
+        }
+        qsort(q, ITERS, sizeof *q, cmp_double);
+        double want = q[(ITERS + 1) / 2 - 1], got = json_num(line, names[k]);
+        /* the call times are printed to 0.1 us, the ratio to 4 decimals */
+        if (fabs(got - want) > 2e-3 * want)
+            fail_msg("%s: auto_over_paired %g, from the call times %g", names[k], got, want);
+    }
+    free_out(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_human_output),
         cmocka_unit_test(test_help_and_usage_errors),
         cmocka_unit_test(test_failure_exit_code),
+        cmocka_unit_test(test_sparse_paired_ratio),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

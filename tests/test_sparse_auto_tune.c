@@ -267,6 +267,75 @@ static void test_switch_on_pairs(void **state)
     }
 }
 
+/* A lucky recheck: HIERARCHICAL runs at 1.2x BALANCED, but one of its rechecks (call 300) takes
+ * 0.7x, as one call in a burst of noise can. It starts a challenge, whose first three pairs (0.7,
+ * 1.2, 1.2) have a median time ratio of 1.2: the challenge ends there, not after a full window of
+ * five, and AUTO stays on BALANCED. */
+static void test_lucky_recheck_loses_early(void **state)
+{
+    (void)state;
+    double pred[ZEN_SPARSE_SCHEME_COUNT];
+    set_times(pred, 1, 1, 9, 9, 9, 9);
+    zen_auto_tune_params tp = params;
+    tp.period = 10;
+    tp.margin = 0.05;
+    tp.backoff = 8;
+    zen_auto_tune tune;
+    zen__auto_tune_init(&tune);
+    int lucky_at = -1, after = 0;
+    for (int call = 0; call < 600; call++) {
+        zen_auto_tune_kind kind;
+        int s = (int)zen__auto_tune_choose(&tune, &tp, pred, &kind, NULL);
+        int hier = s == ZEN_SPARSE_HIERARCHICAL;
+        double took = hier ? 1.2 : 1.0;
+        if (hier && kind == ZEN_TUNE_RECHECK && call >= 300 && lucky_at < 0) {
+            lucky_at = call;
+            took = 0.7;
+        }
+        zen__auto_tune_observe(&tune, &tp, took);
+        if (lucky_at >= 0 && call < lucky_at + 40)
+            after += hier;
+        if (call > 100 && kind == ZEN_TUNE_EXPLOIT)
+            assert_int_equal(s, ZEN_SPARSE_BALANCED);
+    }
+    assert_true(lucky_at >= 300);
+    assert_int_equal(after, 3); /* the lucky call and two more; the gap is back at 80 calls */
+}
+
+/* The warm-up is a key's first calls only. At call 200 the model's predictions change (a record
+ * exchange saw a denser tensor) and PS, never measured, becomes a candidate: it is measured by a
+ * budgeted recheck, not by a warm-up call, and as it runs at half BALANCED's time AUTO moves to
+ * it. */
+static void test_no_warmup_after_settling(void **state)
+{
+    (void)state;
+    double pred[ZEN_SPARSE_SCHEME_COUNT], t[ZEN_SPARSE_SCHEME_COUNT];
+    set_times(t, 1.0, 1.3, 9, 9, 0.5, 9);
+    zen_auto_tune_params tp = params;
+    tp.period = 10;
+    tp.margin = 0.05;
+    tp.backoff = 8;
+    zen_auto_tune tune;
+    zen__auto_tune_init(&tune);
+    int first_exploit = -1, ps_at = -1, settled_ps = -1;
+    for (int call = 0; call < 600; call++) {
+        set_times(pred, 1, 1, 9, 9, call < 200 ? 9 : 1.5, 9);
+        zen_auto_tune_kind kind;
+        int s = (int)zen__auto_tune_choose(&tune, &tp, pred, &kind, NULL);
+        zen__auto_tune_observe(&tune, &tp, t[s]);
+        if (kind == ZEN_TUNE_EXPLOIT && first_exploit < 0)
+            first_exploit = call;
+        if (first_exploit >= 0)
+            assert_int_not_equal(kind, ZEN_TUNE_WARM);
+        if (s == ZEN_SPARSE_PS && ps_at < 0)
+            ps_at = call;
+        if (s == ZEN_SPARSE_PS && kind == ZEN_TUNE_EXPLOIT && settled_ps < 0)
+            settled_ps = call;
+    }
+    assert_true(ps_at >= 200 && ps_at <= 200 + 80); /* at the next recheck */
+    assert_true(settled_ps > ps_at && settled_ps <= ps_at + 3 * 80);
+}
+
 /* The machine-wide scale is the median measured / predicted of the schemes measured twice: a
  * model 2x too fast for every scheme but one (which it gets right) is scaled by 2. */
 static void test_machine_scale(void **state)
@@ -443,11 +512,18 @@ static void test_converges_on_measurement(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_optimistic_model),         cmocka_unit_test(test_pessimistic_model),
-        cmocka_unit_test(test_few_calls_cold_start),     cmocka_unit_test(test_budget),
-        cmocka_unit_test(test_zero_time_ignored),        cmocka_unit_test(test_machine_scale),
-        cmocka_unit_test(test_recheck_backoff),          cmocka_unit_test(test_switch_on_pairs),
-        cmocka_unit_test(test_converges_on_measurement), cmocka_unit_test(test_rank_loses_state),
+        cmocka_unit_test(test_optimistic_model),
+        cmocka_unit_test(test_pessimistic_model),
+        cmocka_unit_test(test_few_calls_cold_start),
+        cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_zero_time_ignored),
+        cmocka_unit_test(test_machine_scale),
+        cmocka_unit_test(test_recheck_backoff),
+        cmocka_unit_test(test_switch_on_pairs),
+        cmocka_unit_test(test_lucky_recheck_loses_early),
+        cmocka_unit_test(test_no_warmup_after_settling),
+        cmocka_unit_test(test_converges_on_measurement),
+        cmocka_unit_test(test_rank_loses_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

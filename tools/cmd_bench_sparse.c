@@ -86,6 +86,7 @@ typedef struct sb_result {
     double imb_push, imb_pull;
     double predicted_us[ZEN_SPARSE_SCHEME_COUNT]; /* AUTO's cost model, per scheme (0: none) */
     double phase_us[ZEN_PHASE_COUNT]; /* last iteration, slowest rank per phase, summed tensors */
+    double paired[ZEN_SPARSE_SCHEME_COUNT]; /* AUTO: its time over each scheme's (paired_ratios) */
 } sb_result;
 
 typedef struct sb_shared {
@@ -527,7 +528,12 @@ static zen_status finish_run(zen_comm *comm, const sb_cfg *cfg, sb_run *r, sb_re
         fprintf(stderr, "# call %s %d %.1f %s\n",
                 zen_sparse_scheme_name((zen_sparse_scheme)r->scheme), it, r->times[it] * 1e6,
                 zen_sparse_scheme_name((zen_sparse_scheme)r->ran[it]));
-    res->p50_us = bench_percentile(r->times + cfg->warmup, (size_t)cfg->iters, 50) * 1e6;
+    double *sorted = malloc((size_t)cfg->iters * sizeof *sorted); /* times stay in call order */
+    if (!sorted)
+        return ZEN_ENOMEM;
+    memcpy(sorted, r->times + cfg->warmup, (size_t)cfg->iters * sizeof *sorted);
+    res->p50_us = bench_percentile(sorted, (size_t)cfg->iters, 50) * 1e6;
+    free(sorted);
     res->run_us = 0;
     for (int it = 0; it < total; it++)
         res->run_us += r->times[it] * 1e6;
@@ -562,6 +568,31 @@ static void shuffled_order(int *order, int ns, uint64_t it)
 }
 
 /* Every scheme's calls, interleaved or one scheme after another (cfg->sequential). */
+/*
+ * AUTO's time over each scheme's, paired by iteration: the median over the timed iterations of
+ * AUTO's call over that scheme's call of the same iteration (interleaved, so both saw the same
+ * load). On the shared 2-core VM a scheme's p50 over 40 calls moves by 10-30% from run to run,
+ * and the ratio of two such p50s with it; the paired median is the steadier estimate of how far
+ * AUTO is from a scheme. Slowest rank's times, as the p50s.
+ */
+static zen_status paired_ratios(const sb_cfg *cfg, const sb_run *runs, int ns, int ia,
+                                sb_result *res)
+{
+    double *q = malloc((size_t)cfg->iters * sizeof *q);
+    if (!q)
+        return ZEN_ENOMEM;
+    for (int i = 0; i < ns; i++) {
+        const double *a = runs[ia].times + cfg->warmup, *b = runs[i].times + cfg->warmup;
+        size_t k = 0;
+        for (int it = 0; it < cfg->iters; it++)
+            if (b[it] > 0)
+                q[k++] = a[it] / b[it];
+        res->paired[runs[i].scheme] = k ? bench_percentile(q, k, 50) : 0;
+    }
+    free(q);
+    return ZEN_OK;
+}
+
 static zen_status run_all(zen_comm *comm, sb_shared *sh, sb_result *results)
 {
     const sb_cfg *cfg = sh->cfg;
@@ -593,6 +624,9 @@ static zen_status run_all(zen_comm *comm, sb_shared *sh, sb_result *results)
     }
     for (int i = 0; i < ns && st == ZEN_OK; i++)
         st = finish_run(comm, cfg, &runs[i], &results[i]);
+    for (int i = 0; i < ns && st == ZEN_OK; i++)
+        if (runs[i].scheme == ZEN_SPARSE_AUTO && !cfg->sequential)
+            st = paired_ratios(cfg, runs, ns, i, &results[i]);
     for (int i = 0; i < ns; i++) {
         free(runs[i].times);
         free(runs[i].ran);
@@ -623,6 +657,7 @@ static zen_status bench_rank(zen_comm *comm, const bench_opts *o, void *arg)
     }
     zen_status st = ZEN_OK;
     sb_result results[ZEN_SPARSE_SCHEME_COUNT + 1];
+    memset(results, 0, sizeof results);
     st = run_all(comm, sh, results);
     /* inproc: rank 0's thread publishes; a process publishes its own copy (all are equal) */
     if (st == ZEN_OK && (me == 0 || cfg->transport != ZEN_TRANSPORT_INPROC)) {
@@ -709,6 +744,17 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
                 printf("\"speedup_vs_allgather\":null,");
             printf("\"phase_us\":[%.1f,%.1f,%.1f,%.1f,%.1f,%.1f],", r->phase_us[0], r->phase_us[1],
                    r->phase_us[2], r->phase_us[3], r->phase_us[4], r->phase_us[5]);
+            if (r->scheme == ZEN_SPARSE_AUTO && r->paired[ZEN_SPARSE_AUTO] > 0) {
+                const char *sep = "";
+                printf("\"auto_over_paired\":{");
+                for (int k = 1; k < ZEN_SPARSE_SCHEME_COUNT; k++)
+                    if (r->paired[k] > 0) {
+                        printf("%s\"%s\":%.4f", sep, zen_sparse_scheme_name((zen_sparse_scheme)k),
+                               r->paired[k]);
+                        sep = ",";
+                    }
+                printf("},");
+            }
             if (model > 0)
                 printf("\"model_us\":%.3f}\n", model);
             else
@@ -789,7 +835,9 @@ static void help(void)
         "imbalance_push, imbalance_pull, speedup_vs_dense, speedup_vs_allgather, phase_us (the\n"
         "last iteration's partition, push, aggregate, encode, pull, decode, slowest rank each),\n"
         "model_us, run_us (every call of the run, warm-up included: AUTO's warm-up and\n"
-        "rechecks cost shows here).\n");
+        "rechecks cost shows here), auto_over_paired (AUTO only, interleaved runs: per\n"
+        "scheme, the median over the timed iterations of AUTO's time over that scheme's in\n"
+        "the same iteration; steadier than the ratio of two p50s on a noisy host).\n");
 }
 
 /* Index of s in names[0..n), -1 when it is none of them. */

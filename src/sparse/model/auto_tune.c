@@ -91,6 +91,55 @@ static void record_pair(zen_auto_tune *t, int s, long window, double q)
     t->npair[s]++;
 }
 
+/* The median of the challenger's pairs since its challenge began (the last of them when more
+ * than the ring holds). */
+static double fresh_median(const zen_auto_tune *t, int s, long window)
+{
+    uint32_t w = (uint32_t)window_len(window), k = t->fresh < w ? t->fresh : w;
+    double v[ZEN_TUNE_WINDOW_MAX];
+    for (uint32_t i = 0; i < k; i++)
+        v[i] = t->pair[s][(t->npair[s] - 1 - i) % w];
+    return zen__median_inplace(v, k);
+}
+
+static void end_challenge(zen_auto_tune *t)
+{
+    t->challenger = -1;
+    t->fresh = 0;
+    t->next_check = t->calls + t->gap;
+}
+
+/*
+ * A recheck of rival s took rel (its pair ratio q) of the running scheme's call before it. One
+ * that beat the running scheme by more than the margin starts a challenge: s runs again after one
+ * call of the running scheme, until it has a full window of fresh pairs (pairs_needed) and
+ * paired_choice decides. Its pairs start over with this one, so a change of the ranking shows
+ * after one window rather than after old pairs age out. A challenger whose first MIN_PAIRS
+ * fresh pairs have a median time ratio of 1 or more has lost early: on this VM's +-30% per-call
+ * noise a single recheck of a 1.2x slower rival beat the running scheme often enough that full
+ * challenges took a tenth of a run's calls (1, not 1 - margin: three pairs of a rival truly 0.7x
+ * had a median of 0.97 on the 4-rank trace). The recheck gap is not reset by a challenge, only
+ * by a new running scheme, so a rival that keeps losing is looked at less often.
+ */
+static void challenge_step(zen_auto_tune *t, const zen_auto_tune_params *p, int s, double rel,
+                           double q)
+{
+    if (s != t->challenger) {
+        if (!(rel < 1 - p->margin))
+            return;
+        t->challenger = s;
+        t->npair[s] = 0;
+        t->fresh = 0;
+        record_pair(t, s, p->window, q);
+    }
+    t->fresh++;
+    /* rel / q: the two calls' predictions' ratio, which turns pair ratios into time ratios */
+    if (t->fresh >= MIN_PAIRS && !(fresh_median(t, s, p->window) * rel / q < 1))
+        end_challenge(t);
+    else
+        t->next_check = t->calls + 1;
+}
+
 void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds)
 {
     int s = t->last;
@@ -116,20 +165,8 @@ void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, dou
     /* only rechecks draw on the budget: the warm-up is a one-off cost of a key's first calls */
     if (t->last_kind == ZEN_TUNE_RECHECK && t->last_base > 0 && seconds > t->last_base)
         t->extra_s += seconds - t->last_base;
-    /* a recheck that beat the running scheme: the ranking may be changing, look again at the
-     * period (and gather the pairs that decide a switch) */
-    int beat = rel > 0 ? rel < 1 - p->margin : seconds < t->last_base;
-    if (t->last_kind == ZEN_TUNE_RECHECK && p->period > 0 && (beat || s == t->challenger)) {
-        /* a challenge: this rival again after one call of the running scheme, until it has a
-         * full window of fresh pairs (pairs_needed) and paired_choice decides */
-        if (s != t->challenger && rel > 0) { /* its pairs start over with this one */
-            t->challenger = s;
-            t->npair[s] = 0;
-            record_pair(t, s, p->window, q);
-        }
-        t->gap = (uint64_t)p->period;
-        t->next_check = t->calls + 1;
-    }
+    if (t->last_kind == ZEN_TUNE_RECHECK && p->period > 0 && rel > 0)
+        challenge_step(t, p, s, rel, q);
     zen__auto_tune_drop(t);
 }
 
@@ -197,8 +234,10 @@ static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, cons
     uint32_t fewest = UINT32_MAX;
     for (int s = 1; s < NS; s++) {
         int cand = top[s] || (best_all > 0 && est[s] <= p->prune * est[best_all]);
-        /* a single slow measurement may be a cold start: the wider prune margin drops here */
-        int dropped = t->measured[s] && best_meas > 0 && est[s] > p->prune * est[best_meas];
+        /* dropped on two warm calls past the cold one, not one: on the 2-core VM one call of
+         * ALLGATHER took 4.6x its usual time, and the fastest scheme of the 4-rank trace was
+         * dropped for 270 calls on it */
+        int dropped = t->measured[s] > 2 && best_meas > 0 && est[s] > p->prune * est[best_meas];
         mask[s] = usable(pred[s]) && cand && !dropped && t->measured[s] < (uint32_t)p->warm;
         if (mask[s] && t->measured[s] < fewest)
             fewest = t->measured[s];
@@ -212,10 +251,11 @@ static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, cons
 /* The scheme to re-measure on a recheck call: the challenger (a rival whose recheck beat the
  * running scheme) while there is one; else the rival with the lowest estimate if that is below
  * (1 - margin) x the running scheme's; else the least recently measured (ties: lowest estimate)
- * of: the survivors (measured, est within p->drop of the pick's), and the dropped schemes whose
- * estimate still rests on fewer than p->window measurements after the cold one, once per longest
- * gap (a warm-up on a busy host can make a scheme look twice as slow as it is, and a drop on that
- * evidence alone would be for good); -1: none. */
+ * of: the survivors (est within p->drop of the pick's; one never measured too, as when the model
+ * kept it out of the warm-up and measurement has since moved the estimates), and the dropped
+ * schemes whose estimate still rests on fewer than p->window measurements after the cold one,
+ * once per longest gap (a warm-up on a busy host can make a scheme look twice as slow as it is,
+ * and a drop on that evidence alone would be for good); -1: none. */
 static int recheck_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, const double *est,
                         int pick)
 {
@@ -233,7 +273,7 @@ static int recheck_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, c
     for (int s = 1; s < NS; s++) {
         int survivor = est[s] <= p->drop * est[pick];
         int unsure = t->measured[s] <= (uint32_t)p->window && t->seen[s] + most <= t->calls;
-        if (s == pick || !t->measured[s] || !(survivor || unsure))
+        if (s == pick || !usable(est[s]) || !(survivor || (unsure && t->measured[s])))
             continue;
         if (r < 0 || t->seen[s] < t->seen[r] || (t->seen[s] == t->seen[r] && est[s] < est[r]))
             r = s;
@@ -281,6 +321,7 @@ static void settle(zen_auto_tune *t, const zen_auto_tune_params *p, int pick)
     t->settled_ratio = 0;
     t->settled_s = 0;
     t->challenger = -1;
+    t->fresh = 0;
     memset(t->npair, 0, sizeof t->npair);
 }
 
@@ -316,7 +357,8 @@ static int recheck_due(zen_auto_tune *t, const zen_auto_tune_params *p, const do
     if (r > 0 && t->extra_s + (est[r] - est[pick]) <= p->budget * (t->total_s + est[r])) {
         *k = ZEN_TUNE_RECHECK;
         t->next_check = t->calls + t->gap;
-        t->gap = t->gap * 2 < most ? t->gap * 2 : most;
+        if (r != t->challenger) /* a challenge's calls are not rechecks that confirmed the choice */
+            t->gap = t->gap * 2 < most ? t->gap * 2 : most;
         return r;
     }
     t->next_check = t->calls + t->gap;
@@ -336,7 +378,9 @@ zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_pa
         meas[s] = t->measured[s] > 0;
     }
     int best_all = argmin_masked(est, all), best_meas = argmin_masked(est, meas);
-    int pick = warm_pick(t, p, pred, est, best_all, best_meas);
+    /* the warm-up is the key's first calls only: a scheme that becomes a candidate later (the
+     * estimates moved) is measured by the budgeted rechecks */
+    int pick = t->settled < 0 ? warm_pick(t, p, pred, est, best_all, best_meas) : -1;
     zen_auto_tune_kind k = ZEN_TUNE_WARM;
     if (pick < 0) {
         k = ZEN_TUNE_EXPLOIT;
@@ -345,8 +389,8 @@ zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_pa
             pick = ZEN_SPARSE_BALANCED; /* nothing usable: the model's default */
         pick = paired_choice(t, p, pred, pick);
         int c = t->challenger;
-        if (c > 0 && pick != c && t->npair[c] >= (uint32_t)pairs_needed(p)) /* lost */
-            t->challenger = -1;
+        if (c > 0 && pick != c && t->fresh >= (uint32_t)pairs_needed(p)) /* lost */
+            end_challenge(t);
         if (pick != t->settled) {
             int first = t->settled < 0;
             settle(t, p, pick);

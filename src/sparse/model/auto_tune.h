@@ -15,9 +15,11 @@
  *             every scheme whose estimate is within ZEN_SPARSE_TUNE_PRUNE times the best estimate
  *             (the model prunes the rest). Each candidate is run ZEN_SPARSE_TUNE_WARM times,
  *             round-robin (fewest measurements first, then the lowest estimate), unless its
- *             measured estimate is already more than PRUNE times the best measured one. So at
- *             most WARM x 6 calls of a key's life are warm-up tries, each expected within PRUNE x
- *             the best.
+ *             estimate from two warm calls past the cold one is already more than PRUNE times the
+ *             best measured one. The warm-up is the key's first calls only: once a scheme runs,
+ *             a scheme that becomes a candidate later is measured by the budgeted rechecks. So
+ *             at most WARM x 6 calls of a key's life are warm-up tries, each expected within
+ *             PRUNE x the best.
  *   exploit   then the measured argmin of est becomes the running scheme, and it stays until paired
  *             evidence says otherwise: every warm-up or recheck call of a rival is paired with the
  *             running scheme's call just before it (its ratio over that call's, both under the same
@@ -32,19 +34,20 @@
  *             gaps that double after each recheck up to ZEN_SPARSE_EXPLORE_BACKOFF periods, a rival
  *             runs instead: the challenger while there is one; else the rival with the lowest
  *             estimate if that is below (1 - SWITCH) x the running scheme's; else the least
- *             recently measured survivor (est within ZEN_SPARSE_TUNE_DROP x the best) or a dropped
- *             scheme whose estimate rests on fewer than WINDOW measurements (once per longest gap:
- *             a drop on warm-up evidence alone is not final). Only if the measured extra time of
- *             the rechecks so far plus this one's expected extra stays within
+ *             recently measured survivor (est within ZEN_SPARSE_TUNE_DROP x the best, measured or
+ *             not) or a dropped scheme whose estimate rests on fewer than WINDOW measurements (once
+ *             per longest gap: a drop on warm-up evidence alone is not final). Only if the measured
+ *             extra time of the rechecks so far plus this one's expected extra stays within
  *             ZEN_SPARSE_EXPLORE_BUDGET of the measured time of all calls; the extra of a try is
  *             its time minus the best's estimate at the time, so a recheck much slower than
  *             expected uses the budget up. A recheck faster than (1 - SWITCH) x the running
  *             scheme's call before it makes its scheme the challenger, run every other call until
- *             it has a full window of fresh pairs and the exploit rule decides. Every recheck that
- *             confirms the choice lengthens the gap, so a settled key spends less on exploration; a
- *             challenge or a new choice restores the period. The warm-up does not draw on the
- *             budget (it is a one-off cost, bounded by WARM x 6 calls): a slow cold try there must
- *             not stop the rechecks that correct a choice made on few measurements.
+ *             it has a full window of fresh pairs and the exploit rule decides, or until its first
+ *             3 fresh pairs have a median time ratio of 1 or more (lost early: one lucky call).
+ *             Every recheck that confirms the choice lengthens the gap, so a settled key spends
+ *             less on exploration; only a new choice restores the period. The warm-up does not
+ *             draw on the budget (it is a one-off cost, bounded by WARM x 6 calls): a slow cold try
+ *             there must not stop the rechecks that correct a choice made on few measurements.
  *
  * Pure state, no communication: every rank feeds the same agreed times (the maximum over ranks)
  * and predictions, so every rank makes the same choice (the caller guarantees identical inputs).
@@ -81,6 +84,7 @@ typedef struct zen_auto_tune {
     double pair[ZEN_SPARSE_SCHEME_COUNT][ZEN_TUNE_WINDOW_MAX]; /* a rival's ratio over it */
     uint32_t npair[ZEN_SPARSE_SCHEME_COUNT];                   /* pairs recorded */
     int challenger;      /* a rival whose last recheck beat the running scheme; -1: none */
+    uint32_t fresh;      /* the challenger's pairs since its challenge began */
     uint64_t gap;        /* calls from one recheck to the next (period, doubled up to backoff) */
     uint64_t next_check; /* the call number of the next recheck */
     int last;            /* scheme of the call not yet observed; -1: none */

@@ -6,6 +6,7 @@
 #include "sparse/model/cost.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,19 @@ static void oversubscribe(zen_net_model *net, double over, int copies_are_bandwi
         net->cpu.share = 1 / over;
 }
 
+/* Cores online, read once: sysconf opens a file under /sys on every call, and AUTO builds its
+ * model on every record exchange (`perf`, 4 inproc ranks on a trace: a fifth of AUTO's CPU). */
+static long online_cores(void)
+{
+    static _Atomic long cores;
+    long c = atomic_load_explicit(&cores, memory_order_relaxed);
+    if (c == 0) {
+        c = sysconf(_SC_NPROCESSORS_ONLN);
+        atomic_store_explicit(&cores, c > 0 ? c : -1, memory_order_relaxed);
+    }
+    return c;
+}
+
 void zen__net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model *net)
 {
     /* Defaults: inproc is a memcpy between threads, tcp a 10 GbE-class link, mpi a 25 Gb/s
@@ -327,7 +341,7 @@ void zen__net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model
         net->cpu.wire_byte = 0; /* a memcpy between threads: that is the bandwidth above */
     else if (kind == ZEN_TRANSPORT_SHM)
         net->cpu.wire_byte = 2 * net->cpu.copy_byte; /* into the shared ring and out of it */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = online_cores();
     int one_host = kind == ZEN_TRANSPORT_INPROC || kind == ZEN_TRANSPORT_SHM;
     if (one_host && cores > 0 && nranks > cores)
         oversubscribe(net, (double)nranks / cores, kind == ZEN_TRANSPORT_INPROC, env_gbps > 0);

@@ -47,6 +47,11 @@ typedef struct profile_slot {
     double pred[ZEN_SPARSE_SCHEME_COUNT];  /* the tuner's predictions at the last exchange */
     double model[ZEN_SPARSE_SCHEME_COUNT]; /* the calibrated model's, for the statistics */
     double density, gamma_n, skew;         /* the statistics of the last exchange */
+    /* the tunables the calls between exchanges decide with, read at the last exchange: a read
+     * is a getenv and a parse, and the calls between exchanges read a dozen each */
+    zen_auto_tune_params tp;
+    long recheck_every, profile_every; /* ZEN_SPARSE_AUTO_RECHECK, _PROFILE_PERIOD (>= 1) */
+    int calibrate_online;              /* ZEN_SPARSE_CALIBRATE_ONLINE != 0 */
 } profile_slot;
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -573,10 +578,10 @@ static void predict(const zen_sparse_ctx *ctx, zen_sparse_profile *p, const zen_
 /* What stats.predicted_s reports: the prediction times the key's machine-wide scale once two
  * schemes have been measured (zen__auto_tune_scale; online calibration on), else the model with
  * calibrate_net's constants. The decision does not use it. */
-static void report_model(zen_sparse_stats *stats, const zen_auto_tune *t, const double *pred,
-                         const double *model)
+static void report_model(zen_sparse_stats *stats, const zen_auto_tune *t, int calibrate_online,
+                         const double *pred, const double *model)
 {
-    double g = t && zen__param_long("SPARSE_CALIBRATE_ONLINE") != 0 ? zen__auto_tune_scale(t) : 0;
+    double g = t && calibrate_online ? zen__auto_tune_scale(t) : 0;
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
         stats->predicted_s[s] = g > 0 ? pred[s] * g : model[s];
 }
@@ -593,26 +598,29 @@ static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_prof
     zen_net_model net;
     zen__net_model_for_ranks(zen_comm_transport(ctx->comm), ctx->comm->size, &net);
     double pred[ZEN_SPARSE_SCHEME_COUNT], model[ZEN_SPARSE_SCHEME_COUNT];
+    profile_slot *sl = &ch->slot;
+    sl->calibrate_online = zen__param_long("SPARSE_CALIBRATE_ONLINE") != 0;
     predict(ctx, p, &net, pred);
     memcpy(model, pred, sizeof model);
-    if (ch->keyed && ch->have && zen__param_long("SPARSE_CALIBRATE_ONLINE") != 0) {
+    if (ch->keyed && ch->have && sl->calibrate_online) {
         calibrate_net(ctx, ch, &net);
         predict(ctx, p, &net, model);
     }
     if (!(ch->keyed && ch->have)) {
-        report_model(ctx->stats, NULL, pred, model);
+        report_model(ctx->stats, NULL, 0, pred, model);
         return zen__sparse_cheapest(model);
     }
-    zen_auto_tune_params tp;
-    zen__auto_tune_params_default(&tp);
+    zen__auto_tune_params_default(&sl->tp);
+    sl->recheck_every = zen__param_long("SPARSE_AUTO_RECHECK");
+    sl->profile_every = zen__param_long("SPARSE_PROFILE_PERIOD");
     if (ch->fresh)
-        zen__auto_tune_init(&ch->slot.tune);
+        zen__auto_tune_init(&sl->tune);
     else if (ch->last_agreed)
-        zen__auto_tune_observe(&ch->slot.tune, &tp, ch->last_s);
+        zen__auto_tune_observe(&sl->tune, &sl->tp, ch->last_s);
     else
-        zen__auto_tune_drop(&ch->slot.tune);
-    zen_sparse_scheme s = zen__auto_tune_choose(&ch->slot.tune, &tp, pred, NULL, NULL);
-    report_model(ctx->stats, &ch->slot.tune, pred, model);
+        zen__auto_tune_drop(&sl->tune);
+    zen_sparse_scheme s = zen__auto_tune_choose(&sl->tune, &sl->tp, pred, NULL, NULL);
+    report_model(ctx->stats, &sl->tune, sl->calibrate_online, pred, model);
     memcpy(ch->slot.pred, pred, sizeof pred);
     memcpy(ch->slot.model, model, sizeof model);
     ch->slot.pending_s = 0;
@@ -648,10 +656,14 @@ static uint64_t slot_digest(const profile_slot *sl)
     h = zen_hash64(h, t->calls ^ ((uint64_t)(uint32_t)(t->last + 1) << 48) ^
                           ((uint64_t)t->last_kind << 56) ^ ((uint64_t)t->warm_tries << 20) ^
                           t->rechecks);
-    h = zen_hash64(h, t->next_check ^ (t->gap << 24) ^
-                          ((uint64_t)(uint32_t)(t->settled + 1) << 56) ^
-                          ((uint64_t)(uint32_t)(t->challenger + 1) << 48));
-    h = zen__fnv1a(d, k * sizeof *d, h);
+    h = zen_hash64(
+        h, t->next_check ^ (t->gap << 24) ^ ((uint64_t)(uint32_t)(t->settled + 1) << 56) ^
+               ((uint64_t)(uint32_t)(t->challenger + 1) << 48) ^ ((uint64_t)t->fresh << 32));
+    for (size_t i = 0; i < k; i++) { /* by words: FNV-1a's byte loop was a tenth of AUTO's CPU */
+        uint64_t w;
+        memcpy(&w, &d[i], sizeof w);
+        h = zen_mix64(h + w);
+    }
     return h | 1;
 }
 
@@ -668,27 +680,24 @@ void zen__sparse_auto_state(const zen_sparse_ctx *ctx, uint64_t *digest, double 
 
 /* A keyed call between record exchanges, when every rank holds the same agreed slot (api.c
  * compared the digests in its agreement): the last call's time (maximum over ranks, from the
- * agreement) is folded in and the tuner decides from the stored predictions. *done = 0 when the
- * slot says a record exchange is due. */
+ * agreement) is folded in and the tuner decides from the stored predictions and tunables (a
+ * change of a tunable takes effect at the next exchange). *done = 0 when the slot says a record
+ * exchange is due. */
 static void quiet_decide(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme, int *done)
 {
     profile_slot sl;
-    long recheck = zen__param_long("SPARSE_AUTO_RECHECK"), period;
-    period = zen__param_long("SPARSE_PROFILE_PERIOD");
     *done = 0;
     if (!ctx->auto_agreed || !ctx->opts->key || !slot_get(slot_key(ctx), &sl) ||
-        sl.since_full + 1 >= (uint64_t)(recheck > 1 ? recheck : 1) ||
-        sl.calls >= (uint64_t)(period > 1 ? period : 1))
+        sl.since_full + 1 >= (uint64_t)(sl.recheck_every > 1 ? sl.recheck_every : 1) ||
+        sl.calls >= (uint64_t)(sl.profile_every > 1 ? sl.profile_every : 1))
         return;
-    zen_auto_tune_params tp;
-    zen__auto_tune_params_default(&tp);
-    zen__auto_tune_observe(&sl.tune, &tp, ctx->auto_last_s);
-    *scheme = zen__auto_tune_choose(&sl.tune, &tp, sl.pred, NULL, NULL);
+    zen__auto_tune_observe(&sl.tune, &sl.tp, ctx->auto_last_s);
+    *scheme = zen__auto_tune_choose(&sl.tune, &sl.tp, sl.pred, NULL, NULL);
     sl.pending_s = 0;
     sl.calls++;
     sl.since_full++;
     slot_put(&sl);
-    report_model(ctx->stats, &sl.tune, sl.pred, sl.model);
+    report_model(ctx->stats, &sl.tune, sl.calibrate_online, sl.pred, sl.model);
     ctx->stats->density = sl.density;
     ctx->stats->gamma_n = sl.gamma_n;
     ctx->stats->skew = sl.skew;
