@@ -567,7 +567,6 @@ static void shuffled_order(int *order, int ns, uint64_t it)
     }
 }
 
-/* Every scheme's calls, interleaved or one scheme after another (cfg->sequential). */
 /*
  * AUTO's time over each scheme's, paired by iteration: the median over the timed iterations of
  * AUTO's call over that scheme's call of the same iteration (interleaved, so both saw the same
@@ -593,6 +592,7 @@ static zen_status paired_ratios(const sb_cfg *cfg, const sb_run *runs, int ns, i
     return ZEN_OK;
 }
 
+/* Every scheme's calls, interleaved or one scheme after another (cfg->sequential). */
 static zen_status run_all(zen_comm *comm, sb_shared *sh, sb_result *results)
 {
     const sb_cfg *cfg = sh->cfg;
