@@ -299,7 +299,7 @@ static void test_lucky_recheck_loses_early(void **state)
             assert_int_equal(s, ZEN_SPARSE_BALANCED);
     }
     assert_true(lucky_at >= 300);
-    assert_int_equal(after, 3); /* the lucky call and two more; the gap is back at 80 calls */
+    assert_int_equal(after, 3); /* the lucky call and two more; the gap stays at 80 calls */
 }
 
 /* The warm-up is a key's first calls only. At call 200 the model's predictions change (a record
