@@ -15,6 +15,17 @@
 
 static const zen_auto_tune_params params = { 5, 20, 0.05, 2, 2, 3, 2, 1, 0 };
 
+/* params with the defaults' recheck schedule and switch margin: a recheck 10 calls after a new
+ * choice, gaps doubling to 80, and a 5% margin */
+static zen_auto_tune_params backoff_params(void)
+{
+    zen_auto_tune_params tp = params;
+    tp.period = 10;
+    tp.margin = 0.05;
+    tp.backoff = 8;
+    return tp;
+}
+
 typedef struct run_log {
     int fastest_tail;  /* exploiting calls of the tail that ran the fastest */
     int exploit_tail;  /* exploiting calls of the tail */
@@ -236,11 +247,8 @@ static void test_switch_on_pairs(void **state)
 {
     (void)state;
     double t[ZEN_SPARSE_SCHEME_COUNT];
-    zen_auto_tune_params tp = params;
-    tp.period = 10;
-    tp.margin = 0.05;
+    zen_auto_tune_params tp = backoff_params();
     int on_fastest;
-    tp.backoff = 8;
     set_times(t, 1.1, 1.0, 9, 9, 9, 9);
     assert_true(exploit_switches(t, &tp, 1000, &on_fastest) <= 1);
     assert_true(on_fastest >= 950); /* of about 980 exploiting calls */
@@ -276,10 +284,7 @@ static void test_lucky_recheck_loses_early(void **state)
     (void)state;
     double pred[ZEN_SPARSE_SCHEME_COUNT];
     set_times(pred, 1, 1, 9, 9, 9, 9);
-    zen_auto_tune_params tp = params;
-    tp.period = 10;
-    tp.margin = 0.05;
-    tp.backoff = 8;
+    zen_auto_tune_params tp = backoff_params();
     zen_auto_tune tune;
     zen__auto_tune_init(&tune);
     int lucky_at = -1, after = 0;
@@ -311,10 +316,7 @@ static void test_no_warmup_after_settling(void **state)
     (void)state;
     double pred[ZEN_SPARSE_SCHEME_COUNT], t[ZEN_SPARSE_SCHEME_COUNT];
     set_times(t, 1.0, 1.3, 9, 9, 0.5, 9);
-    zen_auto_tune_params tp = params;
-    tp.period = 10;
-    tp.margin = 0.05;
-    tp.backoff = 8;
+    zen_auto_tune_params tp = backoff_params();
     zen_auto_tune tune;
     zen__auto_tune_init(&tune);
     int first_exploit = -1, ps_at = -1, settled_ps = -1;

@@ -12,6 +12,7 @@
 
 #include <zen/zen.h>
 
+#include "common/hash.h"
 #include "common/log.h"
 
 struct param_row {
@@ -278,10 +279,7 @@ static pthread_once_t row_index_once = PTHREAD_ONCE_INIT;
 
 static uint32_t name_hash(const char *name)
 {
-    uint32_t h = 2166136261u;
-    for (; *name; name++)
-        h = (h ^ (uint8_t)*name) * 16777619u;
-    return h;
+    return (uint32_t)zen__fnv1a(name, strlen(name), 0);
 }
 
 static void build_row_index(void)
