@@ -59,6 +59,8 @@ void zen__auto_tune_init(zen_auto_tune *t)
     for (int s = 0; s < NS; s++)
         t->corr[s] = 1.0;
     t->last = -1;
+    t->prev = -1;
+    t->again = -1;
     t->settled = -1;
     t->challenger = -1;
 }
@@ -80,6 +82,8 @@ static void record_ratio(zen_auto_tune *t, int s, long window, double ratio)
     double v[ZEN_TUNE_WINDOW_MAX];
     memcpy(v, t->win[s], (size_t)k * sizeof *v);
     t->corr[s] = zen__median_inplace(v, (size_t)k);
+    if (m >= 3 && (t->best_corr[s] == 0 || t->corr[s] < t->best_corr[s]))
+        t->best_corr[s] = t->corr[s];
 }
 
 /* A rival's measured / predicted over the running scheme's on the call before: the last w, in a
@@ -110,9 +114,9 @@ static void end_challenge(zen_auto_tune *t)
 }
 
 /*
- * A recheck of rival s took rel (its pair ratio q) of the running scheme's call before it. One
- * that beat the running scheme by more than the margin starts a challenge: s runs again after one
- * call of the running scheme, until it has a full window of fresh pairs (pairs_needed) and
+ * A recheck of rival s took rel (its pair ratio q) of the running scheme's last compared call.
+ * One that beat the running scheme by more than the margin starts a challenge: s runs again (two
+ * calls) after two calls of the running scheme, until it has a full window of fresh pairs (pairs_needed) and
  * paired_choice decides. Its pairs start over with this one, so a change of the ranking shows
  * after one window rather than after old pairs age out. A challenger whose first MIN_PAIRS
  * fresh pairs have a median time ratio of 1 or more has lost early: on this VM's +-30% per-call
@@ -137,7 +141,7 @@ static void challenge_step(zen_auto_tune *t, const zen_auto_tune_params *p, int 
     if (t->fresh >= MIN_PAIRS && !(fresh_median(t, s, p->window) * rel / q < 1))
         end_challenge(t);
     else
-        t->next_check = t->calls + 1;
+        t->next_check = t->calls + 2; /* one call of the running scheme after itself first */
 }
 
 void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds)
@@ -145,13 +149,18 @@ void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, dou
     int s = t->last;
     if (s < 1 || s >= NS || !(seconds > 0)) { /* 0: the call did not run it (hier-host) */
         zen__auto_tune_drop(t);
+        t->prev = -1;
         return;
     }
+    /* a call right after another scheme's is timed but not compared: see the header, switch */
+    int after_itself = s == t->prev;
+    t->prev = s;
+    t->seen[s] = t->calls;
     double rel = 0, q = 0; /* this call's time, and ratio, over the running scheme's before */
-    if (t->last_pred > 0) {
-        double ratio = seconds / t->last_pred;
+    double ratio = t->last_pred > 0 ? seconds / t->last_pred : 0;
+    if (ratio > 0 && (after_itself || !t->measured[s])) /* a first call is the cold one anyway */
         record_ratio(t, s, p->window, ratio);
-        t->seen[s] = t->calls;
+    if (ratio > 0 && after_itself) {
         if (s == t->settled && t->last_kind == ZEN_TUNE_EXPLOIT) {
             t->settled_ratio = ratio;
             t->settled_s = seconds;
@@ -199,8 +208,10 @@ static int argmin_masked(const double *v, const int *mask)
 /* est[s]: pred[s] x corr[s] once measured past its cold call, else pred[s] x g, g the smallest
  * corr measured so far (1: none). A first call alone cannot make a scheme look worse than one
  * not measured: cold (allocations, first touches) it took up to 4x its time on the grid, and
- * judged by it ALLGATHER, the fastest scheme of the cell, was never measured again. */
-static void estimate(const zen_auto_tune *t, const double *pred, double *est)
+ * judged by it ALLGATHER, the fastest scheme of the cell, was never measured again.
+ * lowest[s]: the smaller of est[s] and pred[s] x best_corr[s], what the scheme has done at its
+ * best (only the survivor test reads it, see recheck_pick). */
+static void estimate(const zen_auto_tune *t, const double *pred, double *est, double *lowest)
 {
     double g = 0;
     for (int s = 1; s < NS; s++)
@@ -211,11 +222,15 @@ static void estimate(const zen_auto_tune *t, const double *pred, double *est)
     est[0] = 0;
     for (int s = 1; s < NS; s++)
         est[s] = usable(pred[s]) ? pred[s] * (t->measured[s] >= 2 ? t->corr[s] : g) : 1e301;
+    for (int s = 0; s < NS; s++)
+        lowest[s] = t->best_corr[s] > 0 && pred[s] * t->best_corr[s] < est[s]
+                        ? pred[s] * t->best_corr[s]
+                        : est[s];
 }
 
 /* The next warm-up try, or -1: a candidate (the model's first p->top, or within p->prune of the
  * best estimate) measured fewer than p->warm times and not beyond p->prune of the best measured;
- * fewest measurements first. */
+ * the scheme of the call before while it still is one, else fewest measurements first. */
 static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, const double *pred,
                      const double *est, int best_all, int best_meas)
 {
@@ -243,6 +258,8 @@ static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, cons
             fewest = t->measured[s];
     }
     mask[0] = 0;
+    if (t->prev > 0 && mask[t->prev]) /* its calls back to back: see the header, switch */
+        return t->prev;
     for (int s = 1; s < NS; s++)
         mask[s] &= t->measured[s] == fewest;
     return argmin_masked(est, mask);
@@ -251,13 +268,19 @@ static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, cons
 /* The scheme to re-measure on a recheck call: the challenger (a rival whose recheck beat the
  * running scheme) while there is one; else the rival with the lowest estimate if that is below
  * (1 - margin) x the running scheme's; else the least recently measured (ties: lowest estimate)
- * of: the survivors (est within p->drop of the pick's; one never measured too, as when the model
- * kept it out of the warm-up and measurement has since moved the estimates), and the dropped
+ * of: the survivors (lowest within p->drop of the pick's est; one never measured too, as when the
+ * model kept it out of the warm-up and measurement has since moved the estimates), and the dropped
  * schemes whose estimate still rests on fewer than p->window measurements after the cold one,
  * once per longest gap (a warm-up on a busy host can make a scheme look twice as slow as it is,
- * and a drop on that evidence alone would be for good); -1: none. */
+ * and a drop on that evidence alone would be for good); -1: none. Survival is judged on the
+ * scheme's best window, not its last: a scheme's window stops moving when AUTO leaves it, and AUTO
+ * leaves a scheme when its calls look slow, so the last window is biased high. On the 4-rank trace
+ * a burst of load (calls at 2-6x) made AUTO leave ALLGATHER for HIERARCHICAL (1.3x slower in
+ * steady state); ALLGATHER's window held the burst, beyond p->drop, and it was never measured
+ * again in the 450 calls left. Host load only slows calls down, so the best window is the one
+ * nearer the scheme's own speed. */
 static int recheck_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, const double *est,
-                        int pick)
+                        const double *lowest, int pick)
 {
     uint64_t most = longest_gap(p);
     if (t->challenger > 0 && t->challenger != pick && t->measured[t->challenger])
@@ -271,7 +294,7 @@ static int recheck_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, c
     if (r > 0)
         return r;
     for (int s = 1; s < NS; s++) {
-        int survivor = est[s] <= p->drop * est[pick];
+        int survivor = lowest[s] <= p->drop * est[pick];
         int unsure = t->measured[s] <= (uint32_t)p->window && t->seen[s] + most <= t->calls;
         if (s == pick || !usable(est[s]) || !(survivor || (unsure && t->measured[s])))
             continue;
@@ -325,6 +348,17 @@ static void settle(zen_auto_tune *t, const zen_auto_tune_params *p, int pick)
     memset(t->npair, 0, sizeof t->npair);
 }
 
+/* Start a challenge of rival r at once: it runs every other call until its pairs decide. */
+static void challenge_now(zen_auto_tune *t, const zen_auto_tune_params *p, int r)
+{
+    if (r <= 0 || p->period <= 0)
+        return;
+    t->challenger = r;
+    t->npair[r] = 0;
+    t->fresh = 0;
+    t->next_check = t->calls + 2; /* this call and one more of the running scheme first */
+}
+
 /* Warm-up estimates rest on two calls each: when the runner-up is within CLOSE_CALL of the
  * first running scheme, it is challenged at once (every other call, until its pairs decide)
  * rather than at the first recheck. On the grid's 4-rank cells, where calls take 0.4-1 ms and
@@ -338,24 +372,23 @@ static void confirm_close_call(zen_auto_tune *t, const zen_auto_tune_params *p, 
     for (int s = 1; s < NS; s++)
         if (s != pick && t->measured[s] >= 2 && usable(est[s]) && (r < 0 || est[s] < est[r]))
             r = s;
-    if (r < 0 || p->period <= 0 || !(est[r] <= CLOSE_CALL * est[pick]))
-        return;
-    t->challenger = r;
-    t->npair[r] = 0;
-    t->next_check = t->calls + 1;
+    if (r > 0 && est[r] <= CLOSE_CALL * est[pick])
+        challenge_now(t, p, r);
 }
 
 /* On an exploiting call of the running scheme: at a due call the survivor to re-measure, within
  * the budget, and the gap doubles up to backoff periods. */
-static int recheck_due(zen_auto_tune *t, const zen_auto_tune_params *p, const double *est, int pick,
-                       zen_auto_tune_kind *k)
+static int recheck_due(zen_auto_tune *t, const zen_auto_tune_params *p, const double *est,
+                       const double *lowest, int pick, zen_auto_tune_kind *k)
 {
     if (t->calls < t->next_check)
         return pick;
     uint64_t most = longest_gap(p);
-    int r = recheck_pick(t, p, est, pick);
-    if (r > 0 && t->extra_s + (est[r] - est[pick]) <= p->budget * (t->total_s + est[r])) {
+    int r = recheck_pick(t, p, est, lowest, pick);
+    /* two calls: the first, right after the running scheme's, is not compared (header, switch) */
+    if (r > 0 && t->extra_s + 2 * (est[r] - est[pick]) <= p->budget * (t->total_s + 2 * est[r])) {
         *k = ZEN_TUNE_RECHECK;
+        t->again = r;
         t->next_check = t->calls + t->gap;
         if (r != t->challenger) /* a challenge's calls are not rechecks that confirmed the choice */
             t->gap = t->gap * 2 < most ? t->gap * 2 : most;
@@ -370,9 +403,9 @@ zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_pa
                                         zen_auto_tune_kind *kind,
                                         double est_out[ZEN_SPARSE_SCHEME_COUNT])
 {
-    double est[NS];
+    double est[NS], lowest[NS];
     int all[NS], meas[NS];
-    estimate(t, pred, est);
+    estimate(t, pred, est, lowest);
     for (int s = 0; s < NS; s++) {
         all[s] = 1;
         meas[s] = t->measured[s] > 0;
@@ -382,7 +415,11 @@ zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_pa
      * estimates moved) is measured by the budgeted rechecks */
     int pick = t->settled < 0 ? warm_pick(t, p, pred, est, best_all, best_meas) : -1;
     zen_auto_tune_kind k = ZEN_TUNE_WARM;
-    if (pick < 0) {
+    if (pick < 0 && t->again > 0) { /* a recheck's second call */
+        pick = t->again;
+        k = ZEN_TUNE_RECHECK;
+        t->again = -1;
+    } else if (pick < 0) {
         k = ZEN_TUNE_EXPLOIT;
         pick = best_meas > 0 && p->warm > 0 ? best_meas : best_all;
         if (pick < 0)
@@ -392,12 +429,14 @@ zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_pa
         if (c > 0 && pick != c && t->fresh >= (uint32_t)pairs_needed(p)) /* lost */
             end_challenge(t);
         if (pick != t->settled) {
-            int first = t->settled < 0;
+            int before = t->settled;
             settle(t, p, pick);
-            if (first)
+            if (before < 0)
                 confirm_close_call(t, p, est, pick);
+            else /* the scheme just left challenges back at once: see the header, exploit */
+                challenge_now(t, p, before);
         } else if (p->period > 0)
-            pick = recheck_due(t, p, est, pick, &k);
+            pick = recheck_due(t, p, est, lowest, pick, &k);
     }
     t->warm_tries += k == ZEN_TUNE_WARM;
     t->rechecks += k == ZEN_TUNE_RECHECK;

@@ -14,36 +14,48 @@
  *   warm-up   the candidates are the ZEN_SPARSE_TUNE_TOP schemes the raw model ranks first plus
  *             every scheme whose estimate is within ZEN_SPARSE_TUNE_PRUNE times the best estimate
  *             (the model prunes the rest). Each candidate is run ZEN_SPARSE_TUNE_WARM times,
- *             round-robin (fewest measurements first, then the lowest estimate), unless its
- *             estimate from two warm calls past the cold one is already more than PRUNE times the
- *             best measured one. The warm-up is the key's first calls only: once a scheme runs,
- *             a scheme that becomes a candidate later is measured by the budgeted rechecks. So
- *             at most WARM x 6 calls of a key's life are warm-up tries, each expected within
- *             PRUNE x the best.
+ *             back to back (then the next: fewest measurements first, then the lowest
+ *             estimate), unless its estimate from two warm calls past the cold one is already
+ *             more than PRUNE times the best measured one. The warm-up is the key's first calls
+ *             only: once a scheme runs, a scheme that becomes a candidate later is measured by the
+ *             budgeted rechecks. So at most WARM x 6 calls of a key's life are warm-up tries,
+ *             each expected within PRUNE x the best.
+ *   switch    a call right after another scheme's call is timed (it counts in the budget) but
+ *             not compared: it is a scheme's first call (then the cold one) or enters no window
+ *             and no pair. Part of a call's work shows in the next call's time (on 4 inproc
+ *             ranks replaying the 4-rank trace, ALLGATHER took 0.56 of its prediction after
+ *             itself and 0.92 after HIERARCHICAL, HIERARCHICAL 0.98 after itself and 0.64 after
+ *             ALLGATHER), so a scheme is measured after itself, as it would run: the warm-up
+ *             runs each candidate's calls back to back, a recheck is two calls of the rival, and
+ *             the running scheme's call that a pair compares with is one after itself.
  *   exploit   then the measured argmin of est becomes the running scheme, and it stays until paired
- *             evidence says otherwise: every warm-up or recheck call of a rival is paired with the
- *             running scheme's call just before it (its ratio over that call's, both under the same
- *             load), and the running scheme yields to a rival whose median over a full window of
+ *             evidence says otherwise: every compared call of a rival is paired with the running
+ *             scheme's last compared call, a few calls before (its ratio over that call's, both
+ *             under nearly the same load), and the running scheme yields to a rival whose median over a full window of
  *             WINDOW pairs (at least 3) is below 1 - ZEN_SPARSE_TUNE_SWITCH. Estimates alone are
  *             not compared: the running scheme's follows every call, its rivals' were taken at
  *             other times, so a burst of load on the host raised the first alone, and AUTO flipped
  *             to a scheme slower in steady state (on 8 inproc ranks, 10 of 60 calls on BALANCED at
  *             1.19x HIERARCHICAL's time) and back three calls later. When the runner-up is within
- *             1.3x of the first running scheme, it is challenged at once.
+ *             1.3x of the first running scheme, it is challenged at once; so is the scheme AUTO
+ *             has just left, which wins back quickly when the switch was noise.
  *   recheck   ZEN_SPARSE_EXPLORE_PERIOD calls after the running scheme last changed, and then at
  *             gaps that double after each recheck up to ZEN_SPARSE_EXPLORE_BACKOFF periods, a rival
  *             runs instead: the challenger while there is one; else the rival with the lowest
  *             estimate if that is below (1 - SWITCH) x the running scheme's; else the least
- *             recently measured survivor (est within ZEN_SPARSE_TUNE_DROP x the best, measured or
- *             not) or a dropped scheme whose estimate rests on fewer than WINDOW measurements (once
- *             per longest gap: a drop on warm-up evidence alone is not final). Only if the measured
- *             extra time of the rechecks so far plus this one's expected extra stays within
+ *             recently measured survivor (est, or the lowest est it has had past its warm calls,
+ *             within ZEN_SPARSE_TUNE_DROP x the running scheme's, measured or not: AUTO leaves a
+ *             scheme when its calls look slow, so its last window is biased high) or a dropped
+ *             scheme whose estimate rests on fewer than WINDOW measurements (once per longest
+ *             gap: a drop on warm-up evidence alone is not final). Only if the measured extra time
+ *             of the rechecks so far plus this one's expected extra stays within
  *             ZEN_SPARSE_EXPLORE_BUDGET of the measured time of all calls; the extra of a try is
  *             its time minus the best's estimate at the time, so a recheck much slower than
  *             expected uses the budget up. A recheck faster than (1 - SWITCH) x the running
- *             scheme's call before it makes its scheme the challenger, run every other call until
- *             it has a full window of fresh pairs and the exploit rule decides, or until its first
- *             3 fresh pairs have a median time ratio of 1 or more (lost early: one lucky call).
+ *             scheme's last compared call makes its scheme the challenger, run two calls after
+ *             every two of the running scheme until it has a full window of fresh pairs and the
+ *             exploit rule decides, or until its first 3 fresh pairs have a median time ratio of
+ *             1 or more (lost early: one lucky call).
  *             Every recheck that confirms the choice lengthens the gap, so a settled key spends
  *             less on exploration; only a new choice restores the period. The warm-up does not
  *             draw on the budget (it is a one-off cost, bounded by WARM x 6 calls): a slow cold try
@@ -70,6 +82,7 @@ typedef enum zen_auto_tune_kind {
 
 typedef struct zen_auto_tune {
     double corr[ZEN_SPARSE_SCHEME_COUNT]; /* the estimate's ratio, valid when measured[s] > 0 */
+    double best_corr[ZEN_SPARSE_SCHEME_COUNT]; /* lowest corr since measured >= 3; 0: none yet */
     double win[ZEN_SPARSE_SCHEME_COUNT][ZEN_TUNE_WINDOW_MAX]; /* recent measured / predicted */
     uint32_t measured[ZEN_SPARSE_SCHEME_COUNT];
     uint64_t seen[ZEN_SPARSE_SCHEME_COUNT]; /* call number of the last measurement */
@@ -87,6 +100,8 @@ typedef struct zen_auto_tune {
     uint32_t fresh;      /* the challenger's pairs since its challenge began */
     uint64_t gap;        /* calls from one recheck to the next (period, doubled up to backoff) */
     uint64_t next_check; /* the call number of the next recheck */
+    int prev;            /* scheme of the last observed call; -1: none */
+    int again;           /* a recheck's second call is next: its scheme; -1: none */
     int last;            /* scheme of the call not yet observed; -1: none */
     int last_kind;       /* its zen_auto_tune_kind */
     double last_pred;    /* its raw prediction */

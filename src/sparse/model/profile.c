@@ -635,7 +635,7 @@ static uint64_t slot_digest(const profile_slot *sl)
 {
     const zen_auto_tune *t = &sl->tune;
     uint64_t h = zen_hash64(sl->version, sl->calls * 31 + sl->since_full);
-    double d[(3 + 2 * ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 11];
+    double d[(4 + 2 * ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 11];
     size_t k = 0;
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
         for (int i = 0; i < ZEN_TUNE_WINDOW_MAX; i++) {
@@ -644,6 +644,7 @@ static uint64_t slot_digest(const profile_slot *sl)
         }
         h = zen_hash64(h, t->npair[s]);
         d[k++] = t->corr[s];
+        d[k++] = t->best_corr[s];
         d[k++] = sl->pred[s];
         d[k++] = sl->model[s];
         h = zen_hash64(h, ((uint64_t)t->measured[s] << 40) ^ t->seen[s]);
@@ -653,6 +654,7 @@ static uint64_t slot_digest(const profile_slot *sl)
                       sl->cpu_scale, t->settled_ratio, t->settled_s };
     memcpy(d + k, tail, sizeof tail);
     k += sizeof tail / sizeof tail[0];
+    h = zen_hash64(h, (uint64_t)(uint32_t)(t->prev + 1) << 8 | (uint64_t)(uint32_t)(t->again + 1));
     h = zen_hash64(h, t->calls ^ ((uint64_t)(uint32_t)(t->last + 1) << 48) ^
                           ((uint64_t)t->last_kind << 56) ^ ((uint64_t)t->warm_tries << 20) ^
                           t->rechecks);
