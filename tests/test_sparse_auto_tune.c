@@ -478,6 +478,14 @@ static void test_zero_time_ignored(void **state)
     assert_int_equal(t.measured[s], 0);
     assert_int_equal(t.last, -1);
     assert_true(t.total_s == 0);
+    assert_int_equal(t.prev, -1); /* the next call is not after the scheme it ran */
+    /* a call the ranks did not agree on ran all the same: the next call comes after it */
+    s = zen__auto_tune_choose(&t, &params, pred, NULL, NULL);
+    zen__auto_tune_drop(&t);
+    assert_int_equal(t.prev, s);
+    zen__auto_tune_observe(&t, &params, 1.0); /* nothing pending: a no-op */
+    assert_int_equal(t.prev, s);
+    assert_int_equal(t.measured[s], 0);
 }
 
 /* ---- on a communicator: injected timings, a wrong model, identical decisions ---- */

@@ -144,11 +144,23 @@ static void challenge_step(zen_auto_tune *t, const zen_auto_tune_params *p, int 
         t->next_check = t->calls + 2; /* one call of the running scheme after itself first */
 }
 
+static void clear_pending(zen_auto_tune *t)
+{
+    t->last = -1;
+    t->last_kind = ZEN_TUNE_EXPLOIT;
+    t->last_pred = 0;
+    t->last_base = 0;
+}
+
 void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds)
 {
     int s = t->last;
-    if (s < 1 || s >= NS || !(seconds > 0)) { /* 0: the call did not run it (hier-host) */
-        zen__auto_tune_drop(t);
+    if (s < 1 || s >= NS) { /* none pending */
+        clear_pending(t);
+        return;
+    }
+    if (!(seconds > 0)) { /* 0: the call did not run it (hier-host) */
+        clear_pending(t);
         t->prev = -1;
         return;
     }
@@ -176,15 +188,13 @@ void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, dou
         t->extra_s += seconds - t->last_base;
     if (t->last_kind == ZEN_TUNE_RECHECK && p->period > 0 && rel > 0)
         challenge_step(t, p, s, rel, q);
-    zen__auto_tune_drop(t);
+    clear_pending(t);
 }
 
 void zen__auto_tune_drop(zen_auto_tune *t)
 {
-    t->last = -1;
-    t->last_kind = ZEN_TUNE_EXPLOIT;
-    t->last_pred = 0;
-    t->last_base = 0;
+    t->prev = t->last; /* it ran, untimed: the next call of another scheme is not compared */
+    clear_pending(t);
 }
 
 static int usable(double x)

@@ -131,7 +131,8 @@ void zen__auto_tune_init(zen_auto_tune *t);
  * that ran something else, only forgets it). */
 void zen__auto_tune_observe(zen_auto_tune *t, const zen_auto_tune_params *p, double seconds);
 
-/* Forget the pending call (the ranks did not agree on it). */
+/* Forget the pending call's time (the ranks did not agree on it); it ran, so the next call comes
+ * after it. */
 void zen__auto_tune_drop(zen_auto_tune *t);
 
 /*
