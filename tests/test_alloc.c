@@ -1,7 +1,7 @@
-/* The large-block cache behind zen__malloc/zen__free (src/common/alloc.c): a freed large block is
- * handed to the next request it fits, zen__calloc still returns zeros, a growing realloc moves into
- * a kept block with its contents, small requests and requests far smaller than a kept block are not
- * served from it, and the entry limit holds. */
+/* The block cache behind zen__malloc/zen__free (src/common/alloc.c): a freed block is handed to
+ * the next request it fits, zen__calloc still returns zeros, a growing realloc moves into a kept
+ * block with its contents or grows within its rounded block, small requests and requests far
+ * smaller than a kept block are not served from it, and the entry limit holds. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,11 +67,11 @@ static void test_small_and_fresh_requests_untouched(void **state)
 static void kept_after_freeing(int count, size_t bytes, int *blocks, size_t *kept)
 {
     zen__alloc_cache_trim();
-    void *p[100];
+    void *p[300];
     for (int i = 0; i < count; i++) {
         p[i] = zen__malloc(bytes);
         assert_non_null(p[i]);
-        memset(p[i], i, 4096);
+        memset(p[i], i, bytes < 4096 ? bytes : 4096);
     }
     for (int i = 0; i < count; i++)
         zen__free(p[i]);
@@ -89,17 +89,48 @@ static void test_cap_and_entry_limit(void **state)
 {
     (void)state;
     SKIP_UNDER_ASAN();
-    /* The cache keeps at most 256 MiB (ZEN_ALLOC_CACHE_MB) and 64 entries, the rest is released.
-     * 40 blocks of 8 MiB: the byte cap binds; 100 blocks of 128 KiB: the entry limit does. */
+    /* The cache keeps at most 256 MiB (ZEN_ALLOC_CACHE_MB) and 256 entries, the rest is released.
+     * 40 blocks of 8 MiB: the byte cap binds; 300 blocks of 128 KiB: the entry limit does. */
     int blocks;
     size_t kept;
     kept_after_freeing(40, 8 * MiB, &blocks, &kept);
     assert_true(kept <= 256 * MiB && kept > 256 * MiB - 9 * MiB);
     assert_true(blocks >= 30 && blocks <= 32);
-    kept_after_freeing(100, 128 << 10, &blocks, &kept);
-    assert_int_equal(blocks, 64);
-    kept_after_freeing(100, 32 << 10, &blocks, &kept); /* below the 64 KiB minimum: none */
+    kept_after_freeing(300, 128 << 10, &blocks, &kept);
+    assert_int_equal(blocks, 256);
+    kept_after_freeing(100, 2 << 10, &blocks, &kept); /* below the 4 KiB minimum: none */
     assert_int_equal(blocks, 0);
+}
+
+/* A block from 64 KiB on is a power of two while the cache is on: a buffer that grows within it
+ * (a merge output, round by round) stays where it is, contents and all; and a freed 32 KiB block
+ * (above the 4 KiB minimum) serves the next request it fits. */
+static void test_growth_in_place(void **state)
+{
+    (void)state;
+    SKIP_UNDER_ASAN();
+    zen__alloc_cache_trim();
+    char *a = zen__malloc(600 << 10);
+    assert_non_null(a);
+    memset(a, 3, 600 << 10);
+    char *b = zen__realloc(a, 1000 << 10);
+    assert_ptr_equal(a, b);
+    for (size_t i = 0; i < (600 << 10); i += 4093)
+        assert_int_equal(b[i], 3);
+    zen__free(b);
+    int blocks;
+    size_t kept;
+    zen__alloc_cache_stats(&blocks, &kept);
+    assert_int_equal(blocks, 1);
+    assert_true(kept >= MiB); /* the whole power of two */
+    zen__alloc_cache_trim();
+    char *c = zen__malloc(32 << 10);
+    zen__free(c);
+    zen__alloc_cache_stats(&blocks, &kept);
+    assert_int_equal(blocks, 1);
+    assert_ptr_equal(zen__malloc(20 << 10), c);
+    zen__free(c);
+    zen__alloc_cache_trim();
 }
 
 int main(void)
@@ -108,6 +139,7 @@ int main(void)
         cmocka_unit_test(test_large_block_reused),
         cmocka_unit_test(test_small_and_fresh_requests_untouched),
         cmocka_unit_test(test_cap_and_entry_limit),
+        cmocka_unit_test(test_growth_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
