@@ -169,9 +169,9 @@ static void test_budget(void **state)
             assert_true(log.warm <= 2 * (ZEN_SPARSE_SCHEME_COUNT - 1));
             assert_true(log.try_extra <= budgets[b] * log.total + 2 * log.warm * slower[k] + 2);
             assert_int_equal(log.fastest_tail, log.exploit_tail);
-            if (k ==
-                1) /* 4x: dropped after one or two warm-up tries; re-measured (two calls a time) only until
-                         * its estimate rests on a full window, then never again */
+            /* 4x: dropped after one or two warm-up tries; re-measured (two calls a time) only
+             * until its estimate rests on a full window, then never again */
+            if (k == 1)
                 assert_true(log.rechecks <= 2 * tp.window * (ZEN_SPARSE_SCHEME_COUNT - 2));
             else /* 1.5x: a survivor, rechecked within the budget */
                 assert_true(log.rechecks > 0);

@@ -40,7 +40,8 @@ static const struct param_row param_table[] = {
     { "ZEN_REQUIRE_SECRET", "0",
       "1: refuse to start a tcp job without a job secret (default: warn on non-loopback)" },
     { "ZEN_ALLOC_CACHE_MB", "256",
-      "freed blocks of 64 KiB and more kept for reuse, at most this many MiB (0: none)" },
+      "freed blocks of 4 KiB and more kept for reuse, at most this many MiB (0: none, and no "
+      "rounding of 64 KiB-64 MiB requests to a power of two)" },
     { "ZEN_RANK", "", "rank of this process (also RANK, OMPI_COMM_WORLD_RANK, PMI_RANK)" },
     { "ZEN_WORLD_SIZE", "", "number of ranks (also WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE)" },
     { "ZEN_MASTER_ADDR", "127.0.0.1", "tcp rendezvous host of rank 0 (also MASTER_ADDR)" },

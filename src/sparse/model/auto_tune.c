@@ -116,8 +116,8 @@ static void end_challenge(zen_auto_tune *t)
 /*
  * A recheck of rival s took rel (its pair ratio q) of the running scheme's last compared call.
  * One that beat the running scheme by more than the margin starts a challenge: s runs again (two
- * calls) after two calls of the running scheme, until it has a full window of fresh pairs (pairs_needed) and
- * paired_choice decides. Its pairs start over with this one, so a change of the ranking shows
+ * calls) after two calls of the running scheme, until it has a full window of fresh pairs
+ * (pairs_needed) and paired_choice decides. Its pairs start over with this one, so a change of the ranking shows
  * after one window rather than after old pairs age out. A challenger whose first MIN_PAIRS
  * fresh pairs have a median time ratio of 1 or more has lost early: on this VM's +-30% per-call
  * noise a single recheck of a 1.2x slower rival beat the running scheme often enough that full
@@ -358,7 +358,8 @@ static void settle(zen_auto_tune *t, const zen_auto_tune_params *p, int pick)
     memset(t->npair, 0, sizeof t->npair);
 }
 
-/* Start a challenge of rival r at once: it runs every other call until its pairs decide. */
+/* Start a challenge of rival r at once: two calls of it after every two of the running scheme's,
+ * until its pairs decide. */
 static void challenge_now(zen_auto_tune *t, const zen_auto_tune_params *p, int r)
 {
     if (r <= 0 || p->period <= 0)
@@ -370,9 +371,9 @@ static void challenge_now(zen_auto_tune *t, const zen_auto_tune_params *p, int r
 }
 
 /* Warm-up estimates rest on two calls each: when the runner-up is within CLOSE_CALL of the
- * first running scheme, it is challenged at once (every other call, until its pairs decide)
- * rather than at the first recheck. On the grid's 4-rank cells, where calls take 0.4-1 ms and
- * two or three schemes lie within 20%, AUTO otherwise kept a 1.2-1.3x scheme for the whole run. */
+ * first running scheme, it is challenged at once (challenge_now) rather than at the first
+ * recheck. On the grid's 4-rank cells, where calls take 0.4-1 ms and two or three schemes lie
+ * within 20%, AUTO otherwise kept a 1.2-1.3x scheme for the whole run. */
 #define CLOSE_CALL 1.3
 
 static void confirm_close_call(zen_auto_tune *t, const zen_auto_tune_params *p, const double *est,

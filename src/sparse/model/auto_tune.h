@@ -25,9 +25,11 @@
  *             and no pair. Part of a call's work shows in the next call's time (on 4 inproc
  *             ranks replaying the 4-rank trace, ALLGATHER took 0.56 of its prediction after
  *             itself and 0.92 after HIERARCHICAL, HIERARCHICAL 0.98 after itself and 0.64 after
- *             ALLGATHER), so a scheme is measured after itself, as it would run: the warm-up
- *             runs each candidate's calls back to back, a recheck is two calls of the rival, and
- *             the running scheme's call that a pair compares with is one after itself.
+ *             ALLGATHER; mostly the allocator's churn, since removed in src/common/alloc.c,
+ *             but a call can always leave work behind), so a scheme is measured after itself,
+ *             as it would run: the warm-up runs each candidate's calls back to back, a recheck
+ *             is two calls of the rival, and the running scheme's call that a pair compares with
+ *             is one after itself.
  *   exploit   then the measured argmin of est becomes the running scheme, and it stays until paired
  *             evidence says otherwise: every compared call of a rival is paired with the running
  *             scheme's last compared call, a few calls before (its ratio over that call's, both
