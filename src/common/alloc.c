@@ -34,14 +34,15 @@ static int injected_failure(void)
  * are ordinary malloc blocks, so whoever gets one may free or realloc it as usual.
  *
  * BIG_MIN is 4 KiB, not the 64 KiB it was: a per-thread glibc arena trims its top by madvise
- * whenever a free leaves more than 128 KiB there, and the sparse schemes' smaller arrays (a COO's
- * indices, per-peer tables) did that on almost every call. While the cache is on, requests from
- * ROUND_MIN to ROUND_MAX are rounded up to a power of two, so kept blocks come in few sizes and fit
- * later requests, and a buffer that grows round by round (HIERARCHICAL's merge output) stays in
- * its block instead of glibc moving it with mremap. On 4 inproc ranks replaying a width-128 trace
- * (60 iterations of 5 calls, one scheme): page faults 20,000-26,000 before, about 9,000 after; per
- * call ALLGATHER 0.56-0.59 of its prediction before, 0.41-0.42 after, HIERARCHICAL 0.63-0.68 and
- * 0.41-0.51 (two runs each).
+ * whenever a free leaves more than 128 KiB there, and the sparse schemes' smaller arrays (a
+ * COO's indices, per-peer tables) did that on almost every call. While the cache is on, malloc
+ * and realloc requests from ROUND_MIN to ROUND_MAX are rounded up to a power of two (calloc
+ * keeps glibc's zeroed pages), so kept blocks come in few sizes and fit later requests, and a
+ * buffer that grows round by round (HIERARCHICAL's merge output) stays in its block instead of
+ * glibc moving it with mremap. On 4 inproc ranks replaying a width-128 trace (60 iterations of 5
+ * calls, one scheme): page faults 20,000-26,000 before, about 9,000 after; per call ALLGATHER
+ * 0.56-0.59 of its prediction before, 0.41-0.42 after, HIERARCHICAL 0.63-0.68 and 0.41-0.51 (two
+ * runs each).
  */
 #define BIG_MIN     ((size_t)4 << 10)
 #define ROUND_MIN   ((size_t)64 << 10)

@@ -218,10 +218,8 @@ static int argmin_masked(const double *v, const int *mask)
 /* est[s]: pred[s] x corr[s] once measured past its cold call, else pred[s] x g, g the smallest
  * corr measured so far (1: none). A first call alone cannot make a scheme look worse than one
  * not measured: cold (allocations, first touches) it took up to 4x its time on the grid, and
- * judged by it ALLGATHER, the fastest scheme of the cell, was never measured again.
- * lowest[s]: the smaller of est[s] and pred[s] x best_corr[s], what the scheme has done at its
- * best (only the survivor test reads it, see recheck_pick). */
-static void estimate(const zen_auto_tune *t, const double *pred, double *est, double *lowest)
+ * judged by it ALLGATHER, the fastest scheme of the cell, was never measured again. */
+static void estimate(const zen_auto_tune *t, const double *pred, double *est)
 {
     double g = 0;
     for (int s = 1; s < NS; s++)
@@ -232,10 +230,6 @@ static void estimate(const zen_auto_tune *t, const double *pred, double *est, do
     est[0] = 0;
     for (int s = 1; s < NS; s++)
         est[s] = usable(pred[s]) ? pred[s] * (t->measured[s] >= 2 ? t->corr[s] : g) : 1e301;
-    for (int s = 0; s < NS; s++)
-        lowest[s] = t->best_corr[s] > 0 && pred[s] * t->best_corr[s] < est[s]
-                        ? pred[s] * t->best_corr[s]
-                        : est[s];
 }
 
 /* The next warm-up try, or -1: a candidate (the model's first p->top, or within p->prune of the
@@ -278,8 +272,9 @@ static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, cons
 /* The scheme to re-measure on a recheck call: the challenger (a rival whose recheck beat the
  * running scheme) while there is one; else the rival with the lowest estimate if that is below
  * (1 - margin) x the running scheme's; else the least recently measured (ties: lowest estimate)
- * of: the survivors (lowest within p->drop of the pick's est; one never measured too, as when the
- * model kept it out of the warm-up and measurement has since moved the estimates), and the dropped
+ * of: the survivors (est, or pred x best_corr, within p->drop of the pick's est; one never measured
+ * too, as when the model kept it out of the warm-up and measurement has since moved the
+ * estimates), and the dropped
  * schemes whose estimate still rests on fewer than p->window measurements after the cold one,
  * once per longest gap (a warm-up on a busy host can make a scheme look twice as slow as it is,
  * and a drop on that evidence alone would be for good); -1: none. Survival is judged on the
@@ -290,7 +285,7 @@ static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, cons
  * again in the 450 calls left. Host load only slows calls down, so the best window is the one
  * nearer the scheme's own speed. */
 static int recheck_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, const double *est,
-                        const double *lowest, int pick)
+                        const double *pred, int pick)
 {
     uint64_t most = longest_gap(p);
     if (t->challenger > 0 && t->challenger != pick && t->measured[t->challenger])
@@ -304,7 +299,8 @@ static int recheck_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, c
     if (r > 0)
         return r;
     for (int s = 1; s < NS; s++) {
-        int survivor = lowest[s] <= p->drop * est[pick];
+        double bar = p->drop * est[pick];
+        int survivor = est[s] <= bar || (t->best_corr[s] > 0 && pred[s] * t->best_corr[s] <= bar);
         int unsure = t->measured[s] <= (uint32_t)p->window && t->seen[s] + most <= t->calls;
         if (s == pick || !usable(est[s]) || !(survivor || (unsure && t->measured[s])))
             continue;
@@ -390,12 +386,12 @@ static void confirm_close_call(zen_auto_tune *t, const zen_auto_tune_params *p, 
 /* On an exploiting call of the running scheme: at a due call the survivor to re-measure, within
  * the budget, and the gap doubles up to backoff periods. */
 static int recheck_due(zen_auto_tune *t, const zen_auto_tune_params *p, const double *est,
-                       const double *lowest, int pick, zen_auto_tune_kind *k)
+                       const double *pred, int pick, zen_auto_tune_kind *k)
 {
     if (t->calls < t->next_check)
         return pick;
     uint64_t most = longest_gap(p);
-    int r = recheck_pick(t, p, est, lowest, pick);
+    int r = recheck_pick(t, p, est, pred, pick);
     /* two calls: the first, right after the running scheme's, is not compared (header, switch) */
     if (r > 0 && t->extra_s + 2 * (est[r] - est[pick]) <= p->budget * (t->total_s + 2 * est[r])) {
         *k = ZEN_TUNE_RECHECK;
@@ -414,9 +410,9 @@ zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_pa
                                         zen_auto_tune_kind *kind,
                                         double est_out[ZEN_SPARSE_SCHEME_COUNT])
 {
-    double est[NS], lowest[NS];
+    double est[NS];
     int all[NS], meas[NS];
-    estimate(t, pred, est, lowest);
+    estimate(t, pred, est);
     for (int s = 0; s < NS; s++) {
         all[s] = 1;
         meas[s] = t->measured[s] > 0;
@@ -447,7 +443,7 @@ zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_pa
             else /* the scheme just left challenges back at once: see the header, exploit */
                 challenge_now(t, p, before);
         } else if (p->period > 0)
-            pick = recheck_due(t, p, est, lowest, pick, &k);
+            pick = recheck_due(t, p, est, pred, pick, &k);
     }
     t->warm_tries += k == ZEN_TUNE_WARM;
     t->rechecks += k == ZEN_TUNE_RECHECK;
