@@ -10,7 +10,10 @@
 #        GRID_WIDTH (4), GRID_ITERS (40), GRID_WARMUP (24: AUTO's warm-up measures up to 6
 #        candidates 3 times (ZEN_SPARSE_TUNE_WARM), so the timed calls are its steady state;
 #        run_us has the whole run),
-#        GRID_ROUNDS (3),
+#        GRID_ROUNDS (6: a scheme's p50 over 40 calls moves 10-30% between runs on a shared
+#        2-core host, and a 10% question needs the median of several),
+#        GRID_TWINS=1 to add every scheme's twin (`zen bench sparse --twins`, a control: what
+#        a chooser that always ran the fastest scheme would score; doubles the time),
 #        GRID_TRACES (trace dirs, see docs/trace-format.md), GRID_TRACE_RANKS (8),
 #        GRID_LAUNCH=1 to run each cell as processes under `zen launch` (shm on one host;
 #        GRID_LAUNCH_TRANSPORT=tcp for tcp) instead of inproc threads.
@@ -25,6 +28,9 @@ ROWS=${GRID_ROWS:-200000}
 WIDTH=${GRID_WIDTH:-4}
 ITERS=${GRID_ITERS:-40}
 WARMUP=${GRID_WARMUP:-24}
+ROUNDS=${GRID_ROUNDS:-6}
+TWINS=
+[ "${GRID_TWINS:-0}" = 1 ] && TWINS=--twins
 # OpenBLAS (linked for tensor parallelism) starts a worker per core at load that spins for about
 # 0.1 s of CPU; the sparse path makes no BLAS call, so without this every rank's first calls
 # share the cores with a spinner.
@@ -35,12 +41,12 @@ run_cell() { # ranks, then bench arguments
     shift
     if [ "${GRID_LAUNCH:-0}" = 1 ]; then
         "$ZEN" launch -n "$n" --transport "${GRID_LAUNCH_TRANSPORT:-auto}" -- "$ZEN" bench sparse "$@" --iters "$ITERS" --warmup "$WARMUP" \
-            --json | grep '^{' >>"$OUT"
+            $TWINS --json | grep '^{' >>"$OUT"
     else
-        "$ZEN" bench sparse --ranks "$n" "$@" --iters "$ITERS" --warmup "$WARMUP" --json >>"$OUT"
+        "$ZEN" bench sparse --ranks "$n" "$@" --iters "$ITERS" --warmup "$WARMUP" $TWINS --json >>"$OUT"
     fi
 }
-for round in $(seq "${GRID_ROUNDS:-3}"); do
+for round in $(seq "$ROUNDS"); do
     for n in $RANKS; do
         for d in $DENSITIES; do
             for o in $OVERLAPS; do
@@ -51,6 +57,6 @@ for round in $(seq "${GRID_ROUNDS:-3}"); do
     for t in ${GRID_TRACES:-}; do
         run_cell "${GRID_TRACE_RANKS:-8}" --trace "$t"
     done
-    echo "sparse_grid: round $round of ${GRID_ROUNDS:-3} done" >&2
+    echo "sparse_grid: round $round of $ROUNDS done" >&2
 done
 /usr/bin/python3 "$(dirname "$0")/sparse_grid_table.py" "$OUT"

@@ -305,9 +305,23 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The median over the timed iterations of a[it] / b[it]. */
+static double paired_median(const double *a, const double *b, int warmup, int iters)
+{
+    double q[64];
+    assert_true(iters <= 64);
+    for (int i = 0; i < iters; i++) {
+        assert_true(a[warmup + i] > 0 && b[warmup + i] > 0);
+        q[i] = a[warmup + i] / b[warmup + i];
+    }
+    qsort(q, (size_t)iters, sizeof *q, cmp_double);
+    return q[(iters + 1) / 2 - 1];
+}
+
 /* `zen bench sparse`'s auto_over_paired is, per scheme, the median over the timed iterations of
- * AUTO's time over that scheme's in the same iteration: recomputed here from the per-iteration
- * times --call-times prints (`# call SCHEME ITERATION US RAN`, slowest rank). */
+ * AUTO's time over that scheme's in the same iteration, and a twin's twin_over_paired (--twins)
+ * the same of the twin over its original: recomputed here from the per-iteration times
+ * --call-times prints (`# call SCHEME ITERATION US RAN`, slowest rank). */
 static void test_sparse_paired_ratio(void **state)
 {
     (void)state;
@@ -323,17 +337,24 @@ static void test_sparse_paired_ratio(void **state)
     close(fd);
     cmd_out out;
     run_zen_to("bench sparse --ranks 2 --rows 4000 --density 0.02 --schemes auto,allgather,ps "
-               "--iters 9 --warmup 2 --json --call-times",
+               "--iters 9 --warmup 2 --json --call-times --twins",
                &out, err);
     assert_int_equal(out.exit_code, 0);
-    const char *line = NULL;
-    for (int i = 0; i < out.nlines; i++)
+    const char *line = NULL, *twin = NULL;
+    int nrows = 0;
+    for (int i = 0; i < out.nlines; i++) {
+        nrows += out.lines[i][0] == '{';
         if (strstr(out.lines[i], "\"scheme\":\"auto\""))
             line = out.lines[i];
+        if (strstr(out.lines[i], "\"scheme\":\"ps\"") && strstr(out.lines[i], "\"twin\":true"))
+            twin = out.lines[i];
+    }
+    assert_int_equal(nrows, 5); /* auto, allgather, ps and the twins of the last two */
     assert_non_null(line);
+    assert_non_null(twin);
     assert_non_null(json_field(line, "auto_over_paired"));
-    static const char *const names[3] = { "auto", "allgather", "ps" };
-    double t[3][WARMUP + ITERS] = { { 0 } };
+    static const char *const names[4] = { "auto", "allgather", "ps", "ps~twin" };
+    double t[4][WARMUP + ITERS] = { { 0 } };
     FILE *f = fopen(err, "r");
     assert_non_null(f);
     char buf[256], scheme[32], ran[32];
@@ -341,23 +362,21 @@ static void test_sparse_paired_ratio(void **state)
     double us;
     while (fgets(buf, sizeof buf, f))
         if (sscanf(buf, "# call %31s %d %lf %31s", scheme, &it, &us, ran) == 4)
-            for (int k = 0; k < 3; k++)
+            for (int k = 0; k < 4; k++)
                 if (strcmp(scheme, names[k]) == 0 && it >= 0 && it < WARMUP + ITERS)
                     t[k][it] = us;
     fclose(f);
     unlink(err);
+    /* the call times are printed to 0.1 us, the ratios to 4 decimals */
     for (int k = 1; k < 3; k++) {
-        double q[ITERS];
-        for (int i = 0; i < ITERS; i++) {
-            assert_true(t[0][WARMUP + i] > 0 && t[k][WARMUP + i] > 0);
-            q[i] = t[0][WARMUP + i] / t[k][WARMUP + i];
-        }
-        qsort(q, ITERS, sizeof *q, cmp_double);
-        double want = q[(ITERS + 1) / 2 - 1], got = json_num(line, names[k]);
-        /* the call times are printed to 0.1 us, the ratio to 4 decimals */
+        double want = paired_median(t[0], t[k], WARMUP, ITERS), got = json_num(line, names[k]);
         if (fabs(got - want) > 2e-3 * want)
             fail_msg("%s: auto_over_paired %g, from the call times %g", names[k], got, want);
     }
+    double want = paired_median(t[3], t[2], WARMUP, ITERS);
+    double got = json_num(twin, "twin_over_paired");
+    if (fabs(got - want) > 2e-3 * want)
+        fail_msg("ps~twin: twin_over_paired %g, from the call times %g", got, want);
     free_out(&out);
 }
 

@@ -54,12 +54,16 @@ typedef struct sb_cfg {
     int json;
     int call_times; /* --call-times: every iteration's time to stderr */
     int sequential; /* --sequential: each scheme's calls in one block, not interleaved */
+    int twins;      /* --twins: a second, independent copy of every scheme but AUTO (a control) */
     double timeout;
     int hash_k, pull_format; /* BALANCED ablations (zen_sparse_options), 0: defaults */
     double hash_r1;
 } sb_cfg;
 
 static const char *const pull_format_names[] = { "auto", "hash-bitmap", "coo", "plain-bitmap" };
+
+/* Runs per iteration: every scheme, and with --twins a twin of each but AUTO. */
+#define SB_MAX_RUNS (2 * ZEN_SPARSE_SCHEME_COUNT)
 
 /* One allreduce of the workload: every rank's input and the dense sum. */
 typedef struct sb_case {
@@ -78,6 +82,7 @@ typedef struct sb_case {
 
 typedef struct sb_result {
     int scheme;
+    int twin;   /* the second copy of scheme (--twins) */
     int chosen; /* AUTO: the scheme it ran most often in the timed calls */
     int verified;
     double p50_us;
@@ -87,13 +92,14 @@ typedef struct sb_result {
     double predicted_us[ZEN_SPARSE_SCHEME_COUNT]; /* AUTO's cost model, per scheme (0: none) */
     double phase_us[ZEN_PHASE_COUNT]; /* last iteration, slowest rank per phase, summed tensors */
     double paired[ZEN_SPARSE_SCHEME_COUNT]; /* AUTO: its time over each scheme's (paired_ratios) */
+    double twin_paired; /* a twin: its time over its original's, paired by iteration */
 } sb_result;
 
 typedef struct sb_shared {
     const sb_cfg *cfg;
     sb_case *cases;
     size_t ncases;
-    sb_result results[ZEN_SPARSE_SCHEME_COUNT + 1];
+    sb_result results[SB_MAX_RUNS];
     int nresults;
     int report;              /* print the report from this process */
     zen_transport_kind kind; /* transport actually used */
@@ -444,6 +450,7 @@ static int load_trace(const sb_cfg *cfg, int n, sb_case **out, size_t *count)
  */
 typedef struct sb_run {
     int scheme;
+    int twin;      /* --twins: the second copy of scheme */
     double *times; /* per iteration, this rank's seconds (the slowest rank's after finish) */
     int *ran;      /* per iteration, the scheme the call ran (AUTO's choice) */
     /* bad, sent, recv, push, pull, then the cost model's predictions (AUTO only; summed over the
@@ -523,11 +530,12 @@ static zen_status finish_run(zen_comm *comm, const sb_cfg *cfg, sb_run *r, sb_re
     if (st != ZEN_OK)
         return st;
     res->scheme = r->scheme;
+    res->twin = r->twin;
     res->verified = r->agg[0] == 0;
     for (int it = 0; cfg->call_times && me == 0 && it < total; it++)
-        fprintf(stderr, "# call %s %d %.1f %s\n",
-                zen_sparse_scheme_name((zen_sparse_scheme)r->scheme), it, r->times[it] * 1e6,
-                zen_sparse_scheme_name((zen_sparse_scheme)r->ran[it]));
+        fprintf(stderr, "# call %s%s %d %.1f %s\n",
+                zen_sparse_scheme_name((zen_sparse_scheme)r->scheme), r->twin ? "~twin" : "", it,
+                r->times[it] * 1e6, zen_sparse_scheme_name((zen_sparse_scheme)r->ran[it]));
     double *sorted = malloc((size_t)cfg->iters * sizeof *sorted); /* times stay in call order */
     if (!sorted)
         return ZEN_ENOMEM;
@@ -568,32 +576,41 @@ static void shuffled_order(int *order, int ns, uint64_t it)
 }
 
 /*
- * AUTO's time over each scheme's, paired by iteration: the median over the timed iterations of
- * AUTO's call over that scheme's call of the same iteration (interleaved, so both saw the same
- * load). On the shared 2-core VM a scheme's p50 over 40 calls moves by 10-30% from run to run,
+ * One run's time over another's, paired by iteration: the median over the timed iterations of
+ * a's call over b's call of the same iteration (interleaved, so both saw the same load). On the
+ * shared 2-core VM a scheme's p50 over 40 calls moves by 10-30% from run to run,
  * and the ratio of two such p50s with it; the paired median is the steadier estimate of how far
- * AUTO is from a scheme. Slowest rank's times, as the p50s.
+ * AUTO is from a scheme. Slowest rank's times, as the p50s; q holds cfg->iters.
  */
-static zen_status paired_ratios(const sb_cfg *cfg, const sb_run *runs, int ns, int ia,
-                                sb_result *res)
+static double paired_median(const sb_cfg *cfg, const sb_run *a, const sb_run *b, double *q)
+{
+    size_t k = 0;
+    for (int it = cfg->warmup; it < cfg->warmup + cfg->iters; it++)
+        if (b->times[it] > 0)
+            q[k++] = a->times[it] / b->times[it];
+    return k ? bench_percentile(q, k, 50) : 0;
+}
+
+/* AUTO's over every scheme's, and each twin's over its original's (the control: how far two
+ * copies of one scheme land apart on this host, paired). */
+static zen_status paired_ratios(const sb_cfg *cfg, const sb_run *runs, int ns, sb_result *results)
 {
     double *q = malloc((size_t)cfg->iters * sizeof *q);
     if (!q)
         return ZEN_ENOMEM;
-    for (int i = 0; i < ns; i++) {
-        const double *a = runs[ia].times + cfg->warmup, *b = runs[i].times + cfg->warmup;
-        size_t k = 0;
-        for (int it = 0; it < cfg->iters; it++)
-            if (b[it] > 0)
-                q[k++] = a[it] / b[it];
-        res->paired[runs[i].scheme] = k ? bench_percentile(q, k, 50) : 0;
-    }
+    for (int i = 0; i < ns; i++)
+        for (int j = 0; j < ns; j++) {
+            if (runs[i].scheme == ZEN_SPARSE_AUTO && !runs[j].twin)
+                results[i].paired[runs[j].scheme] = paired_median(cfg, &runs[i], &runs[j], q);
+            if (runs[i].twin && !runs[j].twin && runs[j].scheme == runs[i].scheme)
+                results[i].twin_paired = paired_median(cfg, &runs[i], &runs[j], q);
+        }
     free(q);
     return ZEN_OK;
 }
 
 /* Every scheme's calls, interleaved or one scheme after another (cfg->sequential). */
-static zen_status run_all(zen_comm *comm, sb_shared *sh, sb_result *results)
+static zen_status run_all(zen_comm *comm, sb_shared *sh, sb_result *results, int *nruns)
 {
     const sb_cfg *cfg = sh->cfg;
     int ns = cfg->nschemes, total = cfg->warmup + cfg->iters;
@@ -603,12 +620,16 @@ static zen_status run_all(zen_comm *comm, sb_shared *sh, sb_result *results)
         if (cnt > maxcount)
             maxcount = cnt;
     }
-    sb_run runs[ZEN_SPARSE_SCHEME_COUNT + 1];
+    sb_run runs[SB_MAX_RUNS];
     memset(runs, 0, sizeof runs);
     float *out = malloc((maxcount ? maxcount : 1) * sizeof *out);
     zen_status st = out ? ZEN_OK : ZEN_ENOMEM;
-    for (int i = 0; i < ns && st == ZEN_OK; i++) {
+    for (int i = 0; i < cfg->nschemes; i++)
         runs[i].scheme = cfg->schemes[i];
+    for (int i = 0; cfg->twins && i < cfg->nschemes; i++)
+        if (cfg->schemes[i] != ZEN_SPARSE_AUTO)
+            runs[ns++] = (sb_run){ .scheme = cfg->schemes[i], .twin = 1 };
+    for (int i = 0; i < ns && st == ZEN_OK; i++) {
         runs[i].times = calloc((size_t)total + 1, sizeof *runs[i].times);
         runs[i].ran = calloc((size_t)total + 1, sizeof *runs[i].ran);
         if (!runs[i].times || !runs[i].ran)
@@ -616,7 +637,7 @@ static zen_status run_all(zen_comm *comm, sb_shared *sh, sb_result *results)
     }
     int outer = cfg->sequential ? ns : total, inner = cfg->sequential ? total : ns;
     for (int a = 0; a < outer && st == ZEN_OK; a++) {
-        int order[ZEN_SPARSE_SCHEME_COUNT + 1];
+        int order[SB_MAX_RUNS];
         shuffled_order(order, ns, (uint64_t)a);
         for (int b = 0; b < inner && st == ZEN_OK; b++)
             st = cfg->sequential ? run_call(comm, sh, &runs[a], b, out)
@@ -624,14 +645,14 @@ static zen_status run_all(zen_comm *comm, sb_shared *sh, sb_result *results)
     }
     for (int i = 0; i < ns && st == ZEN_OK; i++)
         st = finish_run(comm, cfg, &runs[i], &results[i]);
-    for (int i = 0; i < ns && st == ZEN_OK; i++)
-        if (runs[i].scheme == ZEN_SPARSE_AUTO && !cfg->sequential)
-            st = paired_ratios(cfg, runs, ns, i, &results[i]);
+    if (st == ZEN_OK && !cfg->sequential)
+        st = paired_ratios(cfg, runs, ns, results);
     for (int i = 0; i < ns; i++) {
         free(runs[i].times);
         free(runs[i].ran);
     }
     free(out);
+    *nruns = ns;
     return st;
 }
 
@@ -656,14 +677,15 @@ static zen_status bench_rank(zen_comm *comm, const bench_opts *o, void *arg)
         sh->report = me == 0;
     }
     zen_status st = ZEN_OK;
-    sb_result results[ZEN_SPARSE_SCHEME_COUNT + 1];
+    sb_result results[SB_MAX_RUNS];
     memset(results, 0, sizeof results);
-    st = run_all(comm, sh, results);
+    int nruns = 0;
+    st = run_all(comm, sh, results, &nruns);
     /* inproc: rank 0's thread publishes; a process publishes its own copy (all are equal) */
     if (st == ZEN_OK && (me == 0 || cfg->transport != ZEN_TRANSPORT_INPROC)) {
         sh->kind = zen_comm_transport(comm);
         memcpy(sh->results, results, sizeof results);
-        sh->nresults = cfg->nschemes;
+        sh->nresults = nruns;
     }
     return st;
 }
@@ -688,6 +710,8 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
     double t_dense = 0, t_ag = 0;
     const double *pred = NULL; /* the cost model's predictions, when AUTO ran */
     for (int i = 0; i < sh->nresults; i++) {
+        if (sh->results[i].twin)
+            continue;
         if (sh->results[i].scheme == ZEN_SPARSE_DENSE)
             t_dense = sh->results[i].p50_us;
         if (sh->results[i].scheme == ZEN_SPARSE_ALLGATHER)
@@ -729,11 +753,13 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
                    "\"density\":%.6g,\"overlap\":\"%s\",\"zipf_s\":%.4g,\"skew\":%.4g,"
                    "\"tensors\":%zu,\"transport\":\"%s\",\"verified\":%s,\"time_us_p50\":%.3f,"
                    "\"max_bytes_sent\":%.0f,\"max_bytes_recv\":%.0f,\"ideal_bytes\":%.0f,"
-                   "\"imbalance_push\":%.4f,\"imbalance_pull\":%.4f,\"run_us\":%.1f,",
+                   "\"imbalance_push\":%.4f,\"imbalance_pull\":%.4f,\"run_us\":%.1f,%s",
                    name, chosen, n, (unsigned long long)rows, width, density, overlap, cfg->zipf_s,
                    cfg->skew, sh->ncases, zen_transport_name(sh->kind),
                    r->verified ? "true" : "false", r->p50_us, r->max_sent, r->max_recv, ideal,
-                   r->imb_push, r->imb_pull, r->run_us);
+                   r->imb_push, r->imb_pull, r->run_us, r->twin ? "\"twin\":true," : "");
+            if (r->twin_paired > 0)
+                printf("\"twin_over_paired\":%.4f,", r->twin_paired);
             if (vd > 0)
                 printf("\"speedup_vs_dense\":%.4f,", vd);
             else
@@ -763,6 +789,8 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
             char label[40], vds[16] = "-", vas[16] = "-", ms[24] = "-";
             if (r->scheme == ZEN_SPARSE_AUTO)
                 snprintf(label, sizeof label, "auto->%s", chosen);
+            else if (r->twin)
+                snprintf(label, sizeof label, "%s~twin", name);
             else
                 snprintf(label, sizeof label, "%s", name);
             if (vd > 0)
@@ -819,7 +847,11 @@ static void help(void)
         "                     take turns, one call each per iteration in a shuffled order,\n"
         "                     so that a change of the machine's load during the run reaches\n"
         "                     every scheme alike; the ranks wait for each other after every\n"
-        "                     call, so no rank's result check runs inside another's call\n\n"
+        "                     call, so no rank's result check runs inside another's call\n"
+        "  --twins            a control: also run a second copy (SCHEME~twin) of every\n"
+        "                     scheme but auto, as if a chooser always ran that scheme at\n"
+        "                     no cost; how far a twin lands from its original shows how\n"
+        "                     finely this host can compare two schemes (twin_over_paired)\n\n"
         "Time: p50 over iterations of the slowest rank's time. Bytes: largest sent/received\n"
         "by any rank in one iteration (including the call's small control messages). ideal: a\n"
         "perfectly balanced push/pull with COO, (n-1)/n (nnz/rank + nnz of sum)(4+4w) bytes.\n"
@@ -837,7 +869,9 @@ static void help(void)
         "model_us, run_us (every call of the run, warm-up included: AUTO's warm-up and\n"
         "rechecks cost shows here), auto_over_paired (AUTO only, interleaved runs: per\n"
         "scheme, the median over the timed iterations of AUTO's time over that scheme's in\n"
-        "the same iteration; steadier than the ratio of two p50s on a noisy host).\n");
+        "the same iteration; steadier than the ratio of two p50s on a noisy host), twin\n"
+        "(true on a --twins copy) and twin_over_paired (the same median, of the twin's time\n"
+        "over its original's).\n");
 }
 
 /* Index of s in names[0..n), -1 when it is none of them. */
@@ -926,6 +960,10 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
         }
         if (strcmp(a, "--sequential") == 0) {
             cfg->sequential = 1;
+            continue;
+        }
+        if (strcmp(a, "--twins") == 0) {
+            cfg->twins = 1;
             continue;
         }
         if (i + 1 >= argc)
