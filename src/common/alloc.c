@@ -69,12 +69,15 @@ static void big_init(void)
 #endif
 }
 
+static int cache_on(void)
+{
+    pthread_once(&big_once, big_init);
+    return big_cap > 0;
+}
+
 static void *big_take(size_t bytes)
 {
-    if (bytes < BIG_MIN)
-        return NULL;
-    pthread_once(&big_once, big_init);
-    if (!big_cap)
+    if (bytes < BIG_MIN || !cache_on())
         return NULL;
     void *p = NULL;
     pthread_mutex_lock(&big.lock);
@@ -145,11 +148,8 @@ void zen__alloc_cache_stats(int *blocks, size_t *bytes)
 /* What to ask glibc for: from ROUND_MIN to ROUND_MAX, a power of two while the cache is on. */
 static size_t big_request(size_t bytes)
 {
-    if (bytes < ROUND_MIN || bytes > ROUND_MAX)
+    if (bytes < ROUND_MIN || bytes > ROUND_MAX || !cache_on())
         return bytes ? bytes : 1;
-    pthread_once(&big_once, big_init);
-    if (!big_cap)
-        return bytes;
     size_t r = ROUND_MIN;
     while (r < bytes)
         r <<= 1;
@@ -189,7 +189,7 @@ void *zen__realloc(void *ptr, size_t bytes)
         /* Growing: a kept block has resident pages, which glibc's mremap growth would fault in
          * afresh; copying the old contents over is cheaper than those faults. */
         size_t have = malloc_usable_size(ptr);
-        if (bytes <= have)
+        if (bytes <= have && cache_on()) /* off (ASan): glibc shrinks it, so overflows show */
             return ptr;
         void *p = big_take(bytes);
         if (p) {
