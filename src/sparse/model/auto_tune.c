@@ -114,16 +114,16 @@ static void end_challenge(zen_auto_tune *t)
 }
 
 /*
- * A recheck of rival s took rel (its pair ratio q) of the running scheme's last compared call.
- * One that beat the running scheme by more than the margin starts a challenge: s runs again (two
- * calls) after two calls of the running scheme, until it has a full window of fresh pairs
- * (pairs_needed) and paired_choice decides. Its pairs start over with this one, so a change of the ranking shows
- * after one window rather than after old pairs age out. A challenger whose first MIN_PAIRS
- * fresh pairs have a median time ratio of 1 or more has lost early: on this VM's +-30% per-call
- * noise a single recheck of a 1.2x slower rival beat the running scheme often enough that full
- * challenges took a tenth of a run's calls (1, not 1 - margin: three pairs of a rival truly 0.7x
- * had a median of 0.97 on the 4-rank trace). The recheck gap is not reset by a challenge, only
- * by a new running scheme, so a rival that keeps losing is looked at less often.
+ * A recheck of rival s took rel (its pair ratio q) of the running scheme's last compared call. One
+ * that beat the running scheme by more than the margin starts a challenge: s runs again (two calls)
+ * after two calls of the running scheme, until it has a full window of fresh pairs (pairs_needed)
+ * and paired_choice decides. Its pairs start over with this one, so a change of the ranking shows
+ * after one window rather than after old pairs age out. A challenger whose first MIN_PAIRS fresh
+ * pairs have a median time ratio of 1 or more has lost early: on this VM's +-30% per-call noise a
+ * single recheck of a 1.2x slower rival beat the running scheme often enough that full challenges
+ * took a tenth of a run's calls (1, not 1 - margin: three pairs of a rival truly 0.7x had a median
+ * of 0.97 on the 4-rank trace). The recheck gap is not reset by a challenge, only by a new running
+ * scheme, so a rival that keeps losing is looked at less often.
  */
 static void challenge_step(zen_auto_tune *t, const zen_auto_tune_params *p, int s, double rel,
                            double q)
@@ -272,12 +272,12 @@ static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, cons
 /* The scheme to re-measure on a recheck call: the challenger (a rival whose recheck beat the
  * running scheme) while there is one; else the rival with the lowest estimate if that is below
  * (1 - margin) x the running scheme's; else the least recently measured (ties: lowest estimate)
- * of: the survivors (est, or pred x best_corr, within p->drop of the pick's est; one never measured
- * too, as when the model kept it out of the warm-up and measurement has since moved the
- * estimates), and the dropped
- * schemes whose estimate still rests on fewer than p->window measurements after the cold one,
- * once per longest gap (a warm-up on a busy host can make a scheme look twice as slow as it is,
- * and a drop on that evidence alone would be for good); -1: none. Survival is judged on the
+ * of: the survivors (est, or pred x best_corr, within p->drop of the pick's est; one never
+ * measured too, as when the model kept it out of the warm-up and measurement has since moved the
+ * estimates), and the dropped schemes whose estimate still rests on fewer than p->window
+ * measurements after the cold one, once per longest gap (a warm-up on a busy host can make a
+ * scheme look twice as slow as it is, and a drop on that evidence alone would be for good); -1:
+ * none. Survival is judged on the
  * scheme's best window, not its last: a scheme's window stops moving when AUTO leaves it, and AUTO
  * leaves a scheme when its calls look slow, so the last window is biased high. On the 4-rank trace
  * a burst of load (calls at 2-6x) made AUTO leave ALLGATHER for HIERARCHICAL (1.3x slower in
