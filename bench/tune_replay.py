@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Score AUTO's tuner replayed on recorded cells (bench/tune_replay.c).
+
+Usage: bench/tune_replay.py REPLAY_BINARY DIR [DIR...] [--warmup N] [--by-cell]  (--help)
+
+Each DIR holds recorded cells as pairs NAME.jsonl (the `--json` output of `zen bench sparse`,
+for every scheme's model_us) and NAME.txt (its `--call-times` stderr). For each cell the tuner
+is replayed on the recorded times and scored on the timed iterations (from --warmup, 24 as in
+bench/sparse_grid.sh) against the scheme whose calls were fastest there:
+  p50     the replay's p50 over the fastest scheme's p50;
+  paired  the median over iterations of the replay's time over the fastest scheme's in the same
+          iteration;
+  calls   the share of timed iterations the replay ran the fastest scheme.
+The replay has no noise of its own (it is told the recorded calls' times), so a cell where it
+always ran the fastest scheme scores 1: what is left is the policy's own cost, its wrong choices
+and its exploration. `--by-cell` prints every cell.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+SCHEMES = ["balanced", "hierarchical", "allgather", "block", "ps", "dense"]
+
+
+def read_cell(base):
+    pred = {}
+    with open(base + ".jsonl") as f:
+        for line in f:
+            if not line.startswith("{"):
+                continue
+            r = json.loads(line)
+            if r.get("scheme") in SCHEMES and not r.get("twin") and r.get("model_us"):
+                pred[r["scheme"]] = r["model_us"]
+    times = {}
+    with open(base + ".txt") as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 5 and p[:2] == ["#", "call"] and p[2] in SCHEMES:
+                times.setdefault(p[2], {})[int(p[3])] = float(p[4])
+    return pred, times
+
+
+def replay(binary, base, pred):
+    args = [binary] + ["%s=%g" % (s, us) for s, us in pred.items()]
+    with open(base + ".txt") as f:
+        out = subprocess.run(args, stdin=f, capture_output=True, text=True, check=True).stdout
+    return [(int(p[0]), p[1], float(p[2])) for p in (line.split() for line in out.splitlines())]
+
+
+def score(binary, base, warmup):
+    pred, times = read_cell(base)
+    if len(pred) < len(SCHEMES) or any(s not in times for s in SCHEMES):
+        return None
+    calls = [c for c in replay(binary, base, pred) if c[0] >= warmup]
+    if not calls:
+        return None
+    its = [c[0] for c in calls]
+    p50 = {s: statistics.median(times[s][i] for i in its) for s in SCHEMES}
+    best = min(p50, key=p50.get)
+    return {
+        "p50": statistics.median(c[2] for c in calls) / p50[best],
+        "paired": statistics.median(c[2] / times[best][c[0]] for c in calls),
+        "calls": sum(c[1] == best for c in calls) / len(calls),
+        "best": best,
+        "ran": max(set(c[1] for c in calls), key=[c[1] for c in calls].count),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Score AUTO's tuner replayed on recorded cells.")
+    ap.add_argument("binary", help="the tune_replay executable (build/bench/tune_replay)")
+    ap.add_argument("dirs", nargs="+", help="directories of NAME.jsonl + NAME.txt cells")
+    ap.add_argument("--warmup", type=int, default=24, help="untimed iterations (default 24)")
+    ap.add_argument("--by-cell", action="store_true", help="print every cell")
+    a = ap.parse_args()
+    results = []
+    for d in a.dirs:
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".jsonl") and os.path.exists(os.path.join(d, name[:-6] + ".txt")):
+                r = score(a.binary, os.path.join(d, name[:-6]), a.warmup)
+                if r:
+                    results.append((name[:-6], r))
+                    if a.by_cell:
+                        print("%-40s best %-12s ran %-12s p50 %.2f paired %.2f calls %.0f%%" % (
+                            name[:-6], r["best"], r["ran"], r["p50"], r["paired"],
+                            100 * r["calls"]))
+    if not results:
+        sys.exit("tune_replay.py: no recorded cells in " + " ".join(a.dirs))
+    for key in ("p50", "paired"):
+        v = [r[key] for _, r in results]
+        print("%-6s within 10%%: %.0f%% of %d cells, worst %.2f, mean %.3f" % (
+            key, 100 * sum(x <= 1.10 for x in v) / len(v), len(v), max(v), statistics.mean(v)))
+    print("calls on the fastest scheme: mean %.0f%%" % (
+        100 * statistics.mean(r["calls"] for _, r in results)))
+
+
+if __name__ == "__main__":
+    main()
