@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 
-SCHEMES = ["balanced", "hierarchical", "allgather", "block", "ps", "dense"]
+from sparse_grid_table import SCHEMES  # the grid's table, next to this script
 
 
 def read_cell(base):
