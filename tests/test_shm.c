@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "common/clock.h"
 #include "shm_jobs.h"
 #include "testutil.h"
+#include "transport/shm_internal.h"
 
 #define CHECK(cond) ZT_CHECK(c, cond)
 
@@ -175,6 +177,56 @@ static void test_ring_laps(void **state)
     (void)state;
     zt_job j = { ZEN_TRANSPORT_SHM, 2, 0, 60, "ZEN_SHM_RING_KB=64" };
     run_ok(&j, sc_laps);
+}
+
+/* Pages of [p, p + len) that exist (mincore: in memory; an untouched shmem page has none). */
+static size_t resident_pages(void *p, size_t len, size_t *pages)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, got = 0;
+    unsigned char *v = malloc(n);
+    if (v && mincore(p, len, v) == 0)
+        for (size_t i = 0; i < n; i++)
+            got += v[i] & 1;
+    free(v);
+    *pages = n;
+    return got;
+}
+
+/*
+ * Right after setup, before any message: with ZEN_SHM_PREFAULT=1 (and by default at 3
+ * processes) every page of this process's segment and of the ring it produces into in each
+ * peer's segment exists; with 0 the data pages are left to the first messages (a control that
+ * the check can see the difference). arg: 1 all resident expected, 0 some missing expected.
+ */
+static zen_status sc_prefault(zen_comm *c, void *arg)
+{
+    int want_all = *(const int *)arg;
+    shm_state *s = (shm_state *)c->transport;
+    size_t pages = 0, have = resident_pages(s->seg, s->seg_bytes, &pages), all = pages;
+    for (int p = 0; p < zen_comm_size(c); p++) {
+        if (p == zen_comm_rank(c))
+            continue;
+        size_t n = 0;
+        have += resident_pages(s->peers[p].out_data, s->ring_bytes, &n);
+        all += n;
+    }
+    CHECK(want_all ? have == all : have < all / 2);
+    return zen_barrier(c);
+}
+
+static void test_prefault(void **state)
+{
+    (void)state;
+    int status[8], yes = 1, no = 0;
+    zt_job on = { ZEN_TRANSPORT_SHM, 3, 0, 30, "ZEN_SHM_PREFAULT=1" };
+    zt_job_run(&on, sc_prefault, &yes, status);
+    assert_true(zt_job_all_ok(&on, status));
+    zt_job dflt = { ZEN_TRANSPORT_SHM, 3, 0, 30, NULL };
+    zt_job_run(&dflt, sc_prefault, &yes, status);
+    assert_true(zt_job_all_ok(&dflt, status));
+    zt_job off = { ZEN_TRANSPORT_SHM, 3, 0, 30, "ZEN_SHM_PREFAULT=0" };
+    zt_job_run(&off, sc_prefault, &no, status);
+    assert_true(zt_job_all_ok(&off, status));
 }
 
 static void test_p2p_mixed(void **state)
@@ -452,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_p2p_shm),
         cmocka_unit_test(test_p2p_shm_ring_only),
         cmocka_unit_test(test_ring_laps),
+        cmocka_unit_test(test_prefault),
         cmocka_unit_test(test_p2p_mixed),
         cmocka_unit_test(test_topology),
         cmocka_unit_test(test_sparse),

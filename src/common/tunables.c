@@ -72,6 +72,9 @@ static const struct param_row param_table[] = {
       "shm: 1 lets large messages be read straight from the sender (process_vm_readv), 0: always "
       "copy through the ring" },
     { "ZEN_SHM_CMA_MIN_BYTES", "65536", "shm: single copy (CMA) from this message size on" },
+    { "ZEN_SHM_PREFAULT", "-1",
+      "shm: 1 maps and touches the rings' pages at setup, 0 leaves them to the first calls, -1 "
+      "prefaults while the host's rings (processes^2 x ring) take at most 512 MiB" },
     { "ZEN_FAULT", "",
       "tests: inject a fault, e.g. rank=1,after=3,action=kill (see src/transport/faulty.h)" },
     { "ZEN_ALLREDUCE_ALGO", "auto", "dense allreduce algorithm: auto, ring, rhd, mpi" },
@@ -227,6 +230,7 @@ static const struct param_check param_checks[] = {
     { "ALLGATHER_BRUCK_MAX_BYTES", CHECK_LONG, 0, TIB, NULL },
     { "COLL_LONG_BYTES", CHECK_LONG, 0, TIB, NULL },
     { "MPI_NATIVE", CHECK_LONG, 0, 1, NULL },
+    { "SHM_PREFAULT", CHECK_LONG, -1, 1, NULL },
     { "NET_GBPS", CHECK_DOUBLE, 0, 1e6, NULL },
     { "NET_LAT_US", CHECK_DOUBLE, 0, 1e7, NULL },
     { "NET_INTRA_GBPS", CHECK_DOUBLE, 0, 1e6, NULL },
