@@ -16,7 +16,13 @@
  * bench/tune_replay.py runs it over a directory of recorded cells and scores the outcome as the
  * grid does (bench/sparse_grid_table.py).
  *
- * Usage: tune_replay balanced=US hierarchical=US ... < CALL_TIMES
+ * --signal=S tells the tuner a statistic over the ranks' own times of each call (the `# rank-call`
+ * lines) instead of the slowest rank's, while the output (and so the score) stays the slowest
+ * rank's time: max, median (what the library tells it, zen__auto_tune_call_time), mean, min,
+ * q75 (the upper quartile), or scaled (the median times the scheme's median slowest-over-median
+ * ratio of its last 5 calls).
+ *
+ * Usage: tune_replay [--signal=S] balanced=US hierarchical=US ... < CALL_TIMES
  * The tuner's tunables (ZEN_SPARSE_TUNE_*, ZEN_SPARSE_EXPLORE_*) are read from the environment.
  */
 #include <stdio.h>
@@ -29,7 +35,52 @@
 #define MAX_ITERS 4096
 #define NS        ZEN_SPARSE_SCHEME_COUNT
 
-static double times[MAX_ITERS][NS]; /* us; 0: not recorded */
+static double times[MAX_ITERS][NS];  /* us; 0: not recorded */
+static double signal[MAX_ITERS][NS]; /* what the tuner is told (--signal); 0: times */
+
+/* --signal: the statistic over the ranks' own times of a call (`# rank-call` lines) that the
+ * tuner is told, instead of the slowest rank's time it is scored on. */
+typedef enum {
+    SIG_MAX,
+    SIG_MEDIAN,
+    SIG_MEAN,
+    SIG_MIN,
+    SIG_Q75,
+    SIG_SCALED
+} signal_kind;
+
+static double over_ranks(signal_kind k, double *v, int n)
+{
+    double r = v[0];
+    if (k == SIG_MEDIAN || k == SIG_SCALED)
+        return zen__auto_tune_call_time(v, (size_t)n);
+    if (k == SIG_Q75) {
+        zen__median_inplace(v, (size_t)n); /* sorts */
+        return v[(3 * (n - 1) + 3) / 4];
+    }
+    for (int i = 1; i < n; i++)
+        r = k == SIG_MEAN ? r + v[i] : k == SIG_MIN ? (v[i] < r ? v[i] : r) : (v[i] > r ? v[i] : r);
+    return k == SIG_MEAN ? r / n : r;
+}
+
+static void read_rank_call(const char *line, signal_kind k)
+{
+    char name[64];
+    int it, used;
+    zen_sparse_scheme s;
+    if (sscanf(line, "# rank-call %63s %d%n", name, &it, &used) != 2 || it < 0 || it >= MAX_ITERS ||
+        zen_sparse_scheme_parse(name, &s) != ZEN_OK || s == ZEN_SPARSE_AUTO)
+        return;
+    double v[1024];
+    int n = 0, m;
+    const char *p = line + used;
+    while (n < 1024 && sscanf(p, "%lf%n", &v[n], &m) == 1) {
+        p += m;
+        n++;
+    }
+    if (n > 0)
+        signal[it][s] = over_ranks(k, v, n);
+}
 
 static int scheme_of(const char *name, zen_sparse_scheme *s)
 {
@@ -37,11 +88,12 @@ static int scheme_of(const char *name, zen_sparse_scheme *s)
 }
 
 /* Read the call lines; returns the number of iterations every scheme with a prediction has. */
-static int read_calls(const double *pred)
+static int read_calls(const double *pred, signal_kind k)
 {
-    char line[512];
+    char line[16384];
     int iters = 0;
     while (fgets(line, sizeof line, stdin)) {
+        read_rank_call(line, k);
         char name[64];
         int it;
         double us;
@@ -75,8 +127,24 @@ static double cold_ratio(int s, int iters)
 int main(int argc, char **argv)
 {
     double pred[NS] = { 0 };
+    signal_kind sig = SIG_MAX;
+    int use_signal = 0;
     for (int a = 1; a < argc; a++) {
         char name[64];
+        if (strncmp(argv[a], "--signal=", 9) == 0) {
+            static const char *const names[] = { "max", "median", "mean", "min", "q75", "scaled" };
+            use_signal = 0;
+            for (int i = 0; i < 6; i++)
+                if (strcmp(argv[a] + 9, names[i]) == 0) {
+                    sig = (signal_kind)i;
+                    use_signal = 1;
+                }
+            if (!use_signal) {
+                fprintf(stderr, "tune_replay: --signal wants max, median, mean or min\n");
+                return 2;
+            }
+            continue;
+        }
         double us;
         zen_sparse_scheme s;
         if (sscanf(argv[a], "%63[^=]=%lf", name, &us) != 2 || !scheme_of(name, &s) || !(us > 0)) {
@@ -85,7 +153,7 @@ int main(int argc, char **argv)
         }
         pred[s] = us * 1e-6;
     }
-    int iters = read_calls(pred);
+    int iters = read_calls(pred, sig);
     if (iters < 2) {
         fprintf(stderr,
                 "tune_replay: fewer than 2 iterations with every predicted scheme on stdin\n");
@@ -104,8 +172,20 @@ int main(int argc, char **argv)
         zen_auto_tune_kind kind;
         int s = (int)zen__auto_tune_choose(&t, &p, pred, &kind, NULL);
         /* the recorded iteration 0 is cold already */
-        double us = times[i][s] * (ran[s]++ == 0 && i > 0 ? cold_ratio(s, iters) : 1);
-        zen__auto_tune_observe(&t, &p, us * 1e-6);
+        double cold = ran[s]++ == 0 && i > 0 ? cold_ratio(s, iters) : 1;
+        double us = times[i][s] * cold;
+        double told = use_signal && signal[i][s] > 0 ? signal[i][s] * cold : us;
+        if (use_signal && sig == SIG_SCALED && signal[i][s] > 0) {
+            /* the median times the scheme's usual slowest-over-median ratio (last 5 calls) */
+            static double hist[NS][5];
+            static int nh[NS];
+            hist[s][nh[s]++ % 5] = times[i][s] / signal[i][s];
+            double h[5];
+            int k = nh[s] < 5 ? nh[s] : 5;
+            memcpy(h, hist[s], sizeof h);
+            told *= zen__median_inplace(h, (size_t)k);
+        }
+        zen__auto_tune_observe(&t, &p, told * 1e-6);
         printf("%d %s %.1f %s\n", i, zen_sparse_scheme_name((zen_sparse_scheme)s), us, kinds[kind]);
     }
     return 0;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Score AUTO's tuner replayed on recorded cells (bench/tune_replay.c).
 
-Usage: bench/tune_replay.py REPLAY_BINARY DIR [DIR...] [--warmup N] [--by-cell]  (--help)
+Usage: bench/tune_replay.py REPLAY_BINARY DIR [DIR...] [--warmup N] [--by-cell] [--signal S]
 
 Each DIR holds recorded cells as pairs NAME.jsonl (the `--json` output of `zen bench sparse`,
 for every scheme's model_us) and NAME.txt (its `--call-times` stderr). For each cell the tuner
@@ -43,18 +43,20 @@ def read_cell(base):
     return pred, times
 
 
-def replay(binary, base, pred):
+def replay(binary, base, pred, signal):
     args = [binary] + ["%s=%g" % (s, us) for s, us in pred.items()]
+    if signal:
+        args.append("--signal=" + signal)
     with open(base + ".txt") as f:
         out = subprocess.run(args, stdin=f, capture_output=True, text=True, check=True).stdout
     return [(int(p[0]), p[1], float(p[2])) for p in (line.split() for line in out.splitlines())]
 
 
-def score(binary, base, warmup):
+def score(binary, base, warmup, signal=None):
     pred, times = read_cell(base)
     if len(pred) < len(SCHEMES) or any(s not in times for s in SCHEMES):
         return None
-    calls = [c for c in replay(binary, base, pred) if c[0] >= warmup]
+    calls = [c for c in replay(binary, base, pred, signal) if c[0] >= warmup]
     if not calls:
         return None
     its = [c[0] for c in calls]
@@ -75,12 +77,15 @@ def main():
     ap.add_argument("dirs", nargs="+", help="directories of NAME.jsonl + NAME.txt cells")
     ap.add_argument("--warmup", type=int, default=24, help="untimed iterations (default 24)")
     ap.add_argument("--by-cell", action="store_true", help="print every cell")
+    ap.add_argument("--signal", choices=("max", "median", "mean", "min", "q75", "scaled"),
+                    help="tell the tuner this statistic over the ranks' own times of a call "
+                    "(`# rank-call` lines) instead of the slowest rank's; scored on the slowest")
     a = ap.parse_args()
     results = []
     for d in a.dirs:
         for name in sorted(os.listdir(d)):
             if name.endswith(".jsonl") and os.path.exists(os.path.join(d, name[:-6] + ".txt")):
-                r = score(a.binary, os.path.join(d, name[:-6]), a.warmup)
+                r = score(a.binary, os.path.join(d, name[:-6]), a.warmup, a.signal)
                 if r:
                     results.append((name[:-6], r))
                     if a.by_cell:

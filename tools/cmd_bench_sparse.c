@@ -521,10 +521,30 @@ static int most_run(const int *ran, int from, int to)
     return best;
 }
 
+/* --call-times: every rank's time of every call, `# rank-call SCHEME ITERATION US...` (rank
+ * order), so that a statistic over the ranks other than the slowest can be studied offline. */
+static zen_status print_rank_calls(zen_comm *comm, const sb_cfg *cfg, const sb_run *r)
+{
+    int me = zen_comm_rank(comm), n = zen_comm_size(comm), total = cfg->warmup + cfg->iters;
+    double *all = malloc((size_t)n * (size_t)total * sizeof *all);
+    zen_status st = all ? zen_allgather(comm, r->times, all, (size_t)total, ZEN_F64) : ZEN_ENOMEM;
+    for (int it = 0; st == ZEN_OK && me == 0 && it < total; it++) {
+        fprintf(stderr, "# rank-call %s%s %d", zen_sparse_scheme_name((zen_sparse_scheme)r->scheme),
+                r->twin ? "~twin" : "", it);
+        for (int k = 0; k < n; k++)
+            fprintf(stderr, " %.1f", all[(size_t)k * (size_t)total + (size_t)it] * 1e6);
+        fputc('\n', stderr);
+    }
+    free(all);
+    return st;
+}
+
 static zen_status finish_run(zen_comm *comm, const sb_cfg *cfg, sb_run *r, sb_result *res)
 {
     int me = zen_comm_rank(comm), total = cfg->warmup + cfg->iters;
-    zen_status st = bench_max_over_ranks(comm, r->times, (size_t)total);
+    zen_status st = cfg->call_times ? print_rank_calls(comm, cfg, r) : ZEN_OK;
+    if (st == ZEN_OK)
+        st = bench_max_over_ranks(comm, r->times, (size_t)total);
     if (st == ZEN_OK)
         st = bench_max_over_ranks(comm, r->agg, sizeof r->agg / sizeof r->agg[0]);
     if (st != ZEN_OK)
@@ -842,7 +862,8 @@ static void help(void)
         "                     hash-bitmap, coo or plain-bitmap (a bitmap over all rows)\n"
         "  --json             one JSON object per scheme instead of the table\n"
         "  --call-times       also print every iteration's time (slowest rank, warm-up\n"
-        "                     included) to stderr: `# call SCHEME ITERATION US RAN` lines\n"
+        "                     included) to stderr: `# call SCHEME ITERATION US RAN` lines,\n"
+        "                     and every rank's: `# rank-call SCHEME ITERATION US...`\n"
         "  --sequential       run each scheme's calls in one block; by default the schemes\n"
         "                     take turns, one call each per iteration in a shuffled order,\n"
         "                     so that a change of the machine's load during the run reaches\n"

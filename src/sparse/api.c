@@ -19,6 +19,7 @@
 #include "common/checked.h"
 #include "common/clock.h"
 #include "common/options.h"
+#include "sparse/model/auto_tune.h"
 #include "sparse/scheme/hier_host.h"
 #include "sparse/sparse_internal.h"
 #include "sparse/wire/coo.h"
@@ -140,14 +141,20 @@ static void read_auto(const uint64_t *all, int n, zen_sparse_ctx *ctx)
 {
     ctx->auto_agreed = all[AG_AUTO_DIGEST] != 0;
     ctx->auto_last_s = 0;
+    double *t = zen__malloc_array((size_t)n, sizeof *t);
     for (int r = 0; r < n; r++) {
         const uint64_t *rec = all + (size_t)r * AG_FIELDS;
-        double t;
-        memcpy(&t, &rec[AG_AUTO_LAST], sizeof t);
+        double x;
+        memcpy(&x, &rec[AG_AUTO_LAST], sizeof x);
         ctx->auto_agreed &= rec[AG_AUTO_DIGEST] == all[AG_AUTO_DIGEST];
-        if (t > ctx->auto_last_s)
-            ctx->auto_last_s = t;
+        if (t)
+            t[r] = x;
+        else if (x > ctx->auto_last_s) /* out of memory: the slowest rank's time */
+            ctx->auto_last_s = x;
     }
+    if (t)
+        ctx->auto_last_s = zen__auto_tune_call_time(t, (size_t)n);
+    zen__free(t);
 }
 
 /* Allgather the records; on any failure or disagreement return the status every rank reports. */

@@ -52,7 +52,7 @@ typedef struct zen_sparse_ctx {
     const zen_sparse_options *opts;
     zen_sparse_stats *stats; /* never NULL inside schemes (api.c passes a scratch one) */
     int auto_agreed;         /* 1: every rank reported the same AUTO state digest (api.c) */
-    double auto_last_s;      /* then: the maximum over ranks of their last keyed call's time */
+    double auto_last_s;      /* then: their last keyed call's time (zen__auto_tune_call_time) */
 } zen_sparse_ctx;
 
 typedef zen_status (*zen_sparse_scheme_fn)(zen_sparse_ctx *ctx);

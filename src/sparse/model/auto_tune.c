@@ -459,6 +459,15 @@ zen_sparse_scheme zen__auto_tune_choose(zen_auto_tune *t, const zen_auto_tune_pa
     return (zen_sparse_scheme)pick;
 }
 
+double zen__auto_tune_call_time(double *v, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] > 0 && v[i] < 1e300)
+            v[k++] = v[i];
+    return k ? zen__median_inplace(v, k) : 0;
+}
+
 double zen__auto_tune_scale(const zen_auto_tune *t)
 {
     double r[NS];

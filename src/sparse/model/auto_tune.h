@@ -33,8 +33,9 @@
  *   exploit   then the measured argmin of est becomes the running scheme, and it stays until paired
  *             evidence says otherwise: every compared call of a rival is paired with the running
  *             scheme's last compared call, a few calls before (its ratio over that call's, both
- *             under nearly the same load), and the running scheme yields to a rival whose median over a full window of
- *             WINDOW pairs (at least 3) is below 1 - ZEN_SPARSE_TUNE_SWITCH. Estimates alone are
+ *             under nearly the same load), and the running scheme yields to a rival whose
+ *             median over a full window of WINDOW pairs (at least 3) is below
+ *             1 - ZEN_SPARSE_TUNE_SWITCH. Estimates alone are
  *             not compared: the running scheme's follows every call, its rivals' were taken at
  *             other times, so a burst of load on the host raised the first alone, and AUTO flipped
  *             to a scheme slower in steady state (on 8 inproc ranks, 10 of 60 calls on BALANCED at
@@ -128,6 +129,22 @@ typedef struct zen_auto_tune_params {
 void zen__auto_tune_params_default(zen_auto_tune_params *p);
 
 void zen__auto_tune_init(zen_auto_tune *t);
+
+/*
+ * The time of a call that the tuner is told, from every rank's own time of it (0 from a rank
+ * that did not run the scheme): the median over the ranks that ran it, 0 when none did. Sorts v
+ * in place. The slowest rank's time is what the call costs the job, but the ranks of a collective
+ * finish within a few of its messages of each other, so each rank's time carries the call's cost
+ * and the slowest adds the one rank the host held up most. Replayed on 216 recorded grid cells
+ * that AUTO had not been tuned on (bench/tune_replay --signal; docs/benchmarks.md, "Replaying the
+ * tuner on recorded calls"), the tuner told the median chose better, scored on the slowest rank's
+ * times: within 10% of the fastest scheme by p50 in 88% of the cells against 83%. What it gives
+ * up: a scheme that always leaves one rank behind the others costs the job that rank's time and
+ * moves the median little. Over 369 recorded cells, the scheme with the lowest median over all 40
+ * timed calls was within 10% of the fastest by the slowest rank's times in 366, and 1.11-1.23x in
+ * 3 (ALLGATHER at 16 ranks, where ranks wait on one another least).
+ */
+double zen__auto_tune_call_time(double *v, size_t n);
 
 /* Fold the agreed time of the last chosen call (no-op when none is pending; a time <= 0, a call
  * that ran something else, only forgets it). */

@@ -371,7 +371,7 @@ typedef struct choice {
     size_t stride;   /* REC_WORDS(n) */
     uint64_t *recs;  /* n records */
     int last_agreed; /* every rank reports the same last scheme */
-    double last_s;   /* and its time, the maximum over ranks */
+    double last_s;   /* and its time over the ranks (zen__auto_tune_call_time) */
     double xchg_s;   /* the last record exchange, the maximum over ranks */
     double coal_s;   /* this call's coalesce, the maximum over ranks */
     double nnz_max;  /* the largest coalesced input */
@@ -421,6 +421,7 @@ static void read_records(choice *ch, int n, int *deep, int *all_keyed, uint64_t 
     ch->fresh = !ch->have;
     ch->last_agreed = 1;
     ch->last_s = ch->xchg_s = ch->coal_s = ch->nnz_max = 0;
+    double *last = zen__malloc_array((size_t)n, sizeof *last);
     for (int r = 0; r < n; r++) {
         const uint64_t *x = ch->recs + (size_t)r * ch->stride;
         *deep |= (x[1] & 1) != 0 || x[0] != ch->recs[0];
@@ -429,11 +430,17 @@ static void read_records(choice *ch, int n, int *deep, int *all_keyed, uint64_t 
         *vmax = x[0] > *vmax ? x[0] : *vmax;
         const uint64_t *tail = x + ch->stride - REC_TAIL, *tail0 = ch->recs + ch->stride - REC_TAIL;
         ch->last_agreed &= tail[0] != 0 && tail[0] == tail0[0];
-        ch->last_s = max_double_word(ch->last_s, &tail[1]);
+        if (last)
+            memcpy(&last[r], &tail[1], sizeof *last);
+        else /* out of memory: the slowest rank's time */
+            ch->last_s = max_double_word(ch->last_s, &tail[1]);
         ch->xchg_s = max_double_word(ch->xchg_s, &tail[2]);
         ch->coal_s = max_double_word(ch->coal_s, &tail[3]);
         ch->nnz_max = (double)x[2] > ch->nnz_max ? (double)x[2] : ch->nnz_max;
     }
+    if (last)
+        ch->last_s = zen__auto_tune_call_time(last, (size_t)n);
+    zen__free(last);
 }
 
 /*
