@@ -670,6 +670,62 @@ static void test_one_rank_held_up(void **state)
     unsetenv("ZEN_SPARSE_MODEL_BIAS");
 }
 
+/* PS 1 ms and BALANCED 1.5 ms on every rank, and rank 0 takes `slow` times as long on every call:
+ * the ranks' median stays, the slowest rank's time (what a call costs the job) moves. */
+static double slow_rank0 = 1;
+
+static double rank0_slow_time(int rank, zen_sparse_scheme s, double measured)
+{
+    return fake_time(0, s, measured) * (rank == 0 ? slow_rank0 : 1);
+}
+
+typedef struct spread_arg {
+    int seq[40];
+    double predicted_ps; /* rank 0: stats.predicted_s[PS] of the last call */
+} spread_arg;
+
+static zen_status spread_rank(zen_comm *comm, void *arg)
+{
+    spread_arg *sa = arg;
+    int n = zen_comm_size(comm), r = zen_comm_rank(comm);
+    uint32_t idx[NNZ];
+    float val[NNZ], *out = malloc(ROWS * sizeof *out), *ref = calloc(ROWS, sizeof *ref);
+    inputs(n, r, idx, val, ref);
+    zen_sparse_tensor t = { ROWS, 1, NNZ, ZEN_INDEX_U32, idx, ZEN_F32, val };
+    zen_sparse_options opts = ZEN_SPARSE_OPTIONS_INIT;
+    opts.key = "auto-tune-spread";
+    zen_status st = ZEN_OK;
+    for (int call = 0; call < 40 && st == ZEN_OK; call++) {
+        zen_sparse_stats stats;
+        st = zen_sparse_allreduce_dense(comm, &t, out, &opts, &stats);
+        if (r == 0) {
+            sa->seq[call] = (int)stats.scheme;
+            sa->predicted_ps = stats.predicted_s[ZEN_SPARSE_PS];
+        }
+    }
+    free(out);
+    free(ref);
+    return st;
+}
+
+/* The tuner is told the ranks' median, but the model it reports (stats.predicted_s, scaled by
+ * what the key's calls measured) predicts the slowest rank's time: with rank 0 1.5x slower on
+ * every call the decisions are the same and the reported model is 1.5x higher. */
+static void test_reported_model_is_slowest_rank(void **state)
+{
+    (void)state;
+    zen__sparse_auto_time_hook(rank0_slow_time);
+    spread_arg even, slow;
+    slow_rank0 = 1;
+    zt_run_inproc(3, spread_rank, &even);
+    slow_rank0 = 1.5;
+    zt_run_inproc(3, spread_rank, &slow);
+    zen__sparse_auto_time_hook(NULL);
+    assert_memory_equal(even.seq, slow.seq, sizeof even.seq);
+    double ratio = slow.predicted_ps / even.predicted_ps;
+    assert_true(ratio > 1.4 && ratio < 1.6);
+}
+
 static void test_converges_on_measurement(void **state)
 {
     (void)state;
@@ -707,6 +763,7 @@ int main(void)
         cmocka_unit_test(test_converges_on_measurement),
         cmocka_unit_test(test_call_time_over_ranks),
         cmocka_unit_test(test_one_rank_held_up),
+        cmocka_unit_test(test_reported_model_is_slowest_rank),
         cmocka_unit_test(test_rank_loses_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

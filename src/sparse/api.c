@@ -140,7 +140,7 @@ static zen_status describe_local_failure(zen_comm *comm, zen_status st, const ze
 static void read_auto(const uint64_t *all, int n, zen_sparse_ctx *ctx)
 {
     ctx->auto_agreed = all[AG_AUTO_DIGEST] != 0;
-    ctx->auto_last_s = 0;
+    ctx->auto_last_s = ctx->auto_last_max_s = 0;
     double *t = zen__malloc_array((size_t)n, sizeof *t);
     for (int r = 0; r < n; r++) {
         const uint64_t *rec = all + (size_t)r * AG_FIELDS;
@@ -149,11 +149,11 @@ static void read_auto(const uint64_t *all, int n, zen_sparse_ctx *ctx)
         ctx->auto_agreed &= rec[AG_AUTO_DIGEST] == all[AG_AUTO_DIGEST];
         if (t)
             t[r] = x;
-        else if (x > ctx->auto_last_s) /* out of memory: the slowest rank's time */
-            ctx->auto_last_s = x;
+        if (x > ctx->auto_last_max_s)
+            ctx->auto_last_max_s = x;
     }
-    if (t)
-        ctx->auto_last_s = zen__auto_tune_call_time(t, (size_t)n);
+    /* out of memory: the slowest rank's time */
+    ctx->auto_last_s = t ? zen__auto_tune_call_time(t, (size_t)n) : ctx->auto_last_max_s;
     zen__free(t);
 }
 
@@ -278,7 +278,7 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
                                      zen__sparse_hier_mode(opts) << 10 /* hier-host */,
                                  0,
                                  0 };
-    zen_sparse_ctx ctx = { comm, &local, dense_out, coo_out, opts, stats, 0, 0 };
+    zen_sparse_ctx ctx = { comm, &local, dense_out, coo_out, opts, stats, 0, 0, 0 };
     if (lst == ZEN_OK && opts->scheme == ZEN_SPARSE_AUTO) {
         double last_s;
         zen__sparse_auto_state(&ctx, &mine[AG_AUTO_DIGEST], &last_s);

@@ -53,6 +53,7 @@ typedef struct zen_sparse_ctx {
     zen_sparse_stats *stats; /* never NULL inside schemes (api.c passes a scratch one) */
     int auto_agreed;         /* 1: every rank reported the same AUTO state digest (api.c) */
     double auto_last_s;      /* then: their last keyed call's time (zen__auto_tune_call_time) */
+    double auto_last_max_s;  /* and the slowest rank's */
 } zen_sparse_ctx;
 
 typedef zen_status (*zen_sparse_scheme_fn)(zen_sparse_ctx *ctx);

@@ -43,6 +43,7 @@ typedef struct profile_slot {
     double xchg_s;       /* this rank's time of the last record exchange */
     double lat_s;        /* measured step latency (EMA, agreed), 0: not yet */
     double cpu_scale;    /* measured / predicted coalesce time (EMA, agreed), 0: not yet */
+    double spread;       /* a call's slowest-rank / median-rank time (EMA, agreed), 0: not yet */
     uint64_t since_full; /* calls decided without a record exchange since the last one */
     double pred[ZEN_SPARSE_SCHEME_COUNT];  /* the tuner's predictions at the last exchange */
     double model[ZEN_SPARSE_SCHEME_COUNT]; /* the calibrated model's, for the statistics */
@@ -372,6 +373,7 @@ typedef struct choice {
     uint64_t *recs;  /* n records */
     int last_agreed; /* every rank reports the same last scheme */
     double last_s;   /* and its time over the ranks (zen__auto_tune_call_time) */
+    double last_max; /* and the slowest rank's */
     double xchg_s;   /* the last record exchange, the maximum over ranks */
     double coal_s;   /* this call's coalesce, the maximum over ranks */
     double nnz_max;  /* the largest coalesced input */
@@ -420,7 +422,7 @@ static void read_records(choice *ch, int n, int *deep, int *all_keyed, uint64_t 
     *vmax = 0;
     ch->fresh = !ch->have;
     ch->last_agreed = 1;
-    ch->last_s = ch->xchg_s = ch->coal_s = ch->nnz_max = 0;
+    ch->last_s = ch->last_max = ch->xchg_s = ch->coal_s = ch->nnz_max = 0;
     double *last = zen__malloc_array((size_t)n, sizeof *last);
     for (int r = 0; r < n; r++) {
         const uint64_t *x = ch->recs + (size_t)r * ch->stride;
@@ -432,14 +434,13 @@ static void read_records(choice *ch, int n, int *deep, int *all_keyed, uint64_t 
         ch->last_agreed &= tail[0] != 0 && tail[0] == tail0[0];
         if (last)
             memcpy(&last[r], &tail[1], sizeof *last);
-        else /* out of memory: the slowest rank's time */
-            ch->last_s = max_double_word(ch->last_s, &tail[1]);
+        ch->last_max = max_double_word(ch->last_max, &tail[1]);
         ch->xchg_s = max_double_word(ch->xchg_s, &tail[2]);
         ch->coal_s = max_double_word(ch->coal_s, &tail[3]);
         ch->nnz_max = (double)x[2] > ch->nnz_max ? (double)x[2] : ch->nnz_max;
     }
-    if (last)
-        ch->last_s = zen__auto_tune_call_time(last, (size_t)n);
+    /* out of memory: the slowest rank's time */
+    ch->last_s = last ? zen__auto_tune_call_time(last, (size_t)n) : ch->last_max;
     zen__free(last);
 }
 
@@ -523,6 +524,16 @@ static double ema(double old, double x)
     return old > 0 ? 0.5 * old + 0.5 * x : x;
 }
 
+/* Fold one call's slowest-rank / median-rank ratio into the key's spread, slowly: the ratio of
+ * one call is as noisy as the slowest rank it picks out. */
+static void note_spread(profile_slot *sl, double median_s, double max_s)
+{
+    if (!(median_s > 0) || !(max_s >= median_s))
+        return;
+    double x = max_s / median_s;
+    sl->spread = sl->spread > 0 ? 0.9 * sl->spread + 0.1 * x : x;
+}
+
 /*
  * Calibrate the model's machine constants from this tensor's own calls, with values every rank
  * shares (maxima over ranks from the records), unless ZEN_NET_LAT_US / ZEN_SPARSE_CPU_SHARE fix
@@ -584,11 +595,13 @@ static void predict(const zen_sparse_ctx *ctx, zen_sparse_profile *p, const zen_
 
 /* What stats.predicted_s reports: the prediction times the key's machine-wide scale once two
  * schemes have been measured (zen__auto_tune_scale; online calibration on), else the model with
- * calibrate_net's constants. The decision does not use it. */
+ * calibrate_net's constants. The scale is learned from the times the tuner is told, the ranks'
+ * median (zen__auto_tune_call_time), and a call costs the job its slowest rank's time, so it is
+ * taken times the key's usual slowest / median ratio (spread). The decision does not use it. */
 static void report_model(zen_sparse_stats *stats, const zen_auto_tune *t, int calibrate_online,
-                         const double *pred, const double *model)
+                         double spread, const double *pred, const double *model)
 {
-    double g = t && calibrate_online ? zen__auto_tune_scale(t) : 0;
+    double g = t && calibrate_online ? zen__auto_tune_scale(t) * (spread > 0 ? spread : 1) : 0;
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++)
         stats->predicted_s[s] = g > 0 ? pred[s] * g : model[s];
 }
@@ -614,20 +627,22 @@ static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_prof
         predict(ctx, p, &net, model);
     }
     if (!(ch->keyed && ch->have)) {
-        report_model(ctx->stats, NULL, 0, pred, model);
+        report_model(ctx->stats, NULL, 0, 0, pred, model);
         return zen__sparse_cheapest(model);
     }
     zen__auto_tune_params_default(&sl->tp);
     sl->recheck_every = zen__param_long("SPARSE_AUTO_RECHECK");
     sl->profile_every = zen__param_long("SPARSE_PROFILE_PERIOD");
-    if (ch->fresh)
+    if (ch->fresh) {
         zen__auto_tune_init(&sl->tune);
-    else if (ch->last_agreed)
+        sl->spread = 0;
+    } else if (ch->last_agreed) {
         zen__auto_tune_observe(&sl->tune, &sl->tp, ch->last_s);
-    else
+        note_spread(sl, ch->last_s, ch->last_max);
+    } else
         zen__auto_tune_drop(&sl->tune);
     zen_sparse_scheme s = zen__auto_tune_choose(&sl->tune, &sl->tp, pred, NULL, NULL);
-    report_model(ctx->stats, &sl->tune, sl->calibrate_online, pred, model);
+    report_model(ctx->stats, &sl->tune, sl->calibrate_online, sl->spread, pred, model);
     memcpy(ch->slot.pred, pred, sizeof pred);
     memcpy(ch->slot.model, model, sizeof model);
     ch->slot.pending_s = 0;
@@ -642,7 +657,7 @@ static uint64_t slot_digest(const profile_slot *sl)
 {
     const zen_auto_tune *t = &sl->tune;
     uint64_t h = zen_hash64(sl->version, sl->calls * 31 + sl->since_full);
-    double d[(4 + 2 * ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 11];
+    double d[(4 + 2 * ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 12];
     size_t k = 0;
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
         for (int i = 0; i < ZEN_TUNE_WINDOW_MAX; i++) {
@@ -658,7 +673,7 @@ static uint64_t slot_digest(const profile_slot *sl)
     }
     double tail[] = { t->total_s,    t->extra_s,       t->last_pred, t->last_base,
                       sl->density,   sl->gamma_n,      sl->skew,     sl->lat_s,
-                      sl->cpu_scale, t->settled_ratio, t->settled_s };
+                      sl->cpu_scale, t->settled_ratio, t->settled_s, sl->spread };
     memcpy(d + k, tail, sizeof tail);
     k += sizeof tail / sizeof tail[0];
     h = zen_hash64(h, (uint64_t)(uint32_t)(t->prev + 1) << 8 | (uint64_t)(uint32_t)(t->again + 1));
@@ -701,12 +716,13 @@ static void quiet_decide(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme, int *do
         sl.calls >= (uint64_t)(sl.profile_every > 1 ? sl.profile_every : 1))
         return;
     zen__auto_tune_observe(&sl.tune, &sl.tp, ctx->auto_last_s);
+    note_spread(&sl, ctx->auto_last_s, ctx->auto_last_max_s);
     *scheme = zen__auto_tune_choose(&sl.tune, &sl.tp, sl.pred, NULL, NULL);
     sl.pending_s = 0;
     sl.calls++;
     sl.since_full++;
     slot_put(&sl);
-    report_model(ctx->stats, &sl.tune, sl.calibrate_online, sl.pred, sl.model);
+    report_model(ctx->stats, &sl.tune, sl.calibrate_online, sl.spread, sl.pred, sl.model);
     ctx->stats->density = sl.density;
     ctx->stats->gamma_n = sl.gamma_n;
     ctx->stats->skew = sl.skew;

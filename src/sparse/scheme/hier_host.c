@@ -170,7 +170,7 @@ static zen_status inter_sync(zen_sparse_ctx *ctx, zen_comm *inter, const float *
     o.ranks_per_host = 0;
     zen_sparse_stats is;
     memset(&is, 0, sizeof is);
-    zen_sparse_ctx ic = { inter, &in, NULL, res, &o, &is, 0, 0 };
+    zen_sparse_ctx ic = { inter, &in, NULL, res, &o, &is, 0, 0, 0 };
     zen_coll cc;
     if ((st = zen__coll_begin(inter, "sparse_allreduce", &cc)) == ZEN_OK)
         st = zen__coll_end(inter, &cc, zen__sparse_run_flat(&ic, o.scheme));
