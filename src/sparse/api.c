@@ -141,7 +141,8 @@ static void read_auto(const uint64_t *all, int n, zen_sparse_ctx *ctx)
 {
     ctx->auto_agreed = all[AG_AUTO_DIGEST] != 0;
     ctx->auto_last_s = ctx->auto_last_max_s = 0;
-    double *t = zen__malloc_array((size_t)n, sizeof *t);
+    /* the ranks' times matter to an AUTO call only (the digest is 0 for any other) */
+    double *t = ctx->auto_agreed ? zen__malloc_array((size_t)n, sizeof *t) : NULL;
     for (int r = 0; r < n; r++) {
         const uint64_t *rec = all + (size_t)r * AG_FIELDS;
         double x;
