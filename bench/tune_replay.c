@@ -82,6 +82,19 @@ static void read_rank_call(const char *line, signal_kind k)
         signal[it][s] = over_ranks(k, v, n);
 }
 
+/* --signal=scaled: scheme s's median slowest-over-median ratio over its last 5 calls, this one
+ * (ratio) included. */
+static double usual_spread(int s, double ratio)
+{
+    static double hist[NS][5];
+    static int nh[NS];
+    hist[s][nh[s]++ % 5] = ratio;
+    double h[5];
+    int k = nh[s] < 5 ? nh[s] : 5;
+    memcpy(h, hist[s], sizeof h);
+    return zen__median_inplace(h, (size_t)k);
+}
+
 static int scheme_of(const char *name, zen_sparse_scheme *s)
 {
     return zen_sparse_scheme_parse(name, s) == ZEN_OK && *s != ZEN_SPARSE_AUTO;
@@ -140,7 +153,8 @@ int main(int argc, char **argv)
                     use_signal = 1;
                 }
             if (!use_signal) {
-                fprintf(stderr, "tune_replay: --signal wants max, median, mean or min\n");
+                fprintf(stderr, "tune_replay: --signal wants max, median, mean, min, q75 or "
+                                "scaled\n");
                 return 2;
             }
             continue;
@@ -175,16 +189,8 @@ int main(int argc, char **argv)
         double cold = ran[s]++ == 0 && i > 0 ? cold_ratio(s, iters) : 1;
         double us = times[i][s] * cold;
         double told = use_signal && signal[i][s] > 0 ? signal[i][s] * cold : us;
-        if (use_signal && sig == SIG_SCALED && signal[i][s] > 0) {
-            /* the median times the scheme's usual slowest-over-median ratio (last 5 calls) */
-            static double hist[NS][5];
-            static int nh[NS];
-            hist[s][nh[s]++ % 5] = times[i][s] / signal[i][s];
-            double h[5];
-            int k = nh[s] < 5 ? nh[s] : 5;
-            memcpy(h, hist[s], sizeof h);
-            told *= zen__median_inplace(h, (size_t)k);
-        }
+        if (use_signal && sig == SIG_SCALED && signal[i][s] > 0)
+            told *= usual_spread(s, times[i][s] / signal[i][s]);
         zen__auto_tune_observe(&t, &p, told * 1e-6);
         printf("%d %s %.1f %s\n", i, zen_sparse_scheme_name((zen_sparse_scheme)s), us, kinds[kind]);
     }

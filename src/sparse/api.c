@@ -141,8 +141,11 @@ static void read_auto(const uint64_t *all, int n, zen_sparse_ctx *ctx)
 {
     ctx->auto_agreed = all[AG_AUTO_DIGEST] != 0;
     ctx->auto_last_s = ctx->auto_last_max_s = 0;
-    /* the ranks' times matter to an AUTO call only (the digest is 0 for any other) */
-    double *t = ctx->auto_agreed ? zen__malloc_array((size_t)n, sizeof *t) : NULL;
+    /* the ranks' times matter to an AUTO call only (the digest is 0 for any other); on the stack
+     * for the usual rank counts, so the call's path allocates nothing */
+    double small[64], *t = NULL;
+    if (ctx->auto_agreed)
+        t = n <= 64 ? small : zen__malloc_array((size_t)n, sizeof *t);
     for (int r = 0; r < n; r++) {
         const uint64_t *rec = all + (size_t)r * AG_FIELDS;
         double x;
@@ -155,7 +158,8 @@ static void read_auto(const uint64_t *all, int n, zen_sparse_ctx *ctx)
     }
     /* out of memory: the slowest rank's time */
     ctx->auto_last_s = t ? zen__auto_tune_call_time(t, (size_t)n) : ctx->auto_last_max_s;
-    zen__free(t);
+    if (t != small)
+        zen__free(t);
 }
 
 /* Allgather the records; on any failure or disagreement return the status every rank reports. */
