@@ -126,6 +126,41 @@ static void test_pessimistic_model(void **state)
     assert_int_equal(log.fastest_tail, 0);
 }
 
+/* A process's first calls are slower than its later ones (allocator, first touches, caches):
+ * here every call takes 1 + 0.8 exp(-call / 3) times its scheme's steady time, 1.8x at call 0,
+ * 1.29x at call 3. The model ranks HIERARCHICAL (10) first and BALANCED (11.5) second, both
+ * right. Measured first, HIERARCHICAL would look 14.9 on calls 1-2 against BALANCED's 13.6 on
+ * calls 4-5, and without rechecks AUTO would keep BALANCED; the warm-up measures the model's
+ * favourite last, so AUTO runs HIERARCHICAL from its first exploiting call. */
+static void test_warm_up_favourite_last(void **state)
+{
+    (void)state;
+    double t[ZEN_SPARSE_SCHEME_COUNT], m[ZEN_SPARSE_SCHEME_COUNT];
+    set_times(t, 11.5, 10, 40, 50, 45, 80);
+    memcpy(m, t, sizeof m);
+    zen_auto_tune_params tp = params;
+    tp.warm = 3;
+    tp.period = 0; /* no rechecks: the warm-up alone decides */
+    zen_auto_tune tune;
+    zen__auto_tune_init(&tune);
+    int order[6], exploit_fastest = 0, exploits = 0;
+    for (int call = 0; call < 40; call++) {
+        zen_auto_tune_kind kind;
+        int s = (int)zen__auto_tune_choose(&tune, &tp, m, &kind, NULL);
+        if (call < 6) {
+            assert_int_equal(kind, ZEN_TUNE_WARM);
+            order[call] = s;
+        }
+        exploits += kind == ZEN_TUNE_EXPLOIT;
+        exploit_fastest += kind == ZEN_TUNE_EXPLOIT && s == ZEN_SPARSE_HIERARCHICAL;
+        zen__auto_tune_observe(&tune, &tp, t[s] * (1 + 0.8 * exp(-call / 3.0)));
+    }
+    for (int call = 0; call < 6; call++) /* two candidates, three calls each, favourite last */
+        assert_int_equal(order[call], call < 3 ? ZEN_SPARSE_BALANCED : ZEN_SPARSE_HIERARCHICAL);
+    assert_int_equal(exploits, 34);
+    assert_int_equal(exploit_fastest, exploits);
+}
+
 /* A run with few calls still ends right, also when the fastest scheme's first call is slow (a
  * cold start): the second warm-up measurement is what it is judged by. */
 static void test_few_calls_cold_start(void **state)
@@ -750,6 +785,7 @@ int main(void)
         cmocka_unit_test(test_optimistic_model),
         cmocka_unit_test(test_pessimistic_model),
         cmocka_unit_test(test_few_calls_cold_start),
+        cmocka_unit_test(test_warm_up_favourite_last),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_zero_time_ignored),
         cmocka_unit_test(test_machine_scale),

@@ -14,8 +14,9 @@
  *   warm-up   the candidates are the ZEN_SPARSE_TUNE_TOP schemes the raw model ranks first plus
  *             every scheme whose estimate is within ZEN_SPARSE_TUNE_PRUNE times the best estimate
  *             (the model prunes the rest). Each candidate is run ZEN_SPARSE_TUNE_WARM times,
- *             back to back (then the next: fewest measurements first, then the lowest
- *             estimate), unless its estimate from two warm calls past the cold one is already
+ *             back to back (then the next: fewest measurements first, then the highest
+ *             estimate, so the model's favourite is measured last, when the process is warmest),
+ *             unless its estimate from two warm calls past the cold one is already
  *             more than PRUNE times the best measured one. The warm-up is the key's first calls
  *             only: once a scheme runs, a scheme that becomes a candidate later is measured by the
  *             budgeted rechecks. So at most WARM x 6 calls of a key's life are warm-up tries,
