@@ -270,7 +270,7 @@ static int warm_pick(const zen_auto_tune *t, const zen_auto_tune_params *p, cons
     mask[0] = 0;
     if (t->prev > 0 && mask[t->prev]) /* its calls back to back: see the header, switch */
         return t->prev;
-    int r = -1; /* the highest estimate first: see below */
+    int r = -1; /* the highest estimate first: see above */
     for (int s = 1; s < NS; s++)
         if (mask[s] && t->measured[s] == fewest && (r < 0 || est[s] > est[r]))
             r = s;

@@ -37,7 +37,7 @@ typedef struct profile_slot {
     uint64_t version;
     uint64_t calls;
     uint64_t tick;
-    uint64_t digest; /* slot_digest of the agreed state, updated with it (slot_put's callers) */
+    uint64_t digest; /* slot_digest of the agreed state, set by slot_put */
     zen_sparse_profile prof;
     zen_auto_tune tune;  /* online correction of the choice (auto_tune.h) */
     double pending_s;    /* this rank's time of tune.last, reported on the next call */
@@ -105,9 +105,12 @@ static void slot_note_time(uint64_t key, double seconds)
     pthread_mutex_unlock(&slot_lock);
 }
 
-/* Insert or update; evicts the least recently used slot when full. */
+static uint64_t slot_digest(const profile_slot *sl);
+
+/* Insert or update, with the state's digest; evicts the least recently used slot when full. */
 static void slot_put(const profile_slot *in)
 {
+    uint64_t digest = slot_digest(in); /* outside the lock: the other ranks' threads share it */
     pthread_mutex_lock(&slot_lock);
     int victim = 0;
     for (int i = 0; i < PROFILE_SLOTS; i++) {
@@ -119,6 +122,7 @@ static void slot_put(const profile_slot *in)
             victim = i;
     }
     slots[victim] = *in;
+    slots[victim].digest = digest;
     slots[victim].tick = ++slot_tick;
     pthread_mutex_unlock(&slot_lock);
 }
@@ -754,7 +758,6 @@ static void quiet_decide(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme, int *do
     sl.pending_s = 0;
     sl.calls++;
     sl.since_full++;
-    sl.digest = slot_digest(&sl);
     slot_put(&sl);
     report_model(ctx->stats, &sl.tune, sl.calibrate_online, sl.spread, sl.pred, sl.model);
     ctx->stats->density = sl.density;
@@ -798,10 +801,8 @@ zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
         ctx->stats->density = ch.slot.density = p.density;
         ctx->stats->gamma_n = ch.slot.gamma_n = p.gamma_n;
         ctx->stats->skew = ch.slot.skew = p.skew;
-        if (ch.keyed && ch.have) {
-            ch.slot.digest = slot_digest(&ch.slot);
+        if (ch.keyed && ch.have)
             slot_put(&ch.slot);
-        }
     }
     zen__free(ch.recs);
     zen__free(rec);
