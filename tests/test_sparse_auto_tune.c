@@ -761,11 +761,140 @@ static void test_reported_model_is_slowest_rank(void **state)
     assert_true(ratio > 1.4 && ratio < 1.6);
 }
 
+/* AUTO's bookkeeping is spaced by the calls' time (ZEN_SPARSE_AUTO_OVERHEAD): told that every
+ * call takes 0.1 us, the ranks exchange their records and re-measure the profile 8x less often
+ * than ZEN_SPARSE_AUTO_RECHECK and ZEN_SPARSE_PROFILE_PERIOD ask (both 2 here), no less; told 10 s,
+ * or with the share 0, at those periods. A call that exchanges sends more messages than a quiet
+ * one, a profile re-measure more again; the data turn disjoint at call SPACED_CHANGE, which the
+ * ranks see at the next re-measure (gamma_n from 1 to n). */
+#define SPACED_CALLS  120
+#define SPACED_CHANGE 80
+
+static double spaced_call_s;
+
+static double spaced_time(int rank, zen_sparse_scheme s, double measured)
+{
+    (void)rank;
+    (void)s;
+    (void)measured;
+    return spaced_call_s;
+}
+
+typedef struct spaced_arg {
+    uint64_t msgs[SPACED_CALLS]; /* rank 0: messages sent by each call */
+    double gamma[SPACED_CALLS];  /* rank 0: stats.gamma_n of each call */
+} spaced_arg;
+
+static zen_status spaced_rank(zen_comm *comm, void *arg)
+{
+    spaced_arg *sa = arg;
+    int n = zen_comm_size(comm), r = zen_comm_rank(comm), all[8];
+    uint32_t idx[NNZ];
+    float val[NNZ], *out = malloc(ROWS * sizeof *out);
+    zen_sparse_tensor t = { ROWS, 1, NNZ, ZEN_INDEX_U32, idx, ZEN_F32, val };
+    zen_sparse_options opts = ZEN_SPARSE_OPTIONS_INIT;
+    opts.key = "auto-tune-spaced";
+    ZT_CHECK(comm, n <= 8);
+    zen_status st = ZEN_OK;
+    for (int call = 0; call < SPACED_CALLS && st == ZEN_OK; call++) {
+        int disjoint = call >= SPACED_CHANGE;
+        for (size_t i = 0; i < NNZ; i++) {
+            idx[i] = disjoint ? (uint32_t)((i * (size_t)n + (size_t)r) * 5) : (uint32_t)(i * 11);
+            val[i] = 2.0f;
+        }
+        zen_sparse_stats stats;
+        st = zen_sparse_allreduce_dense(comm, &t, out, &opts, &stats);
+        ZT_CHECK(comm, st == ZEN_OK);
+        for (size_t i = 0; i < NNZ; i++)
+            ZT_CHECK(comm, out[idx[i]] == (disjoint ? 2.0f : 2.0f * (float)n));
+        int mine = (int)stats.scheme;
+        ZT_CHECK(comm, zen_allgather(comm, &mine, all, 1, ZEN_I32) == ZEN_OK);
+        for (int k = 0; k < n; k++)
+            ZT_CHECK(comm, all[k] == mine);
+        if (r == 0) {
+            sa->msgs[call] = stats.msgs_sent;
+            sa->gamma[call] = stats.gamma_n;
+        }
+    }
+    free(out);
+    return st;
+}
+
+/* Calls in [from, to) that sent more messages than the quietest call of that range. */
+static int busy_calls(const spaced_arg *sa, int from, int to)
+{
+    uint64_t quiet = UINT64_MAX;
+    for (int c = from; c < to; c++)
+        quiet = sa->msgs[c] < quiet ? sa->msgs[c] : quiet;
+    int busy = 0;
+    for (int c = from; c < to; c++)
+        busy += sa->msgs[c] > quiet;
+    return busy;
+}
+
+static int first_disjoint_gamma(const spaced_arg *sa, int n)
+{
+    for (int c = SPACED_CHANGE; c < SPACED_CALLS; c++)
+        if (fabs(sa->gamma[c] - n) < 1e-9)
+            return c;
+    return SPACED_CALLS;
+}
+
+/* Runs told tiny calls, long calls, and tiny calls with the share 0; profile: the re-measure
+ * period (the exchange period is 2). */
+static void spaced_runs(const char *profile, int n, spaced_arg *tiny, spaced_arg *slow,
+                        spaced_arg *fixed)
+{
+    setenv("ZEN_SPARSE_PROFILE_PERIOD", profile, 1);
+    spaced_call_s = 1e-7;
+    zt_run_inproc(n, spaced_rank, tiny);
+    spaced_call_s = 10;
+    zt_run_inproc(n, spaced_rank, slow);
+    setenv("ZEN_SPARSE_AUTO_OVERHEAD", "0", 1);
+    spaced_call_s = 1e-7;
+    zt_run_inproc(n, spaced_rank, fixed);
+    unsetenv("ZEN_SPARSE_AUTO_OVERHEAD");
+    unsetenv("ZEN_SPARSE_PROFILE_PERIOD");
+}
+
+static void test_bookkeeping_spaced(void **state)
+{
+    (void)state;
+    const int n = 4, from = 8, span = SPACED_CHANGE - from; /* past the key's first exchanges */
+    setenv("ZEN_SPARSE_MODEL_BIAS", "ps=1e-5", 1);
+    setenv("ZEN_SPARSE_TUNE_WARM", "0", 1);
+    setenv("ZEN_SPARSE_EXPLORE_PERIOD", "0", 1); /* PS on every call: its messages are constant */
+    setenv("ZEN_SPARSE_AUTO_RECHECK", "2", 1);
+    zen__sparse_auto_time_hook(spaced_time);
+    spaced_arg *run = calloc(3, sizeof *run);
+    /* exchanges alone (no re-measure within the run but the first), then with re-measures */
+    spaced_runs("100000", n, &run[0], &run[1], &run[2]);
+    assert_true(busy_calls(&run[0], from, SPACED_CHANGE) <= span / 16 + 1);
+    assert_true(busy_calls(&run[0], from, SPACED_CHANGE) >= span / 16 - 1);
+    assert_true(busy_calls(&run[1], from, SPACED_CHANGE) >= span / 2 - 1);
+    assert_true(busy_calls(&run[2], from, SPACED_CHANGE) >= span / 2 - 1);
+    spaced_runs("2", n, &run[0], &run[1], &run[2]);
+    assert_true(busy_calls(&run[0], from, SPACED_CHANGE) <= span / 16 + 1);
+    assert_true(busy_calls(&run[1], from, SPACED_CHANGE) >= span / 2 - 1);
+    /* the change is seen within 8 periods when spaced, within one otherwise */
+    int seen_tiny = first_disjoint_gamma(&run[0], n), seen_slow = first_disjoint_gamma(&run[1], n),
+        seen_fixed = first_disjoint_gamma(&run[2], n);
+    assert_true(seen_tiny <= SPACED_CHANGE + 16);
+    assert_true(seen_slow <= SPACED_CHANGE + 2 && seen_fixed <= SPACED_CHANGE + 2);
+    zen__sparse_auto_time_hook(NULL);
+    unsetenv("ZEN_SPARSE_AUTO_RECHECK");
+    unsetenv("ZEN_SPARSE_EXPLORE_PERIOD");
+    unsetenv("ZEN_SPARSE_TUNE_WARM");
+    unsetenv("ZEN_SPARSE_MODEL_BIAS");
+    free(run);
+}
+
 static void test_converges_on_measurement(void **state)
 {
     (void)state;
     setenv("ZEN_SPARSE_MODEL_BIAS", "balanced=1e-7,ps=1e-5", 1);
     zen__sparse_auto_time_hook(fake_time);
+    setenv("ZEN_SPARSE_AUTO_OVERHEAD", "0", 1); /* exchanges at exactly those periods */
     for (int n = 3; n <= 4; n++) {
         conv_arg every, quiet;
         setenv("ZEN_SPARSE_AUTO_RECHECK", "1", 1);
@@ -775,6 +904,7 @@ static void test_converges_on_measurement(void **state)
         assert_memory_equal(every.seq, quiet.seq, sizeof every.seq);
     }
     zen__sparse_auto_time_hook(NULL);
+    unsetenv("ZEN_SPARSE_AUTO_OVERHEAD");
     unsetenv("ZEN_SPARSE_AUTO_RECHECK");
     unsetenv("ZEN_SPARSE_MODEL_BIAS");
 }
@@ -797,6 +927,7 @@ int main(void)
         cmocka_unit_test(test_measured_after_itself),
         cmocka_unit_test(test_noise_switch_undone),
         cmocka_unit_test(test_converges_on_measurement),
+        cmocka_unit_test(test_bookkeeping_spaced),
         cmocka_unit_test(test_call_time_over_ranks),
         cmocka_unit_test(test_one_rank_held_up),
         cmocka_unit_test(test_reported_model_is_slowest_rank),

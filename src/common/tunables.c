@@ -164,6 +164,11 @@ static const struct param_row param_table[] = {
     { "ZEN_SPARSE_AUTO_RECHECK", "16",
       "sparse AUTO: a keyed tensor's ranks exchange their records (density, skew) on every this "
       "many calls; in between they decide from agreed state without a message (1: every call)" },
+    { "ZEN_SPARSE_AUTO_OVERHEAD", "0.01",
+      "sparse AUTO: a keyed tensor's record exchanges and profile re-measures are spaced so that "
+      "each takes at most this fraction of the time its calls spend in their scheme (at least "
+      "every ZEN_SPARSE_AUTO_RECHECK and ZEN_SPARSE_PROFILE_PERIOD calls, at most 8x that; 0: "
+      "exactly those periods)" },
     { "ZEN_SPARSE_CALIBRATE_ONLINE", "1",
       "sparse AUTO: 1 calibrates the model's latency and core share from each keyed tensor's own "
       "calls (record exchange and coalesce times) and reports it scaled by the median measured / "
@@ -258,6 +263,7 @@ static const struct param_check param_checks[] = {
     { "SPARSE_EXPLORE_BACKOFF", CHECK_LONG, 1, 1 << 20, NULL },
     { "SPARSE_TUNE_SWITCH", CHECK_DOUBLE, 0, 0.5, NULL },
     { "SPARSE_AUTO_RECHECK", CHECK_LONG, 1, 1 << 30, NULL },
+    { "SPARSE_AUTO_OVERHEAD", CHECK_DOUBLE, 0, 1, NULL },
     { "TP_ARRIVAL_WEIGHT", CHECK_DOUBLE, 0, 10, NULL },
     { "TP_DETECT_MARGIN", CHECK_DOUBLE, 0, 100, NULL },
     { "TP_DETECT_WINDOW", CHECK_LONG, 1, 16, NULL },

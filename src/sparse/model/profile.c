@@ -5,8 +5,9 @@
  * version for this tensor, whether it wants a re-measure, its non-zero rows and their counts over
  * the n even row ranges and over the n even block ranges. That alone gives the exact density and
  * skew. When the call names a recurring tensor (opts->key) the ranks keep a profile for it in a
- * small process-wide table, and on the first call, every ZEN_SPARSE_PROFILE_PERIOD calls, or
- * whenever the ranks' versions disagree (a rank lost its entry), they measure the rest:
+ * small process-wide table, and on the first call, every ZEN_SPARSE_PROFILE_PERIOD calls (or
+ * more: bookkeeping_period), or whenever the ranks' versions disagree (a rank lost its entry),
+ * they measure the rest:
  *  - densification ratios gamma^(2^i), i = 0..log2 n, and gamma^n, from hash-sampled index sets:
  *    every rank keeps the indices whose hash falls below a common threshold (about
  *    ZEN_SPARSE_PROFILE_SAMPLES per rank), allgathers them, and unions them over the aligned
@@ -17,6 +18,7 @@
  * Without a key the ratios come from the random-overlap model, the paper's pessimistic case.
  * Every input of the decision is identical on all ranks, so all ranks choose the same scheme.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -46,14 +48,21 @@ typedef struct profile_slot {
     double cpu_scale;    /* measured / predicted coalesce time (EMA, agreed), 0: not yet */
     double spread;       /* a call's slowest-rank / median-rank time (EMA, agreed), 0: not yet */
     uint64_t since_full; /* calls decided without a record exchange since the last one */
+    /* this rank's seconds of its last record exchange and decision (a re-measure apart) and of
+     * its last profile re-measure, reported at the next exchange; their maxima over the ranks
+     * at the last exchange; and the key's calls' seconds (a moving average of the agreed times):
+     * what spaces the two (bookkeeping_period) */
+    double own_full_s, own_deep_s, full_s, deep_s, call_s;
     double pred[ZEN_SPARSE_SCHEME_COUNT];  /* the tuner's predictions at the last exchange */
     double model[ZEN_SPARSE_SCHEME_COUNT]; /* the calibrated model's, for the statistics */
     double density, gamma_n, skew;         /* the statistics of the last exchange */
     /* the tunables the calls between exchanges decide with, read at the last exchange: a read
      * is a getenv and a parse, and the calls between exchanges read a dozen each */
     zen_auto_tune_params tp;
-    long recheck_every, profile_every; /* ZEN_SPARSE_AUTO_RECHECK, _PROFILE_PERIOD (>= 1) */
-    int calibrate_online;              /* ZEN_SPARSE_CALIBRATE_ONLINE != 0 */
+    /* calls between record exchanges and between profile re-measures (>= 1): at least
+     * ZEN_SPARSE_AUTO_RECHECK and ZEN_SPARSE_PROFILE_PERIOD, spaced by bookkeeping_period */
+    long recheck_every, profile_every;
+    int calibrate_online; /* ZEN_SPARSE_CALIBRATE_ONLINE != 0 */
 } profile_slot;
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -158,8 +167,9 @@ typedef struct prof_geom {
 
 /* Words of a rank's record: version, flags, nnz, n range counts, n block-range counts, then the
  * REC_TAIL words of the online calibration: the scheme of its last keyed call + 1 (0: none), that
- * call's seconds, the seconds of its last record exchange and of this call's coalesce (doubles). */
-#define REC_TAIL     4
+ * call's seconds, the seconds of its last record exchange and of this call's coalesce, and the
+ * seconds of its last exchange with the decision and of its last profile re-measure (doubles). */
+#define REC_TAIL     6
 #define REC_WORDS(n) (2 * (size_t)(n) + 3 + REC_TAIL)
 
 /* The record this rank contributes: version, flags (bit 0: re-measure, bit 1: keyed), nnz, n range
@@ -404,14 +414,17 @@ typedef struct choice {
     int have;  /* slot holds a measured profile every rank shares */
     int fresh; /* the slot is new on some rank: corrections start over */
     profile_slot slot;
-    size_t stride;   /* REC_WORDS(n) */
-    uint64_t *recs;  /* n records */
-    int last_agreed; /* every rank reports the same last scheme */
-    double last_s;   /* and its time over the ranks (zen__auto_tune_call_time) */
-    double last_max; /* and the slowest rank's */
-    double xchg_s;   /* the last record exchange, the maximum over ranks */
-    double coal_s;   /* this call's coalesce, the maximum over ranks */
-    double nnz_max;  /* the largest coalesced input */
+    size_t stride;     /* REC_WORDS(n) */
+    uint64_t *recs;    /* n records */
+    int last_agreed;   /* every rank reports the same last scheme */
+    double last_s;     /* and its time over the ranks (zen__auto_tune_call_time) */
+    double last_max;   /* and the slowest rank's */
+    double xchg_s;     /* the last record exchange, the maximum over ranks */
+    double full_s;     /* the last exchange with its decision, the maximum over ranks */
+    double deep_s;     /* the last profile re-measure, the maximum over ranks */
+    double coal_s;     /* this call's coalesce, the maximum over ranks */
+    double nnz_max;    /* the largest coalesced input */
+    double deep_now_s; /* this call's profile re-measure on this rank, 0: none */
 } choice;
 
 static void geometry(const zen_coo *c, int n, prof_geom *g)
@@ -427,7 +440,8 @@ static void geometry(const zen_coo *c, int n, prof_geom *g)
 /* This rank's record, with the last keyed call's scheme and time for the online correction. */
 static void own_record(const zen_sparse_ctx *ctx, choice *ch, uint64_t *rec)
 {
-    long period = zen__param_long("SPARSE_PROFILE_PERIOD");
+    long period = ch->have && ch->slot.profile_every > 0 ? ch->slot.profile_every
+                                                         : zen__param_long("SPARSE_PROFILE_PERIOD");
     if (period < 1)
         period = 1;
     uint64_t need = ch->keyed && (!ch->have || ch->slot.calls >= (uint64_t)period);
@@ -440,6 +454,8 @@ static void own_record(const zen_sparse_ctx *ctx, choice *ch, uint64_t *rec)
     memcpy(&tail[1], &ch->slot.pending_s, sizeof(double));
     memcpy(&tail[2], &ch->slot.xchg_s, sizeof(double));
     memcpy(&tail[3], &coal, sizeof(double));
+    memcpy(&tail[4], &ch->slot.own_full_s, sizeof(double));
+    memcpy(&tail[5], &ch->slot.own_deep_s, sizeof(double));
 }
 
 static double max_double_word(double m, const uint64_t *word)
@@ -457,7 +473,7 @@ static void read_records(choice *ch, int n, int *deep, int *all_keyed, uint64_t 
     *vmax = 0;
     ch->fresh = !ch->have;
     ch->last_agreed = 1;
-    ch->last_s = ch->last_max = ch->xchg_s = ch->coal_s = ch->nnz_max = 0;
+    ch->last_s = ch->last_max = ch->xchg_s = ch->full_s = ch->deep_s = ch->coal_s = ch->nnz_max = 0;
     double *last = zen__malloc_array((size_t)n, sizeof *last);
     for (int r = 0; r < n; r++) {
         const uint64_t *x = ch->recs + (size_t)r * ch->stride;
@@ -471,6 +487,8 @@ static void read_records(choice *ch, int n, int *deep, int *all_keyed, uint64_t 
             memcpy(&last[r], &tail[1], sizeof *last);
         ch->last_max = max_double_word(ch->last_max, &tail[1]);
         ch->xchg_s = max_double_word(ch->xchg_s, &tail[2]);
+        ch->full_s = max_double_word(ch->full_s, &tail[4]);
+        ch->deep_s = max_double_word(ch->deep_s, &tail[5]);
         ch->coal_s = max_double_word(ch->coal_s, &tail[3]);
         ch->nnz_max = (double)x[2] > ch->nnz_max ? (double)x[2] : ch->nnz_max;
     }
@@ -505,7 +523,11 @@ static zen_status gather_profile(zen_sparse_ctx *ctx, choice *ch, const uint64_t
     if (st == ZEN_OK && deep) {
         zen_sparse_profile deep_p;
         zen__sparse_profile_model(&deep_p, n, 0, ZEN_OVERLAP_RANDOM);
+        int64_t t1 = zen_now_ns();
         st = deep_profile(ctx, &cc, &ch->g, ch->recs, &deep_p);
+        ch->deep_now_s = zen_us_between(t1, zen_now_ns()) * 1e-6;
+        /* a key's first call is slow in every part (first touches), so not a measure */
+        ch->slot.own_deep_s = ch->have ? ch->deep_now_s : 0;
         if (st == ZEN_OK) {
             ch->slot.key = slot_key(ctx);
             ch->slot.version = vmax + 1;
@@ -557,6 +579,31 @@ static void summarize(const choice *ch, int n, double *load, zen_sparse_profile 
 static double ema(double old, double x)
 {
     return old > 0 ? 0.5 * old + 0.5 * x : x;
+}
+
+/*
+ * Calls between two runs of a bookkeeping step that takes cost_s, on calls of call_s: at least
+ * base, and more when the step would otherwise take more than share of the calls' time, up to 8x
+ * base (so that AUTO still sees a change of the data within 8 configured periods). On 4 shm
+ * processes sharing 2 cores the record exchange with its decision took 60-85 us and a re-measure
+ * 0.17-3.7 ms (more with the density), on calls whose scheme took 0.11-0.73 ms: at the fixed
+ * periods of 16 and 100 a few percent of the calls' time (docs/algorithms.md).
+ */
+static long bookkeeping_period(long base, double cost_s, double call_s, double share)
+{
+    if (base < 1)
+        base = 1;
+    if (!(share > 0) || !(cost_s > 0) || !(call_s > 0))
+        return base;
+    double calls = ceil(cost_s / (share * call_s)), most = 8.0 * (double)base;
+    return calls <= (double)base ? base : (long)(calls < most ? calls : most);
+}
+
+/* Fold one call's agreed time into the key's call time, slowly: it only spaces the bookkeeping. */
+static void note_call(profile_slot *sl, double seconds)
+{
+    if (seconds > 0)
+        sl->call_s = sl->call_s > 0 ? 0.8 * sl->call_s + 0.2 * seconds : seconds;
 }
 
 /* Fold one call's slowest-rank / median-rank ratio into the key's spread, slowly: the ratio of
@@ -666,16 +713,23 @@ static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_prof
         return zen__sparse_cheapest(model);
     }
     zen__auto_tune_params_default(&sl->tp);
-    sl->recheck_every = zen__param_long("SPARSE_AUTO_RECHECK");
-    sl->profile_every = zen__param_long("SPARSE_PROFILE_PERIOD");
     if (ch->fresh) {
         zen__auto_tune_init(&sl->tune);
-        sl->spread = 0;
+        sl->spread = sl->call_s = 0;
     } else if (ch->last_agreed) {
         zen__auto_tune_observe(&sl->tune, &sl->tp, ch->last_s);
         note_spread(sl, ch->last_s, ch->last_max);
+        note_call(sl, ch->last_s);
     } else
         zen__auto_tune_drop(&sl->tune);
+    /* every input agreed: the maxima over the ranks' records and the agreed call times */
+    sl->full_s = ch->full_s;
+    sl->deep_s = ch->deep_s;
+    double share = zen__param_double("SPARSE_AUTO_OVERHEAD");
+    sl->recheck_every =
+        bookkeeping_period(zen__param_long("SPARSE_AUTO_RECHECK"), sl->full_s, sl->call_s, share);
+    sl->profile_every =
+        bookkeeping_period(zen__param_long("SPARSE_PROFILE_PERIOD"), sl->deep_s, sl->call_s, share);
     zen_sparse_scheme s = zen__auto_tune_choose(&sl->tune, &sl->tp, pred, NULL, NULL);
     report_model(ctx->stats, &sl->tune, sl->calibrate_online, sl->spread, pred, model);
     memcpy(ch->slot.pred, pred, sizeof pred);
@@ -692,7 +746,7 @@ static uint64_t slot_digest(const profile_slot *sl)
 {
     const zen_auto_tune *t = &sl->tune;
     uint64_t h = zen_hash64(sl->version, sl->calls * 31 + sl->since_full);
-    double d[(4 + 2 * ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 12];
+    double d[(4 + 2 * ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 17];
     size_t k = 0;
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
         for (int i = 0; i < ZEN_TUNE_WINDOW_MAX; i++) {
@@ -706,9 +760,23 @@ static uint64_t slot_digest(const profile_slot *sl)
         d[k++] = sl->model[s];
         h = zen_hash64(h, ((uint64_t)t->measured[s] << 40) ^ t->seen[s]);
     }
-    double tail[] = { t->total_s,    t->extra_s,       t->last_pred, t->last_base,
-                      sl->density,   sl->gamma_n,      sl->skew,     sl->lat_s,
-                      sl->cpu_scale, t->settled_ratio, t->settled_s, sl->spread };
+    double tail[] = { t->total_s,
+                      t->extra_s,
+                      t->last_pred,
+                      t->last_base,
+                      sl->density,
+                      sl->gamma_n,
+                      sl->skew,
+                      sl->lat_s,
+                      sl->cpu_scale,
+                      t->settled_ratio,
+                      t->settled_s,
+                      sl->spread,
+                      sl->full_s,
+                      sl->deep_s,
+                      sl->call_s,
+                      (double)sl->recheck_every,
+                      (double)sl->profile_every };
     memcpy(d + k, tail, sizeof tail);
     k += sizeof tail / sizeof tail[0];
     h = zen_hash64(h, (uint64_t)(uint32_t)(t->prev + 1) << 8 | (uint64_t)(uint32_t)(t->again + 1));
@@ -754,6 +822,7 @@ static void quiet_decide(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme, int *do
         return;
     zen__auto_tune_observe(&sl.tune, &sl.tp, ctx->auto_last_s);
     note_spread(&sl, ctx->auto_last_s, ctx->auto_last_max_s);
+    note_call(&sl, ctx->auto_last_s);
     *scheme = zen__auto_tune_choose(&sl.tune, &sl.tp, sl.pred, NULL, NULL);
     sl.pending_s = 0;
     sl.calls++;
@@ -773,11 +842,13 @@ zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
     quiet_decide(ctx, scheme, &done);
     if (done)
         return ZEN_OK;
+    int64_t t0 = zen_now_ns();
     choice ch;
     memset(&ch, 0, sizeof ch);
     geometry(ctx->local, n, &ch.g);
     ch.keyed = ctx->opts && ctx->opts->key && n > 1;
     ch.have = ch.keyed && slot_get(slot_key(ctx), &ch.slot);
+    int had = ch.have;
     if (!ch.have)
         zen__auto_tune_init(&ch.slot.tune);
     ch.stride = REC_WORDS(n);
@@ -801,6 +872,9 @@ zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
         ctx->stats->density = ch.slot.density = p.density;
         ctx->stats->gamma_n = ch.slot.gamma_n = p.gamma_n;
         ctx->stats->skew = ch.slot.skew = p.skew;
+        /* reported at the next exchange; a key's first call is no measure (first touches) */
+        double full = zen_us_between(t0, zen_now_ns()) * 1e-6 - ch.deep_now_s;
+        ch.slot.own_full_s = had && full > 0 ? full : 0;
         if (ch.keyed && ch.have)
             slot_put(&ch.slot);
     }
