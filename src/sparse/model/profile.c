@@ -49,10 +49,9 @@ typedef struct profile_slot {
     double spread;       /* a call's slowest-rank / median-rank time (EMA, agreed), 0: not yet */
     uint64_t since_full; /* calls decided without a record exchange since the last one */
     /* this rank's seconds of its last record exchange and decision (a re-measure apart) and of
-     * its last profile re-measure, reported at the next exchange; their maxima over the ranks
-     * at the last exchange; and the key's calls' seconds (a moving average of the agreed times):
-     * what spaces the two (bookkeeping_period) */
-    double own_full_s, own_deep_s, full_s, deep_s, call_s;
+     * its last profile re-measure, reported at the next exchange, and the key's calls' seconds
+     * (a moving average of the agreed times): what spaces the two (bookkeeping_period) */
+    double own_full_s, own_deep_s, call_s;
     double pred[ZEN_SPARSE_SCHEME_COUNT];  /* the tuner's predictions at the last exchange */
     double model[ZEN_SPARSE_SCHEME_COUNT]; /* the calibrated model's, for the statistics */
     double density, gamma_n, skew;         /* the statistics of the last exchange */
@@ -723,13 +722,11 @@ static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_prof
     } else
         zen__auto_tune_drop(&sl->tune);
     /* every input agreed: the maxima over the ranks' records and the agreed call times */
-    sl->full_s = ch->full_s;
-    sl->deep_s = ch->deep_s;
     double share = zen__param_double("SPARSE_AUTO_OVERHEAD");
     sl->recheck_every =
-        bookkeeping_period(zen__param_long("SPARSE_AUTO_RECHECK"), sl->full_s, sl->call_s, share);
+        bookkeeping_period(zen__param_long("SPARSE_AUTO_RECHECK"), ch->full_s, sl->call_s, share);
     sl->profile_every =
-        bookkeeping_period(zen__param_long("SPARSE_PROFILE_PERIOD"), sl->deep_s, sl->call_s, share);
+        bookkeeping_period(zen__param_long("SPARSE_PROFILE_PERIOD"), ch->deep_s, sl->call_s, share);
     zen_sparse_scheme s = zen__auto_tune_choose(&sl->tune, &sl->tp, pred, NULL, NULL);
     report_model(ctx->stats, &sl->tune, sl->calibrate_online, sl->spread, pred, model);
     memcpy(ch->slot.pred, pred, sizeof pred);
@@ -746,7 +743,7 @@ static uint64_t slot_digest(const profile_slot *sl)
 {
     const zen_auto_tune *t = &sl->tune;
     uint64_t h = zen_hash64(sl->version, sl->calls * 31 + sl->since_full);
-    double d[(4 + 2 * ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 17];
+    double d[(4 + 2 * ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 15];
     size_t k = 0;
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
         for (int i = 0; i < ZEN_TUNE_WINDOW_MAX; i++) {
@@ -772,8 +769,6 @@ static uint64_t slot_digest(const profile_slot *sl)
                       t->settled_ratio,
                       t->settled_s,
                       sl->spread,
-                      sl->full_s,
-                      sl->deep_s,
                       sl->call_s,
                       (double)sl->recheck_every,
                       (double)sl->profile_every };
