@@ -1,7 +1,8 @@
 /* The block cache behind zen__malloc/zen__free (src/common/alloc.c): a freed block is handed to
- * the next request it fits, zen__calloc still returns zeros, a growing realloc moves into a kept
- * block with its contents or grows within its rounded block, small requests and requests far
- * smaller than a kept block are not served from it, and the entry limit holds. */
+ * the next request it fits, the smallest that fits first, zen__calloc still returns zeros, a
+ * growing realloc moves into a kept block with its contents or grows within its rounded block,
+ * small requests and requests far smaller than a kept block are not served from it, and the entry
+ * limit holds. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,27 @@ static void test_large_block_reused(void **state)
     char *d = zen__malloc(MiB / 2); /* would use an eighth of it: a fresh block */
     assert_ptr_not_equal(a, d);
     zen__free(d);
+    zen__alloc_cache_trim();
+}
+
+/* Two kept blocks, 2 MiB and 4 MiB (the larger freed last), and requests of 1.5 MiB, which both
+ * fit, then 3 MiB: the first takes the 2 MiB block, so the second is served too. Most recently
+ * freed first, the 1.5 MiB request took the 4 MiB block and the 3 MiB one went to glibc. */
+static void test_smallest_fitting_block_first(void **state)
+{
+    (void)state;
+    SKIP_UNDER_ASAN();
+    zen__alloc_cache_trim();
+    char *small = zen__malloc(2 * MiB), *large = zen__malloc(4 * MiB);
+    assert_non_null(small);
+    assert_non_null(large);
+    zen__free(small);
+    zen__free(large);
+    char *a = zen__malloc(3 * MiB / 2), *b = zen__malloc(3 * MiB);
+    assert_ptr_equal(a, small);
+    assert_ptr_equal(b, large);
+    zen__free(a);
+    zen__free(b);
     zen__alloc_cache_trim();
 }
 
@@ -137,6 +159,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_large_block_reused),
+        cmocka_unit_test(test_smallest_fitting_block_first),
         cmocka_unit_test(test_small_and_fresh_requests_untouched),
         cmocka_unit_test(test_cap_and_entry_limit),
         cmocka_unit_test(test_growth_in_place),

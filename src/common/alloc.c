@@ -29,9 +29,16 @@ static int injected_failure(void)
  * mmap or trims them off the heap top on free, so every call faulted in fresh zeroed pages. On the
  * 8-host sparse benchmark (docs/benchmarks.md) page faults, brk and munmap were over half of a
  * rank's CPU time. Freed blocks of at least BIG_MIN bytes are kept here (ZEN_ALLOC_CACHE_MB in
- * all, BIG_ENTRIES of them; 0 disables it) and handed back to the next request they fit at most
- * four times over, most recently freed first (its pages are the likeliest to be resident). They
- * are ordinary malloc blocks, so whoever gets one may free or realloc it as usual.
+ * all, BIG_ENTRIES of them; 0 disables it) and handed back to a later request they fit at most
+ * four times over: the smallest such block, most recently freed first among equals. They are
+ * ordinary malloc blocks, so whoever gets one may free or realloc it as usual.
+ *
+ * The smallest, not the most recently freed as it was: then a small request took the block that
+ * a larger one later in the same call needed, the larger one went to glibc for a new block, and
+ * the cache filled one block per call. On 8 shm processes running HIERARCHICAL alone (200,000 x 4
+ * rows at 10%) every rank took 20-120 page faults in each of calls 1-5 and those calls took
+ * 2.2-4.5x the time of calls 6 on; smallest first, the faults end after call 2 and the slow calls
+ * after call 3 (docs/benchmarks.md).
  *
  * BIG_MIN is 4 KiB, not the 64 KiB it was: a per-thread glibc arena trims its top by madvise
  * whenever a free leaves more than 128 KiB there, and the sparse schemes' smaller arrays (a
@@ -81,15 +88,21 @@ static void *big_take(size_t bytes)
         return NULL;
     void *p = NULL;
     pthread_mutex_lock(&big.lock);
+    int best = -1;
     for (int i = big.count - 1; i >= 0; i--) {
-        if (big.size[i] >= bytes && big.size[i] / 4 <= bytes) {
-            p = big.block[i];
-            big.bytes -= big.size[i];
-            big.block[i] = big.block[big.count - 1];
-            big.size[i] = big.size[big.count - 1];
-            big.count--;
+        if (big.size[i] < bytes || big.size[i] / 4 > bytes ||
+            (best >= 0 && big.size[i] >= big.size[best]))
+            continue;
+        best = i;
+        if (big.size[i] / 2 < bytes) /* within 2x: as close as power-of-two blocks come */
             break;
-        }
+    }
+    if (best >= 0) {
+        p = big.block[best];
+        big.bytes -= big.size[best];
+        big.block[best] = big.block[big.count - 1];
+        big.size[best] = big.size[big.count - 1];
+        big.count--;
     }
     pthread_mutex_unlock(&big.lock);
     return p;
