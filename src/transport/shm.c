@@ -139,7 +139,7 @@ static void write_record(shm_state *s, shm_peer *pe, uint64_t at, const zen_shm_
     dst->tag = h->tag;
     dst->total = h->total;
     dst->addr = h->addr;
-    if (h->bytes)
+    if (payload && h->bytes) /* a pad has neither */
         memcpy((char *)dst + ZEN_SHM_REC_HDR, payload, h->bytes);
     atomic_store_explicit(&dst->stamp, at + 1, memory_order_release);
 }
