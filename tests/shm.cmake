@@ -25,3 +25,16 @@ add_test(NAME launch_bind_core_shm
 set_tests_properties(launch_bind_core_shm PROPERTIES TIMEOUT 60 LABELS cli
                      PASS_REGULAR_EXPRESSION "\"transport\":\"shm\""
                      FAIL_REGULAR_EXPRESSION "\"wrong\":[1-9]")
+
+# The shm setup socket under attack (strangers during the hand-over, another user, missing
+# ranks named) is part of the security suite (docs/security.md).
+set_tests_properties(test_shm_boot PROPERTIES LABELS "unit;security")
+
+# The same through the CLI, from another process that finds the sockets in /proc/net/unix.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME security_shm_setup_strangers
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/shm_setup_strangers.py
+                   $<TARGET_FILE:zen>)
+  set_tests_properties(security_shm_setup_strangers PROPERTIES TIMEOUT 120
+                       LABELS "cli;security")
+endif()

@@ -5,7 +5,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,10 +18,14 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/tunables.h"
+#include "transport/shm_hand.h"
 #include "transport/shm_internal.h"
 
 #define BOOT_VERSION 2u /* 2: the segment head holds a heartbeat word */
+
+void (*zen__shm_boot_test_hook)(int stage, int rank, const char *sock_name);
 
 struct zen_shm_boot {
     int listen_fd;
@@ -72,6 +78,8 @@ zen_status zen__shm_boot_begin(zen_shm_boot **out, zen_shm_blob *mine)
         zen__free(b);
         return ZEN_ESYS;
     }
+    if (zen__shm_boot_test_hook)
+        zen__shm_boot_test_hook(0, -1, mine->sock_name);
     mine->pid = (uint32_t)getpid();
     mine->version = BOOT_VERSION;
     mine->cookie_addr = (uint64_t)(uintptr_t)&probe_cookie;
@@ -111,16 +119,12 @@ static void sock_deadline(int fd, int64_t deadline)
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-typedef struct hand_msg {
-    uint32_t magic;
-    uint32_t rank;
-    uint64_t seg_bytes;
-} hand_msg;
-
+/* Send this rank's hand-over message with the segment's descriptor. */
 static int send_seg(int fd, int rank, int memfd, size_t seg_bytes)
 {
-    hand_msg m = { ZEN_SHM_MAGIC, (uint32_t)rank, seg_bytes };
-    struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
+    unsigned char m[ZEN_SHM_HAND_BYTES];
+    zen__shm_hand_encode(m, (uint32_t)rank, seg_bytes);
+    struct iovec iov = { .iov_base = m, .iov_len = sizeof m };
     char ctl[CMSG_SPACE(sizeof(int))];
     memset(ctl, 0, sizeof ctl);
     struct msghdr mh = {
@@ -134,26 +138,65 @@ static int send_seg(int fd, int rank, int memfd, size_t seg_bytes)
     return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof m ? 0 : -1;
 }
 
-/* Receive a hand_msg and its descriptor; *memfd = -1 when none came. */
-static int recv_seg(int fd, hand_msg *m, int *memfd)
+/*
+ * One recvmsg of the rest of a hand-over message into buf[*have..]: *have grows by what came,
+ * and the first descriptor that comes along goes to *memfd (any other is closed; the kernel
+ * discards those that do not fit the control buffer). Returns recvmsg's result.
+ */
+static ssize_t recv_part(int fd, unsigned char *buf, size_t *have, int *memfd, int flags)
 {
-    *memfd = -1;
-    struct iovec iov = { .iov_base = m, .iov_len = sizeof *m };
+    struct iovec iov = { .iov_base = buf + *have, .iov_len = ZEN_SHM_HAND_BYTES - *have };
     char ctl[CMSG_SPACE(sizeof(int))];
     struct msghdr mh = {
         .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl
     };
-    ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-            memcpy(memfd, CMSG_DATA(c), sizeof(int));
-    if (n != (ssize_t)sizeof *m || m->magic != ZEN_SHM_MAGIC) {
-        if (*memfd >= 0)
-            close(*memfd);
-        *memfd = -1;
-        return -1;
+    ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | flags);
+    if (n < 0)
+        return n;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < nfd; i++) {
+            int got;
+            memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (*memfd < 0)
+                *memfd = got;
+            else
+                close(got);
+        }
     }
-    return 0;
+    *have += (size_t)n;
+    return n;
+}
+
+/* Receive rank want's hand-over (blocking, under the socket's timeouts). 0 with a descriptor in
+ * *memfd, or -1 with errno set (EPROTO: a wrong message or no descriptor). */
+static int recv_seg(int fd, uint32_t want, zen_shm_hand *h, int *memfd)
+{
+    *memfd = -1;
+    unsigned char buf[ZEN_SHM_HAND_BYTES];
+    size_t have = 0;
+    int r = 1;
+    while (r == 1) {
+        ssize_t n = recv_part(fd, buf, &have, memfd, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = ECONNRESET;
+            break;
+        }
+        r = zen__shm_hand_parse(buf, have, want, h);
+    }
+    if (r == 0 && *memfd >= 0)
+        return 0;
+    if (r != 1)
+        errno = EPROTO;
+    if (*memfd >= 0)
+        close(*memfd);
+    *memfd = -1;
+    return -1;
 }
 
 /* ZEN_SHM_PREFAULT=-1 prefaults up to this much ring memory per host: 32 processes at 512 KiB. */
@@ -239,7 +282,7 @@ static zen_status hand_connect(shm_state *s, const zen_shm_blob *blob, shm_peer 
     socklen_t len;
     abstract_addr(blob->sock_name, &sa, &len);
     zen_status st = ZEN_OK;
-    hand_msg m;
+    zen_shm_hand m = { 0, 0 };
     int theirs = -1;
     if (connect(fd, (struct sockaddr *)&sa, len) != 0)
         st = zen__transport_fail(&s->base, ZEN_EPEER,
@@ -251,10 +294,10 @@ static zen_status hand_connect(shm_state *s, const zen_shm_blob *blob, shm_peer 
         st = zen__transport_fail(&s->base, ZEN_EPROTO,
                                  "shm: the socket of rank %d belongs to another process", pe->rank);
     else if (send_seg(fd, s->base.rank, memfd, s->seg_bytes) != 0 ||
-             recv_seg(fd, &m, &theirs) != 0 || theirs < 0 || (int)m.rank != pe->rank)
+             recv_seg(fd, (uint32_t)pe->rank, &m, &theirs) != 0)
         st = zen__transport_fail(&s->base, ZEN_EPEER,
                                  "shm: handing segments over with rank %d failed (%s)", pe->rank,
-                                 errno ? strerror(errno) : "bad message");
+                                 errno == EPROTO ? "a malformed reply" : strerror(errno));
     if (st == ZEN_OK)
         st = map_peer(s, pe, theirs, (size_t)m.seg_bytes);
     if (theirs >= 0)
@@ -263,59 +306,259 @@ static zen_status hand_connect(shm_state *s, const zen_shm_blob *blob, shm_peer 
     return st;
 }
 
-/* Lower ranks accept from every higher local rank, in whatever order they come. */
-static zen_status hand_accept(shm_state *s, zen_shm_boot *b, const zen_shm_blob *blobs, int memfd,
-                              int64_t deadline)
+/*
+ * Lower ranks accept from every higher local rank, in whatever order they come. The socket's name
+ * is listed in /proc/net/unix, so anyone on the host can connect to it: SO_PEERCRED is checked
+ * at accept, and a connection whose process is of another user, or is not one of the local ranks
+ * still to hand over (their pids came with the blobs), is closed at once. Connections from those
+ * pids are read together, without blocking, each for at most HAND_CONN_NS: none can hold up the
+ * others, and the overall deadline names every rank that never handed over.
+ */
+
+/* A genuine rank sends its message right after connecting; one that has not within this time is
+ * stopped or stuck, and its connection is dropped (it then fails on its side, naming this rank). */
+#define HAND_CONN_NS (5LL * 1000000000)
+/* Connections of the job's own pids read at once (a peer connects once; more drop the oldest). */
+#define HAND_PENDING_MAX 32
+/* Refused connections logged one by one; the rest are counted in one line at the end. */
+#define HAND_LOG_MAX 4
+
+typedef struct hand_conn {
+    int fd;
+    int peer;  /* the rank whose pid is at the other end */
+    int memfd; /* the descriptor it sent, -1: none yet */
+    size_t have;
+    int64_t until; /* dropped at */
+    unsigned char buf[ZEN_SHM_HAND_BYTES];
+} hand_conn;
+
+typedef struct hand_acc {
+    shm_state *s;
+    int listen_fd;
+    const zen_shm_blob *blobs;
+    int memfd; /* this rank's segment */
+    int64_t deadline;
+    int need; /* local ranks still to hand over */
+    int nconn;
+    unsigned refused;
+    int64_t accept_pause; /* after an accept error (EMFILE...): leave the listener until then */
+    hand_conn conn[HAND_PENDING_MAX];
+} hand_acc;
+
+static void refuse(hand_acc *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void refuse(hand_acc *a, const char *fmt, ...)
 {
-    int need = 0;
+    if (++a->refused > HAND_LOG_MAX)
+        return;
+    char why[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    ZEN_WARN("shm", "rank %d: refused a connection to the shm setup socket: %s%s", a->s->base.rank,
+             why, a->refused == HAND_LOG_MAX ? " (further refusals are only counted)" : "");
+}
+
+static void conn_close(hand_conn *c)
+{
+    if (c->memfd >= 0)
+        close(c->memfd);
+    close(c->fd);
+    c->memfd = -1;
+    c->fd = -1;
+}
+
+/* The local rank above this one, not yet handed over, whose process is pid; -1: none. */
+static int waiting_rank(const hand_acc *a, pid_t pid)
+{
+    const shm_state *s = a->s;
     for (int p = s->base.rank + 1; p < s->base.size; p++)
-        need += s->peers[p].lidx >= 0;
-    while (need > 0) {
-        struct pollfd pf = { .fd = b->listen_fd, .events = POLLIN, .revents = 0 };
-        int64_t left = deadline - zen_now_ns();
-        if (left <= 0 || poll(&pf, 1, (int)(left / 1000000) + 1) <= 0) {
-            for (int p = s->base.rank + 1; p < s->base.size; p++)
-                if (s->peers[p].lidx >= 0 && !s->peers[p].seg)
-                    return zen__transport_fail(&s->base, ZEN_ETIMEDOUT,
-                                               "shm: rank %d never handed over its segment", p);
-            return zen__transport_fail(&s->base, ZEN_ETIMEDOUT, "shm: segment hand-over timed out");
+        if (s->peers[p].lidx >= 0 && !s->peers[p].seg && (pid_t)a->blobs[p].pid == pid)
+            return p;
+    return -1;
+}
+
+/* Accept every queued connection: refuse strangers at once, keep the job's ranks pending. */
+static void accept_new(hand_acc *a)
+{
+    for (;;) {
+        int fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+                a->accept_pause = zen_now_ns() + 10 * 1000000; /* EMFILE: do not spin */
+            return;
         }
-        int fd = accept4(b->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0)
-            continue;
-        sock_deadline(fd, deadline);
-        hand_msg m;
-        int theirs = -1;
+        struct ucred cr;
+        socklen_t len = sizeof cr;
         int peer = -1;
-        if (recv_seg(fd, &m, &theirs) == 0)
-            peer = (int)m.rank;
-        if (peer <= s->base.rank || peer >= s->base.size || s->peers[peer].lidx < 0 ||
-            s->peers[peer].seg || !peer_pid_ok(fd, blobs[peer].pid)) {
-            /* not one of ours (or a duplicate): ignore it */
-            if (theirs >= 0)
-                close(theirs);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
+            refuse(a, "no peer credentials (%s)", strerror(errno));
+        else if (cr.uid != geteuid())
+            refuse(a, "pid %d belongs to another user (uid %u)", (int)cr.pid, (unsigned)cr.uid);
+        else if ((peer = waiting_rank(a, cr.pid)) < 0)
+            refuse(a, "pid %d is not a local rank of this job still to hand over", (int)cr.pid);
+        if (peer < 0) {
             close(fd);
             continue;
         }
-        zen_status st = ZEN_OK;
-        if (send_seg(fd, s->base.rank, memfd, s->seg_bytes) != 0)
-            st = zen__transport_fail(&s->base, ZEN_EPEER,
-                                     "shm: handing this segment to rank %d failed: %s", peer,
-                                     strerror(errno));
-        if (st == ZEN_OK)
-            st = map_peer(s, &s->peers[peer], theirs, (size_t)m.seg_bytes);
-        close(theirs);
-        close(fd);
-        if (st != ZEN_OK)
-            return st;
-        need--;
+        if (a->nconn == HAND_PENDING_MAX) { /* drop the oldest */
+            refuse(a, "%d connections of this job pending", HAND_PENDING_MAX);
+            conn_close(&a->conn[0]);
+            memmove(&a->conn[0], &a->conn[1], (size_t)(a->nconn - 1) * sizeof a->conn[0]);
+            a->nconn--;
+        }
+        int64_t until = zen_now_ns() + HAND_CONN_NS;
+        a->conn[a->nconn++] = (hand_conn){
+            .fd = fd, .peer = peer, .memfd = -1, .until = until < a->deadline ? until : a->deadline
+        };
     }
-    return ZEN_OK;
+}
+
+/* Read what has arrived on c; once the message is whole, hand ours back and map theirs. c->fd
+ * is -1 afterwards when c is done with (served or dropped). A failure of the job is returned. */
+static zen_status read_conn(hand_acc *a, hand_conn *c)
+{
+    shm_state *s = a->s;
+    ssize_t n = recv_part(c->fd, c->buf, &c->have, &c->memfd, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return ZEN_OK;
+    if (n <= 0 || s->peers[c->peer].seg) {
+        /* closed without a message (a rank that died is named when the deadline passes), or a
+         * second connection of a rank already handed over */
+        refuse(a, "rank %d's pid %s", c->peer,
+               n <= 0 ? "closed its connection before handing over" : "connected twice");
+        conn_close(c);
+        return ZEN_OK;
+    }
+    zen_shm_hand h;
+    int r = zen__shm_hand_parse(c->buf, c->have, (uint32_t)c->peer, &h);
+    if (r == 1)
+        return ZEN_OK;
+    zen_status st = ZEN_OK;
+    /* the process is the rank's own (SO_PEERCRED): a wrong message is the rank's fault */
+    if (r < 0 || c->memfd < 0)
+        st = zen__transport_fail(&s->base, ZEN_EPROTO,
+                                 "shm: rank %d sent a malformed segment hand-over (%s)", c->peer,
+                                 r < 0 ? "wrong bytes" : "no descriptor");
+    else if (send_seg(c->fd, s->base.rank, a->memfd, s->seg_bytes) != 0)
+        st = zen__transport_fail(&s->base, ZEN_EPEER,
+                                 "shm: handing this segment to rank %d failed: %s", c->peer,
+                                 strerror(errno));
+    else
+        st = map_peer(s, &s->peers[c->peer], c->memfd, (size_t)h.seg_bytes);
+    if (st == ZEN_OK)
+        a->need--;
+    conn_close(c);
+    return st;
+}
+
+/* The overall deadline passed: name every local rank that has not handed over. */
+static zen_status hand_missing(hand_acc *a)
+{
+    shm_state *s = a->s;
+    char list[256];
+    size_t used = 0;
+    int k = 0;
+    list[0] = '\0';
+    for (int p = s->base.rank + 1; p < s->base.size; p++) {
+        if (s->peers[p].lidx < 0 || s->peers[p].seg || used >= sizeof list)
+            continue;
+        int w = snprintf(list + used, sizeof list - used, "%s%d", k ? ", " : "", p);
+        used += w > 0 ? (size_t)w : 0;
+        k++;
+    }
+    char refused[80] = "";
+    if (a->refused)
+        snprintf(refused, sizeof refused, " (%u other connection%s to the setup socket refused)",
+                 a->refused, a->refused == 1 ? "" : "s");
+    return zen__transport_fail(&s->base, ZEN_ETIMEDOUT,
+                               "shm: rank%s %s never handed over %s segment%s%s", k > 1 ? "s" : "",
+                               list, k > 1 ? "their" : "its", k > 1 ? "s" : "", refused);
+}
+
+/* Drop the pending connections whose time is up; the earliest time still pending. */
+static int64_t expire_conns(hand_acc *a, int64_t now)
+{
+    int64_t next = a->deadline;
+    for (int i = 0; i < a->nconn; i++) {
+        hand_conn *c = &a->conn[i];
+        if (c->until <= now) {
+            refuse(a, "rank %d's pid sent no hand-over within %lld s", c->peer,
+                   (long long)(HAND_CONN_NS / 1000000000));
+            conn_close(c);
+        } else if (c->until < next) {
+            next = c->until;
+        }
+    }
+    return next;
+}
+
+/* Remove the closed connections, keeping the others in accept order. */
+static void compact_conns(hand_acc *a)
+{
+    int k = 0;
+    for (int i = 0; i < a->nconn; i++)
+        if (a->conn[i].fd >= 0)
+            a->conn[k++] = a->conn[i];
+    a->nconn = k;
+}
+
+static zen_status hand_accept(shm_state *s, zen_shm_boot *b, const zen_shm_blob *blobs, int memfd,
+                              int64_t deadline)
+{
+    hand_acc *a = zen__calloc(1, sizeof *a);
+    if (!a)
+        return zen__transport_fail(&s->base, ZEN_ENOMEM, "shm: out of memory at setup");
+    *a = (hand_acc){
+        .s = s, .listen_fd = b->listen_fd, .blobs = blobs, .memfd = memfd, .deadline = deadline
+    };
+    for (int p = s->base.rank + 1; p < s->base.size; p++)
+        a->need += s->peers[p].lidx >= 0;
+    int fl = fcntl(b->listen_fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(b->listen_fd, F_SETFL, fl | O_NONBLOCK);
+    zen_status st = ZEN_OK;
+    struct pollfd pf[1 + HAND_PENDING_MAX];
+    while (st == ZEN_OK && a->need > 0) {
+        int64_t now = zen_now_ns();
+        if (now >= deadline) {
+            st = hand_missing(a);
+            break;
+        }
+        int64_t wake = expire_conns(a, now);
+        compact_conns(a);
+        int listen_on = now >= a->accept_pause;
+        if (!listen_on && a->accept_pause < wake)
+            wake = a->accept_pause;
+        pf[0] = (struct pollfd){ .fd = listen_on ? b->listen_fd : -1, .events = POLLIN };
+        for (int i = 0; i < a->nconn; i++)
+            pf[1 + i] = (struct pollfd){ .fd = a->conn[i].fd, .events = POLLIN };
+        int64_t ms = (wake - now) / 1000000 + 1;
+        int k = poll(pf, (nfds_t)(1 + a->nconn), ms > 1000 ? 1000 : (int)ms);
+        if (k < 0 && errno != EINTR)
+            st = zen__transport_fail(&s->base, ZEN_ESYS, "shm: poll: %s", strerror(errno));
+        for (int i = 0; k > 0 && st == ZEN_OK && i < a->nconn; i++)
+            if (pf[1 + i].revents)
+                st = read_conn(a, &a->conn[i]);
+        compact_conns(a);
+        if (k > 0 && st == ZEN_OK && (pf[0].revents & POLLIN))
+            accept_new(a);
+    }
+    for (int i = 0; i < a->nconn; i++)
+        conn_close(&a->conn[i]);
+    if (a->refused > HAND_LOG_MAX)
+        ZEN_WARN("shm", "rank %d: %u connections to the shm setup socket refused in all",
+                 s->base.rank, a->refused);
+    zen__free(a);
+    return st;
 }
 
 zen_status zen__shm_setup_segments(shm_state *s, zen_shm_boot *b, const zen_shm_blob *blobs,
                                    int64_t deadline)
 {
+    if (zen__shm_boot_test_hook)
+        zen__shm_boot_test_hook(1, s->base.rank, blobs[s->base.rank].sock_name);
     s->seg_bytes = zen_shm_seg_bytes(s->nlocal, s->ring_bytes);
     int memfd = memfd_create("zen-shm", MFD_CLOEXEC);
     if (memfd < 0)

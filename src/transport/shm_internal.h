@@ -111,6 +111,11 @@ void zen__shm_heartbeat_setup(shm_state *s);
 int zen__shm_heartbeat_poll_ms(const shm_state *s);
 void zen__shm_heartbeat_tick(shm_state *s);
 
+/* Tests only (test_shm_boot.c), NULL otherwise: called with stage 0 (rank -1) by
+ * zen__shm_boot_begin right after the setup socket listens, so that a test can connect to it
+ * before any peer knows its name, and with stage 1 when this rank's hand-over starts. */
+extern void (*zen__shm_boot_test_hook)(int stage, int rank, const char *sock_name);
+
 /* Mark peer as gone (monitor thread, or a failed read from its memory). */
 void zen__shm_peer_down(shm_state *s, shm_peer *pe, zen_status st, int aborted, const char *why);
 
