@@ -324,9 +324,10 @@ static void drops_summary(rdv *r, int listen_fd)
 /*
  * Accept on listen_fd and run every handshake at once (poll), until r->need reaches 0 (on_peer
  * counts down) or the deadline. Strangers, slow or silent clients only cost their own slot and
- * time out alone, or give way to newer connections (accept_new). watch[0..size) are connections of the job already made: if one closes, the
- * rendezvous fails naming that rank. Returns ZEN_OK, a fatal status from on_peer, ZEN_ETIMEDOUT
- * (the caller names the missing ranks) or ZEN_EPEER (r->err set).
+ * time out alone, or give way to newer connections (accept_new). watch[0..size) are
+ * connections of the job already made: if one closes, the rendezvous fails naming that rank.
+ * Returns ZEN_OK, a fatal status from on_peer, ZEN_ETIMEDOUT (the caller names the missing
+ * ranks) or ZEN_EPEER (r->err set).
  */
 static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const int *watch,
                                    on_peer_fn on_peer)
