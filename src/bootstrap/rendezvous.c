@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bootstrap/rdv_admit.h"
 #include "bootstrap/rdv_msg.h"
 #include "common/alloc.h"
 #include "common/clock.h"
@@ -22,8 +23,14 @@
 #define HANDSHAKE_NS (5 * (int64_t)1000000000)
 /* How much longer than rank 0 a registered rank waits for the table. */
 #define TABLE_GRACE_NS ((int64_t)1000000000)
-/* Connections in the middle of a handshake at once; more are closed at accept. */
-#define MAX_PENDING 256
+/* Connections taken from the listen queue per turn of the handshake loop. */
+#define ACCEPT_BATCH 32
+/* Drop warnings: at most one line per this interval (rdv_admit.h). */
+#define WARN_INTERVAL_NS ((int64_t)1000000000)
+/* A rank whose connection is closed before the challenge (the listener was making room, or is
+ * not listening yet) connects again after this, doubling up to RETRY_MAX_NS. */
+#define RETRY_MIN_NS ((int64_t)10000000)
+#define RETRY_MAX_NS ((int64_t)250000000)
 
 typedef struct rdv_entry {
     uint32_t addr; /* network order */
@@ -46,6 +53,7 @@ typedef struct rdv {
     int *reg;          /* rank 0: registration connection of each rank */
     char refused[256]; /* the last connection refused without failing the job, for timeouts */
     int need;          /* connections still expected by serve_handshakes */
+    zen_rdv_warn_limit drops; /* connections dropped by serve_handshakes, and their log lines */
 } rdv;
 
 static zen_status rdv_fail(rdv *r, zen_status st, const char *fmt, ...)
@@ -66,21 +74,36 @@ static zen_status rdv_fail(rdv *r, zen_status st, const char *fmt, ...)
     return st;
 }
 
-/* A connection dropped without failing the job: logged, and remembered for a later timeout. */
-static void rdv_refuse(rdv *r, const char *fmt, ...)
+/* A connection dropped without failing the job: counted, logged at most once a second (with
+ * the number not logged since), and when remember is set kept for a later timeout message. */
+static void rdv_drop(rdv *r, int remember, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
+    __attribute__((format(printf, 3, 4)))
 #endif
     ;
 
-static void rdv_refuse(rdv *r, const char *fmt, ...)
+static void rdv_drop(rdv *r, int remember, const char *fmt, ...)
 {
+    char why[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->refused, sizeof r->refused, fmt, ap);
+    vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    ZEN_WARN("bootstrap", "rank %d: dropped a rendezvous connection: %s", r->rank, r->refused);
+    if (remember)
+        snprintf(r->refused, sizeof r->refused, "%s", why);
+    long quiet = 0;
+    if (!zen__rdv_warn_due(&r->drops, zen_now_ns(), &quiet))
+        return;
+    if (quiet > 0)
+        ZEN_WARN("bootstrap",
+                 "rank %d: dropped a rendezvous connection: %s (and %ld more since the last "
+                 "such line, not logged one by one)",
+                 r->rank, why, quiet);
+    else
+        ZEN_WARN("bootstrap", "rank %d: dropped a rendezvous connection: %s", r->rank, why);
 }
+
+#define rdv_refuse(r, ...) rdv_drop(r, 1, __VA_ARGS__)
 
 /* "2, 5, 7" for the ranks r in [from, size) with fds[r] < 0, excluding skip. */
 static void list_missing(const int *fds, int from, int size, int skip, char *out, size_t cap)
@@ -124,20 +147,8 @@ static void close_fd(int *fd)
 
 /* ---- answering side: concurrent handshakes ---- */
 
-/*
- * One connection being vetted. Stage 0 reads REGISTER/HELLO, then the CHALLENGE (our nonce and
- * proof) goes out; stage 1 reads the PROOF. Only then does on_peer see the peer.
- */
-typedef struct pending {
-    int fd;
-    int stage;
-    size_t got;
-    unsigned char first[ZEN_RDV_FIRST_BYTES];
-    unsigned char challenge[ZEN_RDV_CHALLENGE_BYTES];
-    unsigned char proof[ZEN_RDV_PROOF_BYTES];
-    int64_t deadline;
-    char host[32];
-} pending;
+/* One connection being vetted (rdv_admit.h); only after its PROOF does on_peer see the peer. */
+typedef zen_rdv_pending pending;
 
 /* What on_peer decided: keep the connection (it now owns fd), drop it, or fail the job. */
 enum {
@@ -180,8 +191,7 @@ static int advance_handshake(rdv *r, pending *p, uint16_t kind)
         return PEER_DROP;
     }
     if (p->got >= 4 && zen_get_u32(p->first) != ZEN_RDV_MAGIC) {
-        ZEN_WARN("bootstrap", "rank %d: ignoring a connection from %s without the zen magic",
-                 r->rank, p->host);
+        rdv_drop(r, 0, "%s sent no zen magic", p->host);
         return PEER_DROP;
     }
     if (p->got < want)
@@ -189,8 +199,7 @@ static int advance_handshake(rdv *r, pending *p, uint16_t kind)
     p->got = 0;
     if (p->stage == 0) {
         if (zen__rdv_parse_first(p->first, sizeof p->first, &m) != 0 || m.kind != kind) {
-            ZEN_WARN("bootstrap", "rank %d: ignoring a malformed handshake from %s", r->rank,
-                     p->host);
+            rdv_drop(r, 0, "%s sent a malformed handshake", p->host);
             return PEER_DROP;
         }
         zen_rdv_challenge c = { .rank = (uint32_t)r->rank, .size = (uint32_t)r->size };
@@ -205,6 +214,7 @@ static int advance_handshake(rdv *r, pending *p, uint16_t kind)
         if (write_bytes(p->fd, p->challenge, sizeof p->challenge, p->deadline) < 0)
             return PEER_DROP;
         p->stage = 1;
+        p->since = zen_now_ns();
         return 2;
     }
     return zen__rdv_check_head(p->proof, sizeof p->proof, ZEN_RDV_PROOF) == 0 ? PEER_KEEP
@@ -244,22 +254,92 @@ static int watched_closed(int fd)
 }
 
 /*
+ * Take up to ACCEPT_BATCH connections from the listen queue into pd. When the table or the
+ * source's share of it is full, the oldest unproven handshake is closed to make room, or the
+ * new one is (zen__rdv_admit): a stranger holding or repeating connections pushes out only
+ * unproven connections, and a rank pushed out connects again.
+ */
+static void accept_new(rdv *r, int listen_fd, pending *pd, int *npd)
+{
+    for (int k = 0; k < ACCEPT_BATCH; k++) {
+        struct sockaddr_in sa;
+        socklen_t slen = sizeof sa;
+        int fd = accept(listen_fd, (struct sockaddr *)&sa, &slen);
+        if (fd < 0)
+            return; /* the queue is empty (or EMFILE: the next turn tries again) */
+        if (zen__sock_nonblock(fd) != 0) {
+            close(fd);
+            continue;
+        }
+        int64_t now = zen_now_ns();
+        uint32_t src = slen >= sizeof sa ? sa.sin_addr.s_addr : 0;
+        char host[32] = "?";
+        if (src)
+            zen__sock_ntoa(src, host, sizeof host);
+        int v = zen__rdv_admit(pd, *npd, src, now);
+        if (v == ZEN_RDV_ADMIT_REFUSE) {
+            rdv_drop(r, 0,
+                     "closed a new connection from %s: the table is full and every "
+                     "handshake it could replace got its challenge less than %.0f s ago",
+                     host, ZEN_RDV_GRACE_NS / 1e9);
+            close(fd);
+            continue;
+        }
+        if (v >= 0) {
+            rdv_drop(r, 0,
+                     "closed the oldest unfinished handshake (from %s, %s for %.1f s) to "
+                     "make room for a new connection from %s",
+                     pd[v].host, pd[v].stage ? "challenged" : "no complete first message",
+                     (double)(now - pd[v].since) / 1e9, host);
+            drop_pending(pd, npd, v);
+        }
+        pending *p = &pd[(*npd)++];
+        memset(p, 0, sizeof *p);
+        p->fd = fd;
+        p->src = src;
+        p->since = now;
+        p->deadline = now + HANDSHAKE_NS;
+        snprintf(p->host, sizeof p->host, "%s", host);
+    }
+}
+
+/* The end of serve_handshakes: one line with the number of connections dropped, when some of
+ * them were not logged one by one. */
+static void drops_summary(rdv *r, int listen_fd)
+{
+    if (r->drops.unlogged > 0) {
+        struct sockaddr_in sa;
+        socklen_t slen = sizeof sa;
+        unsigned port = 0;
+        if (getsockname(listen_fd, (struct sockaddr *)&sa, &slen) == 0)
+            port = ntohs(sa.sin_port);
+        ZEN_WARN("bootstrap",
+                 "rank %d: %ld rendezvous connections dropped on port %u in all (%ld of them "
+                 "not logged one by one)",
+                 r->rank, r->drops.total, port, r->drops.unlogged);
+    }
+    r->drops = (zen_rdv_warn_limit){ .interval_ns = WARN_INTERVAL_NS };
+}
+
+/*
  * Accept on listen_fd and run every handshake at once (poll), until r->need reaches 0 (on_peer
  * counts down) or the deadline. Strangers, slow or silent clients only cost their own slot and
- * time out alone. watch[0..size) are connections of the job already made: if one closes, the
- * rendezvous fails naming that rank. Returns ZEN_OK, a fatal status from on_peer, ZEN_ETIMEDOUT
- * (the caller names the missing ranks) or ZEN_EPEER (r->err set).
+ * time out alone, or give way to newer connections (accept_new). watch[0..size) are
+ * connections of the job already made: if one closes, the rendezvous fails naming that rank.
+ * Returns ZEN_OK, a fatal status from on_peer, ZEN_ETIMEDOUT (the caller names the missing
+ * ranks) or ZEN_EPEER (r->err set).
  */
 static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const int *watch,
                                    on_peer_fn on_peer)
 {
-    pending *pd = zen__calloc(MAX_PENDING, sizeof *pd);
-    struct pollfd *pf = zen__calloc((size_t)(1 + MAX_PENDING + r->size), sizeof *pf);
+    pending *pd = zen__calloc(ZEN_RDV_MAX_PENDING, sizeof *pd);
+    struct pollfd *pf = zen__calloc((size_t)(1 + ZEN_RDV_MAX_PENDING + r->size), sizeof *pf);
     unsigned char *quiet = zen__calloc((size_t)r->size, 1); /* watched fds that sent data */
     zen_status st = pd && pf && quiet ? ZEN_OK : ZEN_ENOMEM;
     if (st != ZEN_OK)
         rdv_fail(r, st, "no memory for the handshake table");
     int npd = 0;
+    r->drops = (zen_rdv_warn_limit){ .interval_ns = WARN_INTERVAL_NS };
     while (st == ZEN_OK && r->need > 0) {
         int64_t now = zen_now_ns();
         if (now >= r->deadline) {
@@ -268,10 +348,8 @@ static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const i
         }
         for (int i = 0; i < npd;) {
             if (now >= pd[i].deadline) {
-                ZEN_WARN("bootstrap",
-                         "rank %d: dropping a connection from %s: no complete "
-                         "handshake within %.0f s",
-                         r->rank, pd[i].host, HANDSHAKE_NS / 1e9);
+                rdv_drop(r, 0, "%s completed no handshake within %.0f s", pd[i].host,
+                         HANDSHAKE_NS / 1e9);
                 drop_pending(pd, &npd, i);
             } else {
                 i++;
@@ -323,27 +401,12 @@ static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const i
             else
                 drop_pending(pd, &npd, i);
         }
-        if (st == ZEN_OK && (pf[0].revents & POLLIN)) {
-            struct sockaddr_in sa;
-            socklen_t slen = sizeof sa;
-            int fd = accept(listen_fd, (struct sockaddr *)&sa, &slen);
-            if (fd >= 0 && (npd == MAX_PENDING || zen__sock_nonblock(fd) != 0)) {
-                ZEN_WARN("bootstrap", "rank %d: %d handshakes in progress; closing a new one",
-                         r->rank, npd);
-                close(fd);
-            } else if (fd >= 0) {
-                pending *p = &pd[npd++];
-                memset(p, 0, sizeof *p);
-                p->fd = fd;
-                p->deadline = zen_now_ns() + HANDSHAKE_NS;
-                snprintf(p->host, sizeof p->host, "?");
-                if (slen >= sizeof sa)
-                    zen__sock_ntoa(sa.sin_addr.s_addr, p->host, sizeof p->host);
-            }
-        }
+        if (st == ZEN_OK && (pf[0].revents & POLLIN))
+            accept_new(r, listen_fd, pd, &npd);
     }
     for (int i = 0; pd && i < npd; i++)
         close(pd[i].fd);
+    drops_summary(r, listen_fd);
     zen__free(pd);
     zen__free(pf);
     zen__free(quiet);
@@ -352,12 +415,19 @@ static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const i
 
 /* ---- connecting side ---- */
 
+/* What client_handshake's *refused says about a failure. */
+enum {
+    NOT_THAT_RANK = 1, /* the other side is not (or not yet) the rank we want: worth retrying
+                        * on the master port, which a stranger might hold before rank 0 starts */
+    OTHER_SIZE = 2,    /* it is, but has another world size */
+    CLOSED_EARLY = 3   /* closed or reset before its challenge: a listener making room for new
+                        * connections (rdv_admit.h) does that, so connect again */
+};
+
 /*
  * Send first (REGISTER or HELLO), check the answer comes from rank expect and, with a job
- * secret, proves it; send our proof. 0, or a negative errno / -1 with a reason in why; *refused
- * is 1 when the other side is not (or not yet) the rank we want (worth retrying for the master
- * port, which a stranger might hold before rank 0 starts), 2 when it is but has another world
- * size.
+ * secret, proves it; send our proof. 0, or a negative errno / -1 with a reason in why and
+ * *refused set as above (0: any other failure).
  */
 static int client_handshake(rdv *r, int fd, zen_rdv_first *m, int expect, char *why, size_t n,
                             int *refused)
@@ -372,8 +442,13 @@ static int client_handshake(rdv *r, int fd, zen_rdv_first *m, int expect, char *
     if (rc == 0)
         rc = zen__sock_read_all(fd, ch, sizeof ch, r->deadline);
     if (rc < 0) {
-        snprintf(why, n, "%s%s", why_rc(rc),
-                 rc == -EPIPE ? " (it refused this rank: see its log)" : "");
+        snprintf(why, n, "%s before its challenge%s", why_rc(rc),
+                 rc == -EPIPE || rc == -ECONNRESET
+                     ? " (it was making room for other connections, or it refused this rank: "
+                       "see its log)"
+                     : "");
+        if (rc == -EPIPE || rc == -ECONNRESET)
+            *refused = CLOSED_EARLY;
         return rc;
     }
     zen_rdv_challenge c;
@@ -382,7 +457,7 @@ static int client_handshake(rdv *r, int fd, zen_rdv_first *m, int expect, char *
                  "it answered as rank %u (rendezvous version %u), expected rank %d "
                  "(version %u)",
                  zen_get_u32(ch + 8), zen_get_u16(ch + 4), expect, ZEN_RDV_VERSION);
-        *refused = 1;
+        *refused = NOT_THAT_RANK;
         return -1;
     }
     unsigned char t[ZEN_RDV_TRANSCRIPT_BYTES];
@@ -391,7 +466,7 @@ static int client_handshake(rdv *r, int fd, zen_rdv_first *m, int expect, char *
         snprintf(why, n,
                  "it did not prove the job secret (a stranger, or a rank started "
                  "without the same ZEN_JOB_SECRET)");
-        *refused = 1;
+        *refused = NOT_THAT_RANK;
         return -1;
     }
     /* a world-size disagreement still gets our proof, so the other side can name it too */
@@ -404,10 +479,22 @@ static int client_handshake(rdv *r, int fd, zen_rdv_first *m, int expect, char *
     }
     if (c.size != (uint32_t)r->size) {
         snprintf(why, n, "rank %d has world size %u, this rank %d", expect, c.size, r->size);
-        *refused = 2;
+        *refused = OTHER_SIZE;
         return -1;
     }
     return 0;
+}
+
+/* Sleep before connecting again, *pause_ns doubling from RETRY_MIN_NS to RETRY_MAX_NS; 0 (no
+ * sleep) when the deadline would pass first. */
+static int retry_pause(const rdv *r, int64_t *pause_ns)
+{
+    int64_t p = *pause_ns > 0 ? *pause_ns : RETRY_MIN_NS;
+    if (zen_now_ns() + p >= r->deadline)
+        return 0;
+    zen__sleep_ns(p);
+    *pause_ns = p * 2 < RETRY_MAX_NS ? p * 2 : RETRY_MAX_NS;
+    return 1;
 }
 
 /* ---- rank 0: registrations ---- */
@@ -516,7 +603,8 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
 {
     char host[32];
     zen__sock_ntoa(master, host, sizeof host);
-    int warned = 0;
+    int warned = 0, attempts = 0;
+    int64_t pause_ns = 0;
     for (;;) {
         int fd;
         for (;;) {
@@ -554,21 +642,27 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
         int refused = 0;
         if (client_handshake(r, fd, &m, 0, why, sizeof why, &refused) != 0) {
             close(fd);
-            /* whoever holds the master port is not our rank 0 (yet): try again */
-            if (refused == 1 && zen_now_ns() < r->deadline) {
-                if (!warned++)
-                    ZEN_WARN("bootstrap",
-                             "rank %d: the process at %s:%d is not this job's rank "
-                             "0 (%s); retrying",
-                             r->rank, host, master_port, why);
-                zen__sleep_ns(200 * 1000000);
+            /* whoever holds the master port is not our rank 0 (yet), or rank 0 closed us to
+             * make room: try again */
+            attempts++;
+            if ((refused == NOT_THAT_RANK || refused == CLOSED_EARLY) &&
+                retry_pause(r, &pause_ns)) {
+                if (!(warned & (1 << refused)))
+                    ZEN_WARN("bootstrap", "rank %d: %s %s:%d %s (%s); connecting again", r->rank,
+                             refused == CLOSED_EARLY ? "rank 0 at" : "the process at", host,
+                             master_port,
+                             refused == CLOSED_EARLY ? "closed the connection"
+                                                     : "is not this job's rank 0",
+                             why);
+                warned |= 1 << refused;
                 continue;
             }
             return rdv_fail(r,
-                            refused == 2 ? ZEN_EMISMATCH
-                            : refused    ? ZEN_EPROTO
-                                         : ZEN_EPEER,
-                            "registering with rank 0 at %s:%d failed: %s", host, master_port, why);
+                            refused == OTHER_SIZE      ? ZEN_EMISMATCH
+                            : refused == NOT_THAT_RANK ? ZEN_EPROTO
+                                                       : ZEN_EPEER,
+                            "registering with rank 0 at %s:%d failed after %d attempt(s): %s", host,
+                            master_port, attempts, why);
         }
         zen_status st = ZEN_OK;
         unsigned char th[ZEN_RDV_TABLE_HEAD_BYTES];
@@ -606,47 +700,64 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
 
 /* ---- the mesh ---- */
 
-/* Rank i connects to every j < i: HELLO, CHALLENGE, PROOF, ACK. Every j listens before it
- * registers, so a refused connection means j died after registering: fail at once. */
+/* One HELLO, CHALLENGE, PROOF, ACK exchange with rank j on a new connection: 0 (r->fds[j]
+ * set) or a negative errno / -1 with why and *refused (client_handshake). */
+static int hello_lower(rdv *r, int j, int fd, char *why, size_t n, int *refused)
+{
+    zen_rdv_first m = { .kind = ZEN_RDV_HELLO,
+                        .rank = (uint32_t)r->rank,
+                        .size = (uint32_t)r->size,
+                        .target = (uint32_t)j };
+    unsigned char ack[ZEN_RDV_ACK_BYTES];
+    uint32_t arank = 0, asize = 0;
+    int rc = client_handshake(r, fd, &m, j, why, n, refused);
+    if (rc == 0 && (rc = zen__sock_read_all(fd, ack, sizeof ack, r->deadline)) < 0)
+        snprintf(why, n, "%s%s", why_rc(rc),
+                 rc == -EPIPE ? " (it refused this rank: see its log)" : "");
+    if (rc == 0 && (zen__rdv_parse_ack(ack, sizeof ack, ZEN_RDV_ACK, &arank, &asize) != 0 ||
+                    arank != (uint32_t)j || asize != (uint32_t)r->size)) {
+        snprintf(why, n, "malformed handshake answer");
+        rc = -1;
+    }
+    if (rc == 0)
+        r->fds[j] = fd;
+    return rc;
+}
+
+/* Rank i connects to every j < i. Every j listens before it registers, so a refused connection
+ * means j died after registering: fail at once. A connection j closes before its challenge
+ * (making room for others: a stranger is holding connections to it) is made again. */
 static zen_status connect_lower(rdv *r)
 {
     for (int j = 0; j < r->rank; j++) {
-        char host[32];
+        char host[32], why[200];
         zen__sock_ntoa(r->table[j].addr, host, sizeof host);
-        int fd = zen__sock_connect(r->table[j].addr, r->table[j].port, r->deadline);
-        if (fd < 0)
-            return rdv_fail(r, fd == -ETIMEDOUT ? ZEN_ETIMEDOUT : ZEN_EPEER,
-                            "cannot connect to rank %d at %s:%u: %s%s", j, host, r->table[j].port,
-                            strerror(-fd),
-                            fd == -ECONNREFUSED ? " (it exited after registering?)" : "");
-        zen_rdv_first m = { .kind = ZEN_RDV_HELLO,
-                            .rank = (uint32_t)r->rank,
-                            .size = (uint32_t)r->size,
-                            .target = (uint32_t)j };
-        char why[200];
-        int refused = 0;
-        unsigned char ack[ZEN_RDV_ACK_BYTES];
-        uint32_t arank = 0, asize = 0;
-        int rc = client_handshake(r, fd, &m, j, why, sizeof why, &refused);
-        if (rc == 0 && (rc = zen__sock_read_all(fd, ack, sizeof ack, r->deadline)) < 0)
-            snprintf(why, sizeof why, "%s%s", why_rc(rc),
-                     rc == -EPIPE ? " (it refused this rank: see its log)" : "");
-        if (rc == 0 && (zen__rdv_parse_ack(ack, sizeof ack, ZEN_RDV_ACK, &arank, &asize) != 0 ||
-                        arank != (uint32_t)j || asize != (uint32_t)r->size)) {
-            snprintf(why, sizeof why, "malformed handshake answer");
-            rc = -1;
-        }
-        if (rc != 0) {
-            close(fd);
+        int64_t pause_ns = 0;
+        int attempts = 0, rc, refused = 0;
+        do {
+            if (attempts++ == 1)
+                ZEN_WARN("bootstrap",
+                         "rank %d: rank %d at %s:%u closed the connection (%s); "
+                         "connecting again",
+                         r->rank, j, host, r->table[j].port, why);
+            int fd = zen__sock_connect(r->table[j].addr, r->table[j].port, r->deadline);
+            if (fd < 0)
+                return rdv_fail(r, fd == -ETIMEDOUT ? ZEN_ETIMEDOUT : ZEN_EPEER,
+                                "cannot connect to rank %d at %s:%u: %s%s", j, host,
+                                r->table[j].port, strerror(-fd),
+                                fd == -ECONNREFUSED ? " (it exited after registering?)" : "");
+            rc = hello_lower(r, j, fd, why, sizeof why, &refused);
+            if (rc != 0)
+                close(fd);
+        } while (rc != 0 && refused == CLOSED_EARLY && retry_pause(r, &pause_ns));
+        if (rc != 0)
             return rdv_fail(r,
-                            rc == -ETIMEDOUT ? ZEN_ETIMEDOUT
-                            : refused == 2   ? ZEN_EMISMATCH
-                            : refused        ? ZEN_EPROTO
-                                             : ZEN_EPEER,
-                            "handshake with rank %d at %s:%u failed: %s", j, host, r->table[j].port,
-                            why);
-        }
-        r->fds[j] = fd;
+                            rc == -ETIMEDOUT           ? ZEN_ETIMEDOUT
+                            : refused == OTHER_SIZE    ? ZEN_EMISMATCH
+                            : refused == NOT_THAT_RANK ? ZEN_EPROTO
+                                                       : ZEN_EPEER,
+                            "handshake with rank %d at %s:%u failed after %d attempt(s): %s", j,
+                            host, r->table[j].port, attempts, why);
     }
     return ZEN_OK;
 }

@@ -13,7 +13,9 @@
  * (bootstrap/auth.h; without a job secret the proofs are empty). A connection that fails it, or
  * a stranger's wrong size / rank / version, is dropped and logged, never fatal; a rank that
  * proved the secret and disagrees on the world is. Handshakes run concurrently (poll) with
- * 5 s each, so idle connections cannot stall the job.
+ * 5 s each, so idle connections cannot stall the job; when the table of unfinished handshakes
+ * is full the oldest gives way (bootstrap/rdv_admit.h), and a rank whose connection is closed
+ * before the challenge connects again, so connections held by a stranger cannot lock it out.
  * Every step has the one deadline timeout_s; a timeout names the ranks that are missing.
  */
 #ifndef ZEN_BOOTSTRAP_RENDEZVOUS_H
