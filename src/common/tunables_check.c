@@ -31,8 +31,10 @@ static int parse_long(const char *v, long *out)
     if (!*v || isspace((unsigned char)*v))
         return -1;
     long x = strtol(v, &end, 10);
-    if (*end != '\0' || errno == ERANGE)
+    if (*end != '\0')
         return -1;
+    if (errno == ERANGE)
+        return -2; /* a decimal integer, past what a long holds */
     *out = x;
     return 0;
 }
@@ -129,14 +131,16 @@ const char *zen__param_problem(const zen_param_row *row, const char *v, char *wh
     double d;
     uint64_t u;
     switch (row->kind) {
-    case PK_LONG:
-        if (parse_long(v, &l) != 0)
+    case PK_LONG: {
+        int st = parse_long(v, &l);
+        if (st == -1)
             return "not a decimal integer";
-        if ((double)l < row->lo || (double)l > row->hi) {
+        if (st == -2 || (double)l < row->lo || (double)l > row->hi) {
             snprintf(why, n, "outside [%.0f, %.0f]", row->lo, row->hi);
             return why;
         }
         return NULL;
+    }
     case PK_DOUBLE:
         if (parse_double(v, &d) != 0)
             return "not a finite number";
