@@ -10,7 +10,8 @@ set(ZEN_FUZZ_DECODE_SOURCES
     ${CMAKE_SOURCE_DIR}/src/sparse/wire/bitmap.c ${CMAKE_SOURCE_DIR}/src/sparse/wire/universe.c
     ${CMAKE_SOURCE_DIR}/src/sparse/wire/coo.c ${CMAKE_SOURCE_DIR}/src/sparse/wire/radix_sort.c
     ${CMAKE_SOURCE_DIR}/src/common/alloc.c ${CMAKE_SOURCE_DIR}/src/common/dtype.c
-    ${CMAKE_SOURCE_DIR}/src/common/tunables.c ${CMAKE_SOURCE_DIR}/src/common/log.c)
+    ${CMAKE_SOURCE_DIR}/src/common/tunables.c ${CMAKE_SOURCE_DIR}/src/common/log.c
+    ${CMAKE_SOURCE_DIR}/src/common/tunables_check.c ${CMAKE_SOURCE_DIR}/src/common/fault_spec.c)
 
 add_executable(fuzz_decode_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_decode.c
                                   ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/replay.c)

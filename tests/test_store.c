@@ -2,9 +2,10 @@
  * Store rendezvous (zen_comm_create_with_store): ranks are threads of this process that share an
  * in-memory key-value store and build the real tcp mesh through it; checked with an allreduce
  * against the closed-form sum, plus the failure paths (a rank that never comes, a garbage
- * address in the store, bad arguments).
+ * address in the store, bad arguments, ZEN_REQUIRE_SECRET=1 without a secret).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include <zen/store.h>
 
+#include "common/clock.h"
 #include "testutil.h"
 
 enum {
@@ -107,6 +109,7 @@ typedef struct rank_job {
     zen_store *store;
     int rank, size;
     double timeout_s;
+    zen_transport_kind transport; /* 0: auto */
     zen_status create_status;
     zen_status allreduce_status;
     double got[8];
@@ -121,6 +124,7 @@ static void *rank_main(void *arg)
     o.world_size = j->size;
     o.timeout_s = j->timeout_s;
     o.master_addr = "127.0.0.1";
+    o.transport = j->transport;
     zen_comm *c = NULL;
     j->create_status = zen_comm_create_with_store(&o, j->store, &c);
     if (j->create_status != ZEN_OK)
@@ -134,14 +138,22 @@ static void *rank_main(void *arg)
 }
 
 /* Start ranks [0, started) of a world of size on threads and join them. */
-static void run_ranks(rank_job *jobs, int started, int size, zen_store *store, double timeout_s)
+static void run_ranks_over(rank_job *jobs, int started, int size, zen_store *store,
+                           double timeout_s, zen_transport_kind transport)
 {
     for (int r = 0; r < started; r++) {
-        jobs[r] = (rank_job){ .store = store, .rank = r, .size = size, .timeout_s = timeout_s };
+        jobs[r] = (rank_job){
+            .store = store, .rank = r, .size = size, .timeout_s = timeout_s, .transport = transport
+        };
         assert_int_equal(pthread_create(&jobs[r].thread, NULL, rank_main, &jobs[r]), 0);
     }
     for (int r = 0; r < started; r++)
         pthread_join(jobs[r].thread, NULL);
+}
+
+static void run_ranks(rank_job *jobs, int started, int size, zen_store *store, double timeout_s)
+{
+    run_ranks_over(jobs, started, size, store, timeout_s, ZEN_TRANSPORT_AUTO);
 }
 
 static void test_mesh_through_store(void **state)
@@ -216,6 +228,71 @@ static void test_bad_arguments(void **state)
     mem_fini(&m);
 }
 
+static atomic_int refusals; /* log lines that name ZEN_REQUIRE_SECRET */
+
+static void count_refusals(zen_log_level level, const char *subsys, const char *line, void *user)
+{
+    (void)subsys;
+    (void)user;
+    if (level == ZEN_LOG_ERROR && strstr(line, "ZEN_REQUIRE_SECRET=1 but no job secret"))
+        atomic_fetch_add(&refusals, 1);
+}
+
+/*
+ * ZEN_REQUIRE_SECRET=1 and no secret: every rank refuses on the Store path (the one the PyTorch
+ * backend takes) at once, before it publishes anything, whatever the transport (tcp, shm whose
+ * liveness sockets are a mesh too, auto); with a secret the same job runs, and a malformed
+ * ZEN_REQUIRE_SECRET is refused rather than read as 0.
+ */
+static void test_require_secret(void **state)
+{
+    (void)state;
+    static const zen_transport_kind kinds[] = { ZEN_TRANSPORT_TCP, ZEN_TRANSPORT_SHM,
+                                                ZEN_TRANSPORT_AUTO };
+    setenv("ZEN_REQUIRE_SECRET", "1", 1);
+    unsetenv("ZEN_JOB_SECRET");
+    unsetenv("ZEN_JOB_SECRET_FILE");
+    zen_log_set_sink(count_refusals, NULL);
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        mem_store m;
+        zen_store s;
+        mem_init(&m, &s);
+        rank_job jobs[3];
+        atomic_store(&refusals, 0);
+        int64_t t0 = zen_now_ns();
+        run_ranks_over(jobs, 3, 3, &s, 20, kinds[k]);
+        for (int r = 0; r < 3; r++)
+            assert_int_equal(jobs[r].create_status, ZEN_EINVAL);
+        assert_true(zen_now_ns() - t0 < 2000000000LL); /* at once, not at the 20 s deadline */
+        assert_int_equal(m.sets, 0);                   /* nobody published an address */
+        assert_true(atomic_load(&refusals) >= 3);
+        mem_fini(&m);
+    }
+    zen_log_set_sink(NULL, NULL);
+
+    setenv("ZEN_JOB_SECRET", "store-path-secret", 1);
+    mem_store m;
+    zen_store s;
+    mem_init(&m, &s);
+    rank_job jobs[3];
+    run_ranks_over(jobs, 3, 3, &s, 20, ZEN_TRANSPORT_TCP);
+    for (int r = 0; r < 3; r++) {
+        assert_int_equal(jobs[r].create_status, ZEN_OK);
+        assert_int_equal(jobs[r].allreduce_status, ZEN_OK);
+        assert_true(jobs[r].got[7] == 6.0 * 8);
+    }
+    mem_fini(&m);
+    unsetenv("ZEN_JOB_SECRET");
+
+    setenv("ZEN_REQUIRE_SECRET", "yes", 1);
+    mem_init(&m, &s);
+    run_ranks_over(jobs, 2, 2, &s, 20, ZEN_TRANSPORT_TCP);
+    for (int r = 0; r < 2; r++)
+        assert_int_equal(jobs[r].create_status, ZEN_EINVAL);
+    mem_fini(&m);
+    unsetenv("ZEN_REQUIRE_SECRET");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -223,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_missing_rank_is_named),
         cmocka_unit_test(test_garbage_address_is_refused),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_require_secret),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,8 +3,9 @@
 # Launchers: spawn (torch.multiprocessing; gloo the default group, zen a second one) and torchrun
 # of Debian torch 1.13.1 (zen the default group from torchrun's environment, gloo the second):
 # static rendezvous at a free --master_port, and c10d at localhost:0. The script starts torchrun
-# with the --redirects/--tee values that work on Python 3.11 (docs/pytorch.md).
-foreach(case "ops,sparse,errors,ddp;3;spawn" "ops,sparse;2;spawn"
+# with the --redirects/--tee values that work on Python 3.11 (docs/pytorch.md). "secret": a zen
+# group is refused under ZEN_REQUIRE_SECRET=1 without a secret (the Store path), formed with one.
+foreach(case "ops,sparse,errors,ddp;3;spawn" "ops,sparse;2;spawn" "secret;2;spawn"
              "ops,sparse,errors,ddp;2;torchrun-static" "ops,sparse,ddp;3;torchrun-c10d")
   list(GET case 0 suite)
   list(GET case 1 nproc)

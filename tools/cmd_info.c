@@ -10,7 +10,9 @@ static void help(void)
 {
     printf("usage: zen info [--params] [--json]\n\n"
            "Print the version and every ZEN_* environment variable zen reads, with its value in\n"
-           "effect and where it came from (env or default).\n\n"
+           "effect and where it came from: env, default, ignored (malformed or out of range: the\n"
+           "default is used; the line below says why) or refused (a malformed identity, address\n"
+           "or secret: the job does not start).\n\n"
            "  --json   one JSON object per line\n");
 }
 
@@ -61,7 +63,7 @@ int zen_cmd_info(int argc, char **argv)
             printf("%-26s %-12s %-8s %s\n", p.name, p.value[0] ? p.value : "-", p.source,
                    p.description);
             if (p.problem)
-                printf("%-26s   ^ ignored %s='%s': %s\n", "", p.name, p.raw_value, p.problem);
+                printf("%-26s   ^ %s %s='%s': %s\n", "", p.source, p.name, p.raw_value, p.problem);
         }
     }
     return ZEN_EXIT_OK;

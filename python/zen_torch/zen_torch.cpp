@@ -684,6 +684,23 @@ class ProcessGroupZen : public c10d::ProcessGroup
     }
 };
 
+// ZEN_TORCH_SPARSE_SCHEME, read through zen's tunables table (the public zen_param_get) like
+// every ZEN_* variable: `zen info` lists it, and a name the table rejects is ignored with a
+// warning (the default, auto, is used).
+std::string sparse_scheme_from_env()
+{
+    for (size_t i = 0; i < zen_param_count(); i++) {
+        zen_param_info p;
+        if (zen_param_get(i, &p) != ZEN_OK || std::strcmp(p.name, "ZEN_TORCH_SPARSE_SCHEME") != 0)
+            continue;
+        if (p.problem)
+            TORCH_WARN("zen backend: ignoring ZEN_TORCH_SPARSE_SCHEME='", p.raw_value, "' (",
+                       p.problem, "); using '", p.value, "'");
+        return p.value;
+    }
+    return "auto";
+}
+
 c10::intrusive_ptr<c10d::ProcessGroup> create(const c10::intrusive_ptr<c10d::Store> &store,
                                               int rank, int size,
                                               const std::chrono::duration<float> &timeout)
@@ -702,9 +719,7 @@ c10::intrusive_ptr<c10d::ProcessGroup> create(const c10::intrusive_ptr<c10d::Sto
     TORCH_CHECK(st == ZEN_OK, "zen backend: creating the communicator (rank ", rank, " of ", size,
                 ") failed: ", zen_strerror(st), "; the zen log above says why");
     auto pg = c10::make_intrusive<ProcessGroupZen>(comm, rank, size);
-    if (const char *s = std::getenv("ZEN_TORCH_SPARSE_SCHEME"))
-        if (*s)
-            pg->set_sparse_scheme(s);
+    pg->set_sparse_scheme(sparse_scheme_from_env());
     return pg;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/input.h"
+#include "common/tunables.h"
 
 static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
 static int sodium_ok;
@@ -33,16 +34,22 @@ void zen__job_key_from_secret(zen_job_key *key, const void *secret, size_t len)
 zen_status zen__job_key_from_env(zen_job_key *key, char *err, size_t err_size)
 {
     memset(key, 0, sizeof *key);
-    const char *s = getenv("ZEN_JOB_SECRET");
-    if (s && *s) {
+    const char *s = NULL, *path = NULL;
+    char why[512];
+    int have = zen__param_strict("JOB_SECRET", &s, why, sizeof why);
+    if (have > 0) {
         zen__job_key_from_secret(key, s, strlen(s));
         return ZEN_OK;
     }
-    const char *path = getenv("ZEN_JOB_SECRET_FILE");
-    if (!path || !*path)
+    if (have == 0)
+        have = zen__param_strict("JOB_SECRET_FILE", &path, why, sizeof why);
+    if (have < 0) { /* a secret given but unusable: running open instead would be worse */
+        snprintf(err, err_size, "%s", why);
+        return ZEN_EINVAL;
+    }
+    if (have == 0)
         return ZEN_OK;
     uint64_t size = 0;
-    char why[512];
     FILE *f = zen__open_input(path, ZEN_AUTH_SECRET_MAX, &size, why, sizeof why);
     if (!f) {
         snprintf(err, err_size, "ZEN_JOB_SECRET_FILE: %s", why);
@@ -59,6 +66,27 @@ zen_status zen__job_key_from_env(zen_job_key *key, char *err, size_t err_size)
     }
     zen__job_key_from_secret(key, buf, n);
     sodium_memzero(buf, sizeof buf);
+    return ZEN_OK;
+}
+
+zen_status zen__job_key_required(const zen_job_key *key, char *err, size_t err_size)
+{
+    const char *v = NULL;
+    char why[300];
+    long require = 0;
+    int have = zen__param_strict("REQUIRE_SECRET", &v, why, sizeof why);
+    if (have < 0) {
+        snprintf(err, err_size, "%s (0 or 1)", why);
+        return ZEN_EINVAL;
+    }
+    if (have > 0 && zen__param_check_long("REQUIRE_SECRET", v, &require, why, sizeof why) != 0)
+        require = 1; /* unreachable: the strict read checked it */
+    if (require == 1 && !key->set) {
+        snprintf(err, err_size,
+                 "ZEN_REQUIRE_SECRET=1 but no job secret: set ZEN_JOB_SECRET or "
+                 "ZEN_JOB_SECRET_FILE on every rank (zen launch does)");
+        return ZEN_EINVAL;
+    }
     return ZEN_OK;
 }
 

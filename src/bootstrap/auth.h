@@ -29,6 +29,12 @@ typedef struct zen_job_key {
  * ZEN_EINVAL with a reason in err when the file cannot be read or the secret is empty. */
 zen_status zen__job_key_from_env(zen_job_key *key, char *err, size_t err_size);
 
+/* ZEN_EINVAL with the reason in err when ZEN_REQUIRE_SECRET=1 and key is not set (or when
+ * ZEN_REQUIRE_SECRET is malformed). Every builder of a mesh of sockets calls it before it
+ * connects or accepts anyone: the env rendezvous and the Store rendezvous, which serve the tcp,
+ * shm (its liveness sockets) and shm+tcp transports alike. */
+zen_status zen__job_key_required(const zen_job_key *key, char *err, size_t err_size);
+
 /* The job key of an explicit secret (len > 0), e.g. one a launcher passed through a store. */
 void zen__job_key_from_secret(zen_job_key *key, const void *secret, size_t len);
 

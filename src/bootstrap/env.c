@@ -1,21 +1,10 @@
 #include "bootstrap/env.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-int zen__parse_int(const char *s, long lo, long hi, int *out)
-{
-    if (!s || !*s)
-        return -1;
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
+#include "common/log.h"
+#include "common/tunables.h"
 
 /* First variable of names that is set; *which gets its name. */
 static const char *first_set(const char *const *names, const char **which)
@@ -30,17 +19,27 @@ static const char *first_set(const char *const *names, const char **which)
     return NULL;
 }
 
-static zen_status read_int(const char *const *names, long lo, long hi, int *out, const char **bad)
+/*
+ * The first of names that is set, checked against the bounds of the tunables row of names[0]
+ * (the aliases of torchrun, Open MPI and PMI mean the same thing). A malformed value is an error
+ * naming the variable, not a default: a rank that guessed its identity would join the wrong job
+ * slot or wait for peers that never come.
+ */
+static zen_status read_int(const char *const *names, int *out, const char **bad)
 {
     const char *which = NULL;
     const char *v = first_set(names, &which);
     *out = -1;
     if (!v)
         return ZEN_OK;
-    if (zen__parse_int(v, lo, hi, out) != 0) {
+    long x;
+    char why[160];
+    if (zen__param_check_long(names[0] + 4, v, &x, why, sizeof why) != 0) {
+        ZEN_ERROR("init", "%s='%s' is malformed: %s", which, v, why);
         *bad = which;
         return ZEN_EINVAL;
     }
+    *out = (int)x;
     return ZEN_OK;
 }
 
@@ -61,14 +60,21 @@ zen_status zen__env_read(zen_env_info *info, const char **bad)
         bad = &dummy;
     *bad = NULL;
     zen_status st;
-    if ((st = read_int(rank_vars, 0, 1 << 20, &info->rank, bad)) != ZEN_OK ||
-        (st = read_int(size_vars, 1, 1 << 20, &info->world_size, bad)) != ZEN_OK ||
-        (st = read_int(lrank_vars, 0, 1 << 20, &info->local_rank, bad)) != ZEN_OK ||
-        (st = read_int(lsize_vars, 1, 1 << 20, &info->local_size, bad)) != ZEN_OK ||
-        (st = read_int(port_vars, 1, 65535, &info->master_port, bad)) != ZEN_OK)
+    if ((st = read_int(rank_vars, &info->rank, bad)) != ZEN_OK ||
+        (st = read_int(size_vars, &info->world_size, bad)) != ZEN_OK ||
+        (st = read_int(lrank_vars, &info->local_rank, bad)) != ZEN_OK ||
+        (st = read_int(lsize_vars, &info->local_size, bad)) != ZEN_OK ||
+        (st = read_int(port_vars, &info->master_port, bad)) != ZEN_OK)
         return st;
     const char *which = NULL;
     const char *addr = first_set(addr_vars, &which);
+    char why[160];
+    const char *addr_bad = addr ? zen__param_check("MASTER_ADDR", addr, why, sizeof why) : NULL;
+    if (addr_bad) {
+        ZEN_ERROR("init", "%s='%s' is malformed: %s", which, addr, addr_bad);
+        *bad = which;
+        return ZEN_EINVAL;
+    }
     snprintf(info->master_addr, sizeof info->master_addr, "%s", addr ? addr : "127.0.0.1");
     if (info->master_port < 0)
         info->master_port = 29500;

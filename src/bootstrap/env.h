@@ -21,7 +21,4 @@ typedef struct zen_env_info {
 /* Read the environment. ZEN_EINVAL (with *bad naming the variable) when a value is malformed. */
 zen_status zen__env_read(zen_env_info *info, const char **bad);
 
-/* Parse a decimal int in [lo, hi]; 0 on success, -1 otherwise. */
-int zen__parse_int(const char *s, long lo, long hi, int *out);
-
 #endif

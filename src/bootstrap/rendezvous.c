@@ -847,6 +847,9 @@ zen_status zen__rendezvous_mesh(int rank, int size, const uint32_t *addrs_be, co
     rdv_init(&r, rank, size, timeout_s, key ? key : &none, fds, err, err_size);
     if (size == 1)
         return ZEN_OK;
+    char why[300];
+    if (zen__job_key_required(r.key, why, sizeof why) != ZEN_OK)
+        return rdv_fail(&r, ZEN_EINVAL, "%s", why);
     r.table = zen__calloc((size_t)size, sizeof *r.table);
     if (!r.table)
         return rdv_fail(&r, ZEN_ENOMEM, "no memory for a rank table of %d", size);
@@ -881,25 +884,24 @@ zen_status zen__rendezvous_keyed(int rank, int size, const char *master_addr, in
         return rdv_fail(&r, ZEN_ENOMEM, "no memory for a rank table of %d", size);
     zen_status st = ZEN_OK;
     uint32_t master = 0;
-    const char *ifaddr = zen__param_str("SOCKET_IFADDR");
-    int have_ifaddr = ifaddr && *ifaddr;
-    if (zen__sock_resolve(master_addr ? master_addr : "127.0.0.1", &master) != 0)
+    const char *ifaddr = NULL;
+    char why[300];
+    int have_ifaddr = zen__param_strict("SOCKET_IFADDR", &ifaddr, why, sizeof why);
+    if (have_ifaddr < 0)
+        st = rdv_fail(&r, ZEN_EINVAL, "%s", why);
+    else if (zen__job_key_required(key, why, sizeof why) != ZEN_OK)
+        st = rdv_fail(&r, ZEN_EINVAL, "%s", why);
+    else if (zen__sock_resolve(master_addr ? master_addr : "127.0.0.1", &master) != 0)
         st = rdv_fail(&r, ZEN_EINVAL, "cannot resolve the master address '%s'",
                       master_addr ? master_addr : "");
     else if (have_ifaddr && zen__sock_resolve(ifaddr, &r.my_addr) != 0)
         st = rdv_fail(&r, ZEN_EINVAL, "cannot parse ZEN_SOCKET_IFADDR '%s'", ifaddr);
-    if (st == ZEN_OK && !key->set) {
-        if (zen__param_long("REQUIRE_SECRET") == 1)
-            st = rdv_fail(&r, ZEN_EINVAL,
-                          "ZEN_REQUIRE_SECRET=1 but no job secret: set ZEN_JOB_SECRET or "
-                          "ZEN_JOB_SECRET_FILE on every rank (zen launch does)");
-        else if (!is_loopback(master) && rank == 0)
-            ZEN_WARN("bootstrap",
-                     "NO JOB SECRET on a network address (master %s): any host that reaches "
-                     "the master port can join or disturb this job. Set ZEN_JOB_SECRET (same on "
-                     "every rank) and ZEN_REQUIRE_SECRET=1; see docs/security.md",
-                     master_addr ? master_addr : "?");
-    }
+    if (st == ZEN_OK && !key->set && !is_loopback(master) && rank == 0)
+        ZEN_WARN("bootstrap",
+                 "NO JOB SECRET on a network address (master %s): any host that reaches "
+                 "the master port can join or disturb this job. Set ZEN_JOB_SECRET (same on "
+                 "every rank) and ZEN_REQUIRE_SECRET=1; see docs/security.md",
+                 master_addr ? master_addr : "?");
     if (st == ZEN_OK && rank == 0) {
         if (!have_ifaddr)
             r.my_addr = master == htonl(INADDR_ANY) ? htonl(INADDR_LOOPBACK) : master;

@@ -126,22 +126,35 @@ zen_status zen__store_rendezvous(const zen_store *store, int rank, int size,
         fds[p] = -1;
     if (size == 1)
         return ZEN_OK;
-    const char *ifaddr = zen__param_str("SOCKET_IFADDR");
+    char why[300];
+    const char *ifaddr = NULL;
+    int have_ifaddr = zen__param_strict("SOCKET_IFADDR", &ifaddr, why, sizeof why);
     uint32_t my_addr = 0;
-    if (ifaddr && *ifaddr) {
+    if (have_ifaddr < 0)
+        return store_fail(rank, err, err_size, ZEN_EINVAL, "%s", why);
+    if (have_ifaddr) {
         if (zen__sock_resolve(ifaddr, &my_addr) != 0)
             return store_fail(rank, err, err_size, ZEN_EINVAL,
                               "cannot parse ZEN_SOCKET_IFADDR '%s'", ifaddr);
     } else {
         my_addr = route_local_addr(master_addr);
     }
+    /* the job secret (ZEN_JOB_SECRET / _FILE) authenticates every HELLO as in the env path; it
+     * and ZEN_REQUIRE_SECRET are checked before this rank publishes anything */
+    zen_job_key job_key;
+    zen_status st = zen__job_key_from_env(&job_key, why, sizeof why);
+    if (st == ZEN_OK)
+        st = zen__job_key_required(&job_key, why, sizeof why);
+    if (st != ZEN_OK)
+        return store_fail(rank, err, err_size, st, "%s", why);
     uint16_t my_port = 0;
     int listen_fd = zen__sock_listen(my_addr, 0, 0, &my_port);
-    if (listen_fd < 0)
+    if (listen_fd < 0) {
+        memset(&job_key, 0, sizeof job_key);
         return store_fail(rank, err, err_size, ZEN_ESYS, "cannot listen: %s", strerror(-listen_fd));
+    }
     uint32_t *addrs = zen__calloc((size_t)size, sizeof *addrs);
     uint16_t *ports = zen__calloc((size_t)size, sizeof *ports);
-    zen_status st = ZEN_OK;
     if (!addrs || !ports)
         st = store_fail(rank, err, err_size, ZEN_ENOMEM, "no memory for %d addresses", size);
     if (st == ZEN_OK) {
@@ -155,17 +168,12 @@ zen_status zen__store_rendezvous(const zen_store *store, int rank, int size,
     }
     if (st == ZEN_OK)
         st = read_endpoints(store, rank, size, deadline, addrs, ports, err, err_size);
-    /* the job secret (ZEN_JOB_SECRET / _FILE) authenticates every HELLO as in the env path */
-    zen_job_key key;
-    memset(&key, 0, sizeof key);
-    if (st == ZEN_OK)
-        st = zen__job_key_from_env(&key, err, err_size);
     if (st == ZEN_OK) {
         double left = (double)(deadline - zen_now_ns()) / 1e9;
-        st = zen__rendezvous_mesh(rank, size, addrs, ports, listen_fd, &key,
+        st = zen__rendezvous_mesh(rank, size, addrs, ports, listen_fd, &job_key,
                                   left > 0.001 ? left : 0.001, fds, err, err_size);
     }
-    memset(&key, 0, sizeof key);
+    memset(&job_key, 0, sizeof job_key);
     close(listen_fd);
     zen__free(addrs);
     zen__free(ports);

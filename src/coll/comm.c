@@ -75,15 +75,9 @@ static zen_status agree_seeds(zen_comm *c)
     if (st != ZEN_OK)
         return st;
     if (c->rank == 0) {
-        const char *fixed = zen__param_str("SEED");
-        char *end = NULL;
-        uint64_t base = *fixed ? strtoull(fixed, &end, 10) : 0;
-        if (!*fixed || *end != '\0') {
-            if (*fixed)
-                ZEN_WARN("init", "ZEN_SEED='%s' is not a decimal number; using a random seed",
-                         fixed);
+        uint64_t base = 0;
+        if (!zen__param_u64("SEED", &base)) /* unset, or malformed (warned): a random seed */
             base = fresh_seed();
-        }
         for (int i = 0; i < 4; i++)
             c->seeds[i] = zen_hash64((uint64_t)i, base);
         for (int p = 1; p < c->size && st == ZEN_OK; p++)
@@ -94,7 +88,8 @@ static zen_status agree_seeds(zen_comm *c)
     return zen__coll_end(c, &cc, st);
 }
 
-/* ZEN_TRANSPORT for processes: auto (MIXED: decided per host at rendezvous), tcp, shm, mpi. */
+/* ZEN_TRANSPORT for processes: auto (MIXED: decided per host at rendezvous), tcp, shm, mpi; a
+ * word the tunables table does not know is ignored there (warned) and means auto. */
 static zen_status zen_transport_from_env(zen_transport_kind *kind)
 {
     const char *v = zen__param_str("TRANSPORT");

@@ -5,13 +5,17 @@
  */
 #include "common/log.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+#include "common/tunables.h"
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static int log_level = ZEN_LOG_WARN;
@@ -22,18 +26,27 @@ static void *log_sink_user;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local int thread_rank = -1;
 
+/* A level or subsystem list that the tunables table rejected: warned about once the logger is
+ * up (the warning cannot be written from inside log_init, which every log call waits for). */
+static atomic_int log_rejected;
+
 static void log_init(void)
 {
-    const char *lvl = getenv("ZEN_LOG_LEVEL");
     static const char *const names[] = { "error", "warn", "info", "debug", "trace" };
-    if (lvl) {
-        for (int i = 0; i < 5; i++)
-            if (strcasecmp(lvl, names[i]) == 0)
-                log_level = i;
-    }
-    const char *subsys = getenv("ZEN_LOG_SUBSYS");
-    if (subsys && strcasecmp(subsys, "all") != 0)
+    int bad_level = 0, bad_subsys = 0;
+    const char *lvl = zen__param_quiet("LOG_LEVEL", &bad_level);
+    for (int i = 0; i < 5; i++)
+        if (strcmp(lvl, names[i]) == 0)
+            log_level = i;
+    const char *subsys = zen__param_quiet("LOG_SUBSYS", &bad_subsys);
+    if (strcasecmp(subsys, "all") != 0) {
         snprintf(log_subsys, sizeof log_subsys, ",%s,", subsys);
+        for (char *p = log_subsys; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        if (strstr(log_subsys, ",all,"))
+            log_subsys[0] = '\0';
+    }
+    atomic_store(&log_rejected, bad_level || bad_subsys);
     if (gethostname(log_host, sizeof log_host) != 0)
         snprintf(log_host, sizeof log_host, "?");
     log_host[sizeof log_host - 1] = '\0';
@@ -60,6 +73,11 @@ void zen_log_set_sink(zen_log_sink sink, void *user)
 int zen__log_enabled(zen_log_level level, const char *subsys)
 {
     pthread_once(&log_once, log_init);
+    if (atomic_load_explicit(&log_rejected, memory_order_relaxed) &&
+        atomic_exchange(&log_rejected, 0)) {
+        (void)zen__param_str("LOG_LEVEL"); /* each warns about its own rejected value */
+        (void)zen__param_str("LOG_SUBSYS");
+    }
     if ((int)level > log_level)
         return 0;
     if (level == ZEN_LOG_ERROR || !log_subsys[0] || !subsys)

@@ -35,19 +35,10 @@
 void zen__tp_detect_init(tp_detect *d)
 {
     memset(d, 0, sizeof *d);
-    const char *v = zen__param_str("TP_DETECT_MARGIN");
-    char *end;
-    double m = strtod(v, &end);
-    if (*end != '\0' || !(m >= 0 && m <= 100)) {
-        ZEN_WARN("tp", "ignoring ZEN_TP_DETECT_MARGIN=%s", v);
-        m = TP_DETECT_DEFAULT_MARGIN;
-    }
-    v = zen__param_str("TP_DETECT_WINDOW");
-    long w = strtol(v, &end, 10);
-    if (*end != '\0' || w < 1 || w > TP_DETECT_MAX_WINDOW) {
-        ZEN_WARN("tp", "ignoring ZEN_TP_DETECT_WINDOW=%s", v);
-        w = TP_DETECT_DEFAULT_WINDOW;
-    }
+    double m = zen__param_double("TP_DETECT_MARGIN"); /* 0 .. 100 */
+    long w = zen__param_long("TP_DETECT_WINDOW");     /* 1 .. 16 */
+    if (w > TP_DETECT_MAX_WINDOW)
+        w = TP_DETECT_MAX_WINDOW;
     d->margin = m;
     d->enabled = m > 0;
     d->window = (int)w;

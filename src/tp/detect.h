@@ -23,10 +23,7 @@
 
 #define TP_DETECT_STEPS      64 /* per-step samples kept for a round's medians */
 #define TP_DETECT_MAX_WINDOW 16 /* rounds of blame history */
-/* used when ZEN_TP_DETECT_MARGIN / _WINDOW are malformed (the tunables table has the same) */
-#define TP_DETECT_DEFAULT_MARGIN 0.4
-#define TP_DETECT_DEFAULT_WINDOW 5
-#define TP_DETECT_MIN_GAP_MS     1.0
+#define TP_DETECT_MIN_GAP_MS 1.0
 
 /* Per-step measurements (medians over a period), in the order they are all-gathered. */
 enum {

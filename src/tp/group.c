@@ -40,60 +40,25 @@ static zen_status check_options(zen_comm *comm, const zen_tp_options *o)
 }
 
 /* Fields the caller left unset (see zen_tp_options) take ZEN_TP_PERIOD/DELTA/RHO_MAX/PRIORITY
- * when set (ablations from the command line without a flag for each knob), else the defaults.
- * A malformed value is reported and ignored. An explicit option always wins. */
+ * (ablations from the command line without a flag for each knob), whose defaults are the
+ * documented ones; a malformed value is ignored by the tunables table with a warning. An
+ * explicit option always wins. */
 static void fill_unset(zen_tp_options *o)
 {
-    const char *v;
-    char *end;
-    if (o->period == 0) {
-        o->period = 10;
-        if (*(v = zen__param_str("TP_PERIOD"))) {
-            long p = strtol(v, &end, 10);
-            if (*end == '\0' && p >= 1 && p <= 1000000)
-                o->period = (int)p;
-            else
-                ZEN_WARN("tp", "ignoring ZEN_TP_PERIOD=%s", v);
-        }
-    }
-    if (o->delta < 0) {
-        o->delta = 0.1;
-        if (*(v = zen__param_str("TP_DELTA"))) {
-            double d = strtod(v, &end);
-            if (*end == '\0' && d >= 0 && d < 100)
-                o->delta = d;
-            else
-                ZEN_WARN("tp", "ignoring ZEN_TP_DELTA=%s", v);
-        }
-    }
-    if (o->rho_max < 0) {
-        o->rho_max = 0.5;
-        if (*(v = zen__param_str("TP_RHO_MAX"))) {
-            double r = strtod(v, &end);
-            if (*end == '\0' && r >= 0 && r <= 0.95)
-                o->rho_max = r;
-            else
-                ZEN_WARN("tp", "ignoring ZEN_TP_RHO_MAX=%s", v);
-        }
-    }
-    if (o->priority == ZEN_TP_PRIORITY_UNSET) {
+    if (o->period == 0)
+        o->period = (int)zen__param_long("TP_PERIOD"); /* 1 .. 10^6 */
+    if (o->delta < 0)
+        o->delta = zen__param_double("TP_DELTA");
+    if (o->rho_max < 0)
+        o->rho_max = zen__param_double("TP_RHO_MAX");
+    if (o->priority == ZEN_TP_PRIORITY_UNSET &&
+        zen__tp_parse_priority(zen__param_str("TP_PRIORITY"), &o->priority) != ZEN_OK)
         o->priority = ZEN_TP_PRIORITY_SCORE;
-        if (*(v = zen__param_str("TP_PRIORITY")) &&
-            zen__tp_parse_priority(v, &o->priority) != ZEN_OK)
-            ZEN_WARN("tp", "ignoring ZEN_TP_PRIORITY=%s", v);
-    }
 }
 
 static double arrival_weight(void)
 {
-    const char *v = zen__param_str("TP_ARRIVAL_WEIGHT");
-    char *end;
-    double w = strtod(v, &end);
-    if (*v && (*end != '\0' || !(w >= 0 && w <= 10))) {
-        ZEN_WARN("tp", "ignoring ZEN_TP_ARRIVAL_WEIGHT=%s", v);
-        return 0;
-    }
-    return w;
+    return zen__param_double("TP_ARRIVAL_WEIGHT");
 }
 
 zen_status zen_tp_group_create(zen_comm *tp_comm, const zen_tp_options *opts, zen_tp_group **out)

@@ -239,74 +239,11 @@ zen_status zen__transport_faulty_wrap(zen_transport *inner, const zen_fault_conf
     return ZEN_OK;
 }
 
-static int parse_long(const char *v, long lo, long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno == ERANGE || x < lo)
-        return -1;
-    *out = x;
-    return 0;
-}
-
-static int parse_action(const char *v, zen_fault_action *a)
-{
-    static const char *const names[] = {
-        "delay", "drop", "truncate", "corrupt", "garbage", "kill"
-    };
-    for (int i = 0; i < 6; i++) {
-        if (strcmp(v, names[i]) == 0) {
-            *a = (zen_fault_action)i;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 zen_status zen__fault_parse(const char *spec, zen_fault_config *cfg)
 {
-    cfg->rank = -1;
-    cfg->after = 0;
-    cfg->count = 1;
-    cfg->peer = -1;
-    cfg->ms = 100;
-    cfg->action = ZEN_FAULT_KILL;
-    int have_action = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", spec ? spec : "");
-    char *save = NULL;
-    for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(item, '=');
-        long v = 0;
-        int bad = !eq;
-        if (!bad) {
-            *eq = '\0';
-            const char *val = eq + 1;
-            if (strcmp(item, "action") == 0) {
-                bad = parse_action(val, &cfg->action) != 0;
-                have_action = !bad;
-            } else if (strcmp(item, "rank") == 0 || strcmp(item, "peer") == 0) {
-                bad = parse_long(val, 0, &v) != 0 || v > (1 << 20);
-                if (!bad)
-                    *(item[0] == 'r' ? &cfg->rank : &cfg->peer) = (int)v;
-            } else if (strcmp(item, "after") == 0) {
-                bad = parse_long(val, 0, &cfg->after) != 0;
-            } else if (strcmp(item, "count") == 0) {
-                bad = parse_long(val, 0, &cfg->count) != 0;
-            } else if (strcmp(item, "ms") == 0) {
-                bad = parse_long(val, 0, &cfg->ms) != 0;
-            } else {
-                bad = 1;
-            }
-        }
-        if (bad) {
-            ZEN_ERROR("init", "ZEN_FAULT: cannot parse '%s' in '%s'", item, spec);
-            return ZEN_EINVAL;
-        }
-    }
-    if (cfg->rank < 0 || !have_action) {
-        ZEN_ERROR("init", "ZEN_FAULT '%s' needs rank= and action=", spec);
+    char why[300];
+    if (zen__fault_spec_parse(spec, cfg, why, sizeof why) != 0) {
+        ZEN_ERROR("init", "ZEN_FAULT '%s': %s", spec ? spec : "", why);
         return ZEN_EINVAL;
     }
     return ZEN_OK;
@@ -314,11 +251,16 @@ zen_status zen__fault_parse(const char *spec, zen_fault_config *cfg)
 
 zen_status zen__fault_maybe_wrap(zen_transport **t)
 {
-    const char *spec = zen__param_str("FAULT");
-    if (!spec || !*spec)
+    /* strict: a test that asked for a fault must not run healthy because of a typo */
+    const char *spec = NULL;
+    char why[300];
+    int set = zen__param_strict("FAULT", &spec, why, sizeof why);
+    if (set == 0)
         return ZEN_OK;
     zen_fault_config cfg;
-    zen_status st = zen__fault_parse(spec, &cfg);
+    zen_status st = set < 0 ? ZEN_EINVAL : zen__fault_parse(spec, &cfg);
+    if (set < 0)
+        ZEN_ERROR("init", "%s", why);
     if (st == ZEN_OK && cfg.rank != (*t)->rank)
         return ZEN_OK;
     zen_transport *w = NULL;

@@ -25,25 +25,8 @@
 #ifndef ZEN_TRANSPORT_FAULTY_H
 #define ZEN_TRANSPORT_FAULTY_H
 
+#include "common/fault_spec.h"
 #include "transport/transport.h"
-
-typedef enum zen_fault_action {
-    ZEN_FAULT_DELAY,
-    ZEN_FAULT_DROP,
-    ZEN_FAULT_TRUNCATE,
-    ZEN_FAULT_CORRUPT,
-    ZEN_FAULT_GARBAGE,
-    ZEN_FAULT_KILL
-} zen_fault_action;
-
-typedef struct zen_fault_config {
-    int rank;
-    long after;
-    long count;
-    int peer; /* -1: any */
-    long ms;
-    zen_fault_action action;
-} zen_fault_config;
 
 /* Parse a ZEN_FAULT string. ZEN_EINVAL (and a logged reason) when malformed. */
 zen_status zen__fault_parse(const char *spec, zen_fault_config *cfg);

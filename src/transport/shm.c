@@ -504,8 +504,7 @@ static void mailbox_notify(void *arg)
 
 static void read_tunables(shm_state *s, double timeout_s)
 {
-    long kb = zen__param_long("SHM_RING_KB");
-    kb = kb < 64 ? 64 : kb > 65536 ? 65536 : kb;
+    long kb = zen__param_long("SHM_RING_KB"); /* 64 .. 65536: the tunables table's bounds */
     s->ring_bytes = (size_t)kb << 10;
     s->frag_bytes = s->ring_bytes / 4 - ZEN_SHM_REC_HDR;
     long cma_min = zen__param_long("SHM_CMA_MIN_BYTES");

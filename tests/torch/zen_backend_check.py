@@ -1,7 +1,7 @@
 """Checks of the zen torch.distributed backend against gloo and local references.
 
 Usage: zen_backend_check.py SUITES NPROC [spawn|torchrun-static|torchrun-c10d]
-       (SUITES: a comma list of ops, sparse, errors, ddp)
+       (SUITES: a comma list of ops, sparse, errors, ddp; or secret, spawn only)
 
 spawn (default): NPROC processes from torch.multiprocessing; each initialises the default group
 with gloo (file rendezvous, no fixed port) and a zen group over the same ranks
@@ -402,11 +402,35 @@ def run_suites(suite, rank, n, zen, gloo):
     dist.destroy_process_group()
 
 
+def check_require_secret(rank, n):
+    """ZEN_REQUIRE_SECRET=1 holds on the Store path the backend takes: without a job secret no
+    zen group is built, on every rank, at once; with one the same group forms and works. A
+    ZEN_TORCH_SPARSE_SCHEME the tunables table rejects is ignored (auto), not fatal."""
+    os.environ.pop("ZEN_JOB_SECRET", None)
+    os.environ.pop("ZEN_JOB_SECRET_FILE", None)
+    os.environ["ZEN_REQUIRE_SECRET"] = "1"
+    t0 = time.monotonic()
+    expect_error(lambda: dist.new_group(backend="zen"), "creating the communicator")
+    assert time.monotonic() - t0 < 10, "the refusal waited for a timeout"
+    dist.barrier()  # every rank has refused before anyone sets the secret
+    os.environ["ZEN_JOB_SECRET"] = "zen-backend-check-secret"
+    os.environ["ZEN_TORCH_SPARSE_SCHEME"] = "garbage"
+    zen = dist.new_group(backend="zen")
+    t = torch.full((3,), float(rank))
+    dist.all_reduce(t, group=zen)
+    close(t, torch.full((3,), float(n * (n - 1) / 2)), torch.float32, "allreduce with a secret")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
 def worker(rank, suite, n, init, failed):
     """mp.spawn: gloo is the default group, zen a second group over the same ranks."""
     try:
         torch.set_num_threads(1)
         dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n)
+        if suite == "secret":
+            check_require_secret(rank, n)
+            return
         run_suites(suite, rank, n, dist.new_group(backend="zen"), dist.group.WORLD)
     except Exception:
         traceback.print_exc()

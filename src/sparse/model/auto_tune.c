@@ -32,25 +32,17 @@ static uint64_t longest_gap(const zen_auto_tune_params *p)
     return (uint64_t)p->period * (uint64_t)(p->backoff > 1 ? p->backoff : 1);
 }
 
-static double param_or(const char *name, double lo, double hi, double dflt)
-{
-    double v = zen__param_double(name);
-    return v >= lo && v <= hi ? v : dflt;
-}
-
 void zen__auto_tune_params_default(zen_auto_tune_params *p)
 {
     p->window = zen__param_long("SPARSE_TUNE_WINDOW");
     p->period = zen__param_long("SPARSE_EXPLORE_PERIOD");
-    p->budget = param_or("SPARSE_EXPLORE_BUDGET", 0, 1e9, 0);
+    p->budget = zen__param_double("SPARSE_EXPLORE_BUDGET"); /* each within the table's bounds */
     p->warm = zen__param_long("SPARSE_TUNE_WARM");
-    if (p->warm < 0)
-        p->warm = 0;
     p->top = zen__param_long("SPARSE_TUNE_TOP");
-    p->prune = param_or("SPARSE_TUNE_PRUNE", 1, 1e9, 3);
-    p->drop = param_or("SPARSE_TUNE_DROP", 1, 1e9, 2);
+    p->prune = zen__param_double("SPARSE_TUNE_PRUNE");
+    p->drop = zen__param_double("SPARSE_TUNE_DROP");
     p->backoff = zen__param_long("SPARSE_EXPLORE_BACKOFF");
-    p->margin = param_or("SPARSE_TUNE_SWITCH", 0, 0.5, 0);
+    p->margin = zen__param_double("SPARSE_TUNE_SWITCH");
 }
 
 void zen__auto_tune_init(zen_auto_tune *t)
@@ -488,6 +480,7 @@ double zen__auto_tune_scale(const zen_auto_tune *t)
 
 void zen__auto_tune_bias(double pred[ZEN_SPARSE_SCHEME_COUNT])
 {
+    /* checked by the tunables table: NAME=FACTOR items, known names, finite factors in bounds */
     const char *spec = zen__param_str("SPARSE_MODEL_BIAS");
     while (spec && *spec) {
         const char *eq = strchr(spec, '='), *end = strchr(spec, ',');
