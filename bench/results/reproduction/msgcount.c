@@ -15,7 +15,12 @@
 #include "zen/comm.h"
 #include "zen/sparse.h"
 
-enum { ROWS = 100000, WIDTH = 4, NNZ = 1000, CALLS = 3 };
+enum {
+    ROWS = 100000,
+    WIDTH = 4,
+    NNZ = 1000,
+    CALLS = 3
+};
 
 typedef struct arg {
     int scheme;
@@ -57,11 +62,12 @@ static zen_status rank_fn(zen_comm *comm, void *p)
 int main(int argc, char **argv)
 {
     const char *ns = argc > 1 ? argv[1] : "2 4 8 16";
-    static const int schemes[] = { ZEN_SPARSE_BALANCED, ZEN_SPARSE_HIERARCHICAL,
+    static const int schemes[] = { ZEN_SPARSE_BALANCED,  ZEN_SPARSE_HIERARCHICAL,
                                    ZEN_SPARSE_ALLGATHER, ZEN_SPARSE_PS,
-                                   ZEN_SPARSE_BLOCK,    ZEN_SPARSE_DENSE };
+                                   ZEN_SPARSE_BLOCK,     ZEN_SPARSE_DENSE };
     printf("# scheme ranks call msgs_sent_min msgs_sent_max bytes_sent_max (rows %d width %d "
-           "nnz %d per rank)\n", ROWS, WIDTH, NNZ);
+           "nnz %d per rank)\n",
+           ROWS, WIDTH, NNZ);
     char *copy = strdup(ns), *save = NULL;
     for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
         int n = atoi(t);
