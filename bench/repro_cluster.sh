@@ -53,6 +53,20 @@ tag() { # workload mode hosts gbps rep load
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
+# run_tagged WORKLOAD MODE HOSTS GBPS REP LOAD COMMAND...: append COMMAND's JSON lines, tagged, to
+# measured.jsonl and return COMMAND's status (a pipe into tag would return sed's and hide a failed
+# run: the script then exited 0).
+run_tagged() {
+    t1=$1 t2=$2 t3=$3 t4=$4 t5=$5 t6=$6
+    shift 6
+    st=0
+    "$@" >"$OUT/.run.$$.json" || st=$?
+    tag "$t1" "$t2" "$t3" "$t4" "$t5" "$t6" <"$OUT/.run.$$.json" >>"$OUT/measured.jsonl"
+    rm -f "$OUT/.run.$$.json"
+    [ "$st" -eq 0 ] || echo "repro_cluster.sh: $t1, $t2, rep $t5 failed (exit $st)" >&2
+    return "$st"
+}
+
 # One (G, H) block; runs under both locks (the script calls itself with _block).
 if [ "${1:-}" = _block ]; then
     g=$2
@@ -68,9 +82,9 @@ if [ "${1:-}" = _block ]; then
             dir=$(trace_for "$w" "$h")
             echo "$(date -u +%H:%M:%S) cluster $h@${g}G $name rep $rep ($dir)" >&2
             l=$(load1)
-            "$CLUSTER" run "$h" -- "$ZEN" bench sparse --trace "$dir" --iters "$ITERS" \
-                --warmup 1 --timeout 300 --json | tag "$name" "cluster $h@${g}G" "$h" "$g" \
-                "$rep" "$l" >>"$OUT/measured.jsonl" || rc=1
+            run_tagged "$name" "cluster $h@${g}G" "$h" "$g" "$rep" "$l" \
+                "$CLUSTER" run "$h" -- "$ZEN" bench sparse --trace "$dir" --iters "$ITERS" \
+                --warmup 1 --timeout 300 --json || rc=1
         done
         rep=$((rep + 1))
     done
@@ -82,6 +96,7 @@ fi
 if [ "${1:-}" = _local ]; then
     n=$2
     shift 2
+    rc=0
     rep=$REP_FROM
     while [ "$rep" -lt $((REP_FROM + REPS)) ]; do
         for w in "$@"; do
@@ -89,16 +104,17 @@ if [ "${1:-}" = _local ]; then
             dir=$(trace_for "$w" "$n")
             echo "$(date -u +%H:%M:%S) inproc/tcp $n $name rep $rep ($dir)" >&2
             l=$(load1)
-            "$ZEN" bench sparse --trace "$dir" --ranks "$n" --iters "$ITERS" --warmup 1 --json |
-                tag "$name" "inproc $n" 0 0 "$rep" "$l" >>"$OUT/measured.jsonl"
+            run_tagged "$name" "inproc $n" 0 0 "$rep" "$l" \
+                "$ZEN" bench sparse --trace "$dir" --ranks "$n" --iters "$ITERS" --warmup 1 \
+                --json || rc=1
             l=$(load1)
-            "$ZEN" launch -n "$n" --transport tcp -- "$ZEN" bench sparse --trace "$dir" \
-                --iters "$ITERS" --warmup 1 --json | tag "$name" "tcp $n" 0 0 "$rep" "$l" \
-                >>"$OUT/measured.jsonl"
+            run_tagged "$name" "tcp $n" 0 0 "$rep" "$l" \
+                "$ZEN" launch -n "$n" --transport tcp -- "$ZEN" bench sparse --trace "$dir" \
+                --iters "$ITERS" --warmup 1 --json || rc=1
         done
         rep=$((rep + 1))
     done
-    exit 0
+    exit $rc
 fi
 
 for g in $GBPS; do

@@ -33,14 +33,32 @@ mkdir -p "$OUT"
 
 tag() { sed -n "s/^{/{\"workload\":\"$1\",\"mode\":\"$2\",\"rep\":$3,/p"; }
 
+# run_tagged FILE WORKLOAD MODE REP COMMAND...: append COMMAND's JSON lines, tagged, to FILE; a
+# failed command is reported and makes the script exit 1 at the end (a pipe into tag would return
+# sed's status and hide it: the script then exited 0 after a failed run).
+failed=0
+run_tagged() {
+    t_file=$1 t_name=$2 t_mode=$3 t_rep=$4
+    shift 4
+    st=0
+    "$@" >"$OUT/.run.$$.json" || st=$?
+    tag "$t_name" "$t_mode" "$t_rep" <"$OUT/.run.$$.json" >>"$t_file"
+    rm -f "$OUT/.run.$$.json"
+    if [ "$st" -ne 0 ]; then
+        echo "repro_comm.sh: $t_name, $t_mode, rep $t_rep failed (exit $st)" >&2
+        failed=1
+    fi
+}
+
 for w in "$@"; do
     name=${w%%=*}
     rest=${w#*=}
     dir=${rest%%:*}
     tensor=
     [ "$rest" != "$dir" ] && tensor=${rest#*:}
-    "$ZEN" simulate --trace "$dir" ${tensor:+--tensor "$tensor"} --ranks "$SIM_RANKS" \
-        --gbps "$SIM_GBPS" --no-cpu --json | tag "$name" sim 0 >>"$OUT/sim.jsonl"
+    run_tagged "$OUT/sim.jsonl" "$name" sim 0 \
+        "$ZEN" simulate --trace "$dir" ${tensor:+--tensor "$tensor"} --ranks "$SIM_RANKS" \
+        --gbps "$SIM_GBPS" --no-cpu --json
 done
 
 rep=1
@@ -52,16 +70,17 @@ while [ "$rep" -le "$REPS" ]; do
         for mode in $MODES; do
             echo "rep $rep $name $mode" >&2
             if [ "$mode" = inproc ]; then
-                flock "$LOCK" "$ZEN" bench sparse --trace "$dir" --ranks "$RANKS" \
-                    --iters "$ITERS" --warmup 2 --json | tag "$name" "$mode" "$rep" \
-                    >>"$OUT/measured.jsonl"
+                run_tagged "$OUT/measured.jsonl" "$name" "$mode" "$rep" \
+                    flock "$LOCK" "$ZEN" bench sparse --trace "$dir" --ranks "$RANKS" \
+                    --iters "$ITERS" --warmup 2 --json
             else
-                flock "$LOCK" "$ZEN" launch -n "$RANKS" -- "$ZEN" bench sparse --trace "$dir" \
-                    --iters "$ITERS" --warmup 2 --json | tag "$name" "$mode" "$rep" \
-                    >>"$OUT/measured.jsonl"
+                run_tagged "$OUT/measured.jsonl" "$name" "$mode" "$rep" \
+                    flock "$LOCK" "$ZEN" launch -n "$RANKS" -- "$ZEN" bench sparse --trace "$dir" \
+                    --iters "$ITERS" --warmup 2 --json
             fi
         done
     done
     rep=$((rep + 1))
 done
 echo "wrote $OUT/measured.jsonl $OUT/sim.jsonl" >&2
+[ "$failed" -eq 0 ] || { echo "repro_comm.sh: some runs failed (above)" >&2; exit 1; }
