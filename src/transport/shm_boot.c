@@ -19,7 +19,8 @@
 #include "common/tunables.h"
 #include "transport/shm_internal.h"
 
-#define BOOT_VERSION 2u /* 2: the segment head holds a heartbeat word */
+#define BOOT_VERSION \
+    3u /* 2: the segment head holds a heartbeat word; 3: and the liveness settings */
 
 struct zen_shm_boot {
     int listen_fd;
@@ -272,8 +273,8 @@ static zen_status hand_accept(shm_state *s, zen_shm_boot *b, const zen_shm_blob 
         need += s->peers[p].lidx >= 0;
     while (need > 0) {
         struct pollfd pf = { .fd = b->listen_fd, .events = POLLIN, .revents = 0 };
-        int64_t left = deadline - zen_now_ns();
-        if (left <= 0 || poll(&pf, 1, (int)(left / 1000000) + 1) <= 0) {
+        int ms = zen_poll_ms(deadline, INT32_MAX);
+        if (ms == 0 || poll(&pf, 1, ms) <= 0) {
             for (int p = s->base.rank + 1; p < s->base.size; p++)
                 if (s->peers[p].lidx >= 0 && !s->peers[p].seg)
                     return zen__transport_fail(&s->base, ZEN_ETIMEDOUT,
@@ -337,6 +338,7 @@ zen_status zen__shm_setup_segments(shm_state *s, zen_shm_boot *b, const zen_shm_
     s->head->magic = ZEN_SHM_MAGIC;
     s->head->nlocal = (uint32_t)s->nlocal;
     s->head->ring_bytes = s->ring_bytes;
+    s->head->liveness = s->live_wire;
     int allow_cma = zen__shm_cma_allowed();
     for (int p = 0; p < s->base.size; p++) {
         shm_peer *pe = &s->peers[p];
