@@ -4,7 +4,7 @@
  *    element checked (before: the shm stall limit overflowed to a negative number and every
  *    message that needed more than one ring's worth failed at once, blaming a healthy rank);
  *  - ZEN_HEARTBEAT_S differing between ranks (0.5 on one, 10 on the others; inf on one, 1 on the
- *    others): a healthy job with idle pauses longer than the smallest setting finishes (before:
+ *    others), over tcp, shm and mixed: a healthy job with idle pauses longer than the smallest setting finishes (before:
  *    the rank with the small setting named a healthy peer as hung, and nobody heard from the
  *    rank with inf);
  *  - ZEN_TIMEOUT_S=8 with the default 10 s heartbeat: a SIGSTOPped rank 2 of 4 is named by every
@@ -26,6 +26,7 @@
 
 #include "../tools/free_port.h"
 #include "common/clock.h"
+#include "shm_jobs.h"
 #include "testutil.h"
 
 enum {
@@ -94,6 +95,9 @@ static zen_status stop_loop(const lv_run *run, zen_comm *c, int rank)
 /* A rank: its last error (or "ok") goes to its file; exit status 0 only when all went well. */
 static void lv_rank(const lv_run *run, int rank, int port)
 {
+    int per_host = 2; /* mixed: ranks 0 and 1 share a host, ranks 2 and 3 another */
+    if (run->kind == ZEN_TRANSPORT_MIXED)
+        zt_set_host_id(rank, &per_host);
     setenv("ZEN_TIMEOUT_S", run->timeout_env, 1);
     if (run->heartbeat[rank])
         setenv("ZEN_HEARTBEAT_S", run->heartbeat[rank], 1);
@@ -263,6 +267,15 @@ static void test_mismatched_heartbeat_shm(void **state)
     mismatched_inf(ZEN_TRANSPORT_SHM);
 }
 
+/* Mixed (two emulated hosts of two ranks): each rank learns its host peer's settings from the
+ * segment head and the other host's over tcp; all must come to the same. */
+static void test_mismatched_heartbeat_mixed(void **state)
+{
+    (void)state;
+    mismatched_small(ZEN_TRANSPORT_MIXED);
+    mismatched_inf(ZEN_TRANSPORT_MIXED);
+}
+
 /* ZEN_TIMEOUT_S=8 under the default 10 s heartbeat: the window follows the timeout (4 s). */
 static void test_short_timeout_sigstop_tcp(void **state)
 {
@@ -298,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_inf_timeout_big_tcp),
         cmocka_unit_test(test_mismatched_heartbeat_tcp),
         cmocka_unit_test(test_mismatched_heartbeat_shm),
+        cmocka_unit_test(test_mismatched_heartbeat_mixed),
         cmocka_unit_test(test_short_timeout_sigstop_tcp),
         cmocka_unit_test(test_short_timeout_sigstop_shm),
         cmocka_unit_test(test_timeout_names_silent_rank_tcp),
