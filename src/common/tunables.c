@@ -30,11 +30,13 @@ static const struct param_row param_table[] = {
       "fixed seed for the sparse hash functions (decimal; default: random, drawn by rank 0)" },
     { "ZEN_TIMEOUT_S", "300",
       "default deadline in seconds of every blocking wait (inf: none; 1e9 and more count as inf, "
-      "converted saturating); the heartbeat window is at most half the smallest over the ranks" },
+      "converted saturating); the heartbeat window is at most half the smallest over the ranks "
+      "(not below 2 s)" },
     { "ZEN_HEARTBEAT_S", "10",
       "tcp and shm: a peer that sends nothing (not even a heartbeat) for the window is named as "
       "hung and the job aborts; the window is the largest value over the ranks, agreed at setup, "
-      "at most half the smallest ZEN_TIMEOUT_S (inf: this rank does not watch, but still beats)" },
+      "cut to half the smallest ZEN_TIMEOUT_S, not below 2 s by that cut (inf: this rank does not "
+      "watch, but still beats)" },
     { "ZEN_JOB_SECRET", "",
       "tcp: per-job secret; ranks prove it to each other (HMAC-SHA256) at rendezvous and on every "
       "mesh connection (docs/security.md)" },

@@ -6,9 +6,10 @@
 #include "common/clock.h"
 #include "common/tunables.h"
 
-#define SECOND_NS     ((int64_t)1000000000)
-#define WIRE_NONE     0xffffffffu
-#define SUSPECT_BEATS 5
+#define SECOND_NS       ((int64_t)1000000000)
+#define WIRE_NONE       0xffffffffu
+#define SUSPECT_BEATS   5
+#define WINDOW_FLOOR_NS (2 * SECOND_NS)
 
 static uint32_t to_wire(int64_t ns)
 {
@@ -70,9 +71,14 @@ int64_t zen__liveness_window_ns(const zen_liveness *agg)
 {
     if (!agg->watch || agg->hb_ns == INT64_MAX)
         return INT64_MAX;
+    /* half the timeout, so the watch speaks before the deadlines; not below 2 s, where a loaded
+     * host could starve a live peer's beating thread that long (a timeout that short still names
+     * the silent rank: the suspect span is 5 beats, a twentieth of it) */
     int64_t w = agg->hb_ns;
-    if (agg->timeout_ns != INT64_MAX && agg->timeout_ns / 2 < w)
-        w = agg->timeout_ns / 2;
+    if (agg->timeout_ns != INT64_MAX) {
+        int64_t cap = agg->timeout_ns / 2 > WINDOW_FLOOR_NS ? agg->timeout_ns / 2 : WINDOW_FLOOR_NS;
+        w = cap < w ? cap : w;
+    }
     int64_t least = SUSPECT_BEATS * zen__liveness_beat_ns(agg);
     return w < least ? least : w;
 }

@@ -12,9 +12,9 @@
  * From it:
  *   beat   every rank beats every min(1 s, hb/5, timeout/10), also a rank that does not watch
  *          (inf): its peers may watch, and a timeout reads the beats (below);
- *   window silence after which a watching rank names a peer: min(hb, timeout/2), so a stopped
- *          rank is named before anyone's deadline ends, whatever ZEN_TIMEOUT_S is; a rank whose
- *          own ZEN_HEARTBEAT_S is inf does not watch;
+ *   window silence after which a watching rank names a peer: min(hb, max(timeout/2, 2 s)), so
+ *          a stopped rank is named before anyone's deadline ends (timeouts from 4 s on); a rank
+ *          whose own ZEN_HEARTBEAT_S is inf does not watch;
  *   suspect at a timeout, a peer silent for 5 beats (a live peer misses none) is named instead
  *          of the rank the wait was for (zen__liveness_blame).
  */
