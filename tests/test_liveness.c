@@ -15,6 +15,7 @@
  * Ranks are forked processes on 127.0.0.1.
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "common/clock.h"
 #include "shm_jobs.h"
 #include "testutil.h"
+#include "transport/liveness.h"
 
 enum {
     N = 4,
@@ -304,9 +306,43 @@ static void test_timeout_names_silent_rank_tcp(void **state)
     expect_victim_named(&run, 10);
 }
 
+static zen_liveness settings(double hb_s, double timeout_s)
+{
+    zen_liveness l = { zen_ns_from_s(hb_s), zen_ns_from_s(timeout_s), hb_s < 1e9 };
+    return zen__liveness_decode(zen__liveness_encode(&l));
+}
+
+/* The agreement rules of liveness.h, computed by hand: the largest finite heartbeat, the
+ * smallest timeout, inf through the wire, the window cut to half the timeout but not below 2 s. */
+static void test_settings_rules(void **state)
+{
+    (void)state;
+    const int64_t s = 1000000000;
+    zen_liveness agg = settings(0.5, 300);
+    zen_liveness b = settings(10, 60), c = settings(INFINITY, INFINITY);
+    zen__liveness_merge(&agg, &b);
+    zen__liveness_merge(&agg, &c);
+    assert_true(agg.hb_ns == 10 * s && agg.timeout_ns == 60 * s && agg.watch);
+    assert_true(zen__liveness_beat_ns(&agg) == s);
+    assert_true(zen__liveness_window_ns(&agg) == 10 * s);
+    assert_true(zen__liveness_suspect_ns(&agg) == 5 * s);
+    assert_true(c.hb_ns == INT64_MAX && c.timeout_ns == INT64_MAX && !c.watch);
+    assert_true(zen__liveness_window_ns(&c) == INT64_MAX);
+    assert_true(zen__liveness_beat_ns(&c) == s); /* beats also with everything off */
+    zen_liveness t8 = settings(10, 8);           /* the case: 4 s window, 0.8 s beat */
+    assert_true(zen__liveness_window_ns(&t8) == 4 * s && zen__liveness_beat_ns(&t8) == 8 * s / 10);
+    zen_liveness t1 = settings(10, 1); /* 2 s floor, 0.1 s beat, 0.5 s suspect span */
+    assert_true(zen__liveness_window_ns(&t1) == 2 * s && zen__liveness_suspect_ns(&t1) == s / 2);
+    zen_liveness h1 = settings(1, 1); /* an explicit 1 s heartbeat is kept */
+    assert_true(zen__liveness_window_ns(&h1) == s);
+    zen_liveness huge = settings(1e8, 1e300); /* beyond 49.7 days in ms: inf on the wire */
+    assert_true(huge.hb_ns == INT64_MAX && huge.timeout_ns == INT64_MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_settings_rules),
         cmocka_unit_test(test_inf_timeout_big_shm),
         cmocka_unit_test(test_inf_timeout_big_tcp),
         cmocka_unit_test(test_mismatched_heartbeat_tcp),
