@@ -19,8 +19,8 @@
 #include "common/tunables.h"
 #include "transport/shm_internal.h"
 
-#define BOOT_VERSION \
-    3u /* 2: the segment head holds a heartbeat word; 3: and the liveness settings */
+/* 2: the segment head holds a heartbeat word; 3: and the liveness settings */
+#define BOOT_VERSION 3u
 
 struct zen_shm_boot {
     int listen_fd;
