@@ -261,14 +261,12 @@ static int sc_stall(zen_comm *c)
         }
         zen_transport *t = c->transport;
         CHECK(t->ops->send_raw(t, 0, frame, sizeof frame) == ZEN_OK);
-        /* Stay (longer than rank 0's timeout) until rank 0 closes: leaving earlier would end the
-         * frame with an end of stream instead of a stall. */
-        int v = 0;
-        zen_request *rq = NULL;
-        CHECK(zen_irecv(c, &v, sizeof v, 0, 6, &rq) == ZEN_OK);
-        zen_status st = zen_request_wait(rq, 30, NULL);
-        zen_request_destroy(rq);
-        CHECK(st == ZEN_EPEER);
+        /* Stop, as a process stuck in the middle of a frame is: leaving would end the frame with
+         * an end of stream instead of a stall, and a live process keeps sending heartbeats
+         * (which would land in the payload: only a raw write can split a frame). The driver
+         * kills this rank once rank 0 is done. */
+        raise(SIGSTOP);
+        return 0;
     } else {
         char buf[100];
         CHECK(zen_recv(c, buf, sizeof buf, 1, 5, NULL) == ZEN_ETIMEDOUT);
@@ -610,14 +608,21 @@ static void test_garbage(void **state)
 static void test_stalled_frame(void **state)
 {
     (void)state;
-    struct job j = { "stall", 2, 2, "1", NULL, NULL, 0, 0 };
-    expect_all_ok(&j, -1);
+    /* heartbeat watching off: the reader's stall limit or the receive's deadline is what is
+     * tested, not the watch (which could name the stopped rank first on a loaded host) */
+    struct job j = { "stall", 2, 2, "1", NULL, "ZEN_HEARTBEAT_S=inf", 0, 1 };
+    int status[16];
+    run_job(&j, status);
+    assert_true(WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 0);
+    assert_true(WIFSIGNALED(status[1]) && WTERMSIG(status[1]) == SIGKILL);
 }
 
 static void test_send_to_stopped_peer(void **state)
 {
     (void)state;
-    struct job j = { "sendstall", 2, 2, "1", NULL, NULL, 0, 1 };
+    /* heartbeat watching off: the send's own stall limit is what is tested, not the watch
+     * (which could name the stopped rank first on a loaded host) */
+    struct job j = { "sendstall", 2, 2, "1", NULL, "ZEN_HEARTBEAT_S=inf", 0, 1 };
     int status[16];
     run_job(&j, status);
     assert_true(WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 0);

@@ -44,7 +44,9 @@ zen_status store_get(void *ctx, const char *key, void *value, size_t capacity, s
 {
     auto *store = static_cast<c10d::Store *>(ctx);
     try {
-        store->wait({ key }, std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000) + 1));
+        // saturating: a double too large for int64 (inf) is undefined when cast
+        double ms = timeout_s < 1e15 ? timeout_s * 1000 : 1e18;
+        store->wait({ key }, std::chrono::milliseconds(static_cast<int64_t>(ms) + 1));
     } catch (const std::exception &) {
         return ZEN_ETIMEDOUT; // c10d's wait throws only when the key did not appear in time
     }

@@ -42,6 +42,19 @@ static inline int64_t zen_deadline_after(double timeout_s)
     return zen_ns_add_sat(zen_now_ns(), zen_ns_from_s(timeout_s));
 }
 
+/* A poll() timeout in ms until deadline_ns: rounded up, 0 once it passed, at most max_ms (poll
+ * takes an int, and a far deadline in ms does not fit one). */
+static inline int zen_poll_ms(int64_t deadline_ns, int max_ms)
+{
+    if (deadline_ns == INT64_MAX)
+        return max_ms;
+    int64_t left = deadline_ns - zen_now_ns();
+    if (left <= 0)
+        return 0;
+    int64_t ms = left / 1000000 + (left % 1000000 != 0);
+    return ms < max_ms ? (int)ms : max_ms;
+}
+
 /* A struct timespec on CLOCK_MONOTONIC for pthread_cond_timedwait (condvars use that clock). */
 static inline struct timespec zen_deadline_timespec(int64_t deadline_ns)
 {

@@ -55,10 +55,13 @@ static const zen_param_row param_table[] = {
           "fixed seed for the sparse hash functions (decimal; default: random, drawn by rank 0)"),
     P_TIMEOUT("ZEN_TIMEOUT_S", "300",
               "default deadline in seconds of every blocking wait (inf: none; 1e9 and more count "
-              "as inf)"),
+              "as inf, converted saturating); the heartbeat window is at most half the smallest "
+              "over the ranks (not below 2 s)"),
     P_TIMEOUT("ZEN_HEARTBEAT_S", "10",
-              "tcp and shm: a peer that sends nothing (not even a heartbeat) for this long is "
-              "named as hung and the job aborts (inf: off)"),
+              "tcp and shm: a peer that sends nothing (not even a heartbeat) for the window is "
+              "named as hung and the job aborts; the window is the largest value over the ranks, "
+              "agreed at setup, cut to half the smallest ZEN_TIMEOUT_S, not below 2 s by that cut "
+              "(inf: this rank does not watch, but still beats)"),
     P_STRICT_STRING("ZEN_JOB_SECRET", check_secret, PF_SECRET, "",
                     "tcp: per-job secret; ranks prove it to each other (HMAC-SHA256) at rendezvous "
                     "and on every mesh connection (docs/security.md)"),

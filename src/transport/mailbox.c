@@ -6,6 +6,7 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "transport/liveness.h"
 
 enum req_state {
     REQ_POSTED,
@@ -59,6 +60,8 @@ struct zen_mailbox {
     char (*peer_msg)[256];
     void (*notify)(void *); /* zen__mailbox_set_notify */
     void *notify_arg;
+    int (*silent)(void *, int64_t *); /* zen__mailbox_set_silent */
+    void *silent_arg;
     _Atomic(mb_req *) spare[SPARE_REQS]; /* freed receives kept for the next (req_new) */
 };
 
@@ -272,11 +275,13 @@ zen_status zen__mailbox_wait(zen_mailbox *mb, zen_treq *req, int64_t deadline_ns
     while (!is_done(r)) {
         if (zen_now_ns() >= deadline_ns) {
             pthread_mutex_unlock(&mb->lock);
-            return zen__transport_fail(mb->owner, ZEN_ETIMEDOUT,
-                                       "no message from rank %d after %.1f s (tag 0x%llx): rank %d "
-                                       "is missing, slow or stuck",
-                                       r->peer, (double)(zen_now_ns() - start) / 1e9,
-                                       (unsigned long long)r->tag, r->peer);
+            int64_t quiet = 0;
+            int silent = mb->silent ? mb->silent(mb->silent_arg, &quiet) : -1;
+            char msg[400];
+            return zen__transport_fail(
+                mb->owner, ZEN_ETIMEDOUT, "%s",
+                zen__liveness_blame(msg, sizeof msg, r->peer, zen_now_ns() - start,
+                                    (unsigned long long)r->tag, silent, quiet));
         }
         pthread_cond_timedwait(&mb->cond, &mb->lock, &ts);
     }
@@ -471,6 +476,12 @@ int zen__mailbox_req_receiving(zen_mailbox *mb, zen_treq *req)
     (void)mb;
     return req && !req->is_send &&
            atomic_load_explicit(&((mb_req *)req)->state, memory_order_acquire) == REQ_RECEIVING;
+}
+
+void zen__mailbox_set_silent(zen_mailbox *mb, int (*fn)(void *, int64_t *), void *arg)
+{
+    mb->silent = fn;
+    mb->silent_arg = arg;
 }
 
 void zen__mailbox_set_notify(zen_mailbox *mb, void (*fn)(void *), void *arg)

@@ -77,6 +77,11 @@ int zen__mailbox_req_receiving(zen_mailbox *mb, zen_treq *req);
  * futex instead of the mailbox's condition variable). Set before any traffic. */
 void zen__mailbox_set_notify(zen_mailbox *mb, void (*fn)(void *), void *arg);
 
+/* At a receive's timeout, fn(arg, &quiet_ns) names a peer that has been silent (heartbeats
+ * missing) for quiet_ns, or returns -1; the timeout then names that peer (liveness.h). Set before
+ * any traffic. */
+void zen__mailbox_set_silent(zen_mailbox *mb, int (*fn)(void *, int64_t *), void *arg);
+
 /* begin + memcpy + end. */
 void zen__mailbox_deliver(zen_mailbox *mb, int src, uint64_t tag, const void *data, size_t len);
 

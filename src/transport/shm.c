@@ -112,7 +112,7 @@ static zen_status send_block(shm_state *s, shm_peer *pe, send_wait *w, size_t by
     uint64_t seen = atomic_load(&pe->out_ctl->head) + atomic_load(&pe->out_ctl->acked);
     for (;;) {
         atomic_store(&pe->out_ctl->producer_waiting, 1);
-        int ok = zen__shm_wait_until(s, send_ready, w, zen_now_ns() + s->stall_ns);
+        int ok = zen__shm_wait_until(s, send_ready, w, zen_ns_add_sat(zen_now_ns(), s->stall_ns));
         atomic_store(&pe->out_ctl->producer_waiting, 0);
         if (peer_gone(s, pe))
             return send_failed(s, pe);
@@ -308,11 +308,12 @@ static zen_status shm_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns,
         int peer;
         uint64_t tag;
         zen__mailbox_req_info(req, &peer, &tag);
-        return zen__transport_fail(t, ZEN_ETIMEDOUT,
-                                   "no message from rank %d after %.1f s (tag 0x%llx): rank %d is "
-                                   "missing, slow or stuck",
-                                   peer, (double)(zen_now_ns() - start) / 1e9,
-                                   (unsigned long long)tag, peer);
+        int64_t quiet = 0;
+        int silent = zen__shm_silent_peer(s, &quiet);
+        char msg[400];
+        return zen__transport_fail(t, ZEN_ETIMEDOUT, "%s",
+                                   zen__liveness_blame(msg, sizeof msg, peer, zen_now_ns() - start,
+                                                       (unsigned long long)tag, silent, quiet));
     }
     int done = 0;
     return zen__mailbox_test(s->mb, req, &done, len);
@@ -335,7 +336,8 @@ static void shm_req_free(zen_transport *t, zen_treq *req)
      * keep draining until it lets go, so freeing it cannot wait on ourselves. */
     recv_wait w = { s, req };
     if (!req->is_send && !recv_idle(&w))
-        zen__shm_wait_until(s, recv_idle, &w, zen_now_ns() + s->stall_ns + 1000000000);
+        zen__shm_wait_until(s, recv_idle, &w,
+                            zen_ns_add_sat(zen_now_ns(), zen_ns_add_sat(s->stall_ns, 1000000000)));
     zen__mailbox_req_free(s->mb, req);
 }
 
@@ -510,7 +512,9 @@ static void read_tunables(shm_state *s, double timeout_s)
     long cma_min = zen__param_long("SHM_CMA_MIN_BYTES");
     s->cma_min = cma_min > 0 ? (size_t)cma_min : 1;
     s->timeout_s = timeout_s > 0 ? timeout_s : 300;
-    s->stall_ns = (int64_t)(s->timeout_s * 1e9);
+    s->stall_ns = zen_ns_from_s(s->timeout_s); /* INT64_MAX for inf: never a stall */
+    zen_liveness own = zen__liveness_mine(s->timeout_s);
+    s->live_wire = zen__liveness_encode(&own);
     long spin = zen__param_long("SHM_SPIN_US");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     /* A waiter that spins takes the core its peer may need: oversubscribed (more ranks than
@@ -566,9 +570,13 @@ static zen_status shm_start(shm_state *s, int *fds, zen_shm_boot *b, const zen_s
         s->peers[p].sock = fds[p];
         fds[p] = -1;
     }
-    if (remote && (st = zen__transport_tcp_create_shared(s->base.rank, s->base.size, fds,
-                                                         s->timeout_s, s->mb, &s->tcp)) != ZEN_OK)
+    zen__shm_liveness_local(s);
+    if (remote &&
+        (st = zen__transport_tcp_create_shared(s->base.rank, s->base.size, fds, s->timeout_s, s->mb,
+                                               &s->live, &s->tcp)) != ZEN_OK)
         return zen__transport_fail(&s->base, st, "mixed: cannot start tcp for the other hosts");
+    if (s->tcp)
+        s->live = zen__tcp_liveness(s->tcp); /* every rank's settings now */
     zen__shm_heartbeat_setup(s);
     s->stop_fd = eventfd(0, EFD_CLOEXEC);
     if (s->stop_fd < 0 || pthread_create(&s->monitor, NULL, monitor_main, s) != 0)

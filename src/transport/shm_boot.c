@@ -23,7 +23,8 @@
 #include "transport/shm_hand.h"
 #include "transport/shm_internal.h"
 
-#define BOOT_VERSION 2u /* 2: the segment head holds a heartbeat word */
+/* 2: the segment head holds a heartbeat word; 3: and the liveness settings */
+#define BOOT_VERSION 3u
 
 void (*zen__shm_boot_test_hook)(int stage, int rank, const char *sock_name);
 
@@ -580,6 +581,7 @@ zen_status zen__shm_setup_segments(shm_state *s, zen_shm_boot *b, const zen_shm_
     s->head->magic = ZEN_SHM_MAGIC;
     s->head->nlocal = (uint32_t)s->nlocal;
     s->head->ring_bytes = s->ring_bytes;
+    s->head->liveness = s->live_wire;
     int allow_cma = zen__shm_cma_allowed();
     for (int p = 0; p < s->base.size; p++) {
         shm_peer *pe = &s->peers[p];

@@ -1,12 +1,15 @@
 /*
  * shm heartbeats: hung-peer attribution among the processes of one host, with tcp's semantics
- * and knob (ZEN_HEARTBEAT_S, default 10 s, inf = off; tcp.c does the same over the sockets).
+ * and knob (ZEN_HEARTBEAT_S, default 10 s, inf = this rank does not watch; tcp.c does the same
+ * over the sockets). The settings are agreed at setup (liveness.h): each process's segment head
+ * carries its own, and the window is the same on every rank.
  *
  * A stopped process (SIGSTOP, a debugger) keeps its liveness socket open, so end of stream
  * never comes and its peers would wait the full ZEN_TIMEOUT_S, each blaming whom it waits for.
  * Instead every process's monitor thread bumps a 64-bit word in the head of its own segment
- * every ZEN_HEARTBEAT_S/5 (at most 1 s) and, on the same wake-up, reads the word of every local
- * peer. A peer whose word has not moved for ZEN_HEARTBEAT_S is named; this process aborts with
+ * every beat (liveness.h: at most 1 s, also when it does not watch) and, on the same wake-up,
+ * reads the word of every local peer. A peer whose word has not moved for the window (the agreed
+ * ZEN_HEARTBEAT_S, at most half the timeout) is named; this process aborts with
  * that reason, and the abort cascade (the liveness sockets, tcp's ABORT frames) carries the same
  * name to every survivor. Costs: one wake-up per period and one cache line read per peer; no
  * core is busy while idle.
@@ -23,23 +26,33 @@
  *  - it has not started beating yet (its monitor starts right after the segment exchange, but
  *    a loaded host may be slow to run a new thread): until its word first moves, it gets twice
  *    ZEN_HEARTBEAT_S.
- * A stopped peer is thus named after ZEN_HEARTBEAT_S plus at most one period.
+ * A stopped peer is thus named after the window plus at most one period. A wait that times out
+ * first reads the same record (zen__shm_silent_peer) to name the silent rank.
  */
 #include <stdio.h>
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/tunables.h"
 #include "transport/shm_internal.h"
+#include "transport/tcp_internal.h"
 
-#define MAX_BEAT_NS ((int64_t)1000000000)
+void zen__shm_liveness_local(shm_state *s)
+{
+    s->live = zen__liveness_decode(s->live_wire);
+    for (int p = 0; p < s->base.size; p++) {
+        shm_peer *pe = &s->peers[p];
+        if (pe->lidx >= 0 && p != s->base.rank && pe->seg) {
+            zen_liveness theirs = zen__liveness_decode(((zen_shm_seg_head *)pe->seg)->liveness);
+            zen__liveness_merge(&s->live, &theirs);
+        }
+    }
+}
 
 void zen__shm_heartbeat_setup(shm_state *s)
 {
-    s->silence_ns = zen_ns_from_s(zen__param_timeout("HEARTBEAT_S"));
-    s->beat_ns = s->silence_ns / 5 < MAX_BEAT_NS ? s->silence_ns / 5 : MAX_BEAT_NS;
-    if (s->beat_ns < 1000000)
-        s->beat_ns = 1000000;
+    s->silence_ns = zen__liveness_window_ns(&s->live);
+    s->beat_ns = zen__liveness_beat_ns(&s->live);
+    s->suspect_ns = zen__liveness_suspect_ns(&s->live);
     s->last_tick_ns = zen_now_ns();
     if (s->head)
         atomic_fetch_add(&s->head->heartbeat, 1);
@@ -47,7 +60,7 @@ void zen__shm_heartbeat_setup(shm_state *s)
         shm_peer *pe = &s->peers[p];
         if (pe->lidx >= 0 && p != s->base.rank && pe->seg) {
             pe->hb_seen = atomic_load(&((zen_shm_seg_head *)pe->seg)->heartbeat);
-            pe->hb_quiet_ns = 0;
+            atomic_store(&pe->hb_quiet_ns, 0);
             pe->hb_moved = 0;
         }
     }
@@ -55,20 +68,20 @@ void zen__shm_heartbeat_setup(shm_state *s)
 
 int zen__shm_heartbeat_poll_ms(const shm_state *s)
 {
-    if (s->silence_ns == INT64_MAX || s->nlocal < 2)
-        return -1; /* off: the monitor sleeps until a socket speaks */
+    if (s->nlocal < 2)
+        return -1; /* nobody to beat for: the monitor sleeps until a socket speaks */
     int64_t left = s->last_tick_ns + s->beat_ns - zen_now_ns();
     return left > 0 ? (int)((left + 999999) / 1000000) : 0;
 }
 
 /* Name pe and abort: every receive fails with the reason, and the peers learn it. */
-static void name_silent_peer(shm_state *s, shm_peer *pe)
+static void name_silent_peer(shm_state *s, shm_peer *pe, int64_t quiet)
 {
     char msg[300];
     snprintf(msg, sizeof msg,
              "rank %d sent nothing, not even a heartbeat, for %.1f s: it is stopped, hung or "
-             "overloaded (shared-memory heartbeat, ZEN_HEARTBEAT_S=%.0f)",
-             pe->rank, (double)pe->hb_quiet_ns / 1e9, (double)s->silence_ns / 1e9);
+             "overloaded (shared-memory heartbeat, window %.1f s)",
+             pe->rank, (double)quiet / 1e9, (double)s->silence_ns / 1e9);
     ZEN_ERROR("transport", "%s", msg);
     zen__shm_peer_down(s, pe, ZEN_ETIMEDOUT, 0, msg);
     s->base.ops->abort(&s->base, ZEN_ETIMEDOUT, msg);
@@ -76,7 +89,7 @@ static void name_silent_peer(shm_state *s, shm_peer *pe)
 
 void zen__shm_heartbeat_tick(shm_state *s)
 {
-    if (s->silence_ns == INT64_MAX || s->nlocal < 2)
+    if (s->nlocal < 2)
         return;
     int64_t now = zen_now_ns();
     if (now - s->last_tick_ns < s->beat_ns)
@@ -95,14 +108,40 @@ void zen__shm_heartbeat_tick(shm_state *s)
         uint64_t beat = atomic_load(&((zen_shm_seg_head *)pe->seg)->heartbeat);
         if (beat != pe->hb_seen) {
             pe->hb_seen = beat;
-            pe->hb_quiet_ns = 0;
+            atomic_store(&pe->hb_quiet_ns, 0);
             pe->hb_moved = 1;
             continue;
         }
-        pe->hb_quiet_ns += watched;
-        if (pe->hb_quiet_ns >= (pe->hb_moved ? s->silence_ns : 2 * s->silence_ns)) {
-            name_silent_peer(s, pe);
+        int64_t quiet = atomic_load(&pe->hb_quiet_ns) + watched;
+        atomic_store(&pe->hb_quiet_ns, quiet); /* counted also when not watching: for timeouts */
+        if (s->silence_ns != INT64_MAX &&
+            quiet >= (pe->hb_moved ? s->silence_ns : 2 * s->silence_ns)) {
+            name_silent_peer(s, pe, quiet);
             return;
         }
     }
+}
+
+int zen__shm_silent_peer(shm_state *s, int64_t *quiet_ns)
+{
+    int who = -1;
+    int64_t most = 0;
+    for (int p = 0; p < s->base.size && s->nlocal > 1; p++) {
+        shm_peer *pe = &s->peers[p];
+        if (pe->lidx < 0 || p == s->base.rank || !pe->seg || atomic_load(&pe->down))
+            continue;
+        int64_t quiet = atomic_load(&pe->hb_quiet_ns);
+        if (quiet >= s->suspect_ns && quiet > most) {
+            who = p;
+            most = quiet;
+        }
+    }
+    int64_t remote_quiet = 0;
+    int remote = s->tcp ? zen__tcp_silent_peer(s->tcp, &remote_quiet) : -1;
+    if (remote >= 0 && remote_quiet > most) {
+        who = remote;
+        most = remote_quiet;
+    }
+    *quiet_ns = most;
+    return who;
 }

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
+#include "transport/liveness.h"
 #include "transport/mailbox.h"
 #include "transport/shm.h"
 #include "transport/shm_seg.h"
@@ -40,9 +41,10 @@ typedef struct shm_peer {
     int down_abort; /* the peer aborted: everything fails, as with tcp's ABORT frame */
     char why[512];
     /* heartbeat watch (monitor thread only) */
-    uint64_t hb_seen;    /* the peer's heartbeat word when it last moved */
-    int64_t hb_quiet_ns; /* how long it has not moved, as observed (see shm_heartbeat.c) */
-    int hb_moved;        /* it moved at least once since setup */
+    uint64_t hb_seen;            /* the peer's heartbeat word when it last moved */
+    _Atomic int64_t hb_quiet_ns; /* how long it has not moved, as observed (shm_heartbeat.c);
+                                    also read by a timed-out wait */
+    int hb_moved;                /* it moved at least once since setup */
 } shm_peer;
 
 struct shm_state {
@@ -72,8 +74,11 @@ struct shm_state {
     int *was_down; /* progress scratch: peers down when it started (drain lock) */
     int *host_of;  /* world rank -> host index */
     int nhosts;
-    int64_t silence_ns; /* ZEN_HEARTBEAT_S; INT64_MAX: no heartbeat */
+    zen_liveness live;  /* agreed at setup with every rank (liveness.h) */
+    uint64_t live_wire; /* this rank's own settings, in its segment head */
+    int64_t silence_ns; /* the watch window; INT64_MAX: this rank does not watch */
     int64_t beat_ns;    /* heartbeat period */
+    int64_t suspect_ns; /* silence that a timeout takes as proof */
     int64_t last_tick_ns;
 };
 
@@ -103,11 +108,15 @@ int zen__shm_progress(shm_state *s);
  */
 int zen__shm_wait_until(shm_state *s, int (*done)(void *), void *arg, int64_t deadline_ns);
 
-/* Heartbeats (shm_heartbeat.c). read_tunables: set silence_ns and beat_ns from ZEN_HEARTBEAT_S.
- * The monitor polls with zen__shm_heartbeat_poll_ms as its timeout and calls
- * zen__shm_heartbeat_tick after every wake-up: it bumps this process's word and aborts the
+/* Heartbeats (shm_heartbeat.c). setup: agree the liveness settings with the local peers (their
+ * segment heads; s->tcp, created with them, folds in the other hosts') and set silence_ns,
+ * beat_ns and suspect_ns. The monitor polls with zen__shm_heartbeat_poll_ms as its timeout and
+ * calls zen__shm_heartbeat_tick after every wake-up: it bumps this process's word and aborts the
  * transport naming a local peer whose word has not moved for silence_ns. */
+void zen__shm_liveness_local(shm_state *s);
 void zen__shm_heartbeat_setup(shm_state *s);
+/* The peer silent for longest (at least suspect_ns; tcp's peers too in a mixed job), or -1. */
+int zen__shm_silent_peer(shm_state *s, int64_t *quiet_ns);
 int zen__shm_heartbeat_poll_ms(const shm_state *s);
 void zen__shm_heartbeat_tick(shm_state *s);
 

@@ -74,6 +74,9 @@ typedef struct zen_shm_seg_head {
     uint32_t magic;
     uint32_t nlocal;
     uint64_t ring_bytes;
+    /* the owner's ZEN_HEARTBEAT_S and timeout (liveness.h wire form), written before the
+     * segment is handed over: the ranks of a host agree on them at setup */
+    uint64_t liveness;
     zen_shm_doorbell bell;
     /* Bumped by the owner's monitor thread every ZEN_HEARTBEAT_S/5 and watched by the others: a
      * word that stops moving names a stopped or hung process (shm_heartbeat.c). */

@@ -14,12 +14,15 @@
  * messages at the same time cannot deadlock. A send that makes no progress for the timeout
  * fails, naming the peer.
  *
- * Liveness: a heartbeat thread sends an empty HEARTBEAT frame to each peer every heartbeat/5
- * (never blocking: skipped while a send holds the connection or its buffer is full, data being
- * a heartbeat too) and watches what arrives: a peer from which nothing at all arrived for
- * ZEN_HEARTBEAT_S is stopped, hung or cut off, and this rank aborts naming it. The ABORT
- * frames carry that name to every other rank, so all survivors blame the silent rank, not the
- * neighbour that waits for it (as a timeout in a ring would).
+ * Liveness: the settings are agreed first (liveness.h: the first frame on every connection is a
+ * HEARTBEAT whose tag carries the sender's ZEN_HEARTBEAT_S and timeout, read before the readers
+ * start). Then a heartbeat thread sends an empty HEARTBEAT frame to each peer every beat (never
+ * blocking: skipped while a send holds the connection or its buffer is full, data being a
+ * heartbeat too), also when this rank does not watch, and watches what arrives: a peer from which
+ * nothing at all arrived for the window is stopped, hung or cut off, and this rank aborts naming
+ * it. The ABORT frames carry that name to every other rank, so all survivors blame the silent
+ * rank, not the neighbour that waits for it (as a timeout in a ring would). A receive that times
+ * out first asks the same thread's record who has been silent (zen__tcp_silent_peer).
  *
  * Failures: end of stream or a socket error fails every receive from that peer (ZEN_EPEER); a bad
  * header fails it with ZEN_EPROTO. abort() fails this rank's requests and sends an ABORT frame
@@ -38,6 +41,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tunables.h"
+#include "transport/liveness.h"
 #include "transport/mailbox.h"
 #include "transport/tcp_internal.h"
 #include "transport/tcp_sock.h"
@@ -62,8 +66,8 @@ typedef struct tcp_peer {
     /* heartbeat thread only: last_rx_ns as it last saw it, and how long it has itself watched
      * that value stand still (observer time, see heartbeat_main) */
     int64_t hb_seen_rx;
-    int64_t hb_quiet_ns;
-    int hb_heard; /* something arrived since the transport started */
+    _Atomic int64_t hb_quiet_ns; /* also read by a timed-out wait (zen__tcp_silent_peer) */
+    int hb_heard;                /* something arrived since the transport started */
 } tcp_peer;
 
 struct tcp_state {
@@ -78,7 +82,11 @@ struct tcp_state {
     atomic_int live_readers;
     pthread_mutex_t lock; /* peers[].why */
     int owns_mb;          /* 0: the mailbox belongs to an enclosing transport (shm's mixed mode) */
-    int64_t silence_ns;   /* ZEN_HEARTBEAT_S; INT64_MAX: no liveness check */
+    zen_liveness live;    /* agreed with every peer at setup (agree_liveness) */
+    uint64_t live_wire;   /* this rank's own settings, the tag of its heartbeats */
+    int64_t silence_ns;   /* the watch window; INT64_MAX: this rank does not watch */
+    int64_t beat_ns;      /* heartbeat period */
+    int64_t suspect_ns;   /* silence that a timeout takes as proof (liveness.h) */
     pthread_t heartbeat;
     int heartbeat_started;
     atomic_int heartbeat_stop;
@@ -322,6 +330,13 @@ static zen_status write_peer(tcp_state *s, int peer, struct iovec *iov, int iovc
     pthread_mutex_unlock(&pe->send_lock);
     if (rc == 0)
         return ZEN_OK;
+    if (atomic_load(&pe->broken)) { /* a reader or the heartbeat thread already said why */
+        char why[sizeof pe->why];
+        pthread_mutex_lock(&s->lock);
+        snprintf(why, sizeof why, "%s", pe->why);
+        pthread_mutex_unlock(&s->lock);
+        return zen__transport_fail(&s->base, ZEN_EPEER, "send to rank %d: %s", peer, why);
+    }
     char msg[300];
     zen_status st;
     if (rc == -ETIMEDOUT) {
@@ -452,7 +467,7 @@ static void send_heartbeat(tcp_state *s, tcp_peer *pe)
     struct pollfd pf = { .fd = pe->fd, .events = POLLOUT, .revents = 0 };
     if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLOUT)) {
         unsigned char h[ZEN_TCP_HEADER_BYTES];
-        put_header(h, ZEN_TCP_KIND_HEARTBEAT, 0, 0);
+        put_header(h, ZEN_TCP_KIND_HEARTBEAT, s->live_wire, 0);
         ssize_t n = send(pe->fd, h, sizeof h, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n > 0 && (size_t)n < sizeof h) {
             struct iovec iov = { .iov_base = h + n, .iov_len = sizeof h - (size_t)n };
@@ -462,14 +477,25 @@ static void send_heartbeat(tcp_state *s, tcp_peer *pe)
     pthread_mutex_unlock(&pe->send_lock);
 }
 
+/* Name the silent peer pe and abort: the ABORT frames carry the name to every survivor. */
+static void name_silent_peer(tcp_state *s, tcp_peer *pe, int64_t quiet)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg,
+             "rank %d sent nothing, not even a heartbeat, for %.1f s: it is stopped, hung or cut "
+             "off (heartbeat window %.1f s)",
+             pe->rank, (double)quiet / 1e9, (double)s->silence_ns / 1e9);
+    ZEN_ERROR("transport", "%s", msg);
+    peer_broken(s, pe, ZEN_ETIMEDOUT, msg);
+    tcp_abort(&s->base, ZEN_ETIMEDOUT, msg);
+}
+
 static void *heartbeat_main(void *arg)
 {
     tcp_state *s = arg;
     zen_transport *t = &s->base;
     zen__log_set_thread_rank(t->rank);
-    int64_t period = s->silence_ns / 5;
-    if (period > 1000000000)
-        period = 1000000000;
+    int64_t period = s->beat_ns;
     int64_t look_ns = period < 50000000 ? period : 50000000;
     int64_t next = zen_now_ns(), last_look = next;
     while (!atomic_load(&s->heartbeat_stop) && !atomic_load(&s->aborted)) {
@@ -483,7 +509,8 @@ static void *heartbeat_main(void *arg)
         /* Silence is counted in this thread's own time, each gap between two looks at most
          * two looks long: a process that was itself descheduled (its readers too) must not
          * accuse a peer whose bytes sit unread in the socket. A peer never heard from yet gets
-         * twice the window (a loaded host may be slow to start it). */
+         * twice the window (a loaded host may be slow to start it). Counted also when this
+         * rank does not watch: a timeout reads it. */
         int64_t gap = now - last_look;
         if (gap > 2 * look_ns)
             gap = 2 * look_ns;
@@ -496,26 +523,49 @@ static void *heartbeat_main(void *arg)
             if (rx != pe->hb_seen_rx) {
                 pe->hb_heard = pe->hb_heard || pe->hb_seen_rx != 0;
                 pe->hb_seen_rx = rx;
-                pe->hb_quiet_ns = 0;
+                atomic_store(&pe->hb_quiet_ns, 0);
                 continue;
             }
-            pe->hb_quiet_ns += gap;
-            if (pe->hb_quiet_ns <= (pe->hb_heard ? s->silence_ns : 2 * s->silence_ns))
+            int64_t quiet = atomic_load(&pe->hb_quiet_ns) + gap;
+            atomic_store(&pe->hb_quiet_ns, quiet);
+            if (s->silence_ns == INT64_MAX ||
+                quiet <= (pe->hb_heard ? s->silence_ns : 2 * s->silence_ns))
                 continue;
-            int64_t quiet = pe->hb_quiet_ns;
-            char msg[300];
-            snprintf(msg, sizeof msg,
-                     "rank %d sent nothing, not even a heartbeat, for %.1f s: it is stopped, hung "
-                     "or cut off (ZEN_HEARTBEAT_S=%.0f)",
-                     p, (double)quiet / 1e9, (double)s->silence_ns / 1e9);
-            ZEN_ERROR("transport", "%s", msg);
-            peer_broken(s, pe, ZEN_ETIMEDOUT, msg);
-            tcp_abort(t, ZEN_ETIMEDOUT, msg);
+            name_silent_peer(s, pe, quiet);
             return NULL;
         }
         zen__sleep_ns(look_ns);
     }
     return NULL;
+}
+
+int zen__tcp_silent_peer(zen_transport *t, int64_t *quiet_ns)
+{
+    tcp_state *s = (tcp_state *)t;
+    int who = -1;
+    int64_t most = 0;
+    for (int p = 0; p < t->size && s->heartbeat_started; p++) {
+        tcp_peer *pe = &s->peers[p];
+        if (p == t->rank || pe->fd < 0 || atomic_load(&pe->broken))
+            continue;
+        int64_t quiet = atomic_load(&pe->hb_quiet_ns);
+        if (quiet >= s->suspect_ns && quiet > most) {
+            who = p;
+            most = quiet;
+        }
+    }
+    *quiet_ns = most;
+    return who;
+}
+
+static int silent_hook(void *arg, int64_t *quiet_ns)
+{
+    return zen__tcp_silent_peer(arg, quiet_ns);
+}
+
+zen_liveness zen__tcp_liveness(const zen_transport *t)
+{
+    return ((const tcp_state *)t)->live;
 }
 
 static void stop_heartbeat(tcp_state *s)
@@ -605,23 +655,86 @@ static zen_status start_readers(tcp_state *s)
     return st;
 }
 
+/* Send this rank's liveness settings to one peer: a HEARTBEAT frame, the first on the stream. */
+static zen_status send_settings(tcp_state *s, tcp_peer *pe, int64_t deadline)
+{
+    unsigned char h[ZEN_TCP_HEADER_BYTES];
+    put_header(h, ZEN_TCP_KIND_HEARTBEAT, s->live_wire, 0);
+    struct iovec iov = { .iov_base = h, .iov_len = sizeof h };
+    int rc = zen__sock_writev_all(pe->fd, &iov, 1, s->stall_ns, deadline);
+    if (rc == 0)
+        return ZEN_OK;
+    return zen__transport_fail(&s->base, rc == -ETIMEDOUT ? ZEN_ETIMEDOUT : ZEN_EPEER,
+                               "setup: cannot send the heartbeat settings to rank %d: %s", pe->rank,
+                               strerror(-rc));
+}
+
+/* Read one peer's first frame, its settings, and fold them into s->live. */
+static zen_status read_settings(tcp_state *s, tcp_peer *pe, int64_t deadline)
+{
+    unsigned char h[ZEN_TCP_HEADER_BYTES];
+    int rc = zen__sock_read_all(pe->fd, h, sizeof h, deadline);
+    if (rc == -ETIMEDOUT)
+        return zen__transport_fail(&s->base, ZEN_ETIMEDOUT,
+                                   "setup: rank %d sent no heartbeat settings within %.1f s: rank "
+                                   "%d is missing, slow or stuck",
+                                   pe->rank, s->timeout_s, pe->rank);
+    if (rc != 0)
+        return zen__transport_fail(&s->base, ZEN_EPEER,
+                                   "setup: rank %d closed the connection before its heartbeat "
+                                   "settings (%s)",
+                                   pe->rank, strerror(-rc));
+    uint32_t kind = 0;
+    uint64_t tag = 0, len = 0;
+    if (zen__tcp_parse_header(h, &kind, &tag, &len) != 0 || kind != ZEN_TCP_KIND_HEARTBEAT)
+        return zen__transport_fail(&s->base, ZEN_EPROTO,
+                                   "protocol error on the connection from rank %d: its first frame "
+                                   "is not a HEARTBEAT with its settings (kind %u)",
+                                   pe->rank, kind);
+    zen_liveness theirs = zen__liveness_decode(tag);
+    zen__liveness_merge(&s->live, &theirs);
+    return ZEN_OK;
+}
+
+/* Agree the liveness settings with every peer (liveness.h): all send, then all read, so nobody
+ * waits for a peer that waits for it. floor (mixed mode) already holds the local peers'. */
+static zen_status agree_liveness(tcp_state *s, const zen_liveness *floor)
+{
+    zen_liveness mine = zen__liveness_mine(s->timeout_s);
+    s->live_wire = zen__liveness_encode(&mine);
+    s->live = floor ? *floor : mine;
+    int64_t deadline = zen_deadline_after(s->timeout_s);
+    zen_status st = ZEN_OK;
+    for (int p = 0; p < s->base.size && st == ZEN_OK; p++)
+        if (p != s->base.rank && s->peers[p].fd >= 0)
+            st = send_settings(s, &s->peers[p], deadline);
+    for (int p = 0; p < s->base.size && st == ZEN_OK; p++)
+        if (p != s->base.rank && s->peers[p].fd >= 0)
+            st = read_settings(s, &s->peers[p], deadline);
+    s->silence_ns = zen__liveness_window_ns(&s->live);
+    s->beat_ns = zen__liveness_beat_ns(&s->live);
+    s->suspect_ns = zen__liveness_suspect_ns(&s->live);
+    return st;
+}
+
 static zen_status tcp_create(int rank, int size, int *fds, double timeout_s, zen_mailbox *shared_mb,
-                             zen_transport **out);
+                             const zen_liveness *floor, zen_transport **out);
 
 zen_status zen__transport_tcp_create(int rank, int size, int *fds, double timeout_s,
                                      zen_transport **out)
 {
-    return tcp_create(rank, size, fds, timeout_s, NULL, out);
+    return tcp_create(rank, size, fds, timeout_s, NULL, NULL, out);
 }
 
 zen_status zen__transport_tcp_create_shared(int rank, int size, int *fds, double timeout_s,
-                                            zen_mailbox *mb, zen_transport **out)
+                                            zen_mailbox *mb, const zen_liveness *local,
+                                            zen_transport **out)
 {
-    return tcp_create(rank, size, fds, timeout_s, mb, out);
+    return tcp_create(rank, size, fds, timeout_s, mb, local, out);
 }
 
 static zen_status tcp_create(int rank, int size, int *fds, double timeout_s, zen_mailbox *shared_mb,
-                             zen_transport **out)
+                             const zen_liveness *floor, zen_transport **out)
 {
     *out = NULL;
     if (size < 1 || rank < 0 || rank >= size || !fds) {
@@ -635,13 +748,14 @@ static zen_status tcp_create(int rank, int size, int *fds, double timeout_s, zen
     pthread_mutex_init(&s->lock, NULL);
     s->timeout_s = timeout_s > 0 ? timeout_s : 300;
     s->stall_ns = zen_ns_from_s(s->timeout_s); /* INT64_MAX for inf: never a stall */
-    s->silence_ns = zen_ns_from_s(zen__param_timeout("HEARTBEAT_S"));
     s->peers = zen__calloc((size_t)size, sizeof *s->peers);
     s->owns_mb = shared_mb == NULL;
     s->mb = shared_mb;
     zen_status st = !s->peers   ? ZEN_ENOMEM
                     : shared_mb ? ZEN_OK
                                 : zen__mailbox_create(&s->base, size, &s->mb);
+    if (st == ZEN_OK && s->owns_mb) /* shm's mixed mode blames through its own wait */
+        zen__mailbox_set_silent(s->mb, silent_hook, &s->base);
     if (st != ZEN_OK) {
         for (int p = 0; p < size; p++) {
             if (fds[p] >= 0)
@@ -665,7 +779,8 @@ static zen_status tcp_create(int rank, int size, int *fds, double timeout_s, zen
     int64_t start = zen_now_ns();
     for (int p = 0; p < size; p++)
         atomic_store(&s->peers[p].last_rx_ns, start);
-    if ((st = start_readers(s)) == ZEN_OK && size > 1 && s->silence_ns != INT64_MAX) {
+    if ((st = agree_liveness(s, floor)) == ZEN_OK && (st = start_readers(s)) == ZEN_OK &&
+        size > 1) {
         if (pthread_create(&s->heartbeat, NULL, heartbeat_main, s) != 0)
             st = zen__transport_fail(&s->base, ZEN_ESYS, "cannot start the heartbeat thread");
         else

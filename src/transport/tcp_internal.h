@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "transport/liveness.h"
 #include "transport/transport.h"
 
 /* Frame header: magic, version, kind, tag, payload length (docs/wire-format.md). */
@@ -35,9 +36,18 @@ int zen__transport_is_tcp(const zen_transport *t);
 /* zen__transport_tcp_create delivering into mb, which the caller owns and keeps alive until after
  * destroy (shm's mixed mode: one mailbox for the ranks on this host and those on others). Peers
  * with fds[p] == -1 get no reader thread; the caller must not send to them through this
- * transport. */
+ * transport. local: the liveness settings agreed with the ranks of this host (this rank's
+ * included), folded into those of the peers reached here. */
 typedef struct zen_mailbox zen_mailbox;
 zen_status zen__transport_tcp_create_shared(int rank, int size, int *fds, double timeout_s,
-                                            zen_mailbox *mb, zen_transport **out);
+                                            zen_mailbox *mb, const zen_liveness *local,
+                                            zen_transport **out);
+
+/* The liveness settings agreed at setup (all ranks reached by t, and the local ones). */
+zen_liveness zen__tcp_liveness(const zen_transport *t);
+
+/* The peer that has sent nothing, heartbeats included, for the longest time, at least the
+ * suspect span of liveness.h (its silence in *quiet_ns), or -1. Thread safe. */
+int zen__tcp_silent_peer(zen_transport *t, int64_t *quiet_ns);
 
 #endif

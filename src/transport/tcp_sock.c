@@ -73,12 +73,9 @@ void zen__sock_tune(int fd)
 static int wait_fd(int fd, short events, int64_t deadline_ns)
 {
     for (;;) {
-        int64_t left = deadline_ns == INT64_MAX ? 1000000000 : deadline_ns - zen_now_ns();
-        if (left <= 0)
+        int ms = zen_poll_ms(deadline_ns, 1000); /* 1 s slices: EINTR and clock jumps */
+        if (ms == 0)
             return 0;
-        int ms = (int)((left + 999999) / 1000000);
-        if (ms > 1000)
-            ms = 1000;
         struct pollfd p = { .fd = fd, .events = events, .revents = 0 };
         int rc = poll(&p, 1, ms);
         if (rc > 0)
