@@ -33,8 +33,8 @@ import sys
 zen = sys.argv[1]
 BASE = ["bench", "sparse", "--ranks", "5", "--rows", "20000", "--density", "0.05",
         "--schemes", "balanced", "--iters", "1", "--warmup", "0", "--json"]
-SANITIZER = re.compile(r"(ERROR|WARNING): [A-Za-z]+Sanitizer|SUMMARY: [A-Za-z]+Sanitizer|"
-                       r"runtime error: ")
+SANITIZER = re.compile(r"ERROR: (Address|Leak|Memory)Sanitizer|WARNING: ThreadSanitizer|"
+                       r"SUMMARY: [A-Za-z]+Sanitizer|runtime error: ")
 failures = []
 
 

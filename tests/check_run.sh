@@ -57,7 +57,7 @@ if [ "$rc" -ne "$expect" ]; then
     fi
 fi
 
-if grep -Eq '(ERROR|WARNING): (Address|Leak|Thread|Memory)Sanitizer|^SUMMARY: [A-Za-z]+Sanitizer|runtime error: ' "$out"; then
+if grep -Eq 'ERROR: (Address|Leak|Memory)Sanitizer|WARNING: ThreadSanitizer|^SUMMARY: [A-Za-z]+Sanitizer|runtime error: ' "$out"; then
     bad "a sanitizer reported an error (see above)"
 fi
 
