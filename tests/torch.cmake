@@ -6,7 +6,7 @@
 if(ZEN_BUILD_PYTHON)
   set(ZEN_TORCH_PY /usr/bin/python3)
 else()
-  set(ZEN_TORCH_PY sh -c "echo 'skipping: zen_torch is not built in this build (ZEN_BUILD_PYTHON=OFF)'; exit 77" --)
+  set(ZEN_TORCH_PY sh -c "echo 'skipping: zen_torch is not built in this build (ZEN_BUILD_PYTHON=OFF)' && exit 77" --)
 endif()
 # Launchers: spawn (torch.multiprocessing; gloo the default group, zen a second one) and torchrun
 # of Debian torch 1.13.1 (zen the default group from torchrun's environment, gloo the second):
