@@ -1,16 +1,20 @@
 # The two commands a newcomer runs (see README.md):
 #   make run    install dependencies, build, run the main job
 #   make test   install dependencies, build with warnings as errors, run the suite, then the suite
-#               again under AddressSanitizer + UndefinedBehaviorSanitizer, then the format and
-#               layer and function-length checks
+#               again under AddressSanitizer + UndefinedBehaviorSanitizer, then each libFuzzer
+#               target briefly (clang), then the format and layer and function-length checks
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+# make test's fuzz step: each target for this many runs or seconds, whichever ends first
+FUZZ_RUNS  ?= 20000
+FUZZ_SECS  ?= 15
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-asan build-tsan test-tsan run test test-fast test-asan format-check layers-check install clean
+.PHONY: all deps build build-asan build-tsan build-fuzz test-tsan run test test-fast test-asan test-fuzz format-check layers-check install clean
 
 all: build
 
@@ -30,6 +34,16 @@ build-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DZEN_WERROR=ON -DZEN_SANITIZE=thread \
 	      -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
+
+# The libFuzzer targets (tests/fuzz.cmake) with clang, ASan and UBSan; only they are built here.
+build-fuzz: deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -G Ninja -DZEN_BUILD_FUZZ=ON -DZEN_BUILD_PYTHON=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
+
+# Each target from its seed corpus for a short budget (a finding fails; bench/fuzz.sh with the
+# default 1000000 runs is the long run of docs/security.md).
+test-fuzz: build-fuzz
+	bash bench/fuzz.sh $(FUZZ_RUNS) $(FUZZ_BUILD) $(FUZZ_SECS)
 
 run: build
 	./$(BUILD)/zen train
@@ -64,7 +78,7 @@ layers-check:
 	bash scripts/check-layers.sh
 	bash scripts/check-function-size.sh
 
-test: test-fast test-asan format-check layers-check
+test: test-fast test-asan test-fuzz format-check layers-check
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

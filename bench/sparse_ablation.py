@@ -66,7 +66,9 @@ def trace(args):
         print(f"  {name:<20} {statistics.median(t):8.2f} ({min(t):.2f}-{max(t):.2f})  "
               f"sent {r['max_bytes_sent']:>9}  recv {r['max_bytes_recv']:>9}  "
               f"ideal {r['ideal_bytes']:>9}  imb push {r['imbalance_push']:.3f} "
-              f"pull {r['imbalance_pull']:.3f}  phases {r['phase_us']}")
+              f"pull {r['imbalance_pull']:.3f}  formats {r['pull_formats']}  "
+              f"serial {r['partition_serial']} passes {r['partition_passes']}  "
+              f"phases {r['phase_us']}")
 
 
 def density(args):

@@ -14,31 +14,31 @@ set(ZEN_TRAIN_TINY --data ${ZEN_TRAIN_TEXT} --cache-dir ${ZEN_TRAIN_WORK}/cache 
     --d-model 32 --heads 2 --d-ff 64 --ctx 16 --seq 16 --batch 4 --dp 2 --tp 2 --warmup 5
     --lr 1e-2 --eval-interval 10 --log-interval 10 --sample-tokens 8 --threads 1)
 
-add_test(NAME train_cli_learns COMMAND zen train ${ZEN_TRAIN_TINY} --steps 30
+add_test(NAME train_cli_learns COMMAND ${ZEN_CHECK_RUN} -m "the model beats it"
+         -- $<TARGET_FILE:zen> train ${ZEN_TRAIN_TINY} --steps 30
          --metrics ${ZEN_TRAIN_WORK}/metrics.jsonl)
 set_tests_properties(train_cli_learns PROPERTIES TIMEOUT 300 LABELS cli
-                     PASS_REGULAR_EXPRESSION "the model beats it"
                      ENVIRONMENT "ZEN_TIMEOUT_S=60")
 
-add_test(NAME train_cli_usage COMMAND zen train --steps 0)
-set_tests_properties(train_cli_usage PROPERTIES TIMEOUT 60 LABELS cli WILL_FAIL TRUE)
+# a usage error: exit 2 with the reason (WILL_FAIL took any failure, a crash included)
+add_test(NAME train_cli_usage COMMAND ${ZEN_CHECK_RUN} -x 2 -m "bad value '0' for --steps"
+         -- $<TARGET_FILE:zen> train --steps 0)
+set_tests_properties(train_cli_usage PROPERTIES TIMEOUT 60 LABELS cli)
 
 string(REPLACE ";" " " ZEN_TRAIN_TINY_SH "${ZEN_TRAIN_TINY}")
 # stop at step 20 of 30 with a checkpoint, then resume to the end
-add_test(NAME train_cli_resume COMMAND sh -c
+add_test(NAME train_cli_resume COMMAND ${ZEN_CHECK_RUN} -m "resumed from .* at step 20" -- sh -c
          "rm -rf '${ZEN_TRAIN_WORK}/ck' && \
           '$<TARGET_FILE:zen>' train ${ZEN_TRAIN_TINY_SH} --steps 30 --stop-at 20 --quiet \
             --checkpoint-dir '${ZEN_TRAIN_WORK}/ck' && \
           '$<TARGET_FILE:zen>' train ${ZEN_TRAIN_TINY_SH} --steps 30 --resume '${ZEN_TRAIN_WORK}/ck' \
             --checkpoint-dir '${ZEN_TRAIN_WORK}/ck'")
 set_tests_properties(train_cli_resume PROPERTIES TIMEOUT 300 LABELS cli
-                     PASS_REGULAR_EXPRESSION "resumed from .* at step 20"
                      ENVIRONMENT "ZEN_TIMEOUT_S=60")
 
 # the same job as four tcp processes (zen launch): it must reach a validation loss below 1 nat
 # (unigram baseline 2.54; the in-process run reaches 0.68 with the same batches and seed)
-add_test(NAME train_cli_tcp COMMAND zen launch -n 4 -- $<TARGET_FILE:zen> train ${ZEN_TRAIN_TINY}
-         --steps 30 --json)
+add_test(NAME train_cli_tcp COMMAND ${ZEN_CHECK_RUN} -m "\"dp\":2,\"tp\":2.*\"val_loss\":0\\.[0-9]"
+         -- $<TARGET_FILE:zen> launch -n 4 -- $<TARGET_FILE:zen> train ${ZEN_TRAIN_TINY} --steps 30 --json)
 set_tests_properties(train_cli_tcp PROPERTIES TIMEOUT 300 LABELS cli
-                     PASS_REGULAR_EXPRESSION "\"dp\":2,\"tp\":2.*\"val_loss\":0\\.[0-9]"
                      ENVIRONMENT "ZEN_TIMEOUT_S=60")

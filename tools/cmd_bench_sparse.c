@@ -80,6 +80,8 @@ typedef struct sb_case {
     size_t nnz_sum;          /* non-zero rows of the sum */
 } sb_case;
 
+#define SB_AGG_BAL 6 /* serial, passes, pull formats 0..3 */
+
 typedef struct sb_result {
     int scheme;
     int twin;   /* the second copy of scheme (--twins) */
@@ -92,7 +94,9 @@ typedef struct sb_result {
     double predicted_us[ZEN_SPARSE_SCHEME_COUNT]; /* AUTO's cost model, per scheme (0: none) */
     double phase_us[ZEN_PHASE_COUNT]; /* last iteration, slowest rank per phase, summed tensors */
     double paired[ZEN_SPARSE_SCHEME_COUNT]; /* AUTO: its time over each scheme's (paired_ratios) */
-    double twin_paired; /* a twin: its time over its original's, paired by iteration */
+    double twin_paired;              /* a twin: its time over its original's, paired by iteration */
+    double part_serial, part_passes; /* BALANCED's hash partition, the most of any rank */
+    int pull_formats;                /* bit f: some rank's pull blob had zen_sparse_pull_format f */
 } sb_result;
 
 typedef struct sb_shared {
@@ -454,8 +458,9 @@ typedef struct sb_run {
     double *times; /* per iteration, this rank's seconds (the slowest rank's after finish) */
     int *ran;      /* per iteration, the scheme the call ran (AUTO's choice) */
     /* bad, sent, recv, push, pull, then the cost model's predictions (AUTO only; summed over the
-     * tensors of a trace), then the phases */
-    double agg[5 + ZEN_SPARSE_SCHEME_COUNT + ZEN_PHASE_COUNT];
+     * tensors of a trace), then the phases, then BALANCED's partition (serial items, passes) and
+     * pull formats (one flag per zen_sparse_pull_format a blob had) */
+    double agg[5 + ZEN_SPARSE_SCHEME_COUNT + ZEN_PHASE_COUNT + SB_AGG_BAL];
 } sb_run;
 
 static zen_status run_call(zen_comm *comm, sb_shared *sh, sb_run *r, int it, float *out)
@@ -500,8 +505,13 @@ static zen_status run_call(zen_comm *comm, sb_shared *sh, sb_run *r, int it, flo
                 r->agg[4] = stats.imbalance_pull;
             for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++)
                 r->agg[5 + k] += stats.predicted_s[k];
+            double *bal = r->agg + 5 + ZEN_SPARSE_SCHEME_COUNT + ZEN_PHASE_COUNT;
             for (int k = 0; k < ZEN_PHASE_COUNT; k++)
                 r->agg[5 + ZEN_SPARSE_SCHEME_COUNT + k] += stats.phase_us[k];
+            bal[0] += (double)stats.partition_serial;
+            bal[1] += (double)stats.partition_passes;
+            if (stats.pull_format < 4)
+                bal[2 + stats.pull_format] = 1;
         }
     }
     r->times[it] = t;
@@ -574,6 +584,12 @@ static zen_status finish_run(zen_comm *comm, const sb_cfg *cfg, sb_run *r, sb_re
         res->predicted_us[k] = r->agg[5 + k] * 1e6;
     for (int k = 0; k < ZEN_PHASE_COUNT; k++)
         res->phase_us[k] = r->agg[5 + ZEN_SPARSE_SCHEME_COUNT + k];
+    const double *bal = r->agg + 5 + ZEN_SPARSE_SCHEME_COUNT + ZEN_PHASE_COUNT;
+    res->part_serial = bal[0];
+    res->part_passes = bal[1];
+    res->pull_formats = 0;
+    for (int f = 1; f < 4; f++)
+        res->pull_formats |= bal[2 + f] > 0 ? 1 << f : 0;
     return ZEN_OK;
 }
 
@@ -790,6 +806,14 @@ static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
                 printf("\"speedup_vs_allgather\":null,");
             printf("\"phase_us\":[%.1f,%.1f,%.1f,%.1f,%.1f,%.1f],", r->phase_us[0], r->phase_us[1],
                    r->phase_us[2], r->phase_us[3], r->phase_us[4], r->phase_us[5]);
+            printf("\"partition_serial\":%.0f,\"partition_passes\":%.0f,\"pull_formats\":[",
+                   r->part_serial, r->part_passes);
+            for (int f = 1, sep = 0; f < 4; f++)
+                if (r->pull_formats & (1 << f)) {
+                    printf("%s\"%s\"", sep ? "," : "", pull_format_names[f]);
+                    sep = 1;
+                }
+            printf("],");
             if (r->scheme == ZEN_SPARSE_AUTO && r->paired[ZEN_SPARSE_AUTO] > 0) {
                 const char *sep = "";
                 printf("\"auto_over_paired\":{");
@@ -887,6 +911,9 @@ static void help(void)
         "tensors, transport, verified, time_us_p50, max_bytes_sent, max_bytes_recv, ideal_bytes,\n"
         "imbalance_push, imbalance_pull, speedup_vs_dense, speedup_vs_allgather, phase_us (the\n"
         "last iteration's partition, push, aggregate, encode, pull, decode, slowest rank each),\n"
+        "partition_serial, partition_passes (BALANCED's hash partition in the last iteration,\n"
+        "the most of any rank; 0 after the counting partition, the default on one thread),\n"
+        "pull_formats (the formats BALANCED's pull blobs had on any rank),\n"
         "model_us, run_us (every call of the run, warm-up included: AUTO's warm-up and\n"
         "rechecks cost shows here), auto_over_paired (AUTO only, interleaved runs: per\n"
         "scheme, the median over the timed iterations of AUTO's time over that scheme's in\n"

@@ -168,6 +168,13 @@ typedef struct zen_sparse_stats {
     double predicted_hier_s;   /* cost model's time of the hierarchical form (0: not predicted) */
     uint64_t inter_bytes_sent; /* hierarchical: the part of bytes_sent that crossed hosts */
     uint64_t inter_bytes_recv;
+    /* -- BALANCED, where its ablation switches act: the hash partition (Algorithm 1, which
+     *    hash_probes and hash_r1 tune; both 0 after the counting partition, which the default
+     *    takes on one thread) and the format of this rank's pull blob. The switches leave the
+     *    owners, so the push bytes, unchanged. -- */
+    uint64_t partition_serial; /* items that found no free slot and went to serial memory */
+    uint32_t partition_passes; /* 1, plus one re-pass per serial-memory overflow */
+    uint32_t pull_format; /* zen_sparse_pull_format of this rank's blob (never AUTO; 0: no pull) */
 } zen_sparse_stats;
 
 /*

@@ -113,6 +113,10 @@ static zen_status do_partition(bal_state *s)
     if (st != ZEN_OK)
         return zen__fail(s->comm, st, "sparse balanced: hash partition of %zu rows failed",
                          in->nnz);
+    if (cfg.method == ZEN_HH_HASH) {
+        s->ctx->stats->partition_serial += s->part.serial_items;
+        s->ctx->stats->partition_passes += s->part.passes;
+    }
     size_t nnz = in->nnz, w = s->w;
     s->send = zen__malloc(nnz ? zen_coo_wire_bytes(nnz, s->w) : 1);
     if (!s->send)
@@ -220,6 +224,11 @@ static zen_status do_encode(bal_state *s)
     if (format == ZEN_HB_BITMAP && (st = zen__universe_members(s->uni)) != ZEN_OK)
         return zen__fail(s->comm, st, "sparse balanced: universe members of %llu rows",
                          (unsigned long long)s->ctx->local->rows);
+    _Static_assert(ZEN_HB_BITMAP == ZEN_SPARSE_PULL_HASH_BITMAP &&
+                       ZEN_HB_COO == ZEN_SPARSE_PULL_COO &&
+                       ZEN_HB_PLAIN == ZEN_SPARSE_PULL_PLAIN_BITMAP,
+                   "the blob format codes are the zen_sparse_pull_format values");
+    s->ctx->stats->pull_format = format;
     s->blob = zen__malloc(s->blob_bytes);
     if (!s->blob)
         return ZEN_ENOMEM;
