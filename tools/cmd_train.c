@@ -83,17 +83,6 @@ static int parse_long(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-static int parse_double(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v))
-        return -1;
-    *out = v;
-    return 0;
-}
-
 /* One "--name VALUE" option: where its value goes and its range. */
 typedef enum opt_kind {
     OPT_INT,
@@ -123,7 +112,7 @@ static int set_opt(const opt_def *d, const char *v)
         return 0;
     case OPT_FLOAT:
     case OPT_DOUBLE:
-        if (parse_double(v, &x) || x < d->lo || x > d->hi)
+        if (zen_parse_double(v, d->lo, d->hi, &x))
             return -1;
         if (d->kind == OPT_FLOAT)
             *(float *)d->dst = (float)x;
