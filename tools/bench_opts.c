@@ -52,7 +52,7 @@ void bench_help(bench_kind kind)
            "                      (the header and JSON name the transport used)\n"
            "                      (or set ZEN_RANK, ZEN_WORLD_SIZE, ZEN_MASTER_ADDR/PORT)\n"
            "  --ranks N           inproc rank count (default %d)\n"
-           "  --timeout S         deadline in seconds of every blocking wait\n"
+           "  --timeout S         deadline in seconds of every blocking wait (0.001..1e6)\n"
            "  --json              one JSON object per result on stdout instead of the table\n"
            "  -h, --help          this text\n\n"
            "Only rank 0 prints. Exit status: 0 ok, 1 a failure (the communicator's error is\n"

@@ -975,7 +975,7 @@ static void help(void)
         "                     = every tensor of every step with a file for each rank\n"
         "  --max-mem GIB      bound on what a trace replay holds at once on this host (inputs,\n"
         "                     dense sums, one output per rank; default half of the memory)\n"
-        "  --timeout S        communicator timeout in seconds\n"
+        "  --timeout S        communicator timeout in seconds (0.001..1e6)\n"
         "  --hash-k K         BALANCED ablation: probes per item of Algorithm 1, 1..3 (default 3;\n"
         "                     setting it or --hash-r1 partitions with Algorithm 1)\n"
         "  --hash-r1 R        BALANCED ablation: parallel-memory slots per item, e.g. 1, 2, 4\n"

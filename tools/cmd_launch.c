@@ -63,7 +63,7 @@ static void usage(FILE *f)
             "  -n N         number of ranks (1..%d)\n"
             "  --port P     rendezvous port (default: a free port)\n"
             "  --grace S    seconds the other ranks get to exit on their own after one fails,\n"
-            "               before SIGTERM (default 3)\n"
+            "               before SIGTERM (0..1e6, default 3)\n"
             "  --transport T  auto (default: shared memory among the ranks of a host, tcp\n"
             "               across hosts), shm (shared memory, all ranks on this host) or tcp;\n"
             "               sets ZEN_TRANSPORT for every rank\n"

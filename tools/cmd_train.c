@@ -58,7 +58,7 @@ static void usage(FILE *f)
         "  --cache-dir DIR     token cache (%s)\n"
         "  --eval-interval N   steps between validation passes (%ld); --eval-batches N (%d)\n"
         "  --log-interval N    steps between progress lines (%ld)\n"
-        "  --metrics FILE      one JSON object per step\n"
+        "  --metrics FILE      one JSON object per step (a failed write fails the run)\n"
         "  --dump-grads DIR    per-rank embedding-gradient rows per step\n"
         "  --checkpoint-dir D  write D/checkpoint.zck (at the end and every interval)\n"
         "  --checkpoint-interval N\n"
