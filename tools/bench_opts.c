@@ -52,7 +52,7 @@ void bench_help(bench_kind kind)
            "                      (the header and JSON name the transport used)\n"
            "                      (or set ZEN_RANK, ZEN_WORLD_SIZE, ZEN_MASTER_ADDR/PORT)\n"
            "  --ranks N           inproc rank count (default %d)\n"
-           "  --timeout S         deadline in seconds of every blocking wait\n"
+           "  --timeout S         deadline in seconds of every blocking wait (0.001..1e6)\n"
            "  --json              one JSON object per result on stdout instead of the table\n"
            "  -h, --help          this text\n\n"
            "Only rank 0 prints. Exit status: 0 ok, 1 a failure (the communicator's error is\n"
@@ -205,9 +205,7 @@ int bench_parse(int argc, char **argv, bench_kind kind, bench_opts *o, int *done
         } else if (is_opt(a, "-e", "--maxbytes")) {
             bad = zen_parse_size(v, &o->max_bytes);
         } else if (is_opt(a, "-f", "--stepfactor")) {
-            char *end = NULL;
-            o->factor = strtod(v, &end);
-            bad = end == v || *end != '\0' || !(o->factor > 1.0 && o->factor <= 1024.0);
+            bad = zen_parse_double(v, 1.0, 1024.0, &o->factor) || !(o->factor > 1.0);
         } else if (is_opt(a, "-w", "--warmup")) {
             bad = parse_int(v, 0, 1000000, &o->warmup);
         } else if (is_opt(a, "-n", "--iters")) {
@@ -238,9 +236,7 @@ int bench_parse(int argc, char **argv, bench_kind kind, bench_opts *o, int *done
             ranks_given = 1;
             bad = parse_int(v, 1, 4096, &o->ranks);
         } else if (strcmp(a, "--timeout") == 0) {
-            char *end = NULL;
-            o->timeout = strtod(v, &end);
-            bad = end == v || *end != '\0' || !(o->timeout > 0);
+            bad = zen_parse_double(v, 0.001, 1e6, &o->timeout);
         } else if (strcmp(a, "--mode") == 0) {
             bad = kind != BENCH_P2P || parse_mode(v, &o->p2p_modes);
         } else if (strcmp(a, "--window") == 0) {

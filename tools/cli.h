@@ -5,6 +5,7 @@
 #ifndef ZEN_TOOLS_CLI_H
 #define ZEN_TOOLS_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #define ZEN_EXIT_OK    0
@@ -29,6 +30,16 @@ int zen_usage_error(const char *cmd, const char *fmt, ...)
 
 /* true when arg is -h or --help */
 int zen_is_help(const char *arg);
+
+/*
+ * Numeric option values. Each takes the whole string (no trailing characters) and returns 0 with
+ * *out set, or -1 leaving *out alone: zen_parse_double a finite number in [lo, hi] (NaN, inf and
+ * overflow refused, so a bad value cannot flow into a table or a deadline); zen_parse_whole the
+ * same for a whole number (4e7 as well as 40000000); zen_parse_u64 decimal digits up to 2^64 - 1.
+ */
+int zen_parse_double(const char *s, double lo, double hi, double *out);
+int zen_parse_whole(const char *s, double lo, double hi, double *out);
+int zen_parse_u64(const char *s, uint64_t *out);
 
 /* Parse a size such as 64, 4K, 64M, 1G (powers of 1024); 0 on success, -1 on a bad string. */
 int zen_parse_size(const char *s, size_t *out);

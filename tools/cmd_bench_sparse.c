@@ -18,6 +18,7 @@
  * launcher (zen launch, mpirun), with the communicator created from the environment.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,7 @@ typedef struct sb_cfg {
     double timeout;
     int hash_k, pull_format; /* BALANCED ablations (zen_sparse_options), 0: defaults */
     double hash_r1;
+    double max_mem_gib; /* --max-mem: the bound of a trace replay's memory, 0: half of RAM */
 } sb_cfg;
 
 static const char *const pull_format_names[] = { "auto", "hash-bitmap", "coo", "plain-bitmap" };
@@ -286,24 +288,57 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /*
- * The dense reference of a trace tensor costs rows * width * (4 + 4 + 4n) bytes (sum, sum of
- * magnitudes, one output per rank) plus a byte per row: a corrupt or hostile rows field (up to
- * 2^32 - 1) must end in a message, not in an allocation of tens of GiB.
+ * What a trace replay holds at once, against its bound (--max-mem, else half of this machine's
+ * memory): for the whole run, every case's inputs and its dense sum and sum of magnitudes
+ * (rows * width * 8 bytes); during a call, one dense output per rank (rows * width * 4 bytes)
+ * and a byte per row. A process per rank holds its own copy of the workload, so on a host of k
+ * such ranks it counts k times. A corrupt or hostile rows field (up to 2^32 - 1), or a trace of
+ * many steps whose tensors each fit, must end in this message, not in an allocation of tens of
+ * GiB or the OOM killer.
  */
-static int too_big_for_memory(const zen_trace_tensor *t, int n)
+typedef struct replay_mem {
+    double limit;     /* bytes */
+    double held;      /* bytes of one copy of the cases so far */
+    double peak;      /* bytes of the largest case's per-call part, all copies */
+    int copies;       /* copies of the workload on this host */
+    int outputs;      /* dense outputs at a time on this host */
+    size_t ncases;    /* cases so far */
+    const char *what; /* where the limit comes from */
+} replay_mem;
+
+static void replay_mem_init(const sb_cfg *cfg, int copies, int outputs, replay_mem *m)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     double have = pages > 0 && page > 0 ? (double)pages * (double)page : 1e300;
-    double need = (double)t->rows * t->width * (8.0 + 4.0 * n) + (double)t->rows;
-    if (need <= have / 2)
+    memset(m, 0, sizeof *m);
+    m->copies = copies;
+    m->outputs = outputs;
+    m->limit = cfg->max_mem_gib > 0 ? cfg->max_mem_gib * 1073741824.0 : have / 2;
+    m->what = cfg->max_mem_gib > 0 ? "--max-mem" : "half of this machine's memory";
+}
+
+/* Adds held bytes (per copy) and a case's per-call part; 0 while the replay fits its bound,
+ * else a message naming the bound and what to do, and -1. */
+static int replay_charge(const sb_cfg *cfg, replay_mem *m, double held, double peak,
+                         const char *tensor, uint64_t step)
+{
+    m->held += held;
+    m->peak = peak > m->peak ? peak : m->peak;
+    double need = m->held * m->copies + m->peak;
+    if (need <= m->limit)
         return 0;
+    /* MiB below a GiB: a small bound (tests, --max-mem 0.001) would read "0.00 GiB" */
+    int gib = m->limit >= 1073741824.0;
+    double unit = gib ? 1073741824.0 : 1048576.0;
+    const char *name = gib ? "GiB" : "MiB";
     fprintf(stderr,
-            "zen bench sparse: tensor %s (%llu rows x %u) needs %.1f GiB for its dense reference "
-            "and outputs at %d ranks, more than half of this machine's %.1f GiB; use a smaller "
-            "trace or fewer ranks\n",
-            t->name, (unsigned long long)t->rows, t->width, need / 1073741824.0, n,
-            have / 1073741824.0);
-    return 1;
+            "zen bench sparse: replaying %s needs %.2f %s at once by tensor %s of step %llu "
+            "(%zu tensors before it: inputs, dense sums and %d dense outputs), more than its "
+            "bound of %.2f %s (%s); replay fewer steps (move rank*-step* files out of the "
+            "directory) or fewer ranks, or set the bound with --max-mem GIB\n",
+            cfg->trace, need / unit, name, tensor, (unsigned long long)step, m->ncases, m->outputs,
+            m->limit / unit, name, m->what);
+    return -1;
 }
 
 /* The steps of the trace directory that rank 0 recorded, ascending (*steps: malloc'd). */
@@ -311,7 +346,8 @@ static int list_trace_steps(const sb_cfg *cfg, uint64_t **out, size_t *count)
 {
     DIR *d = opendir(cfg->trace);
     if (!d) {
-        fprintf(stderr, "zen bench sparse: cannot open trace directory %s\n", cfg->trace);
+        fprintf(stderr, "zen bench sparse: cannot open trace directory %s: %s\n", cfg->trace,
+                strerror(errno));
         return -1;
     }
     uint64_t *steps = NULL;
@@ -350,8 +386,137 @@ static int list_trace_steps(const sb_cfg *cfg, uint64_t **out, size_t *count)
     return 0;
 }
 
-/* Trace workload: one case per (step, tensor) for which every rank has a file. */
-static int load_trace(const sb_cfg *cfg, int n, sb_case **out, size_t *count)
+/*
+ * A file's header against its name and this run: rank r's file of a step must say rank r and
+ * that step, the ranks of a step must agree on the world size, and a replay can use at most the
+ * ranks that recorded the trace. A file that says otherwise was renamed or mixed in from another
+ * run, and replaying it would verify a workload nobody recorded.
+ */
+static int check_header(const char *path, const zen_trace_step *s, int r, uint64_t step, int n,
+                        const zen_trace_step *first)
+{
+    if (s->rank != (uint32_t)r || s->step != step) {
+        fprintf(stderr,
+                "zen bench sparse: %s holds rank %u's step %llu (its header), not rank %d's step "
+                "%llu (its name)\n",
+                path, s->rank, (unsigned long long)s->step, r, (unsigned long long)step);
+        return -1;
+    }
+    if (s->world_size != first->world_size) {
+        fprintf(stderr,
+                "zen bench sparse: %s was recorded at world size %u, rank 0's file of step %llu "
+                "at %u\n",
+                path, s->world_size, (unsigned long long)step, first->world_size);
+        return -1;
+    }
+    if ((uint32_t)n > s->world_size) {
+        fprintf(stderr,
+                "zen bench sparse: %s was recorded by %u ranks: a replay can use at most that "
+                "many (--ranks, or the launcher's -n), not %d\n",
+                path, s->world_size, n);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads rank r's file of a step into *s, charging its inputs to m. 1: read; 0: skip the step (no
+ * file, or a corrupt one); -1: stop the replay. */
+static int read_rank(const sb_cfg *cfg, int n, int r, uint64_t step, zen_trace_step *s,
+                     const zen_trace_step *first, replay_mem *m)
+{
+    char path[4096];
+    zen_status st = zen_trace_path(path, sizeof path, cfg->trace, (uint32_t)r, step);
+    if (st == ZEN_OK)
+        st = zen_trace_read(path, s);
+    if (st != ZEN_OK) {
+        if (st == ZEN_EIO)
+            return 0; /* no file: the step is incomplete */
+        fprintf(stderr, "zen bench sparse: %s: %s\n", path, zen_strerror(st));
+        return st == ZEN_ECORRUPT ? 0 : -1;
+    }
+    if (check_header(path, s, r, step, n, first) != 0)
+        return -1;
+    for (size_t t = 0; t < s->count; t++) {
+        const zen_trace_tensor *x = &s->tensors[t];
+        if (replay_charge(cfg, m, (double)x->nnz * (4.0 + 4.0 * x->width), 0, x->name, step))
+            return -1;
+    }
+    return 1;
+}
+
+/* Reads every rank's file of one step into st[0..n). 1: the step is complete and usable;
+ * 0: skip it (a rank has no file, or the ranks' tensors differ); -1: stop the replay. */
+static int read_step(const sb_cfg *cfg, int n, uint64_t step, zen_trace_step *st, replay_mem *m)
+{
+    double held = m->held; /* a skipped step's inputs are freed: uncharged again */
+    int ok = 1;
+    for (int r = 0; r < n && ok > 0; r++) {
+        ok = read_rank(cfg, n, r, step, &st[r], &st[0], m);
+        if (ok > 0 && st[r].count != st[0].count) {
+            fprintf(stderr, "zen bench sparse: step %llu: ranks have different tensors\n",
+                    (unsigned long long)step);
+            ok = 0;
+        }
+    }
+    if (ok == 0)
+        m->held = held;
+    return ok;
+}
+
+/* One case per tensor of a step read by read_step, taking its inputs over; -1 on failure. */
+static int add_step_cases(const sb_cfg *cfg, int n, uint64_t step, zen_trace_step *st,
+                          replay_mem *m, sb_case **cases, size_t *ncases)
+{
+    for (size_t t = 0; t < st[0].count; t++) {
+        const zen_trace_tensor *t0 = &st[0].tensors[t];
+        int same = 1;
+        for (int r = 1; r < n; r++)
+            same &= st[r].tensors[t].rows == t0->rows && st[r].tensors[t].width == t0->width;
+        if (!same) {
+            fprintf(stderr, "zen bench sparse: tensor %s differs in shape across ranks\n",
+                    t0->name);
+            continue;
+        }
+        double elems = (double)t0->rows * t0->width;
+        if (replay_charge(cfg, m, elems * 8.0, elems * 4.0 * m->outputs + (double)t0->rows,
+                          t0->name, step))
+            return -1;
+        sb_case *q = realloc(*cases, (*ncases + 1) * sizeof *q);
+        if (!q) {
+            fprintf(stderr, "zen bench sparse: out of memory for the cases of the replay\n");
+            return -1;
+        }
+        *cases = q;
+        sb_case *c = &q[(*ncases)++];
+        m->ncases++;
+        if (alloc_case(c, n, t0->rows, t0->width) ||
+            !(c->absref = calloc((size_t)t0->rows * t0->width, sizeof *c->absref))) {
+            fprintf(stderr,
+                    "zen bench sparse: out of memory for the dense sums of tensor %s of step %llu "
+                    "(%.2f GiB)\n",
+                    t0->name, (unsigned long long)step, elems * 8.0 / 1073741824.0);
+            return -1;
+        }
+        for (int r = 0; r < n; r++) {
+            zen_trace_tensor *x = &st[r].tensors[t];
+            c->nnz[r] = (size_t)x->nnz;
+            c->idx[r] = x->indices; /* take ownership */
+            c->val[r] = x->values;
+            x->indices = NULL;
+            x->values = NULL;
+        }
+        if (finish_case(c)) {
+            fprintf(stderr, "zen bench sparse: out of memory checking tensor %s\n", t0->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Trace workload: one case per (step, tensor) for which every rank has a file. copies and
+ * outputs: see replay_mem. */
+static int load_trace(const sb_cfg *cfg, int n, int copies, int outputs, sb_case **out,
+                      size_t *count)
 {
     *out = NULL;
     *count = 0;
@@ -359,64 +524,18 @@ static int load_trace(const sb_cfg *cfg, int n, sb_case **out, size_t *count)
     size_t nsteps = 0;
     if (list_trace_steps(cfg, &steps, &nsteps) != 0)
         return -1;
+    replay_mem m;
+    replay_mem_init(cfg, copies, outputs, &m);
     sb_case *cases = NULL;
     size_t ncases = 0;
     int rc = 0;
     for (size_t si = 0; si < nsteps && rc == 0; si++) {
         zen_trace_step *st = calloc((size_t)n, sizeof *st);
-        int ok = st != NULL;
-        for (int r = 0; r < n && ok; r++) {
-            char path[4096];
-            zen_status s = zen_trace_path(path, sizeof path, cfg->trace, (uint32_t)r, steps[si]);
-            if (s == ZEN_OK)
-                s = zen_trace_read(path, &st[r]);
-            if (s != ZEN_OK) {
-                if (s != ZEN_EIO)
-                    fprintf(stderr, "zen bench sparse: %s: %s\n", path, zen_strerror(s));
-                ok = 0;
-            } else if (st[r].count != st[0].count) {
-                fprintf(stderr, "zen bench sparse: step %llu: ranks have different tensors\n",
-                        (unsigned long long)steps[si]);
-                ok = 0;
-            }
-        }
-        for (size_t t = 0; ok && t < st[0].count && rc == 0; t++) {
-            const zen_trace_tensor *t0 = &st[0].tensors[t];
-            int same = 1;
-            for (int r = 1; r < n; r++)
-                same &= st[r].tensors[t].rows == t0->rows && st[r].tensors[t].width == t0->width;
-            if (!same) {
-                fprintf(stderr, "zen bench sparse: tensor %s differs in shape across ranks\n",
-                        t0->name);
-                continue;
-            }
-            if (too_big_for_memory(t0, n)) {
-                rc = -1;
-                break;
-            }
-            sb_case *q = realloc(cases, (ncases + 1) * sizeof *q);
-            if (!q) {
-                rc = -1;
-                break;
-            }
-            cases = q;
-            sb_case *c = &cases[ncases++];
-            if (alloc_case(c, n, t0->rows, t0->width) ||
-                !(c->absref = calloc((size_t)t0->rows * t0->width, sizeof *c->absref))) {
-                rc = -1;
-                break;
-            }
-            for (int r = 0; r < n; r++) {
-                zen_trace_tensor *x = &st[r].tensors[t];
-                c->nnz[r] = (size_t)x->nnz;
-                c->idx[r] = x->indices; /* take ownership */
-                c->val[r] = x->values;
-                x->indices = NULL;
-                x->values = NULL;
-            }
-            if (finish_case(c))
-                rc = -1;
-        }
+        int ok = st ? read_step(cfg, n, steps[si], st, &m) : -1;
+        if (ok < 0)
+            rc = -1;
+        else if (ok > 0)
+            rc = add_step_cases(cfg, n, steps[si], st, &m, &cases, &ncases);
         for (int r = 0; st && r < n; r++)
             zen_trace_free(&st[r]);
         free(st);
@@ -702,7 +821,8 @@ static zen_status bench_rank(zen_comm *comm, const bench_opts *o, void *arg)
         /* one rank per process (launcher): build the workload for the launcher's world size */
         int n = zen_comm_size(comm);
         if (cfg->trace) {
-            if (load_trace(cfg, n, &sh->cases, &sh->ncases))
+            int here = zen_comm_local_size(comm);
+            if (load_trace(cfg, n, here, here, &sh->cases, &sh->ncases))
                 return ZEN_EIO;
         } else {
             sh->cases = calloc(1, sizeof *sh->cases);
@@ -877,7 +997,9 @@ static void help(void)
         "  --seed S           data seed (default 1)\n"
         "  --trace DIR        replay recorded gradients (docs/trace-format.md): one iteration\n"
         "                     = every tensor of every step with a file for each rank\n"
-        "  --timeout S        communicator timeout in seconds\n"
+        "  --max-mem GIB      bound on what a trace replay holds at once on this host (inputs,\n"
+        "                     dense sums, one output per rank; default half of the memory)\n"
+        "  --timeout S        communicator timeout in seconds (0.001..1e6)\n"
         "  --hash-k K         BALANCED ablation: probes per item of Algorithm 1, 1..3 (default 3;\n"
         "                     setting it or --hash-r1 partitions with Algorithm 1)\n"
         "  --hash-r1 R        BALANCED ablation: parallel-memory slots per item, e.g. 1, 2, 4\n"
@@ -934,13 +1056,21 @@ static int name_index(const char *s, const char *const *names, int n)
 static int parse_num(const char *cmd, const char *opt, const char *s, double lo, double hi,
                      double *out)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (*s == 0 || *end != 0 || !(v >= lo && v <= hi)) {
+    if (zen_parse_double(s, lo, hi, out) != 0) {
         zen_usage_error(cmd, "%s: '%s' is not a number in [%g, %g]", opt, s, lo, hi);
         return -1;
     }
-    *out = v;
+    return 0;
+}
+
+/* A count (ranks, iterations, a seed): a whole number, so that 2.5 ranks is not taken as 2. */
+static int parse_count(const char *cmd, const char *opt, const char *s, double lo, double hi,
+                       double *out)
+{
+    if (zen_parse_whole(s, lo, hi, out) != 0) {
+        zen_usage_error(cmd, "%s: '%s' is not a whole number in [%g, %g]", opt, s, lo, hi);
+        return -1;
+    }
     return 0;
 }
 
@@ -1019,7 +1149,7 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
         const char *v = argv[++i];
         double x;
         if (strcmp(a, "--ranks") == 0) {
-            if (parse_num(cmd, a, v, 1, 4096, &x))
+            if (parse_count(cmd, a, v, 1, 4096, &x))
                 return ZEN_EXIT_USAGE;
             cfg->ranks = (int)x;
             ranks_given = 1;
@@ -1029,7 +1159,7 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
                 return zen_usage_error(cmd, "--rows: '%s' must be in [1, 2^32)", v);
             cfg->rows = sz;
         } else if (strcmp(a, "--width") == 0) {
-            if (parse_num(cmd, a, v, 1, 1 << 20, &x))
+            if (parse_count(cmd, a, v, 1, 1 << 20, &x))
                 return ZEN_EXIT_USAGE;
             cfg->width = (uint32_t)x;
         } else if (strcmp(a, "--density") == 0) {
@@ -1050,19 +1180,19 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
             if (parse_schemes(v, cfg))
                 return ZEN_EXIT_USAGE;
         } else if (strcmp(a, "--iters") == 0) {
-            if (parse_num(cmd, a, v, 1, 1e7, &x))
+            if (parse_count(cmd, a, v, 1, 1e7, &x))
                 return ZEN_EXIT_USAGE;
             cfg->iters = (int)x;
         } else if (strcmp(a, "--warmup") == 0) {
-            if (parse_num(cmd, a, v, 0, 1e7, &x))
+            if (parse_count(cmd, a, v, 0, 1e7, &x))
                 return ZEN_EXIT_USAGE;
             cfg->warmup = (int)x;
         } else if (strcmp(a, "--seed") == 0) {
-            if (parse_num(cmd, a, v, 0, 1e18, &x))
+            if (parse_count(cmd, a, v, 0, 1e18, &x))
                 return ZEN_EXIT_USAGE;
             cfg->seed = (uint64_t)x;
         } else if (strcmp(a, "--hash-k") == 0) {
-            if (parse_num(cmd, a, v, 1, 3, &x))
+            if (parse_count(cmd, a, v, 1, 3, &x))
                 return ZEN_EXIT_USAGE;
             cfg->hash_k = (int)x;
         } else if (strcmp(a, "--hash-r1") == 0) {
@@ -1078,6 +1208,9 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
             cfg->trace = v;
         } else if (strcmp(a, "--timeout") == 0) {
             if (parse_num(cmd, a, v, 0.001, 1e6, &cfg->timeout))
+                return ZEN_EXIT_USAGE;
+        } else if (strcmp(a, "--max-mem") == 0) {
+            if (parse_num(cmd, a, v, 1e-6, 1e6, &cfg->max_mem_gib))
                 return ZEN_EXIT_USAGE;
         } else {
             return zen_usage_error(cmd, "unknown option: %s", a);
@@ -1107,7 +1240,7 @@ int zen_cmd_bench_sparse(int argc, char **argv)
     if (cfg.transport == ZEN_TRANSPORT_INPROC) {
         /* one copy of the workload for all threads */
         if (cfg.trace) {
-            if (load_trace(&cfg, n, &sh.cases, &sh.ncases))
+            if (load_trace(&cfg, n, 1, n, &sh.cases, &sh.ncases))
                 return ZEN_EXIT_FAIL;
         } else {
             sh.cases = calloc(1, sizeof *sh.cases);

@@ -63,7 +63,7 @@ static void usage(FILE *f)
             "  -n N         number of ranks (1..%d)\n"
             "  --port P     rendezvous port (default: a free port)\n"
             "  --grace S    seconds the other ranks get to exit on their own after one fails,\n"
-            "               before SIGTERM (default 3)\n"
+            "               before SIGTERM (0..1e6, default 3)\n"
             "  --transport T  auto (default: shared memory among the ranks of a host, tcp\n"
             "               across hosts), shm (shared memory, all ranks on this host) or tcp;\n"
             "               sets ZEN_TRANSPORT for every rank\n"
@@ -294,9 +294,9 @@ int zen_cmd_launch(int argc, char **argv)
                 return zen_usage_error("launch", "--bind must be auto, core or none, not '%s'", b);
             bind_mode = !strcmp(b, "core") ? BIND_CORE : !strcmp(b, "none") ? BIND_NONE : BIND_AUTO;
         } else if (strcmp(a, "--grace") == 0) {
-            grace_s = strtod(argv[++i], &end);
-            if (end == argv[i] || *end || !(grace_s >= 0))
-                return zen_usage_error("launch", "--grace must be seconds >= 0, not '%s'", argv[i]);
+            if (zen_parse_double(argv[++i], 0, 1e6, &grace_s) != 0)
+                return zen_usage_error("launch", "--grace must be seconds in [0, 1e6], not '%s'",
+                                       argv[i]);
         } else {
             return zen_usage_error("launch", "unknown option '%s'", a);
         }

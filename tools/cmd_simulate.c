@@ -8,6 +8,7 @@
  * --cpu FILE, else the ZEN_SPARSE_NS_PER_* tunables; --calibrate measures them on this machine
  * and prints them in the format --cpu reads.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,21 +76,24 @@ static void help(void)
            "SCHEME_ms), cpu_share, dense_output and best_cpu_frac.\n");
 }
 
-static int parse_list(const char *s, double *out, int max)
+/* A comma-separated list of numbers in [lo, hi] (whole numbers if whole); the count, or -1 for a
+ * bad entry, an empty list or more than max entries. */
+static int parse_list(const char *s, double lo, double hi, int whole, double *out, int max)
 {
     int n = 0;
     char *copy = strdup(s), *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save)) {
-        char *end = NULL;
-        out[n] = strtod(tok, &end);
-        if (*end != '\0' || !(out[n] > 0)) {
+    if (!copy)
+        return -1;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == max || (whole ? zen_parse_whole(tok, lo, hi, &out[n])
+                               : zen_parse_double(tok, lo, hi, &out[n])) != 0) {
             free(copy);
             return -1;
         }
         n++;
     }
     free(copy);
-    return n;
+    return n > 0 ? n : -1;
 }
 
 static int parse_args(int argc, char **argv, sim_args *a)
@@ -116,34 +120,44 @@ static int parse_args(int argc, char **argv, sim_args *a)
         } else if (!v) {
             return zen_usage_error("simulate", "option '%s' needs a value or is unknown", o);
         } else if (strcmp(o, "--ranks") == 0) {
-            a->nranks = parse_list(v, tmp, 64);
+            a->nranks = parse_list(v, 1, 65536, 1, tmp, 64);
+            if (a->nranks <= 0)
+                return zen_usage_error("simulate", "bad --ranks '%s' (up to 64 of 1..65536)", v);
             for (int k = 0; k < a->nranks; k++)
                 a->ranks[k] = (int)tmp[k];
-            if (a->nranks <= 0)
-                return zen_usage_error("simulate", "bad --ranks '%s'", v);
         } else if (strcmp(o, "--gbps") == 0) {
-            if ((a->ngbps = parse_list(v, a->gbps, 16)) <= 0)
-                return zen_usage_error("simulate", "bad --gbps '%s'", v);
+            /* a rate of 0 would divide by zero: the list's entries must be positive */
+            if ((a->ngbps = parse_list(v, 1e-6, 1e6, 0, a->gbps, 16)) <= 0)
+                return zen_usage_error("simulate", "bad --gbps '%s' (up to 16 of 1e-6..1e6)", v);
         } else if (strcmp(o, "--lat-us") == 0) {
-            a->lat_us = strtod(v, NULL);
+            if (zen_parse_double(v, 0, 1e9, &a->lat_us) != 0)
+                return zen_usage_error("simulate", "bad --lat-us '%s' (0..1e9)", v);
         } else if (strcmp(o, "--rows") == 0) {
-            double rows = strtod(v, NULL); /* 4e7 as well as 40000000 */
-            a->rows = rows >= 1 && rows < 1e19 ? (uint64_t)rows : 0;
+            double rows; /* 4e7 as well as 40000000 */
+            if (zen_parse_whole(v, 1, UINT32_MAX, &rows) != 0)
+                return zen_usage_error("simulate", "bad --rows '%s' (1..2^32-1)", v);
+            a->rows = (uint64_t)rows;
         } else if (strcmp(o, "--width") == 0) {
-            a->width = (uint32_t)strtoul(v, NULL, 10);
+            double w;
+            if (zen_parse_whole(v, 1, 1 << 20, &w) != 0)
+                return zen_usage_error("simulate", "bad --width '%s' (1..2^20)", v);
+            a->width = (uint32_t)w;
             a->width_given = 1;
         } else if (strcmp(o, "--density") == 0) {
-            a->density = strtod(v, NULL);
+            if (zen_parse_double(v, 0, 1, &a->density) != 0 || !(a->density > 0))
+                return zen_usage_error("simulate", "bad --density '%s' (0 < D <= 1)", v);
         } else if (strcmp(o, "--overlap") == 0) {
             a->overlap = v;
         } else if (strcmp(o, "--skew") == 0) {
-            a->skew = strtod(v, NULL);
+            if (zen_parse_double(v, 0, 1, &a->skew) != 0 || !(a->skew > 0))
+                return zen_usage_error("simulate", "bad --skew '%s' (0 < F <= 1)", v);
         } else if (strcmp(o, "--trace") == 0) {
             a->trace = v;
         } else if (strcmp(o, "--tensor") == 0) {
             a->tensor = v;
         } else if (strcmp(o, "--seed") == 0) {
-            a->seed = strtoull(v, NULL, 10);
+            if (zen_parse_u64(v, &a->seed) != 0)
+                return zen_usage_error("simulate", "bad --seed '%s' (0..2^64-1)", v);
         } else if (strcmp(o, "--plot") == 0) {
             a->plot = v;
         } else if (strcmp(o, "--cpu") == 0) {
@@ -160,22 +174,13 @@ static int parse_args(int argc, char **argv, sim_args *a)
             if (!(a->cpu.share > 0))
                 a->cpu.share = share;
         } else if (strcmp(o, "--cpu-share") == 0) {
-            char *end = NULL;
-            a->cpu.share = strtod(v, &end);
-            if (*end != '\0' || !(a->cpu.share > 0) || a->cpu.share > 1)
+            if (zen_parse_double(v, 0, 1, &a->cpu.share) != 0 || !(a->cpu.share > 0))
                 return zen_usage_error("simulate", "bad --cpu-share '%s' (0 < F <= 1)", v);
         } else {
             return zen_usage_error("simulate", "unknown option '%s'", o);
         }
         i += takes;
     }
-    if (a->rows == 0 || a->rows > UINT32_MAX || a->width == 0 || !(a->density > 0) ||
-        a->density > 1 || !(a->skew > 0) || a->skew > 1 || a->lat_us < 0)
-        return zen_usage_error("simulate", "need 0 < rows < 2^32, width >= 1, 0 < density <= 1, "
-                                           "0 < skew <= 1, lat-us >= 0");
-    for (int k = 0; k < a->nranks; k++)
-        if (a->ranks[k] < 1 || a->ranks[k] > 65536)
-            return zen_usage_error("simulate", "rank counts must be 1..65536");
     return 0;
 }
 
@@ -328,6 +333,16 @@ static int run(const sim_args *a, const zen_index_sets *sets, FILE *plot_out)
             if (zen_sparse_predict_times_cpu(n, rows, width, &p, a->gbps[g], a->lat_us, &a->cpu,
                                              a->dense_output, t, cpu) != ZEN_OK)
                 return ZEN_EXIT_FAIL;
+            /* the options are finite, but the model also reads ZEN_* tunables: a NaN there
+             * would print a table of NaN and still name a "best" scheme */
+            for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+                if (!isfinite(t[s]) || !isfinite(cpu[s])) {
+                    fprintf(stderr,
+                            "zen simulate: the cost model gave %s a non-finite time at %d ranks, "
+                            "%g Gbit/s; check the ZEN_SPARSE_* and ZEN_NET_* values (zen info)\n",
+                            zen_sparse_scheme_name((zen_sparse_scheme)s), n, a->gbps[g]);
+                    return ZEN_EXIT_FAIL;
+                }
             print_row(stdout, a, n, a->gbps[g], t, cpu, &im, &p);
             if (plot_out) {
                 sim_args as_json = *a;

@@ -58,7 +58,7 @@ static void usage(FILE *f)
         "  --cache-dir DIR     token cache (%s)\n"
         "  --eval-interval N   steps between validation passes (%ld); --eval-batches N (%d)\n"
         "  --log-interval N    steps between progress lines (%ld)\n"
-        "  --metrics FILE      one JSON object per step\n"
+        "  --metrics FILE      one JSON object per step (a failed write fails the run)\n"
         "  --dump-grads DIR    per-rank embedding-gradient rows per step\n"
         "  --checkpoint-dir D  write D/checkpoint.zck (at the end and every interval)\n"
         "  --checkpoint-interval N\n"
@@ -78,17 +78,6 @@ static int parse_long(const char *s, long lo, long hi, long *out)
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_double(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v))
         return -1;
     *out = v;
     return 0;
@@ -123,7 +112,7 @@ static int set_opt(const opt_def *d, const char *v)
         return 0;
     case OPT_FLOAT:
     case OPT_DOUBLE:
-        if (parse_double(v, &x) || x < d->lo || x > d->hi)
+        if (zen_parse_double(v, d->lo, d->hi, &x))
             return -1;
         if (d->kind == OPT_FLOAT)
             *(float *)d->dst = (float)x;

@@ -1,4 +1,6 @@
 #include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,43 @@ int zen_cli_launched(void)
 {
     int rank;
     return zen_comm_env_rank(&rank) != ZEN_OK || rank >= 0;
+}
+
+int zen_parse_double(const char *s, double lo, double hi, double *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    /* !(v >= lo && v <= hi) is also true for NaN; ERANGE is an overflow to +-HUGE_VAL or an
+     * underflow, neither of which is the number written */
+    if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v) || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int zen_parse_whole(const char *s, double lo, double hi, double *out)
+{
+    double v;
+    if (zen_parse_double(s, lo, hi, &v) != 0 || v != floor(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int zen_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !isdigit((unsigned char)*s)) /* strtoull would take "-1" as 2^64 - 1 */
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0' || errno == ERANGE)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
 }
 
 int zen_parse_size(const char *s, size_t *out)

@@ -222,12 +222,14 @@ ZEN_API zen_status zen_trace_path(char *out, size_t size, const char *dir, uint3
 
 /* Write a step to path (atomically: a temporary file path.tmp renamed into place, so two writers
  * of one path race). ZEN_EIO on failure, ZEN_EINVAL for a malformed step (index >= rows, width
- * 0, rows >= 2^32, name too long), ZEN_ENOMEM. step is only read. */
+ * 0, rows >= 2^32, name too long, rank >= world_size), ZEN_ENOMEM. step is only read. */
 ZEN_API zen_status zen_trace_write(const char *path, const zen_trace_step *step);
 
-/* Read a step; ZEN_EIO if it cannot be read, ZEN_ECORRUPT if the magic, version, sizes, an index
- * or the checksum is wrong, ZEN_ENOMEM. On success the caller owns *out's arrays: free them with
- * zen_trace_free. On failure *out owns nothing. */
+/* Read a step; ZEN_EIO if the file does not exist, ZEN_EINVAL (logged) if it cannot be opened or
+ * is not a regular file (a FIFO is refused at once, not waited on) or holds more than half the
+ * available memory, ZEN_ECORRUPT if the magic, version, sizes, an index, a rank not below the
+ * world size or the checksum is wrong, ZEN_ENOMEM. On success the caller owns *out's arrays:
+ * free them with zen_trace_free. On failure *out owns nothing. */
 ZEN_API zen_status zen_trace_read(const char *path, zen_trace_step *out);
 
 /* Free the tensors read by zen_trace_read (not step itself) and zero the count; NULL is ok. */
@@ -256,8 +258,10 @@ typedef struct zen_index_sets {
 /* Load every rank's and step's indices of the tensor named tensor (NULL: the first one of each
  * file) from a trace directory (docs/trace-format.md), files in name order. The caller owns *out:
  * free it with zen_index_sets_free (NULL is ok). Errors: ZEN_EIO (directory or a file unreadable),
- * ZEN_ECORRUPT (a bad file), ZEN_EMISMATCH (the tensor's shape changes between files),
- * ZEN_EINVAL (no file holds the tensor); on failure *out owns nothing. */
+ * ZEN_ECORRUPT (a bad file), ZEN_EMISMATCH (the tensor's shape or the world size changes between
+ * files), ZEN_EINVAL (no file holds the tensor, or a file is not a regular file), ZEN_ENOMEM (the
+ * indices would take more than half the available memory; logged); on failure *out owns
+ * nothing. */
 ZEN_API zen_status zen_index_sets_from_trace(const char *dir, const char *tensor,
                                              zen_index_sets *out);
 ZEN_API void zen_index_sets_free(zen_index_sets *sets);

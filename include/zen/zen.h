@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <zen/export.h>
 
@@ -175,6 +176,25 @@ typedef enum zen_transport_kind {
 
 /* Static name of a transport kind ("inproc"); never NULL. Thread safe. */
 ZEN_API const char *zen_transport_name(zen_transport_kind kind);
+
+/*
+ * Files a user names: a corpus, a checkpoint, a trace, a metrics file. Opening a FIFO waits for
+ * its other end, forever when there is none, and a device can be read without end; these open
+ * without waiting and look at what they opened before using it. Both are thread safe.
+ *
+ * zen_file_open_input opens path for reading when it is a regular file (a symlink to one is fine)
+ * of at most max_bytes (UINT64_MAX: no limit), storing its size in *size (may be NULL). A FIFO, a
+ * device, a directory or a socket is refused at once, never read. zen_file_open_output creates or
+ * truncates path for writing (mode 0666 less the umask); a FIFO is taken only while a process
+ * reads it (`/dev/stdout` piped to a program), else refused at once.
+ * On success *out is the stream (close it with fclose). On failure *out is NULL, why (why_size
+ * bytes; may be NULL) holds a sentence naming path, errno is set, and the status is ZEN_EINVAL
+ * (not a regular file, larger than max_bytes, or a FIFO nobody reads: errno EINVAL, EFBIG or
+ * ENXIO) or ZEN_EIO (open failed: its errno, e.g. ENOENT).
+ */
+ZEN_API zen_status zen_file_open_input(const char *path, uint64_t max_bytes, FILE **out,
+                                       uint64_t *size, char *why, size_t why_size);
+ZEN_API zen_status zen_file_open_output(const char *path, FILE **out, char *why, size_t why_size);
 
 #ifdef __cplusplus
 }

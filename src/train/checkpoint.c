@@ -266,9 +266,10 @@ static zen_status check_finite(const char *path, const zen_ckpt_section *section
 zen_status zen_ckpt_load(const char *path, const char *expect_config, uint64_t *step,
                          zen_ckpt_section *sections, size_t nsections, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        zen_train_set_err(err, errlen, "cannot open checkpoint %s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    char why[512];
+    if (zen_file_open_input(path, UINT64_MAX, &f, NULL, why, sizeof why) != ZEN_OK) {
+        zen_train_set_err(err, errlen, "checkpoint: %s", why);
         return ZEN_EIO;
     }
     zen_status st = ZEN_ECORRUPT;

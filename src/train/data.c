@@ -243,8 +243,9 @@ static zen_status read_cache(const zen_data_options *opts, const char *tok_path,
                              const char *vocab_path, zen_dataset **out)
 {
     *out = NULL;
-    FILE *f = fopen(tok_path, "rb");
-    if (!f)
+    FILE *f = NULL;
+    char why[512];
+    if (zen_file_open_input(tok_path, UINT64_MAX, &f, NULL, why, sizeof why) != ZEN_OK)
         return ZEN_EIO;
     token_header h;
     zen_dataset *ds = NULL;
@@ -320,29 +321,22 @@ static zen_status read_gzip(const char *path, text_buf *t, char *err, size_t err
 /*
  * Opens a --data file for reading. Its text, lines and tokens take about 3 times the file, so it
  * may hold at most a quarter of this machine's memory; and it must be a regular file, since a
- * device (`--data /dev/zero`) or a FIFO would be read until memory runs out.
+ * device (`--data /dev/zero`) would be read until memory runs out and a FIFO would never open.
  */
 static FILE *open_corpus(const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        zen_train_set_err(err, errlen, "--data: cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat sb;
     long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGESIZE);
     uint64_t limit =
         pages > 0 && page_bytes > 0 ? (uint64_t)pages * (uint64_t)page_bytes / 4 : UINT64_MAX;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
-        zen_train_set_err(err, errlen, "--data: %s is not a regular file", path);
-    else if ((uint64_t)sb.st_size > limit)
-        zen_train_set_err(err, errlen,
-                          "--data: %s has %llu bytes, more than a quarter of this machine's "
-                          "memory (%llu bytes)",
-                          path, (unsigned long long)sb.st_size, (unsigned long long)limit);
-    else
+    FILE *f = NULL;
+    char why[512];
+    zen_status st = zen_file_open_input(path, limit, &f, NULL, why, sizeof why);
+    if (st == ZEN_OK)
         return f;
-    fclose(f);
+    if (errno == EFBIG)
+        zen_train_set_err(err, errlen, "--data: %s (a quarter of this machine's memory)", why);
+    else
+        zen_train_set_err(err, errlen, "--data: %s", why);
     return NULL;
 }
 

@@ -413,8 +413,9 @@ zen_status zen_vocab_save(const zen_vocab *v, const char *path)
 zen_status zen_vocab_load(const char *path, zen_vocab **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "r");
-    if (!f)
+    FILE *f = NULL;
+    char why[512];
+    if (zen_file_open_input(path, UINT64_MAX, &f, NULL, why, sizeof why) != ZEN_OK)
         return ZEN_EIO;
     char line[4 * ZEN_TOK_MAX_WORD];
     size_t n = 0, cap = 0;

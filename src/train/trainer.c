@@ -388,9 +388,10 @@ static void accumulate(loop_acc *a, const step_out *s, int timed)
     a->interval.n++;
 }
 
-/* Rank 0: the step's metrics line, and the progress line with the interval's averages. */
-static void report_step(rank_state *r, long step, long stop, const step_out *s, float val,
-                        const loop_acc *a)
+/* Rank 0: the step's metrics line, and the progress line with the interval's averages. A metrics
+ * line that cannot be written (a full disk) fails the run: its record would be silently cut. */
+static zen_status report_step(rank_state *r, long step, long stop, const step_out *s, float val,
+                              const loop_acc *a)
 {
     const zen_train_options *o = r->o;
     double tokens_per_step = (double)o->dp * o->batch * o->seq;
@@ -421,8 +422,11 @@ static void report_step(rank_state *r, long step, long stop, const step_out *s, 
     rep.late_ms = s->tp.arrival_spread_ms;
     double avg = a->timed_steps ? a->total_ms / (double)a->timed_steps : s->ms_step;
     rep.eta_s = avg * (double)(stop - step - 1) / 1e3;
-    if (r->c->metrics)
-        zen_report_metrics(r->c->metrics, &rep);
+    if (r->c->metrics && zen_report_metrics(r->c->metrics, &rep) != 0) {
+        snprintf(r->err, sizeof r->err, "rank %d: cannot write --metrics %s: %s", r->wrank,
+                 o->metrics_path, strerror(errno));
+        return ZEN_EIO;
+    }
     int last = step + 1 == stop;
     int log_now = (o->log_interval > 0 && (step + 1) % o->log_interval == 0) ||
                   step == r->first_step || last || !isnan(val);
@@ -438,6 +442,7 @@ static void report_step(rank_state *r, long step, long stop, const step_out *s, 
         rep.tokens_per_s = tokens_per_step / (rep.ms_step / 1e3);
         zen_report_progress(stdout, &rep);
     }
+    return ZEN_OK;
 }
 
 /* Validation every eval_interval steps and after the last one: *val and *last_val get the loss;
@@ -488,8 +493,8 @@ static zen_status train_loop(rank_state *r)
         if ((st = maybe_evaluate(r, step, stop, &val, &acc.last_val)) != ZEN_OK)
             return st;
         int last = step + 1 == stop;
-        if (lead)
-            report_step(r, step, stop, &s, val, &acc);
+        if (lead && (st = report_step(r, step, stop, &s, val, &acc)) != ZEN_OK)
+            return st;
         if (o->log_interval <= 0 || (step + 1) % o->log_interval == 0 || last)
             memset(&acc.interval, 0, sizeof acc.interval);
         if (o->checkpoint_dir && o->checkpoint_interval > 0 &&
@@ -759,10 +764,9 @@ static zen_status prepare_outputs(run_ctx *c, int wrank, char *err, size_t errsi
         }
     }
     if (o->metrics_path && wrank == 0) {
-        c->metrics = fopen(o->metrics_path, "w");
-        if (!c->metrics) {
-            snprintf(err, errsize, "cannot write --metrics %s: %s", o->metrics_path,
-                     strerror(errno));
+        char why[512];
+        if (zen_file_open_output(o->metrics_path, &c->metrics, why, sizeof why) != ZEN_OK) {
+            snprintf(err, errsize, "--metrics: %s", why);
             return ZEN_EIO;
         }
     }
@@ -891,8 +895,12 @@ zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_
 done:
     free(c.rank_err);
     free(c.rank_st);
-    if (c.metrics)
-        fclose(c.metrics);
+    /* the last lines reach the disk only now: a failed close loses them, so it fails the run */
+    if (c.metrics && fclose(c.metrics) != 0 && st == ZEN_OK) {
+        snprintf(err, sizeof err, "cannot write --metrics %s: %s", o->metrics_path,
+                 strerror(errno));
+        st = ZEN_EIO;
+    }
     if (world) {
         /* a rank lost at the very end still fails the run: its last steps may not be saved */
         if (st == ZEN_OK && (st = zen_comm_finalize(world)) != ZEN_OK)

@@ -104,7 +104,8 @@ typedef struct zen_step_report {
 void zen_report_progress(FILE *f, const zen_step_report *r);
 /* Write ,"key":value (null when not finite: JSON has no NaN). */
 void zen_json_number(FILE *f, const char *key, double v);
-void zen_report_metrics(FILE *f, const zen_step_report *r);
+/* One JSON line per step, flushed; -1 (errno set) when it could not be written. */
+int zen_report_metrics(FILE *f, const zen_step_report *r);
 
 /*
  * Generate ntokens after the prompt with temperature sampling (top 40, temperature 0.8, seeded).

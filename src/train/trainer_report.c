@@ -71,7 +71,7 @@ void zen_json_number(FILE *f, const char *key, double v)
         fprintf(f, ",\"%s\":null", key);
 }
 
-void zen_report_metrics(FILE *f, const zen_step_report *r)
+int zen_report_metrics(FILE *f, const zen_step_report *r)
 {
     fprintf(f, "{\"step\":%ld", r->step + 1);
     zen_json_number(f, "loss", r->loss);
@@ -90,7 +90,8 @@ void zen_report_metrics(FILE *f, const zen_step_report *r)
             (unsigned long long)r->bytes_dense, r->keep_fraction, r->emb_rows,
             r->emb_scheme ? r->emb_scheme : "none", r->balance ? r->balance : "none", r->stragglers,
             r->tp_keep_fraction, r->migrated_cols, r->late_rank, r->late_ms, r->tp_ms_wait);
-    fflush(f);
+    /* fprintf's errors are sticky in ferror; the flush reports a full disk (ENOSPC) */
+    return fflush(f) != 0 || ferror(f) ? -1 : 0;
 }
 
 /* ---- sampling ---- */

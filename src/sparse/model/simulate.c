@@ -21,6 +21,8 @@
 #include <zen/sparse.h>
 
 #include "common/alloc.h"
+#include "common/input.h"
+#include "common/log.h"
 #include "sparse/model/cost.h"
 #include "sparse/sparse_internal.h"
 #include "sparse/wire/hier_hash.h"
@@ -241,6 +243,48 @@ static zen_status take_tensor(zen_trace_step *step, const char *tensor, zen_inde
     return ZEN_OK; /* this step does not hold the tensor */
 }
 
+/*
+ * The named tensor's indices from every file, in name order. All of them are held at once, and
+ * the partitioner copies them once more (zen simulate's pull imbalance): the whole set may take
+ * half the available memory, checked as each file comes in. The files must agree on the world
+ * size, or they come from different runs.
+ */
+static zen_status read_sets(const char *dir, char **names, size_t count, const char *tensor,
+                            zen_index_sets *out)
+{
+    uint64_t avail = zen__mem_available_bytes(), held = 0;
+    uint32_t world = 0;
+    zen_status st = ZEN_OK;
+    for (size_t i = 0; i < count && st == ZEN_OK; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        zen_trace_step step;
+        if ((st = zen_trace_read(path, &step)) != ZEN_OK)
+            break;
+        if (i > 0 && step.world_size != world) {
+            ZEN_ERROR("sparse", "trace: %s was recorded at world size %u, %s/%s at %u", path,
+                      step.world_size, dir, names[0], world);
+            st = ZEN_EMISMATCH;
+        }
+        world = step.world_size;
+        int before = out->nsets;
+        if (st == ZEN_OK)
+            st = take_tensor(&step, tensor, out);
+        zen_trace_free(&step);
+        if (st == ZEN_OK && out->nsets > before)
+            held += 2 * (uint64_t)out->nnz[before] * sizeof(uint32_t);
+        if (st == ZEN_OK && held > avail / 2) {
+            ZEN_ERROR("sparse",
+                      "trace: the indices of %s from %s take %.2f GiB by %s, more than half the "
+                      "available memory (%.2f GiB); use a directory with fewer steps",
+                      tensor ? tensor : "the first tensor", dir, (double)held / 1073741824.0,
+                      names[i], (double)avail / 2 / 1073741824.0);
+            st = ZEN_ENOMEM;
+        }
+    }
+    return st;
+}
+
 static int is_trace_file(const char *name)
 {
     size_t len = strlen(name);
@@ -278,16 +322,7 @@ zen_status zen_index_sets_from_trace(const char *dir, const char *tensor, zen_in
     closedir(d);
     if (names)
         qsort(names, count, sizeof *names, compare_names); /* rank-major: same order each run */
-    for (size_t i = 0; i < count && st == ZEN_OK; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        zen_trace_step step;
-        st = zen_trace_read(path, &step);
-        if (st == ZEN_OK) {
-            st = take_tensor(&step, tensor, out);
-            zen_trace_free(&step);
-        }
-    }
+    st = st == ZEN_OK ? read_sets(dir, names, count, tensor, out) : st;
     for (size_t i = 0; i < count; i++)
         zen__free(names[i]);
     zen__free(names);

@@ -72,7 +72,7 @@ zen_status zen_trace_write(const char *path, const zen_trace_step *s)
     put_le(&b, s->step, 8);
     put_le(&b, s->count, 4);
     put_le(&b, 0, 4);
-    if (s->count > UINT32_MAX) {
+    if (s->count > UINT32_MAX || s->world_size == 0 || s->rank >= s->world_size) {
         zen__free(b.p);
         return ZEN_EINVAL;
     }
@@ -179,6 +179,8 @@ static zen_status parse(rbuf *r, zen_trace_step *s)
     if (get_le(r, 4, &v))
         return ZEN_ECORRUPT;
     s->world_size = (uint32_t)v;
+    if (s->world_size == 0 || s->rank >= s->world_size)
+        return ZEN_ECORRUPT; /* the replay picks files by rank: a rank outside its world is no rank */
     if (get_le(r, 8, &s->step) || get_le(r, 4, &count) || get_le(r, 4, &v))
         return ZEN_ECORRUPT;
     /* a tensor takes at least 26 bytes (name length, rows, width, reserved, nnz; an empty name
@@ -231,14 +233,16 @@ zen_status zen_trace_read(const char *path, zen_trace_step *out)
 {
     memset(out, 0, sizeof *out);
     /* The file is parsed in memory and its tensors take about as much again: allow half of
-     * what is available, and only regular files (a device or FIFO would be read forever). */
+     * what is available, and only regular files (a device would be read forever, a FIFO waited
+     * on). */
     uint64_t avail = zen__mem_available_bytes(), size = 0;
     char why[512];
     FILE *f = zen__open_input(path, avail / 2, &size, why, sizeof why);
     if (!f) {
-        int missing = errno == ENOENT; /* an ordinary answer: the bench probes for steps */
+        int err = errno, missing = err == ENOENT; /* ordinary: the bench probes for steps */
         if (!missing)
-            ZEN_ERROR("sparse", "trace: %s", why);
+            ZEN_ERROR("sparse", "trace: %s%s", why,
+                      err == EFBIG ? " (half the available memory)" : "");
         return missing ? ZEN_EIO : ZEN_EINVAL;
     }
     uint8_t *data = zen__malloc(size ? (size_t)size : 1);
