@@ -58,6 +58,21 @@ struct zen_comm {
     void *spare_request; /* p2p.c: one destroyed zen_request kept for the next, freed on destroy */
 };
 
+/*
+ * A collective's descriptor as it travels (agree.c): the arguments every rank must pass alike.
+ * magic 0 means "not checked" (nested calls, p2p-style internal collectives, one rank).
+ */
+typedef struct zen_agree {
+    uint32_t magic;  /* ZEN_AGREE_MAGIC: tells a descriptor from any other message */
+    uint8_t kind;    /* zen_agree_kind */
+    uint8_t op;      /* zen_op, 0xff when the collective does not reduce */
+    uint8_t dtype;   /* zen_dtype, 0xff for barrier */
+    uint8_t algo;    /* allreduce: the algorithm chosen; else 0 */
+    int32_t root;    /* -1 when the collective has no root */
+    uint32_t counts; /* 1: count is a hash of per-rank counts; 2: no count (alltoallv) */
+    uint64_t count;
+} zen_agree;
+
 /* State of one collective call. */
 typedef struct zen_coll {
     const char *op;
@@ -65,6 +80,7 @@ typedef struct zen_coll {
     int64_t deadline_ns;
     size_t arrival_slot;
     int outermost;
+    zen_agree agree; /* this rank's descriptor (agree.c) */
 } zen_coll;
 
 /* Record a detailed error ("rank R: <detail>") as the communicator's last error; returns status. */
