@@ -116,29 +116,34 @@ static int describe(const zen_agree *a, char *out, size_t size)
     return k + snprintf(out + k, size - (size_t)k, ")");
 }
 
-/* Fail with ZEN_EMISMATCH and abort the communicator at once (see the top comment). */
+/* Fail and abort the communicator at once (see the top comment): ZEN_EMISMATCH for a descriptor
+ * that differs, ZEN_EPROTO for a message that is none (a peer in a sparse collective, damage). */
 static zen_status mismatch(zen_comm *comm, const zen_coll *cc, int peer, const void *msg,
                            size_t len)
 {
     char mine[160], theirs[160];
     describe(&cc->agree, mine, sizeof mine);
     zen_agree a;
+    zen_status st = ZEN_EMISMATCH;
     if (len >= AGREE_BYTES)
         memcpy(&a, msg, AGREE_BYTES);
-    if (len < AGREE_BYTES || a.magic != AGREE_MAGIC)
-        snprintf(theirs, sizeof theirs, "something other than a dense collective (%zu bytes)", len);
-    else
+    if (len < AGREE_BYTES || a.magic != AGREE_MAGIC) {
+        st = ZEN_EPROTO;
+        zen__fail(comm, st,
+                  "%s: rank %d sent %zu bytes that hold no collective descriptor (it runs another "
+                  "collective, or the message was damaged); this rank called %s",
+                  cc->op, peer, len, mine);
+    } else {
         describe(&a, theirs, sizeof theirs);
-    zen__fail(comm, ZEN_EMISMATCH,
-              "collective arguments disagree: this rank called %s, rank %d called %s", mine, peer,
-              theirs);
-    if (comm->poisoned == ZEN_OK) {
-        comm->poisoned = ZEN_EMISMATCH;
-        if (comm->transport)
-            comm->transport->ops->abort(comm->transport, ZEN_EMISMATCH, comm->last_error);
+        zen__fail(comm, st, "collective arguments disagree: this rank called %s, rank %d called %s",
+                  mine, peer, theirs);
     }
-    (void)cc;
-    return ZEN_EMISMATCH;
+    if (comm->poisoned == ZEN_OK) {
+        comm->poisoned = st;
+        if (comm->transport)
+            comm->transport->ops->abort(comm->transport, st, comm->last_error);
+    }
+    return st;
 }
 
 static zen_status check(zen_comm *comm, const zen_coll *cc, int peer, const void *msg, size_t len)
