@@ -4,8 +4,8 @@
  * check, a rank calling MAX while the others call SUM silently gets SUM (the ranks combine
  * whatever arrives), and a rank calling broadcast while the others allreduce gets wrong data.
  *
- * The descriptor (zen_agree, 24 bytes: magic, kind, op, dtype, algorithm, root, count or a hash of
- * the per-rank counts) travels on the butterfly of recursive halving/doubling, so it costs no
+ * The descriptor (zen_agree, 16 bytes: magic, kind, op, dtype, algorithm, root, count
+ * or a hash of the per-rank counts) travels on the butterfly of recursive halving/doubling, so it costs no
  * message of its own where the collective already runs that butterfly:
  *
  *   fold:  among ranks 0 .. 2rem-1 (rem = n - p, p the largest power of two <= n), each even rank
@@ -24,18 +24,23 @@
  * Whatever two ranks call, their first messages go to the same partner (fold partner, then bit
  * p/2, ...), so a mismatch is always seen by someone: ranks never wait on each other in a pattern
  * that no descriptor crosses. Receives of a descriptor take up to AGREE_INLINE more bytes and the
- * descriptor is checked before the length, so a peer in another collective is named as such.
+ * descriptor is checked before the length, so a peer in another collective is named as such. A
+ * message with no descriptor at all (a peer in a sparse collective, a damaged message) is
+ * ZEN_EPROTO naming the peer, with the same abort.
+ *
+ * Why not in the tag: the transports match (peer, tag) exactly, so a descriptor folded into the
+ * tag would make a disagreeing message never match, a wait until ZEN_TIMEOUT_S, not an error.
  *
  * Who carries it:
  *  - allreduce by rhd (the small-message latency path): in band. The fold and halving messages of
  *    zen__allreduce_rhd_run carry the descriptor in front of their payload (one message of
- *    24 + S bytes for S <= AGREE_INLINE, else a 24-byte message right before the payload, in
- *    the same pipeline); the doubling and unfold messages carry nothing. Cost: 24 bytes per
+ *    16 + S bytes for S <= AGREE_INLINE, else a 16-byte message right before the payload, in
+ *    the same pipeline); the doubling and unfold messages carry nothing. Cost: 16 bytes per
  *    message of the fold and the log2 p halving steps, two copies of at most AGREE_INLINE bytes,
  *    no extra round trip.
  *  - every other dense collective (ring allreduce, broadcast, reduce, gather, allgather(v),
  *    reduce_scatter(v), alltoall(v)): the butterfly above with the descriptor alone, before the
- *    collective's own messages: log2 p (+2 with a fold) messages of 24 bytes per rank, i.e.
+ *    collective's own messages: log2 p (+2 with a fold) messages of 16 bytes per rank, i.e.
  *    log2 p small-message latencies more per call. barrier is that butterfly and nothing else.
  * Nested calls (sparse schemes calling dense collectives) and single ranks check nothing: the
  * library computes their arguments itself, and sparse calls agree on theirs beforehand.
@@ -47,7 +52,7 @@
 #include "coll/coll_algos.h"
 #include "common/hash.h"
 
-#define AGREE_MAGIC  0x7a61670au /* "zag\n" */
+#define AGREE_MAGIC  0xa6eu /* bits 52..63 of the word */
 #define AGREE_INLINE ((size_t)512)
 #define AGREE_BYTES  sizeof(zen_agree)
 
@@ -62,6 +67,29 @@ static const char *const KINDS[] = { "?",         "allreduce",  "reduce_scatter"
                                      "broadcast", "reduce",     "gather",         "barrier" };
 #define NKINDS (sizeof KINDS / sizeof KINDS[0])
 
+/* The word's fields, 4 bits each but the magic and the root: magic 12 | kind | op | dtype |
+ * algo | counts | root + 1 (32 bits, 0: no root). 0xf: the collective has no op / dtype. */
+typedef struct fields {
+    unsigned magic, kind, op, dtype, algo, counts;
+    long root; /* -1: none */
+} fields;
+
+static uint64_t pack(const fields *f)
+{
+    return (uint64_t)f->magic << 52 | (uint64_t)(f->kind & 0xf) << 48 |
+           (uint64_t)(f->op & 0xf) << 44 | (uint64_t)(f->dtype & 0xf) << 40 |
+           (uint64_t)(f->algo & 0xf) << 36 | (uint64_t)(f->counts & 0xf) << 32 |
+           (uint64_t)(uint32_t)(f->root + 1);
+}
+
+static fields unpack(uint64_t w)
+{
+    fields f = { (unsigned)(w >> 52),        (unsigned)(w >> 48 & 0xf), (unsigned)(w >> 44 & 0xf),
+                 (unsigned)(w >> 40 & 0xf),  (unsigned)(w >> 36 & 0xf), (unsigned)(w >> 32 & 0xf),
+                 (long)(w & 0xffffffffu) - 1 };
+    return f;
+}
+
 static uint8_t kind_of(const char *name)
 {
     for (size_t k = 1; k < NKINDS; k++)
@@ -75,45 +103,52 @@ void zen__coll_agree_fill(const zen_comm *comm, zen_coll *cc, const zen_coll_des
     memset(&cc->agree, 0, sizeof cc->agree);
     if (!cc->outermost || comm->size < 2)
         return;
-    zen_agree *a = &cc->agree;
-    a->magic = AGREE_MAGIC;
-    a->kind = kind_of(d->op);
-    a->op = (d->checks & ZEN_DESC_REDUCE) ? (uint8_t)d->rop : 0xff;
-    a->dtype = (d->checks & (ZEN_DESC_REDUCE | ZEN_DESC_DTYPE)) ? (uint8_t)d->dtype : 0xff;
-    a->algo = (uint8_t)algo;
-    a->root = (d->checks & ZEN_DESC_ROOT) ? d->root : -1;
+    fields f = { AGREE_MAGIC, kind_of(d->op), 0xf, 0xf, (unsigned)algo, COUNT_PLAIN, -1 };
+    if (d->checks & ZEN_DESC_REDUCE)
+        f.op = (unsigned)d->rop;
+    if (d->checks & (ZEN_DESC_REDUCE | ZEN_DESC_DTYPE))
+        f.dtype = (unsigned)d->dtype;
+    if (d->checks & ZEN_DESC_ROOT)
+        f.root = d->root;
+    cc->agree.count = d->count;
     if (d->agree_no_count) {
-        a->counts = COUNT_NONE;
+        f.counts = COUNT_NONE;
+        cc->agree.count = 0;
     } else if (d->agree_counts) {
         uint64_t h = (uint64_t)comm->size;
         for (int j = 0; j < comm->size; j++)
             h = zen_hash64(d->agree_counts[j], h);
-        a->counts = COUNT_HASHED;
-        a->count = h;
-    } else {
-        a->count = d->count;
+        f.counts = COUNT_HASHED;
+        cc->agree.count = h;
     }
+    cc->agree.word = pack(&f);
 }
 
-static int describe(const zen_agree *a, char *out, size_t size)
+static void describe(const zen_agree *a, char *out, size_t size)
 {
-    const char *kind = a->kind < NKINDS ? KINDS[a->kind] : "?";
+    fields f = unpack(a->word);
+    const char *kind = f.kind < NKINDS ? KINDS[f.kind] : "?";
     int k = snprintf(out, size, "%s(", kind);
-    if (a->op != 0xff)
-        k += snprintf(out + k, size - (size_t)k, "op %s, ", zen_op_name((zen_op)a->op));
-    if (a->dtype != 0xff)
-        k += snprintf(out + k, size - (size_t)k, "dtype %s, ", zen_dtype_name((zen_dtype)a->dtype));
-    if (a->root >= 0)
-        k += snprintf(out + k, size - (size_t)k, "root %d, ", (int)a->root);
-    if (a->counts == COUNT_PLAIN)
+    if (f.op != 0xf && k >= 0 && (size_t)k < size)
+        k += snprintf(out + k, size - (size_t)k, "op %s, ", zen_op_name((zen_op)f.op));
+    if (f.dtype != 0xf && k >= 0 && (size_t)k < size)
+        k += snprintf(out + k, size - (size_t)k, "dtype %s, ", zen_dtype_name((zen_dtype)f.dtype));
+    if (f.root >= 0 && k >= 0 && (size_t)k < size)
+        k += snprintf(out + k, size - (size_t)k, "root %ld, ", f.root);
+    if (k < 0 || (size_t)k >= size)
+        return;
+    if (f.counts == COUNT_PLAIN)
         k += snprintf(out + k, size - (size_t)k, "count %llu", (unsigned long long)a->count);
-    else if (a->counts == COUNT_HASHED)
+    else if (f.counts == COUNT_HASHED)
         k += snprintf(out + k, size - (size_t)k, "per-rank counts #%016llx",
                       (unsigned long long)a->count);
-    if (a->kind == 1)
+    else
+        k += snprintf(out + k, size - (size_t)k, "counts not compared");
+    if (f.kind == 1 && k >= 0 && (size_t)k < size)
         k += snprintf(out + k, size - (size_t)k, ", algorithm %s",
-                      zen_allreduce_algo_name((zen_allreduce_algo)a->algo));
-    return k + snprintf(out + k, size - (size_t)k, ")");
+                      zen_allreduce_algo_name((zen_allreduce_algo)f.algo));
+    if (k >= 0 && (size_t)k < size)
+        snprintf(out + k, size - (size_t)k, ")");
 }
 
 /* Fail and abort the communicator at once (see the top comment): ZEN_EMISMATCH for a descriptor
@@ -127,7 +162,7 @@ static zen_status mismatch(zen_comm *comm, const zen_coll *cc, int peer, const v
     zen_status st = ZEN_EMISMATCH;
     if (len >= AGREE_BYTES)
         memcpy(&a, msg, AGREE_BYTES);
-    if (len < AGREE_BYTES || a.magic != AGREE_MAGIC) {
+    if (len < AGREE_BYTES || unpack(a.word).magic != AGREE_MAGIC) {
         st = ZEN_EPROTO;
         zen__fail(comm, st,
                   "%s: rank %d sent %zu bytes that hold no collective descriptor (it runs another "
@@ -219,7 +254,7 @@ static zen_status agreed_exchange(zen_comm *comm, const zen_coll *cc, int dst, c
 zen_status zen__coll_sendrecv_agreed(zen_comm *comm, const zen_coll *cc, int dst, const void *sbuf,
                                      size_t sbytes, int src, void *rbuf, size_t rbytes)
 {
-    if (cc->agree.magic == 0)
+    if (cc->agree.word == 0)
         return zen__coll_sendrecv(comm, cc, dst, sbuf, sbytes, src, rbuf, rbytes);
     return agreed_exchange(comm, cc, dst, sbuf, sbytes, src, zen__coll_nonnull(rbuf), rbytes);
 }
@@ -232,7 +267,7 @@ static int real_rank(int nr, int rem)
 
 zen_status zen__coll_agree(zen_comm *comm, const zen_coll *cc)
 {
-    if (cc->agree.magic == 0)
+    if (cc->agree.word == 0)
         return ZEN_OK;
     int n = comm->size, r = comm->rank, p = 1;
     while (p * 2 <= n)

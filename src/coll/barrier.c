@@ -21,7 +21,7 @@ zen_status zen_barrier(zen_comm *comm)
      * no rank gets through it before every rank has arrived. A nested one checks nothing and
      * disseminates. */
     int n = comm->size, r = comm->rank;
-    for (int d = 1; d < n && st == ZEN_OK && cc.agree.magic == 0; d *= 2)
+    for (int d = 1; d < n && st == ZEN_OK && cc.agree.word == 0; d *= 2)
         st = zen__coll_sendrecv(comm, &cc, zen_ring_mod(r + d, n), NULL, 0, zen_ring_mod(r - d, n),
                                 NULL, 0);
     return zen__coll_end(comm, &cc, st);

@@ -70,9 +70,9 @@ zen_status zen__coll_check(zen_comm *comm, zen_coll_desc *d);
  * messages or runs it before its other algorithms.
  *
  * zen__coll_agree_fill: this rank's descriptor into cc->agree from d (algo: allreduce's
- * algorithm, else 0). Leaves cc->agree.magic 0 (nothing checked) for a nested collective or a
+ * algorithm, else 0). Leaves cc->agree.word 0 (nothing checked) for a nested collective or a
  * single rank.
- * zen__coll_agree: the butterfly exchange of cc->agree (a no-op when magic is 0). On a mismatch
+ * zen__coll_agree: the butterfly exchange of cc->agree (a no-op when cc->agree.word is 0). On a mismatch
  * the detecting rank fails with ZEN_EMISMATCH naming itself, the peer and both descriptors and
  * aborts the communicator, so every other rank's call fails with that text too.
  * zen__coll_sendrecv_agreed: zen__coll_sendrecv whose messages carry cc->agree in front.

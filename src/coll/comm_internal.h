@@ -59,17 +59,14 @@ struct zen_comm {
 };
 
 /*
- * A collective's descriptor as it travels (agree.c): the arguments every rank must pass alike.
- * magic 0 means "not checked" (nested calls, p2p-style internal collectives, one rank).
+ * A collective's descriptor as it travels (agree.c, which packs and reads it): 16 bytes, so that
+ * with an 8-byte payload a message still fits one cache line of an shm record. word holds a
+ * magic, the kind, op, dtype, allreduce algorithm, how count reads and root + 1 (24 bits); count
+ * the element count or a hash of the per-rank counts. word 0 means "not checked" (nested calls,
+ * one rank).
  */
 typedef struct zen_agree {
-    uint32_t magic;  /* ZEN_AGREE_MAGIC: tells a descriptor from any other message */
-    uint8_t kind;    /* zen_agree_kind */
-    uint8_t op;      /* zen_op, 0xff when the collective does not reduce */
-    uint8_t dtype;   /* zen_dtype, 0xff for barrier */
-    uint8_t algo;    /* allreduce: the algorithm chosen; else 0 */
-    int32_t root;    /* -1 when the collective has no root */
-    uint32_t counts; /* 1: count is a hash of per-rank counts; 2: no count (alltoallv) */
+    uint64_t word;
     uint64_t count;
 } zen_agree;
 
