@@ -86,11 +86,9 @@ static zen_status mismatch_rank(zen_comm *c, void *argp)
         st = zen_gather(c, a, b, count, ZEN_F32, n - 1);
     free(a);
     free(b);
-    /* Every rank fails, with a message naming a peer, and not by running into its deadline. A
-     * rank that only sends (a broadcast root, a reduce leaf) cannot see the disagreement in that
-     * call; it must see the failure in its next collective. */
-    if (st == ZEN_OK)
-        st = zen_barrier(c);
+    /* Every rank fails in this very call (the argument agreement, src/coll/agree.c: also a rank
+     * that only sends, a broadcast root or a reduce leaf), with a message naming a peer, and not
+     * by running into its deadline. */
     ZT_CHECK(c, st != ZEN_OK);
     ZT_CHECK(c, st != ZEN_ETIMEDOUT);
     ZT_CHECK(c, strstr(zen_comm_last_error(c), "rank ") != NULL);

@@ -13,7 +13,7 @@ endif()
 # static rendezvous at a free --master_port, and c10d at localhost:0. The script starts torchrun
 # with the --redirects/--tee values that work on Python 3.11 (docs/pytorch.md). "secret": a zen
 # group is refused under ZEN_REQUIRE_SECRET=1 without a secret (the Store path), formed with one.
-foreach(case "ops,sparse,errors,ddp;3;spawn" "ops,sparse;2;spawn" "secret;2;spawn"
+foreach(case "ops,sparse,errors,agree,ddp;3;spawn" "ops,sparse,agree;2;spawn" "secret;2;spawn"
              "ops,sparse,errors,ddp;2;torchrun-static" "ops,sparse,ddp;3;torchrun-c10d")
   list(GET case 0 suite)
   list(GET case 1 nproc)

@@ -218,8 +218,12 @@ ZEN_API void zen_request_free(zen_request *req);
 
 /*
  * ---- Dense collectives. sendbuf == recvbuf means in place. count 0 is valid. ----
- * Every rank calls the same collective with the same count, dtype, op and root (ranks that
- * disagree on the count fail with ZEN_EPROTO instead of hanging). Buffers stay owned by the caller
+ * Every rank calls the same collective with the same count, dtype, op and root (per-rank counts
+ * too, except alltoallv's). Ranks that disagree fail, every one of them, instead of hanging or
+ * mixing data: the rank that sees it returns ZEN_EMISMATCH with both ranks' arguments in its last
+ * error and aborts the communicator, the others fail with that text (ZEN_EABORTED or ZEN_EPEER);
+ * the communicator is then poisoned. (The ranks agree on the way, without an extra round trip for
+ * a small allreduce: docs/algorithms.md, "Argument agreement".) Buffers stay owned by the caller
  * and are only used during the call. ZEN_EINVAL (no effect, nothing sent) for a bad argument:
  * NULL communicator, invalid dtype or op (or an op the dtype does not support), root out of range,
  * a NULL buffer with a nonzero count, or a size that overflows size_t.

@@ -44,7 +44,8 @@ ZEN_API int zen_version(void);
 /*
  * Status codes. Values are explicit and never reused; a retired value becomes ZEN_OBSOLETE_n.
  * After ZEN_EPEER, ZEN_EPROTO, ZEN_ETIMEDOUT or ZEN_EABORTED a communicator is poisoned: only
- * zen_comm_abort and zen_comm_destroy remain valid on it.
+ * zen_comm_abort and zen_comm_destroy remain valid on it. So is it after a dense collective
+ * returns ZEN_EMISMATCH (ranks disagreed on its arguments, comm.h).
  */
 typedef enum zen_status {
     ZEN_OK = 0,

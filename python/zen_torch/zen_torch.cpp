@@ -599,8 +599,12 @@ class ProcessGroupZen : public c10d::ProcessGroup
         std::vector<int64_t> vshape = { (int64_t)res.nnz };
         for (int64_t dim = 1; dim < t.dim(); dim++)
             vshape.push_back(t.size(dim));
-        at::Tensor ri =
-            torch::from_blob(res.indices, { 1, (int64_t)res.nnz }, at::kInt).to(at::kLong);
+        // zen's result indices are u32 (rows < 2^32): widen each to torch's int64. Reading them
+        // as int32 turned every row >= 2^31 negative.
+        at::Tensor ri = at::empty({ 1, (int64_t)res.nnz }, at::kLong);
+        int64_t *rip = ri.data_ptr<int64_t>();
+        for (size_t i = 0; i < res.nnz; i++)
+            rip[i] = (int64_t)res.indices[i];
         at::Tensor rv =
             torch::from_blob(res.values, vshape, at::kFloat).to(t.scalar_type(), false, true);
         zen_sparse_result_free(&res);

@@ -38,7 +38,8 @@ static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, siz
                         .sendbuf = sendbuf,
                         .send_count = sendcount,
                         .recvbuf = recvbuf,
-                        .recv_count = extent };
+                        .recv_count = extent,
+                        .agree_counts = counts };
     zen_coll cc;
     zen_status st = zen__coll_start(comm, &d, &cc);
     if (st != ZEN_OK)

@@ -103,6 +103,12 @@ zen_status zen_allreduce_with(zen_comm *comm, const void *sendbuf, void *recvbuf
     st = zen__coll_begin(comm, name, &cc);
     if (st != ZEN_OK)
         return st;
+    /* rhd carries the descriptor in its own messages; the others agree first (agree.c) */
+    zen__coll_agree_fill(comm, &cc, &d, (int)algo);
+    if (algo != ZEN_ALLREDUCE_RHD)
+        st = zen__coll_agree(comm, &cc);
+    if (st != ZEN_OK)
+        return zen__coll_end(comm, &cc, st);
     if (algo == ZEN_ALLREDUCE_MPI) {
         st = zen__allreduce_native_run(comm, &cc, sendbuf, recvbuf, count, dtype, op);
     } else if (comm->size == 1) {

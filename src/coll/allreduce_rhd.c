@@ -22,6 +22,9 @@
  * Bytes each rank sends (S = vector bytes): 2 (p-1)/p * S in 2 log2 p messages, plus S for the
  * fold and S for the unfold on the 2rem folded pairs. Latency: 2 log2 p (+2) message times, which
  * is why auto picks it for small vectors.
+ * Argument agreement (agree.c): the fold and halving messages carry the collective's descriptor
+ * (24 bytes in front of the payload), which visits every edge of the butterfly once; the doubling
+ * and unfold messages carry nothing.
  * Memory: recvbuf is the working buffer (out of place costs one copy of S) plus S bytes of scratch.
  */
 #include <string.h>
@@ -56,8 +59,8 @@ static zen_status halving_doubling(zen_comm *comm, const zen_coll *cc, char *buf
         range give = (nr & d) ? (range){ cur.lo, mid } : (range){ mid, cur.hi };
         stack[levels++] = cur;
         size_t klen = keep.hi - keep.lo;
-        st = zen__coll_sendrecv(comm, cc, peer, buf + give.lo * es, (give.hi - give.lo) * es, peer,
-                                tmp, klen * es);
+        st = zen__coll_sendrecv_agreed(comm, cc, peer, buf + give.lo * es, (give.hi - give.lo) * es,
+                                       peer, tmp, klen * es);
         if (st == ZEN_OK)
             zen_reduce_into(buf + keep.lo * es, tmp, klen, dtype, op);
         cur = keep;
@@ -96,10 +99,10 @@ zen_status zen__allreduce_rhd_run(zen_comm *comm, const zen_coll *cc, const void
     int nr; /* new rank among the p, or -1 for a folded-away rank */
     if (r < 2 * rem) {
         if (r % 2 == 0) {
-            st = zen__coll_sendrecv(comm, cc, r + 1, buf, bytes, -1, NULL, 0);
+            st = zen__coll_sendrecv_agreed(comm, cc, r + 1, buf, bytes, -1, NULL, 0);
             nr = -1;
         } else {
-            st = zen__coll_sendrecv(comm, cc, -1, NULL, 0, r - 1, tmp, bytes);
+            st = zen__coll_sendrecv_agreed(comm, cc, -1, NULL, 0, r - 1, tmp, bytes);
             if (st == ZEN_OK)
                 zen_reduce_into(buf, tmp, count, dtype, op);
             nr = r / 2;

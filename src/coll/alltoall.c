@@ -83,7 +83,9 @@ zen_status zen_alltoallv(zen_comm *comm, const void *sendbuf, const size_t *send
                          const size_t *rdispls, zen_dtype dtype)
 {
     static const char name[] = "alltoallv";
-    zen_coll_desc d = { .op = name, .checks = ZEN_DESC_DTYPE, .dtype = dtype };
+    zen_coll_desc d = {
+        .op = name, .checks = ZEN_DESC_DTYPE, .dtype = dtype, .agree_no_count = true
+    };
     zen_status st = zen__coll_check(comm, &d);
     if (st != ZEN_OK)
         return st;
@@ -143,11 +145,14 @@ zen_status zen_alltoall(zen_comm *comm, const void *sendbuf, void *recvbuf, size
     zen_coll cc;
     st = zen__coll_begin(comm, name, &cc);
     if (st == ZEN_OK) {
-        if (copy)
+        zen__coll_agree_fill(comm, &cc, &d, 0);
+        st = zen__coll_agree(comm, &cc);
+        if (st == ZEN_OK && copy)
             memcpy(copy, sendbuf, bytes);
-        st = exchange(comm, &cc, copy ? copy : zen__coll_nonnull(sendbuf),
-                      zen__coll_nonnull(recvbuf), layout, layout + comm->size, layout,
-                      layout + comm->size, zen_dtype_size(dtype));
+        if (st == ZEN_OK)
+            st = exchange(comm, &cc, copy ? copy : zen__coll_nonnull(sendbuf),
+                          zen__coll_nonnull(recvbuf), layout, layout + comm->size, layout,
+                          layout + comm->size, zen_dtype_size(dtype));
         st = zen__coll_end(comm, &cc, st);
     }
     zen__free(copy);

@@ -52,6 +52,10 @@ typedef struct zen_coll_desc {
     const void *recvbuf;
     size_t recv_count; /* elements recvbuf must hold, or ZEN_DESC_TOTAL */
     bool recv_at_root; /* recvbuf matters at the root only */
+    /* agreement (agree.c): per-rank counts that every rank passes alike (n entries; NULL: count
+     * is compared), or no count at all (alltoallv: counts differ by rank by design) */
+    const size_t *agree_counts;
+    bool agree_no_count;
     /* out */
     size_t total;       /* blocks x count */
     size_t bytes;       /* count x dtype size */
@@ -60,7 +64,26 @@ typedef struct zen_coll_desc {
 
 zen_status zen__coll_check(zen_comm *comm, zen_coll_desc *d);
 
-/* zen__coll_check, then zen__coll_begin(comm, d->op, cc). */
+/*
+ * Argument agreement (agree.c; the algorithm and its cost are described there). zen__coll_start
+ * runs it for every collective that goes through it; allreduce carries it inside its rhd
+ * messages or runs it before its other algorithms.
+ *
+ * zen__coll_agree_fill: this rank's descriptor into cc->agree from d (algo: allreduce's
+ * algorithm, else 0). Leaves cc->agree.word 0 (nothing checked) for a nested collective or a
+ * single rank.
+ * zen__coll_agree: the butterfly exchange of cc->agree (a no-op when cc->agree.word is 0). On a mismatch
+ * the detecting rank fails with ZEN_EMISMATCH naming itself, the peer and both descriptors and
+ * aborts the communicator, so every other rank's call fails with that text too.
+ * zen__coll_sendrecv_agreed: zen__coll_sendrecv whose messages carry cc->agree in front.
+ */
+void zen__coll_agree_fill(const zen_comm *comm, zen_coll *cc, const zen_coll_desc *d, int algo);
+zen_status zen__coll_agree(zen_comm *comm, const zen_coll *cc);
+zen_status zen__coll_sendrecv_agreed(zen_comm *comm, const zen_coll *cc, int dst, const void *sbuf,
+                                     size_t sbytes, int src, void *rbuf, size_t rbytes);
+
+/* zen__coll_check, zen__coll_begin(comm, d->op, cc), then the agreement (on its failure the
+ * collective is already ended: the caller returns the status without zen__coll_end). */
 zen_status zen__coll_start(zen_comm *comm, zen_coll_desc *d, zen_coll *cc);
 
 /* p, or a static dummy when p is NULL (a NULL buffer is only accepted with count 0; pointer

@@ -92,7 +92,13 @@ zen_status zen__coll_check(zen_comm *comm, zen_coll_desc *d)
 zen_status zen__coll_start(zen_comm *comm, zen_coll_desc *d, zen_coll *cc)
 {
     zen_status st = zen__coll_check(comm, d);
-    return st == ZEN_OK ? zen__coll_begin(comm, d->op, cc) : st;
+    if (st == ZEN_OK)
+        st = zen__coll_begin(comm, d->op, cc);
+    if (st != ZEN_OK)
+        return st;
+    zen__coll_agree_fill(comm, cc, d, 0);
+    st = zen__coll_agree(comm, cc);
+    return st == ZEN_OK ? ZEN_OK : zen__coll_end(comm, cc, st);
 }
 
 void *zen__coll_nonnull(const void *p)

@@ -58,6 +58,18 @@ struct zen_comm {
     void *spare_request; /* p2p.c: one destroyed zen_request kept for the next, freed on destroy */
 };
 
+/*
+ * A collective's descriptor as it travels (agree.c, which packs and reads it): 16 bytes, so that
+ * with an 8-byte payload a message still fits one cache line of an shm record. word holds a
+ * magic, the kind, op, dtype, allreduce algorithm, how count reads and root + 1 (24 bits); count
+ * the element count or a hash of the per-rank counts. word 0 means "not checked" (nested calls,
+ * one rank).
+ */
+typedef struct zen_agree {
+    uint64_t word;
+    uint64_t count;
+} zen_agree;
+
 /* State of one collective call. */
 typedef struct zen_coll {
     const char *op;
@@ -65,6 +77,7 @@ typedef struct zen_coll {
     int64_t deadline_ns;
     size_t arrival_slot;
     int outermost;
+    zen_agree agree; /* this rank's descriptor (agree.c) */
 } zen_coll;
 
 /* Record a detailed error ("rank R: <detail>") as the communicator's last error; returns status. */

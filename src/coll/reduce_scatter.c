@@ -31,7 +31,8 @@ static zen_status run(zen_comm *comm, const char *name, const void *sendbuf, voi
                         .sendbuf = sendbuf,
                         .send_count = total,
                         .recvbuf = recvbuf,
-                        .recv_count = counts[comm->rank] };
+                        .recv_count = counts[comm->rank],
+                        .agree_counts = counts };
     zen_coll cc;
     zen_status st = zen__coll_start(comm, &d, &cc);
     if (st != ZEN_OK)

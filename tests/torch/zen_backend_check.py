@@ -1,7 +1,8 @@
 """Checks of the zen torch.distributed backend against gloo and local references.
 
 Usage: zen_backend_check.py SUITES NPROC [spawn|torchrun-static|torchrun-c10d]
-       (SUITES: a comma list of ops, sparse, errors, ddp; or secret, spawn only)
+       (SUITES: a comma list of ops, sparse, errors, agree, ddp; or secret; agree and secret:
+       spawn only)
 
 spawn (default): NPROC processes from torch.multiprocessing; each initialises the default group
 with gloo (file rendezvous, no fixed port) and a zen group over the same ranks
@@ -309,6 +310,35 @@ def suite_sparse(rank, n, zen, gloo):
         close(z.to_dense(), sum(t.to_dense() for t in inputs), torch.float32, scheme)
         assert zen_torch.last_sparse_scheme(zen) == scheme, zen_torch.last_sparse_scheme(zen)
     zen_torch.set_sparse_scheme(zen, "auto")
+    check_wide_rows(rank, n, zen, gloo)
+
+
+def check_wide_rows(rank, n, zen, gloo):
+    """A table of 2^31 + 1000 rows (as a sparse COO tensor: nothing dense is made): zen returns
+    u32 row indices, which must come back as torch's int64 unchanged (read as int32, every row
+    >= 2^31 turned negative). Reference: the coalesced sum of every rank's input, and gloo."""
+    rows = 2 ** 31 + 1000
+    zen_torch.set_sparse_scheme(zen, "allgather")  # its memory is in nnz, not rows
+    inputs = [torch.sparse_coo_tensor(
+        torch.tensor([[2 ** 31 + r, 2 ** 31 - 1, 5, rows - 1, 2 ** 31 + 999 - r]]),
+        torch.arange(10, dtype=torch.float32).view(5, 2) + r, (rows, 2)) for r in range(n)]
+    expect = inputs[0]
+    for t in inputs[1:]:
+        expect = expect + t
+    expect = expect.coalesce()
+    z = inputs[rank].clone()
+    dist.all_reduce(z, group=zen)
+    zen_torch.set_sparse_scheme(zen, "auto")
+    z = z.coalesce()
+    assert z.shape == (rows, 2)
+    assert z.indices().dtype == torch.int64 and int(z.indices().min()) >= 0, z.indices()
+    assert torch.equal(z.indices(), expect.indices()), (z.indices(), expect.indices())
+    close(z.values(), expect.values(), torch.float32, "sparse allreduce of 2^31+ rows")
+    g = inputs[rank].clone()
+    dist.all_reduce(g, group=gloo)
+    g = g.coalesce()
+    assert torch.equal(z.indices(), g.indices()), (z.indices(), g.indices())
+    close(z.values(), g.values(), torch.float32, "sparse allreduce of 2^31+ rows vs gloo")
 
 
 def expect_error(fn, *words):
@@ -347,6 +377,30 @@ def suite_errors(rank, n, zen, gloo):
     t = torch.full((3,), float(rank))
     dist.all_reduce(t, group=zen)
     close(t, torch.full((3,), float(n * (n - 1) / 2)), torch.float32, "allreduce after errors")
+
+
+def suite_agree(rank, n, zen, gloo):
+    """Ranks that disagree on a collective's arguments: every rank raises a RuntimeError naming
+    the disagreement (never success with wrong data, never a timeout). A mismatch aborts the
+    group, so each case gets a zen group of its own (spawn launcher: gloo is the default)."""
+    odd = n - 1
+    t0 = time.monotonic()
+    g = dist.new_group(backend="zen")
+    op = dist.ReduceOp.MAX if rank == odd else dist.ReduceOp.SUM
+    expect_error(lambda: dist.all_reduce(torch.ones(4), op=op, group=g),
+                 "disagree", "op max", "op sum")
+    g = dist.new_group(backend="zen")
+    t = torch.full((5,), float(rank))
+    expect_error(lambda: dist.broadcast(t, 0, group=g) if rank == 0 else
+                 dist.all_reduce(t, group=g), "disagree", "broadcast", "allreduce")
+    g = dist.new_group(backend="zen")
+    expect_error(lambda: dist.broadcast(torch.ones(3), 1 if rank == odd else 0, group=g),
+                 "disagree", "root 1", "root 0")
+    assert time.monotonic() - t0 < 30, "a mismatch ran into the timeout"
+    # an agreeing group is unaffected
+    t = torch.full((3,), float(rank))
+    dist.all_reduce(t, group=zen)
+    close(t, torch.full((3,), float(n * (n - 1) / 2)), torch.float32, "allreduce after mismatches")
 
 
 def train_losses(group, gloo, sparse, rank, n, steps=6):
