@@ -326,7 +326,8 @@ static zen_status hand_connect(shm_state *s, const zen_shm_blob *blob, shm_peer 
 
 typedef struct hand_conn {
     int fd;
-    int peer;  /* the rank whose pid is at the other end */
+    int peer;  /* the rank whose pid is at the other end; -1: several ranks share the pid */
+    pid_t pid; /* the other end's process (SO_PEERCRED) */
     int memfd; /* the descriptor it sent, -1: none yet */
     size_t have;
     int64_t until; /* dropped at */
@@ -370,14 +371,23 @@ static void conn_close(hand_conn *c)
     c->fd = -1;
 }
 
-/* The local rank above this one, not yet handed over, whose process is pid; -1: none. */
-static int waiting_rank(const hand_acc *a, pid_t pid)
+static int is_waiting(const hand_acc *a, int p, pid_t pid)
 {
     const shm_state *s = a->s;
-    for (int p = s->base.rank + 1; p < s->base.size; p++)
-        if (s->peers[p].lidx >= 0 && !s->peers[p].seg && (pid_t)a->blobs[p].pid == pid)
-            return p;
-    return -1;
+    return p > s->base.rank && p < s->base.size && s->peers[p].lidx >= 0 && !s->peers[p].seg &&
+           (pid_t)a->blobs[p].pid == pid;
+}
+
+/* The local rank above this one, not yet handed over, whose process is pid; -1: none; -2:
+ * several (ranks that are threads of one process, as in-process tests run them: the message
+ * then says which). */
+static int waiting_rank(const hand_acc *a, pid_t pid)
+{
+    int found = -1;
+    for (int p = a->s->base.rank + 1; p < a->s->base.size; p++)
+        if (is_waiting(a, p, pid))
+            found = found == -1 ? p : -2;
+    return found;
 }
 
 /* Accept every queued connection: refuse strangers at once, keep the job's ranks pending. */
@@ -397,9 +407,9 @@ static void accept_new(hand_acc *a)
             refuse(a, "no peer credentials (%s)", strerror(errno));
         else if (cr.uid != geteuid())
             refuse(a, "pid %d belongs to another user (uid %u)", (int)cr.pid, (unsigned)cr.uid);
-        else if ((peer = waiting_rank(a, cr.pid)) < 0)
+        else if ((peer = waiting_rank(a, cr.pid)) == -1)
             refuse(a, "pid %d is not a local rank of this job still to hand over", (int)cr.pid);
-        if (peer < 0) {
+        if (peer == -1) {
             close(fd);
             continue;
         }
@@ -411,7 +421,8 @@ static void accept_new(hand_acc *a)
         }
         int64_t until = zen_now_ns() + HAND_CONN_NS;
         a->conn[a->nconn++] = (hand_conn){
-            .fd = fd, .peer = peer, .memfd = -1, .until = until < a->deadline ? until : a->deadline
+            .fd = fd, .peer = peer < 0 ? -1 : peer, .pid = cr.pid, .memfd = -1,
+            .until = until < a->deadline ? until : a->deadline
         };
     }
 }
@@ -424,7 +435,7 @@ static zen_status read_conn(hand_acc *a, hand_conn *c)
     ssize_t n = recv_part(c->fd, c->buf, &c->have, &c->memfd, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return ZEN_OK;
-    if (n <= 0 || s->peers[c->peer].seg) {
+    if (n <= 0 || (c->peer >= 0 && s->peers[c->peer].seg)) {
         /* closed without a message (a rank that died is named when the deadline passes), or a
          * second connection of a rank already handed over */
         refuse(a, "rank %d's pid %s", c->peer,
@@ -433,15 +444,25 @@ static zen_status read_conn(hand_acc *a, hand_conn *c)
         return ZEN_OK;
     }
     zen_shm_hand h;
-    int r = zen__shm_hand_parse(c->buf, c->have, (uint32_t)c->peer, &h);
+    int r = zen__shm_hand_parse(c->buf, c->have,
+                                c->peer >= 0 ? (uint32_t)c->peer : ZEN_SHM_HAND_ANY_RANK, &h);
     if (r == 1)
         return ZEN_OK;
+    if (r == 0 && c->peer < 0) { /* a process of several ranks: the message names one of them */
+        if (h.rank > INT32_MAX || !is_waiting(a, (int)h.rank, c->pid)) {
+            refuse(a, "pid %d named rank %u, not one of its ranks still to hand over", (int)c->pid,
+                   (unsigned)h.rank);
+            conn_close(c);
+            return ZEN_OK;
+        }
+        c->peer = (int)h.rank;
+    }
     zen_status st = ZEN_OK;
     /* the process is the rank's own (SO_PEERCRED): a wrong message is the rank's fault */
     if (r < 0 || c->memfd < 0)
         st = zen__transport_fail(&s->base, ZEN_EPROTO,
-                                 "shm: rank %d sent a malformed segment hand-over (%s)", c->peer,
-                                 r < 0 ? "wrong bytes" : "no descriptor");
+                                 "shm: rank %d (pid %d) sent a malformed segment hand-over (%s)",
+                                 c->peer, (int)c->pid, r < 0 ? "wrong bytes" : "no descriptor");
     else if (send_seg(c->fd, s->base.rank, a->memfd, s->seg_bytes) != 0)
         st = zen__transport_fail(&s->base, ZEN_EPEER,
                                  "shm: handing this segment to rank %d failed: %s", c->peer,

@@ -25,11 +25,12 @@ int zen__shm_hand_parse(const unsigned char *buf, size_t n, uint32_t want_rank, 
     uint32_t magic = ZEN_SHM_MAGIC;
     memcpy(want, &magic, 4);
     memcpy(want + 4, &want_rank, 4);
-    if (memcmp(buf, want, n < sizeof want ? n : sizeof want) != 0)
+    size_t check = want_rank == ZEN_SHM_HAND_ANY_RANK ? 4 : sizeof want;
+    if (memcmp(buf, want, n < check ? n : check) != 0)
         return -1;
     if (n < ZEN_SHM_HAND_BYTES)
         return 1;
-    out->rank = want_rank;
+    memcpy(&out->rank, buf + 4, 4);
     memcpy(&out->seg_bytes, buf + 8, 8);
     return 0;
 }

@@ -14,6 +14,9 @@
 #include <stdint.h>
 
 #define ZEN_SHM_HAND_BYTES 16
+/* want_rank that accepts any sender rank: the other end is a process that holds several local
+ * ranks as threads (in-process tests), so its pid does not tell which rank it is. */
+#define ZEN_SHM_HAND_ANY_RANK UINT32_MAX
 
 typedef struct zen_shm_hand {
     uint32_t rank;
@@ -24,9 +27,10 @@ void zen__shm_hand_encode(unsigned char out[ZEN_SHM_HAND_BYTES], uint32_t rank, 
 
 /*
  * Check the n bytes received so far on a connection whose other end is known (from SO_PEERCRED)
- * to be rank want_rank. Returns 1 while the message is incomplete (n < ZEN_SHM_HAND_BYTES and
- * nothing seen so far is wrong), 0 when it is complete and valid (*out filled), -1 when it is
- * wrong: more bytes than a message, another magic, or another rank than want_rank.
+ * to be rank want_rank (or ZEN_SHM_HAND_ANY_RANK). Returns 1 while the message is incomplete
+ * (n < ZEN_SHM_HAND_BYTES and nothing seen so far is wrong), 0 when it is complete and valid
+ * (*out filled), -1 when it is wrong: more bytes than a message, another magic, or another rank
+ * than want_rank.
  */
 int zen__shm_hand_parse(const unsigned char *buf, size_t n, uint32_t want_rank, zen_shm_hand *out);
 
