@@ -420,10 +420,11 @@ static void accept_new(hand_acc *a)
             a->nconn--;
         }
         int64_t until = zen_now_ns() + HAND_CONN_NS;
-        a->conn[a->nconn++] = (hand_conn){
-            .fd = fd, .peer = peer < 0 ? -1 : peer, .pid = cr.pid, .memfd = -1,
-            .until = until < a->deadline ? until : a->deadline
-        };
+        a->conn[a->nconn++] = (hand_conn){ .fd = fd,
+                                           .peer = peer < 0 ? -1 : peer,
+                                           .pid = cr.pid,
+                                           .memfd = -1,
+                                           .until = until < a->deadline ? until : a->deadline };
     }
 }
 
