@@ -33,3 +33,10 @@ if(TARGET zentrain)
   set_tests_properties(security_train_names_culprit PROPERTIES TIMEOUT 120 LABELS "cli;security"
                        ENVIRONMENT "ZEN_TIMEOUT_S=30;ZEN_FAULT=rank=1,after=40,action=kill")
 endif()
+
+# `zen launch` draws a job secret when none is set; an empty ZEN_JOB_SECRET counts as none (the
+# ranks read an empty value as no secret, so the job would have run open).
+add_test(NAME security_launch_empty_secret COMMAND ${ZEN_CHECK_RUN} -m "secret bytes: 64"
+         -- $<TARGET_FILE:zen> launch -n 2 -- sh -c "echo secret bytes: \${#ZEN_JOB_SECRET}")
+set_tests_properties(security_launch_empty_secret PROPERTIES TIMEOUT 60 LABELS "cli;security"
+                     ENVIRONMENT "ZEN_JOB_SECRET=;ZEN_JOB_SECRET_FILE=")

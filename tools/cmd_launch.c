@@ -150,6 +150,14 @@ static pid_t spawn(int rank, int n, int port, char **cmd)
 
 /* A fresh 256-bit job secret for the ranks (docs/security.md): strangers that reach the
  * rendezvous port cannot join. Inherited through the environment, visible only to this uid. */
+/* An empty variable counts as unset: the ranks would run without a secret (tunables.c reads
+ * an empty value as the default, none), so the launcher draws one as if it were absent. */
+static int env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v;
+}
+
 static int set_job_secret(void)
 {
     unsigned char raw[32];
@@ -315,7 +323,7 @@ int zen_cmd_launch(int argc, char **argv)
         fprintf(stderr, "zen launch: cannot find a free port (use --port)\n");
         return ZEN_EXIT_FAIL;
     }
-    if (!getenv("ZEN_JOB_SECRET") && !getenv("ZEN_JOB_SECRET_FILE") && set_job_secret() != 0) {
+    if (!env_set("ZEN_JOB_SECRET") && !env_set("ZEN_JOB_SECRET_FILE") && set_job_secret() != 0) {
         fprintf(stderr, "zen launch: cannot draw a job secret: %s\n", strerror(errno));
         return ZEN_EXIT_FAIL;
     }
