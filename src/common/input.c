@@ -127,15 +127,23 @@ FILE *zen__open_output(const char *path, char *why, size_t n)
     return f;
 }
 
+/* The public wrappers' argument check; why, when given, receives the reason. */
+static int bad_open_args(const char *path, FILE **out, char *why, size_t why_size)
+{
+    if (out && path)
+        return 0;
+    if (why && why_size)
+        snprintf(why, why_size, "no file named");
+    errno = EINVAL;
+    return 1;
+}
+
 zen_status zen_file_open_input(const char *path, uint64_t max_bytes, FILE **out, uint64_t *size,
                                char *why, size_t why_size)
 {
     char buf[512];
-    if (!out || !path) {
-        snprintf(why ? why : buf, why ? why_size : sizeof buf, "no file named");
-        errno = EINVAL;
+    if (bad_open_args(path, out, why, why_size))
         return ZEN_EINVAL;
-    }
     *out = zen__open_input(path, max_bytes, size, why ? why : buf, why ? why_size : sizeof buf);
     if (*out)
         return ZEN_OK;
@@ -145,11 +153,8 @@ zen_status zen_file_open_input(const char *path, uint64_t max_bytes, FILE **out,
 zen_status zen_file_open_output(const char *path, FILE **out, char *why, size_t why_size)
 {
     char buf[512];
-    if (!out || !path) {
-        snprintf(why ? why : buf, why ? why_size : sizeof buf, "no file named");
-        errno = EINVAL;
+    if (bad_open_args(path, out, why, why_size))
         return ZEN_EINVAL;
-    }
     *out = zen__open_output(path, why ? why : buf, why ? why_size : sizeof buf);
     if (*out)
         return ZEN_OK;

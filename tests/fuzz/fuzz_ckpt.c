@@ -19,8 +19,6 @@
 #include "fuzz_file.h"
 #include "hash.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 /* the header of src/train/checkpoint.c: magic[8], version, reserved (u32), then u64 step,
  * config_bytes, nsections, payload_bytes, payload_sum, header_sum */
 #define HDR_BYTES       64
@@ -36,13 +34,10 @@ static void put_u64(uint8_t *p, uint64_t v)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1)
-        return 0;
-    size_t len = size - 1;
-    uint8_t *file = malloc(len ? len : 1);
+    size_t len = 0;
+    uint8_t *file = fuzz_body(data, size, &len);
     if (!file)
         return 0;
-    memcpy(file, data + 1, len);
     if ((data[0] & 1) && len >= HDR_BYTES) {
         put_u64(file + HDR_PAYLOAD, len - HDR_BYTES);
         put_u64(file + HDR_PAYLOAD_SUM,

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_require.h"
 #include "sparse/wire/bitmap.h"
 #include "sparse/wire/coo.h"
 #include "sparse/wire/hier_hash.h"
@@ -22,14 +23,6 @@
 
 #define FUZZ_SEED0 0x5eedf00dull
 #define CANARY     1234.5f
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(cond)         \
-    do {                      \
-        if (!(cond))          \
-            __builtin_trap(); \
-    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -9,8 +9,12 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "fuzz_require.h"
 
 /* Write data to the target's memfd; returns its path (NULL only if no memfd can be made). */
 static inline const char *fuzz_file(const uint8_t *data, size_t size)
@@ -28,10 +32,17 @@ static inline const char *fuzz_file(const uint8_t *data, size_t size)
     return path;
 }
 
-#define REQUIRE(cond)         \
-    do {                      \
-        if (!(cond))          \
-            __builtin_trap(); \
-    } while (0)
+/* The file part of an input: a malloc'd copy of data[1..size) (*len bytes); data[0] is the
+ * target's control byte. NULL for an empty input or when out of memory. */
+static inline uint8_t *fuzz_body(const uint8_t *data, size_t size, size_t *len)
+{
+    if (size < 1)
+        return NULL;
+    *len = size - 1;
+    uint8_t *file = malloc(*len ? *len : 1);
+    if (file)
+        memcpy(file, data + 1, *len);
+    return file;
+}
 
 #endif

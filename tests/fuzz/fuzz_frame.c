@@ -10,16 +10,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fuzz_require.h"
 #include "transport/tcp_internal.h"
 #include "transport/tcp_sock.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(cond)         \
-    do {                      \
-        if (!(cond))          \
-            __builtin_trap(); \
-    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

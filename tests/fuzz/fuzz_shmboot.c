@@ -13,16 +13,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fuzz_require.h"
 #include "transport/shm_hand.h"
 #include "transport/shm_seg.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(cond)         \
-    do {                      \
-        if (!(cond))          \
-            __builtin_trap(); \
-    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -17,19 +17,14 @@
 #include "common/hash.h"
 #include "fuzz_file.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 #define TRACE_CHECK_SEED 0x7a656e7472616365ull /* src/sparse/trace/trace.c */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1)
-        return 0;
-    size_t len = size - 1;
-    uint8_t *file = malloc(len ? len : 1);
+    size_t len = 0;
+    uint8_t *file = fuzz_body(data, size, &len);
     if (!file)
         return 0;
-    memcpy(file, data + 1, len);
     if ((data[0] & 1) && len >= 8) {
         uint64_t sum = zen__fnv1a(file, len - 8, TRACE_CHECK_SEED);
         for (int i = 0; i < 8; i++)
