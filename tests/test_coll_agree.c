@@ -157,6 +157,26 @@ static void test_agreeing(void **state)
         zt_run_inproc(n, agreeing_rank, NULL);
 }
 
+/* ZEN_COLL_AGREE=0: no check (the old behaviour, for latency-bound users who know their ranks
+ * agree): MAX against SUM is not caught, every rank returns ZEN_OK; agreeing calls stay right. */
+static zen_status unchecked_rank(zen_comm *c, void *arg)
+{
+    (void)arg;
+    float a[2] = { 1, 2 }, b[2];
+    ZT_CHECK(c, zen_allreduce(c, a, b, 2, ZEN_F32, zen_comm_rank(c) == 1 ? ZEN_MAX : ZEN_SUM) ==
+                    ZEN_OK);
+    return agreeing_rank(c, NULL);
+}
+
+static void test_switch_off(void **state)
+{
+    (void)state;
+    setenv("ZEN_COLL_AGREE", "0", 1);
+    for (int n = 2; n <= 5; n++)
+        zt_run_inproc(n, unchecked_rank, NULL);
+    unsetenv("ZEN_COLL_AGREE");
+}
+
 static void run_job(zen_transport_kind kind, int n, variant v, int who, size_t count)
 {
     agree_case k = { v, who, count, 1 };
@@ -184,6 +204,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agreeing),
+        cmocka_unit_test(test_switch_off),
         cmocka_unit_test(test_inproc),
         cmocka_unit_test(test_processes),
     };

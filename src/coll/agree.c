@@ -101,7 +101,7 @@ static uint8_t kind_of(const char *name)
 void zen__coll_agree_fill(const zen_comm *comm, zen_coll *cc, const zen_coll_desc *d, int algo)
 {
     memset(&cc->agree, 0, sizeof cc->agree);
-    if (!cc->outermost || comm->size < 2)
+    if (!cc->outermost || comm->size < 2 || !comm->check_args)
         return;
     fields f = { AGREE_MAGIC, kind_of(d->op), 0xf, 0xf, (unsigned)algo, COUNT_PLAIN, -1 };
     if (d->checks & ZEN_DESC_REDUCE)

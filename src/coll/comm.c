@@ -46,6 +46,8 @@ static zen_status comm_alloc(zen_comm **out, int size)
         return ZEN_ENOMEM;
     }
     c->size = size;
+    /* read once per communicator: every call of it checks, or none does (agree.c) */
+    c->check_args = zen__param_long("COLL_AGREE") != 0;
     *out = c;
     return ZEN_OK;
 }

@@ -56,6 +56,7 @@ struct zen_comm {
     size_t coll_scratch_bytes;
     zen_comm_attr attrs[ZEN_ATTR_COUNT]; /* see zen_comm_attr_key */
     void *spare_request; /* p2p.c: one destroyed zen_request kept for the next, freed on destroy */
+    int check_args;      /* ZEN_COLL_AGREE: dense collectives agree on their arguments (agree.c) */
 };
 
 /*

@@ -133,6 +133,11 @@ static const zen_param_row param_table[] = {
            "broadcast/reduce: scatter+allgather / reduce-scatter+gather from this many bytes "
            "(binomial tree below)"),
     P_LONG("ZEN_MPI_NATIVE", 0, 1, "0", "1: dense collectives on the mpi transport call MPI's own"),
+    P_LONG("ZEN_COLL_AGREE", 0, 1, "1",
+           "1: every dense collective checks that all ranks passed the same kind, op, dtype, count "
+           "and root, and fails on every rank if not (small allreduce: in its own messages; the "
+           "others: one log2(n)-step exchange of 16 bytes first); 0: no check (set it alike on "
+           "every rank; docs/algorithms.md)"),
     P_DOUBLE("ZEN_NET_GBPS", 0, 1e6, "0",
              "sparse cost model: link bandwidth in Gbit/s (0: measured or transport default)"),
     P_DOUBLE("ZEN_NET_LAT_US", 0, 1e7, "0",
