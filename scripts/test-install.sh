@@ -32,7 +32,7 @@ if [[ -n "$torch_ext" ]]; then
     [[ -n "$torch_lib" && "$(readlink -f "$torch_lib")" == "$(readlink -f "$libdir")"/libzen.so* ]] ||
         { echo "test-install: the installed zen_torch loads '$torch_lib', not $libdir/libzen.so" >&2; exit 1; }
     PYTHONPATH="$(dirname "$(dirname "$torch_ext")")" /usr/bin/python3 -c \
-        'import torch.distributed as d, zen_torch; assert hasattr(d.Backend, "ZEN")' ||
+        'import torch.distributed as d, zen_torch; assert hasattr(d.Backend, "ZEN") and zen_torch.__version__.count(".") == 2' ||
         { echo "test-install: the installed zen_torch does not import" >&2; exit 1; }
 fi
 if command -v man >/dev/null; then
@@ -47,6 +47,12 @@ ${CC:-cc} -std=c11 -Wall -Wextra -Werror "$src/examples/allreduce.c" $flags -o "
 LD_LIBRARY_PATH="$libdir" ldd "$tmp/allreduce_pc" | grep -c "$libdir/libzen.so" >/dev/null ||
     { echo "test-install: the pkg-config build does not use the installed libzen.so" >&2; exit 1; }
 LD_LIBRARY_PATH="$libdir" "$tmp/allreduce_pc"
+# ... and against the static library: Libs.private must name every library libzen.a needs
+flags=$(pkg-config --static --cflags --libs zen | sed "s|-lzen\b|$libdir/libzen.a|")
+${CC:-cc} -std=c11 -Wall -Wextra -Werror "$src/examples/allreduce.c" $flags -o "$tmp/allreduce_static"
+ldd "$tmp/allreduce_static" | grep -c "libzen.so" >/dev/null &&
+    { echo "test-install: the static pkg-config build loads libzen.so" >&2; exit 1; }
+"$tmp/allreduce_static"
 
 # 2. CMake find_package(zen) -> zen::zen
 cmake -S "$src/examples" -B "$tmp/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \

@@ -36,3 +36,11 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(security_shm_setup_strangers PROPERTIES TIMEOUT 120
                        LABELS "cli;security")
 endif()
+
+# mpirun's habits: -np for -n, and the command right after the options without `--`.
+add_test(NAME launch_np_no_dashes
+         COMMAND ${ZEN_CHECK_RUN} -m "\"wrong\":0" -n "\"wrong\":[1-9]"
+                 -- $<TARGET_FILE:zen> launch -np 2 $<TARGET_FILE:zen> bench allreduce -b 8 -e 1K
+                 -w 1 -n 2 -c --json)
+set_tests_properties(launch_np_no_dashes PROPERTIES TIMEOUT 60 LABELS cli
+                     ENVIRONMENT "ZEN_TIMEOUT_S=30")

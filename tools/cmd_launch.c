@@ -1,5 +1,5 @@
 /*
- * zen launch -n N [--port P] [--grace S] [--transport T] [--bind B] -- CMD ARGS...
+ * zen launch -n N [--port P] [--grace S] [--transport T] [--bind B] [--] CMD ARGS...
  *
  * Starts N local processes of CMD as the ranks of one job (like `torchrun --standalone`; they
  * talk over shared memory unless --transport tcp):
@@ -49,7 +49,7 @@ static int pin_ranks;         /* the decision for this job */
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: zen launch -n N [--port P] [--grace S] [--transport T] [--bind B] -- CMD "
+            "usage: zen launch -n N [--port P] [--grace S] [--transport T] [--bind B] [--] CMD "
             "[ARGS...]\n\n"
             "Start N processes of CMD on this host as the ranks of one job.\n"
             "Each child gets ZEN_RANK, ZEN_WORLD_SIZE, ZEN_LOCAL_RANK, ZEN_LOCAL_SIZE,\n"
@@ -60,7 +60,7 @@ static void usage(FILE *f)
             "only with --redirects 1 --tee 1 (docs/pytorch.md):\n"
             "  /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node N \\\n"
             "      --redirects 1 --tee 1 SCRIPT.py\n\n"
-            "  -n N         number of ranks (1..%d)\n"
+            "  -n N, -np N  number of ranks (1..%d)\n"
             "  --port P     rendezvous port (default: a free port)\n"
             "  --grace S    seconds the other ranks get to exit on their own after one fails,\n"
             "               before SIGTERM (0..1e6, default 3)\n"
@@ -72,6 +72,7 @@ static void usage(FILE *f)
             "               when N <= C, none when oversubscribed (Open MPI's mpirun binds to\n"
             "               core by default too; pinned, shm's waiters find their peer on\n"
             "               another core instead of queued behind it)\n\n"
+            "The options end at -- or at the first word that is not an option (CMD).\n"
             "SIGINT and SIGTERM are forwarded to every rank. Exit status: 0 when every rank\n"
             "exits 0; 1 when one fails (\"zen launch: rank R exited with status S\" on\n"
             "stderr); 2 on a usage error.\n",
@@ -277,10 +278,12 @@ int zen_cmd_launch(int argc, char **argv)
             i++;
             break;
         }
+        if (a[0] != '-')
+            break; /* the command starts here, as with mpirun: `--` is optional */
         if (i + 1 >= argc)
             return zen_usage_error("launch", "option %s needs a value", a);
         char *end = NULL;
-        if (strcmp(a, "-n") == 0 || strcmp(a, "--nproc") == 0) {
+        if (strcmp(a, "-n") == 0 || strcmp(a, "-np") == 0 || strcmp(a, "--nproc") == 0) {
             long v = strtol(argv[++i], &end, 10);
             if (*end || v < 1 || v > MAX_RANKS)
                 return zen_usage_error("launch", "-n must be 1..%d, not '%s'", MAX_RANKS, argv[i]);
@@ -312,7 +315,7 @@ int zen_cmd_launch(int argc, char **argv)
     if (n == 0)
         return zen_usage_error("launch", "missing -n N");
     if (i >= argc)
-        return zen_usage_error("launch", "missing the command after --");
+        return zen_usage_error("launch", "missing the command to run (after the options or --)");
     CPU_ZERO(&usable_cpus);
     if (sched_getaffinity(0, sizeof usable_cpus, &usable_cpus) != 0 || CPU_COUNT(&usable_cpus) < 1)
         pin_ranks = 0; /* no mask to place ranks in */

@@ -14,7 +14,9 @@ import torch.distributed as _dist
 
 from . import _C
 
-__all__ = ["set_sparse_scheme", "last_sparse_scheme", "transport", "all_reduce_sparse"]
+__version__ = _C.version()  # the libzen this module runs on, e.g. "0.1.0"
+
+__all__ = ["__version__", "set_sparse_scheme", "last_sparse_scheme", "transport", "all_reduce_sparse"]
 
 
 def _group(group):

@@ -741,6 +741,14 @@ ProcessGroupZen *as_zen(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
 PYBIND11_MODULE(_C, m)
 {
     m.doc() = "zen torch.distributed backend (C++ glue over libzen)";
+    m.def(
+        "version",
+        [] {
+            int v = zen_version();
+            return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+                   std::to_string(v % 100);
+        },
+        "the loaded libzen's version, MAJOR.MINOR.PATCH");
     m.def("create_process_group", &create, "the creator registered as backend 'zen'");
     m.def(
         "set_sparse_scheme",
