@@ -16,7 +16,8 @@ struct command {
 static const struct command commands[] = {
     { "bench", zen_cmd_bench, "measure dense and sparse collectives (nccl-tests conventions)" },
     { "train", zen_cmd_train, "train a GPT on a text corpus with data x tensor parallelism" },
-    { "launch", zen_cmd_launch, "start N local processes of a command as the ranks of one job (shm, or tcp)" },
+    { "launch", zen_cmd_launch,
+      "start N local processes of a command as the ranks of one job (shm, or tcp)" },
     { "simulate", zen_cmd_simulate, "predict sparse-sync schemes at scale from the cost model" },
     { "info", zen_cmd_info, "version, build features and every ZEN_* tunable" },
 };
