@@ -49,11 +49,6 @@ typedef struct lv_run {
     int stop; /* 1: the victim stops itself 1 s into an allreduce loop (no rounds) */
 } lv_run;
 
-static void out_path(char *p, size_t n, int parent, int rank)
-{
-    snprintf(p, n, "/tmp/zen-liveness-%d-%d", parent, rank);
-}
-
 /* Rounds of allreduce of (rank + 1) * (i % 7 + 1), each element checked against the sum. */
 static zen_status healthy_rounds(const lv_run *run, zen_comm *c, int rank)
 {
@@ -115,13 +110,10 @@ static void lv_rank(const lv_run *run, int rank, int port)
     zen_status st = zen_comm_create(&o, &c);
     if (st == ZEN_OK)
         st = run->stop ? stop_loop(run, c, rank) : healthy_rounds(run, c, rank);
-    char path[64];
-    out_path(path, sizeof path, (int)getppid(), rank);
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fprintf(f, "%s\n", st == ZEN_OK ? "ok" : c ? zen_comm_last_error(c) : "create failed");
-        fclose(f);
-    }
+    zt_put_result("liveness", rank,
+                  st == ZEN_OK ? "ok"
+                  : c          ? zen_comm_last_error(c)
+                               : "create failed");
     if (c) {
         if (st != ZEN_OK)
             zen_comm_abort(c);
@@ -162,16 +154,7 @@ static void run_job(const lv_run *run, char lines[N][512], int status[N], double
     for (int r = 0; r < run->n; r++) {
         kill(pid[r], SIGKILL);
         waitpid(pid[r], NULL, 0);
-        char path[64];
-        out_path(path, sizeof path, (int)getpid(), r);
-        snprintf(lines[r], 512, "(no result)\n");
-        FILE *f = fopen(path, "r");
-        if (f) {
-            if (!fgets(lines[r], 512, f))
-                snprintf(lines[r], 512, "(empty)\n");
-            fclose(f);
-        }
-        unlink(path);
+        zt_take_result("liveness", r, lines[r], sizeof lines[r]);
         if (took[r] >= 0)
             fprintf(stderr, "rank %d after %.2f s: %s", r, took[r], lines[r]);
     }

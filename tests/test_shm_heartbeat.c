@@ -43,11 +43,6 @@ typedef struct hb_run {
 } hb_run;
 
 /* Where rank writes its last error; parent: the test process. */
-static void out_path(char *p, size_t n, int parent, int rank)
-{
-    snprintf(p, n, "/tmp/zen-shmhb-%d-%d", parent, rank);
-}
-
 /* A rank: allreduce in a loop until an error (recorded in its file) or the end of the loop. */
 static void hb_rank(const hb_run *run, int rank, int port)
 {
@@ -84,13 +79,7 @@ static void hb_rank(const hb_run *run, int rank, int port)
         if (st == ZEN_OK && x[0] != 0.0f)
             break;
     }
-    char path[64];
-    out_path(path, sizeof path, (int)getppid(), rank);
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fprintf(f, "%s\n", st == ZEN_OK ? "ok" : zen_comm_last_error(c));
-        fclose(f);
-    }
+    zt_put_result("shmhb", rank, st == ZEN_OK ? "ok" : zen_comm_last_error(c));
     if (st != ZEN_OK)
         zen_comm_abort(c);
     zen_comm_destroy(c);
@@ -148,16 +137,7 @@ static void run_job(const hb_run *run, int busy_procs, char lines[N][512], doubl
     for (int r = 0; r < N; r++) {
         kill(pid[r], SIGKILL);
         waitpid(pid[r], NULL, 0);
-        char path[64];
-        out_path(path, sizeof path, (int)getpid(), r);
-        snprintf(lines[r], 512, "(no result)\n");
-        FILE *f = fopen(path, "r");
-        if (f) {
-            if (!fgets(lines[r], 512, f))
-                snprintf(lines[r], 512, "(empty)\n");
-            fclose(f);
-        }
-        unlink(path);
+        zt_take_result("shmhb", r, lines[r], sizeof lines[r]);
         if (took[r] >= 0)
             fprintf(stderr, "rank %d after %.2f s: %s", r, took[r], lines[r]);
     }

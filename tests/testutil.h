@@ -45,4 +45,11 @@ uint64_t zt_rand(uint64_t *state);
 
 void zt_report(zen_comm *comm, const char *file, int line, const char *what);
 
+/* A forked rank's one-line result, passed to the parent through a file named by tag, the
+ * parent's pid and the rank. zt_put_result writes line (from the child; parent = getppid());
+ * zt_take_result reads the first line into out (out_size bytes; "(no result)\n" or "(empty)\n"
+ * when there is none) and removes the file (from the parent). */
+void zt_put_result(const char *tag, int rank, const char *line);
+void zt_take_result(const char *tag, int rank, char *out, size_t out_size);
+
 #endif

@@ -109,3 +109,11 @@ const char *zen__liveness_blame(char *out, size_t n, int peer, int64_t waited_ns
                  peer, waited, tag, peer);
     return out;
 }
+
+const char *zen__liveness_silent_msg(char *out, size_t n, int rank, int64_t quiet_ns,
+                                     int64_t window_ns, const char *cause, const char *channel)
+{
+    snprintf(out, n, "rank %d sent nothing, not even a heartbeat, for %.1f s: %s (%swindow %.1f s)",
+             rank, (double)quiet_ns / 1e9, cause, channel, (double)window_ns / 1e9);
+    return out;
+}

@@ -52,4 +52,9 @@ int64_t zen__liveness_suspect_ns(const zen_liveness *agg);
 const char *zen__liveness_blame(char *out, size_t n, int peer, int64_t waited_ns,
                                 unsigned long long tag, int silent, int64_t quiet_ns);
 
+/* What a watching rank says when it names a silent peer (tcp and shm alike): "rank R sent
+ * nothing, not even a heartbeat, for Q s: <cause> (<channel>window W s)". Returns out. */
+const char *zen__liveness_silent_msg(char *out, size_t n, int rank, int64_t quiet_ns,
+                                     int64_t window_ns, const char *cause, const char *channel);
+
 #endif

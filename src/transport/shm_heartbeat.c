@@ -78,10 +78,8 @@ int zen__shm_heartbeat_poll_ms(const shm_state *s)
 static void name_silent_peer(shm_state *s, shm_peer *pe, int64_t quiet)
 {
     char msg[300];
-    snprintf(msg, sizeof msg,
-             "rank %d sent nothing, not even a heartbeat, for %.1f s: it is stopped, hung or "
-             "overloaded (shared-memory heartbeat, window %.1f s)",
-             pe->rank, (double)quiet / 1e9, (double)s->silence_ns / 1e9);
+    zen__liveness_silent_msg(msg, sizeof msg, pe->rank, quiet, s->silence_ns,
+                             "it is stopped, hung or overloaded", "shared-memory heartbeat, ");
     ZEN_ERROR("transport", "%s", msg);
     zen__shm_peer_down(s, pe, ZEN_ETIMEDOUT, 0, msg);
     s->base.ops->abort(&s->base, ZEN_ETIMEDOUT, msg);

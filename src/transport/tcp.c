@@ -481,10 +481,8 @@ static void send_heartbeat(tcp_state *s, tcp_peer *pe)
 static void name_silent_peer(tcp_state *s, tcp_peer *pe, int64_t quiet)
 {
     char msg[300];
-    snprintf(msg, sizeof msg,
-             "rank %d sent nothing, not even a heartbeat, for %.1f s: it is stopped, hung or cut "
-             "off (heartbeat window %.1f s)",
-             pe->rank, (double)quiet / 1e9, (double)s->silence_ns / 1e9);
+    zen__liveness_silent_msg(msg, sizeof msg, pe->rank, quiet, s->silence_ns,
+                             "it is stopped, hung or cut off", "heartbeat ");
     ZEN_ERROR("transport", "%s", msg);
     peer_broken(s, pe, ZEN_ETIMEDOUT, msg);
     tcp_abort(&s->base, ZEN_ETIMEDOUT, msg);
