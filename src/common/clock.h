@@ -2,6 +2,7 @@
 #ifndef ZEN_COMMON_CLOCK_H
 #define ZEN_COMMON_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -64,6 +65,18 @@ static inline struct timespec zen_deadline_timespec(int64_t deadline_ns)
     ts.tv_sec = (time_t)(deadline_ns / 1000000000);
     ts.tv_nsec = (long)(deadline_ns % 1000000000);
     return ts;
+}
+
+/* Lock m, waiting at most ns nanoseconds for its holder; 1 when taken. For paths that must not
+ * block for long (an abort) but lose something if they skip (the abort notice). */
+static inline int zen_mutex_lock_within(pthread_mutex_t *m, int64_t ns)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until); /* pthread_mutex_timedlock's clock */
+    int64_t t = (int64_t)until.tv_nsec + ns;
+    until.tv_sec += (time_t)(t / 1000000000);
+    until.tv_nsec = (long)(t % 1000000000);
+    return pthread_mutex_timedlock(m, &until) == 0;
 }
 
 void zen__sleep_ns(int64_t ns);

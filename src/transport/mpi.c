@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "transport/mailbox.h"
 
@@ -32,6 +33,8 @@
 #define MPI_TAG_DATA 102
 #define HDR_MAGIC    0x7a656e4du /* "zenM" */
 #define CHUNK_MAX    ((size_t)1 << 30)
+/* The longest an abort waits for a send lock another thread holds (see mpi_abort). */
+#define ABORT_LOCK_NS (250 * (int64_t)1000000)
 
 enum hdr_kind {
     HDR_DATA = 1,
@@ -225,8 +228,9 @@ static void mpi_abort(zen_transport *t, zen_status status, const char *reason)
     for (int p = 0; p < t->size; p++) {
         if (p == t->rank)
             continue;
-        /* Never block in abort: skip a peer whose send lock is held, fire and forget. */
-        if (pthread_mutex_trylock(&s->send_locks[p]) != 0)
+        /* Never block long in abort: wait briefly for a peer's send lock (skipping the notice
+         * leaves that peer naming the wrong rank), fire and forget. */
+        if (!zen_mutex_lock_within(&s->send_locks[p], ABORT_LOCK_NS))
             continue;
         MPI_Request r;
         if (MPI_Isend(&h, (int)sizeof h, MPI_BYTE, p, MPI_TAG_HDR, s->comm, &r) == MPI_SUCCESS)

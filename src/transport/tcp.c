@@ -31,6 +31,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,7 +50,9 @@
 /* How long destroy waits for peers to close their side, so that no unread byte makes the
  * kernel reset a connection whose last messages the peer has not read yet. */
 #define CLOSE_GRACE_NS (2 * (int64_t)1000000000)
-#define POLL_SLICE_MS  200
+/* The longest an abort waits for a connection another thread is writing (see tcp_abort). */
+#define ABORT_LOCK_NS (250 * (int64_t)1000000)
+#define POLL_SLICE_MS 200
 
 typedef struct tcp_state tcp_state;
 
@@ -434,9 +437,11 @@ static void tcp_abort(zen_transport *t, zen_status status, const char *reason)
         tcp_peer *pe = &s->peers[p];
         if (p == t->rank || pe->fd < 0)
             continue;
-        /* Never block: skip a peer whose connection another thread is writing right now, and
-         * send only what fits in the socket buffer. The shutdown tells the peer either way. */
-        if (!atomic_load(&pe->broken) && pthread_mutex_trylock(&pe->send_lock) == 0) {
+        /* Never block for long: wait at most ABORT_LOCK_NS for a writer that holds the
+         * connection (the heartbeat thread holds it for microseconds; skipping the frame then
+         * left the peer with a bare end of stream that names the wrong rank), and send only
+         * what fits in the socket buffer. The shutdown tells the peer either way. */
+        if (!atomic_load(&pe->broken) && zen_mutex_lock_within(&pe->send_lock, ABORT_LOCK_NS)) {
             (void)send(pe->fd, frame, ZEN_TCP_HEADER_BYTES + rlen, MSG_DONTWAIT | MSG_NOSIGNAL);
             pthread_mutex_unlock(&pe->send_lock);
         }
