@@ -15,7 +15,7 @@ add_test(NAME bench_allreduce_shm_forced
 set_tests_properties(bench_allreduce_shm_forced PROPERTIES TIMEOUT 120 LABELS cli
                      ENVIRONMENT "ZEN_TIMEOUT_S=60")
 add_test(NAME launch_transport_usage
-         COMMAND ${ZEN_CHECK_RUN} -x 2 -m "--transport must be auto, shm or tcp"
+         COMMAND ${ZEN_CHECK_RUN} -x 2 -m "bad value .carrier-pigeon. for --transport: use auto, inproc, shm, tcp, shm\\+tcp or mpi"
                  -- $<TARGET_FILE:zen> launch -n 2 --transport carrier-pigeon -- true)
 set_tests_properties(launch_transport_usage PROPERTIES TIMEOUT 30 LABELS cli)
 add_test(NAME launch_bind_core_shm

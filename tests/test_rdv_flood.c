@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +146,7 @@ typedef struct holder {
     int nports, ports[2], n;
     int fds[2 * HELD];
     long reconnects;
-    volatile int stop;
+    atomic_int stop; /* set by the test's thread, read by the holder's */
     pthread_t th;
 } holder;
 
@@ -160,12 +161,12 @@ static void *holder_main(void *p)
     holder *h = p;
     int total = h->nports * h->n;
     struct pollfd pf[2 * HELD];
-    while (!h->stop) {
+    while (!atomic_load(&h->stop)) {
         for (int i = 0; i < total; i++)
             pf[i] = (struct pollfd){ .fd = h->fds[i], .events = POLLIN };
         if (poll(pf, (nfds_t)total, 20) <= 0)
             continue;
-        for (int i = 0; i < total && !h->stop; i++) {
+        for (int i = 0; i < total && !atomic_load(&h->stop); i++) {
             char c;
             if (!pf[i].revents || (recv(h->fds[i], &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN))
                 continue;
@@ -188,7 +189,7 @@ static void holder_start(holder *h)
 
 static void holder_stop(holder *h)
 {
-    h->stop = 1;
+    atomic_store(&h->stop, 1);
     pthread_join(h->th, NULL);
     for (int i = 0; i < h->nports * h->n; i++)
         if (h->fds[i] >= 0)

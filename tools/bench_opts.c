@@ -6,6 +6,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "opt_parse.h"
 
 void bench_help(bench_kind kind)
 {
@@ -45,12 +46,14 @@ void bench_help(bench_kind kind)
            "  -n, --iters N       timed iterations per size (default 20)\n"
            "  -c, --check         verify every result against a locally computed reference\n"
            "                      and report the number of wrong elements (summed over ranks)\n"
-           "  --transport T       inproc: --ranks threads in this process (the default unless\n"
-           "                      started by a launcher); auto (shm inside a host, tcp across:\n"
-           "                      the default under a launcher), shm, tcp or mpi: this process\n"
-           "                      is one rank, e.g. zen launch -n 4 -- zen bench allreduce\n"
-           "                      (the header and JSON name the transport used)\n"
-           "                      (or set ZEN_RANK, ZEN_WORLD_SIZE, ZEN_MASTER_ADDR/PORT)\n"
+           "  --transport T       " ZEN_OPT_TRANSPORTS " (default auto)\n"
+           "                      auto: --ranks threads in this process, unless a launcher\n"
+           "                      started it (zen launch -n 4 -- zen bench allreduce): then\n"
+           "                      mpi under mpirun, else what zen launch --transport set,\n"
+           "                      by default shm inside a host and tcp across (shm+tcp)\n"
+           "                      inproc: threads; shm, tcp, shm+tcp, mpi: this process is\n"
+           "                      one rank (or set ZEN_RANK, ZEN_WORLD_SIZE,\n"
+           "                      ZEN_MASTER_ADDR/PORT); the header and JSON name the one used\n"
            "  --ranks N           inproc rank count (default %d)\n"
            "  --timeout S         deadline in seconds of every blocking wait (0.001..1e6)\n"
            "  --json              one JSON object per result on stdout instead of the table\n"
@@ -68,10 +71,8 @@ void bench_help(bench_kind kind)
 
 static int parse_int(const char *s, int lo, int hi, int *out)
 {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+    long v;
+    if (zen_parse_long(s, lo, hi, &v) != 0)
         return -1;
     *out = (int)v;
     return 0;
@@ -149,14 +150,75 @@ static int is_opt(const char *arg, const char *shortname, const char *longname)
     return (shortname && strcmp(arg, shortname) == 0) || strcmp(arg, longname) == 0;
 }
 
-int bench_parse(int argc, char **argv, bench_kind kind, bench_opts *o, int *done)
+/* The value v of option a into o; 1 when it is not a value a accepts (or a does not apply to
+ * this kind of benchmark). */
+static int parse_value(const char *a, const char *v, bench_opts *o, int *ranks_given)
 {
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "bench %s", argv[0]);
-    *done = 0;
+    bench_kind kind = o->kind;
+    if (is_opt(a, "-b", "--minbytes"))
+        return zen_parse_size(v, &o->min_bytes) != 0;
+    if (is_opt(a, "-e", "--maxbytes"))
+        return zen_parse_size(v, &o->max_bytes) != 0;
+    if (is_opt(a, "-f", "--stepfactor"))
+        return zen_parse_double(v, 1.0, 1024.0, &o->factor) || !(o->factor > 1.0);
+    if (is_opt(a, "-w", "--warmup"))
+        return parse_int(v, 0, 1000000, &o->warmup) != 0;
+    if (is_opt(a, "-n", "--iters"))
+        return parse_int(v, 1, 1000000, &o->iters) != 0;
+    if (is_opt(a, "-d", "--datatype"))
+        return parse_dtype(v, &o->dtype) != 0;
+    if (is_opt(a, "-o", "--op"))
+        return parse_op(v, &o->op) != 0;
+    if (strcmp(a, "--algo") == 0)
+        return kind != BENCH_ALLREDUCE || parse_algo(v, &o->algo);
+    if (strcmp(a, "--root") == 0)
+        return kind != BENCH_BROADCAST || parse_int(v, 0, 1 << 20, &o->root);
+    if (strcmp(a, "--transport") == 0)
+        return zen_opt_transport(v, &o->transport) != 0;
+    if (strcmp(a, "--ranks") == 0) {
+        *ranks_given = 1;
+        return parse_int(v, 1, 4096, &o->ranks) != 0;
+    }
+    if (strcmp(a, "--timeout") == 0)
+        return zen_parse_double(v, 0.001, 1e6, &o->timeout) != 0;
+    if (strcmp(a, "--mode") == 0)
+        return kind != BENCH_P2P || parse_mode(v, &o->p2p_modes);
+    if (strcmp(a, "--window") == 0)
+        return kind != BENCH_P2P || parse_int(v, 1, 1024, &o->window);
+    return 1;
+}
+
+/* The options together: a size range, a transport that can run here, a root among the ranks. */
+static int check_opts(const char *cmd, bench_opts *o, int ranks_given)
+{
+    if (o->min_bytes > o->max_bytes)
+        return zen_usage_error(cmd, "-b (%zu) is larger than -e (%zu)", o->min_bytes, o->max_bytes);
+    o->transport = zen_opt_transport_resolve(o->transport);
+    if (o->transport != ZEN_TRANSPORT_INPROC) {
+        if (ranks_given)
+            return zen_usage_error(cmd,
+                                   "--ranks is for --transport inproc; with %s the launcher "
+                                   "sets the world size",
+                                   zen_transport_name(o->transport));
+        if (!zen_cli_launched())
+            return zen_usage_error(cmd,
+                                   "--transport %s runs one rank per process: start it with "
+                                   "`zen launch -n N -- zen %s ...` (or set ZEN_RANK, "
+                                   "ZEN_WORLD_SIZE, ZEN_MASTER_ADDR, ZEN_MASTER_PORT)",
+                                   zen_transport_name(o->transport), cmd);
+    }
+    if (o->kind == BENCH_P2P && o->transport == ZEN_TRANSPORT_INPROC && o->ranks < 2)
+        return zen_usage_error(cmd, "p2p needs at least 2 ranks");
+    if (o->kind == BENCH_BROADCAST && o->transport == ZEN_TRANSPORT_INPROC && o->root >= o->ranks)
+        return zen_usage_error(cmd, "--root %d is not a rank of %d", o->root, o->ranks);
+    return ZEN_EXIT_OK;
+}
+
+static void set_defaults(bench_kind kind, const char *name, bench_opts *o)
+{
     memset(o, 0, sizeof *o);
     o->kind = kind;
-    o->name = argv[0];
+    o->name = name;
     o->min_bytes = 8;
     o->max_bytes = 64u << 20;
     o->factor = 2.0;
@@ -166,9 +228,17 @@ int bench_parse(int argc, char **argv, bench_kind kind, bench_opts *o, int *done
     o->op = ZEN_SUM;
     o->algo = ZEN_ALLREDUCE_AUTO;
     o->p2p_modes = P2P_ALL;
-    int transport_given = 0;
-    int ranks_given = 0;
+    o->transport = ZEN_TRANSPORT_AUTO; /* threads here, the launcher's choice under one */
     o->ranks = kind == BENCH_P2P ? 2 : 4;
+}
+
+int bench_parse(int argc, char **argv, bench_kind kind, bench_opts *o, int *done)
+{
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "bench %s", argv[0]);
+    *done = 0;
+    set_defaults(kind, argv[0], o);
+    int ranks_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (zen_is_help(a)) {
@@ -199,72 +269,11 @@ int bench_parse(int argc, char **argv, bench_kind kind, bench_opts *o, int *done
         if (i + 1 >= argc)
             return zen_usage_error(cmd, "option '%s' needs a value", a);
         const char *v = argv[++i];
-        int bad = 0;
-        if (is_opt(a, "-b", "--minbytes")) {
-            bad = zen_parse_size(v, &o->min_bytes);
-        } else if (is_opt(a, "-e", "--maxbytes")) {
-            bad = zen_parse_size(v, &o->max_bytes);
-        } else if (is_opt(a, "-f", "--stepfactor")) {
-            bad = zen_parse_double(v, 1.0, 1024.0, &o->factor) || !(o->factor > 1.0);
-        } else if (is_opt(a, "-w", "--warmup")) {
-            bad = parse_int(v, 0, 1000000, &o->warmup);
-        } else if (is_opt(a, "-n", "--iters")) {
-            bad = parse_int(v, 1, 1000000, &o->iters);
-        } else if (is_opt(a, "-d", "--datatype")) {
-            bad = parse_dtype(v, &o->dtype);
-        } else if (is_opt(a, "-o", "--op")) {
-            bad = parse_op(v, &o->op);
-        } else if (strcmp(a, "--algo") == 0) {
-            bad = kind != BENCH_ALLREDUCE || parse_algo(v, &o->algo);
-        } else if (strcmp(a, "--root") == 0) {
-            bad = kind != BENCH_BROADCAST || parse_int(v, 0, 1 << 20, &o->root);
-        } else if (strcmp(a, "--transport") == 0) {
-            transport_given = 1;
-            if (strcmp(v, "inproc") == 0)
-                o->transport = ZEN_TRANSPORT_INPROC;
-            else if (strcmp(v, "tcp") == 0)
-                o->transport = ZEN_TRANSPORT_TCP;
-            else if (strcmp(v, "mpi") == 0)
-                o->transport = ZEN_TRANSPORT_MPI;
-            else if (strcmp(v, "shm") == 0)
-                o->transport = ZEN_TRANSPORT_SHM;
-            else if (strcmp(v, "auto") == 0)
-                o->transport = ZEN_TRANSPORT_MIXED;
-            else
-                bad = 1;
-        } else if (strcmp(a, "--ranks") == 0) {
-            ranks_given = 1;
-            bad = parse_int(v, 1, 4096, &o->ranks);
-        } else if (strcmp(a, "--timeout") == 0) {
-            bad = zen_parse_double(v, 0.001, 1e6, &o->timeout);
-        } else if (strcmp(a, "--mode") == 0) {
-            bad = kind != BENCH_P2P || parse_mode(v, &o->p2p_modes);
-        } else if (strcmp(a, "--window") == 0) {
-            bad = kind != BENCH_P2P || parse_int(v, 1, 1024, &o->window);
-        }
-        if (bad)
+        if (parse_value(a, v, o, &ranks_given)) {
+            if (strcmp(a, "--transport") == 0)
+                return zen_opt_transport_error(cmd, v);
             return zen_usage_error(cmd, "bad value '%s' for %s", v, a);
+        }
     }
-    if (o->min_bytes > o->max_bytes)
-        return zen_usage_error(cmd, "-b (%zu) is larger than -e (%zu)", o->min_bytes, o->max_bytes);
-    if (!transport_given)
-        o->transport = zen_cli_launched() ? ZEN_TRANSPORT_AUTO : ZEN_TRANSPORT_INPROC;
-    if (o->transport != ZEN_TRANSPORT_INPROC) {
-        if (ranks_given)
-            return zen_usage_error(cmd,
-                                   "--ranks is for --transport inproc; with %s the launcher "
-                                   "sets the world size",
-                                   zen_transport_name(o->transport));
-        if (!zen_cli_launched())
-            return zen_usage_error(cmd,
-                                   "--transport %s runs one rank per process: start it with "
-                                   "`zen launch -n N -- zen %s ...` (or set ZEN_RANK, "
-                                   "ZEN_WORLD_SIZE, ZEN_MASTER_ADDR, ZEN_MASTER_PORT)",
-                                   zen_transport_name(o->transport), cmd);
-    }
-    if (kind == BENCH_P2P && o->transport == ZEN_TRANSPORT_INPROC && o->ranks < 2)
-        return zen_usage_error(cmd, "p2p needs at least 2 ranks");
-    if (kind == BENCH_BROADCAST && o->transport == ZEN_TRANSPORT_INPROC && o->root >= o->ranks)
-        return zen_usage_error(cmd, "--root %d is not a rank of %d", o->root, o->ranks);
-    return ZEN_EXIT_OK;
+    return check_opts(cmd, o, ranks_given);
 }

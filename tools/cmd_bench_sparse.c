@@ -29,6 +29,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "opt_parse.h"
 #include "sparse_verify.h"
 
 enum {
@@ -848,125 +849,161 @@ static zen_status bench_rank(zen_comm *comm, const bench_opts *o, void *arg)
 
 /* ---- report ---- */
 
-static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
+/* What every row of the report shares: the data's shape, the ideal volume, the dense and
+ * allgather times the speedups are relative to, and the model's predictions when AUTO ran. */
+typedef struct sb_summary {
+    int n;
+    double nnz_avg, nnz_sum, density, ideal, t_dense, t_ag;
+    uint64_t rows;
+    uint32_t width;
+    const double *pred;
+    const char *overlap;
+} sb_summary;
+
+static void summarize(const sb_cfg *cfg, const sb_shared *sh, int n, sb_summary *m)
 {
-    double nnz_avg = 0, nnz_sum = 0, density = 0;
-    uint64_t rows = sh->cases[0].rows;
-    uint32_t width = sh->cases[0].width;
-    double ideal = 0;
+    memset(m, 0, sizeof *m);
+    m->n = n;
+    m->rows = sh->cases[0].rows;
+    m->width = sh->cases[0].width;
     for (size_t i = 0; i < sh->ncases; i++) {
         const sb_case *c = &sh->cases[i];
         double avg = (double)c->nnz_unique_total / n;
-        nnz_avg += avg;
-        nnz_sum += (double)c->nnz_sum;
-        density += avg / (double)c->rows;
-        ideal += (double)(n - 1) / n * (avg + (double)c->nnz_sum) * (4.0 + 4.0 * c->width);
+        m->nnz_avg += avg;
+        m->nnz_sum += (double)c->nnz_sum;
+        m->density += avg / (double)c->rows;
+        m->ideal += (double)(n - 1) / n * (avg + (double)c->nnz_sum) * (4.0 + 4.0 * c->width);
     }
-    density /= (double)sh->ncases;
-    double t_dense = 0, t_ag = 0;
-    const double *pred = NULL; /* the cost model's predictions, when AUTO ran */
+    m->density /= (double)sh->ncases;
     for (int i = 0; i < sh->nresults; i++) {
         if (sh->results[i].twin)
             continue;
         if (sh->results[i].scheme == ZEN_SPARSE_DENSE)
-            t_dense = sh->results[i].p50_us;
+            m->t_dense = sh->results[i].p50_us;
         if (sh->results[i].scheme == ZEN_SPARSE_ALLGATHER)
-            t_ag = sh->results[i].p50_us;
+            m->t_ag = sh->results[i].p50_us;
         if (sh->results[i].scheme == ZEN_SPARSE_AUTO && n > 1)
-            pred = sh->results[i].predicted_us;
+            m->pred = sh->results[i].predicted_us;
     }
-    const char *overlap = cfg->trace ? "trace" : overlap_names[cfg->overlap];
-    if (!cfg->json) {
-        char machine[256];
-        zen_machine_line(machine, sizeof machine);
-        printf("# zen bench sparse | %s\n", machine);
-        printf("# ranks %d (%s) | %s%s | rows %llu width %u | density %.4g | overlap %s", n,
-               zen_transport_name(sh->kind), cfg->trace ? "trace " : "synthetic",
-               cfg->trace ? cfg->trace : "", (unsigned long long)rows, width, density, overlap);
-        if (!cfg->trace && cfg->overlap == OV_ZIPF)
-            printf(" s=%.3g", cfg->zipf_s);
-        if (!cfg->trace && cfg->skew > 0)
-            printf(" | skew: all in first %.3g%%", cfg->skew * 100);
-        if (cfg->hash_k || cfg->hash_r1 > 0 || cfg->pull_format)
-            printf(" | ablation: hash k %d r1 %.3g, pull %s", cfg->hash_k ? cfg->hash_k : 3,
-                   cfg->hash_r1 > 0 ? cfg->hash_r1 : 2.0, pull_format_names[cfg->pull_format]);
-        printf("\n# per call: nnz/rank %.0f, nnz of sum %.0f, %zu tensor(s) | iters %d warmup %d "
-               "| ideal = (n-1)/n (nnz/rank + nnz sum)(4+4w) bytes = %.0f\n",
-               nnz_avg, nnz_sum, sh->ncases, cfg->iters, cfg->warmup, ideal);
-        printf("%-22s %8s %12s %11s %14s %14s %9s %8s %8s %9s %9s\n", "scheme", "verified",
-               "p50_us", "model_us", "max_sent_B", "max_recv_B", "sent/ideal", "imb_push",
-               "imb_pull", "vs_dense", "vs_allgth");
+    m->overlap = cfg->trace ? "trace" : overlap_names[cfg->overlap];
+}
+
+static void print_header(const sb_cfg *cfg, const sb_shared *sh, const sb_summary *m)
+{
+    char machine[256];
+    zen_machine_line(machine, sizeof machine);
+    printf("# zen bench sparse | %s\n", machine);
+    printf("# ranks %d (%s) | %s%s | rows %llu width %u | density %.4g | overlap %s", m->n,
+           zen_transport_name(sh->kind), cfg->trace ? "trace " : "synthetic",
+           cfg->trace ? cfg->trace : "", (unsigned long long)m->rows, m->width, m->density,
+           m->overlap);
+    if (!cfg->trace && cfg->overlap == OV_ZIPF)
+        printf(" s=%.3g", cfg->zipf_s);
+    if (!cfg->trace && cfg->skew > 0)
+        printf(" | skew: all in first %.3g%%", cfg->skew * 100);
+    if (cfg->hash_k || cfg->hash_r1 > 0 || cfg->pull_format)
+        printf(" | ablation: hash k %d r1 %.3g, pull %s", cfg->hash_k ? cfg->hash_k : 3,
+               cfg->hash_r1 > 0 ? cfg->hash_r1 : 2.0, pull_format_names[cfg->pull_format]);
+    printf("\n# per call: nnz/rank %.0f, nnz of sum %.0f, %zu tensor(s) | iters %d warmup %d "
+           "| ideal = (n-1)/n (nnz/rank + nnz sum)(4+4w) bytes = %.0f\n",
+           m->nnz_avg, m->nnz_sum, sh->ncases, cfg->iters, cfg->warmup, m->ideal);
+    printf("%-22s %8s %12s %11s %14s %14s %9s %8s %8s %9s %9s\n", "scheme", "verified", "p50_us",
+           "model_us", "max_sent_B", "max_recv_B", "sent/ideal", "imb_push", "imb_pull", "vs_dense",
+           "vs_allgth");
+}
+
+/* A JSON number, or null when v is not positive (not measured). */
+static void print_json_num(const char *key, double v)
+{
+    if (v > 0)
+        printf("\"%s\":%.4f,", key, v);
+    else
+        printf("\"%s\":null,", key);
+}
+
+static void print_json_row(const sb_cfg *cfg, const sb_shared *sh, const sb_summary *m,
+                           const sb_result *r, double model)
+{
+    printf("{\"scheme\":\"%s\",\"chosen\":\"%s\",\"ranks\":%d,\"rows\":%llu,\"width\":%u,"
+           "\"density\":%.6g,\"overlap\":\"%s\",\"zipf_s\":%.4g,\"skew\":%.4g,"
+           "\"tensors\":%zu,\"transport\":\"%s\",\"verified\":%s,\"time_us_p50\":%.3f,"
+           "\"max_bytes_sent\":%.0f,\"max_bytes_recv\":%.0f,\"ideal_bytes\":%.0f,"
+           "\"imbalance_push\":%.4f,\"imbalance_pull\":%.4f,\"run_us\":%.1f,%s",
+           zen_sparse_scheme_name((zen_sparse_scheme)r->scheme),
+           zen_sparse_scheme_name((zen_sparse_scheme)r->chosen), m->n, (unsigned long long)m->rows,
+           m->width, m->density, m->overlap, cfg->zipf_s, cfg->skew, sh->ncases,
+           zen_transport_name(sh->kind), r->verified ? "true" : "false", r->p50_us, r->max_sent,
+           r->max_recv, m->ideal, r->imb_push, r->imb_pull, r->run_us,
+           r->twin ? "\"twin\":true," : "");
+    if (r->twin_paired > 0)
+        printf("\"twin_over_paired\":%.4f,", r->twin_paired);
+    print_json_num("speedup_vs_dense",
+                   m->t_dense > 0 && r->p50_us > 0 ? m->t_dense / r->p50_us : 0);
+    print_json_num("speedup_vs_allgather", m->t_ag > 0 && r->p50_us > 0 ? m->t_ag / r->p50_us : 0);
+    printf("\"phase_us\":[%.1f,%.1f,%.1f,%.1f,%.1f,%.1f],", r->phase_us[0], r->phase_us[1],
+           r->phase_us[2], r->phase_us[3], r->phase_us[4], r->phase_us[5]);
+    printf("\"partition_serial\":%.0f,\"partition_passes\":%.0f,\"pull_formats\":[", r->part_serial,
+           r->part_passes);
+    for (int f = 1, sep = 0; f < 4; f++)
+        if (r->pull_formats & (1 << f)) {
+            printf("%s\"%s\"", sep ? "," : "", pull_format_names[f]);
+            sep = 1;
+        }
+    printf("],");
+    if (r->scheme == ZEN_SPARSE_AUTO && r->paired[ZEN_SPARSE_AUTO] > 0) {
+        const char *sep = "";
+        printf("\"auto_over_paired\":{");
+        for (int k = 1; k < ZEN_SPARSE_SCHEME_COUNT; k++)
+            if (r->paired[k] > 0) {
+                printf("%s\"%s\":%.4f", sep, zen_sparse_scheme_name((zen_sparse_scheme)k),
+                       r->paired[k]);
+                sep = ",";
+            }
+        printf("},");
     }
+    if (model > 0)
+        printf("\"model_us\":%.3f}\n", model);
+    else
+        printf("\"model_us\":null}\n");
+}
+
+static void print_table_row(const sb_summary *m, const sb_result *r, double model)
+{
+    const char *name = zen_sparse_scheme_name((zen_sparse_scheme)r->scheme);
+    double vd = m->t_dense > 0 && r->p50_us > 0 ? m->t_dense / r->p50_us : 0;
+    double va = m->t_ag > 0 && r->p50_us > 0 ? m->t_ag / r->p50_us : 0;
+    char label[40], vds[16] = "-", vas[16] = "-", ms[24] = "-";
+    if (r->scheme == ZEN_SPARSE_AUTO)
+        snprintf(label, sizeof label, "auto->%s",
+                 zen_sparse_scheme_name((zen_sparse_scheme)r->chosen));
+    else if (r->twin)
+        snprintf(label, sizeof label, "%s~twin", name);
+    else
+        snprintf(label, sizeof label, "%s", name);
+    if (vd > 0)
+        snprintf(vds, sizeof vds, "%.2fx", vd);
+    if (va > 0)
+        snprintf(vas, sizeof vas, "%.2fx", va);
+    if (model > 0)
+        snprintf(ms, sizeof ms, "%.1f", model);
+    printf("%-22s %8s %12.1f %11s %14.0f %14.0f %9.2f %8.3f %8.3f %9s %9s\n", label,
+           r->verified ? "yes" : "NO", r->p50_us, ms, r->max_sent, r->max_recv,
+           m->ideal > 0 ? r->max_sent / m->ideal : 0, r->imb_push, r->imb_pull, vds, vas);
+}
+
+static void report(const sb_cfg *cfg, const sb_shared *sh, int n)
+{
+    sb_summary m;
+    summarize(cfg, sh, n, &m);
+    if (!cfg->json)
+        print_header(cfg, sh, &m);
     for (int i = 0; i < sh->nresults; i++) {
         const sb_result *r = &sh->results[i];
-        double vd = t_dense > 0 && r->p50_us > 0 ? t_dense / r->p50_us : 0;
-        double va = t_ag > 0 && r->p50_us > 0 ? t_ag / r->p50_us : 0;
-        const char *name = zen_sparse_scheme_name((zen_sparse_scheme)r->scheme);
-        const char *chosen = zen_sparse_scheme_name((zen_sparse_scheme)r->chosen);
-        double model = pred ? pred[r->scheme == ZEN_SPARSE_AUTO ? r->chosen : r->scheme] : 0;
-        if (cfg->json) {
-            printf("{\"scheme\":\"%s\",\"chosen\":\"%s\",\"ranks\":%d,\"rows\":%llu,\"width\":%u,"
-                   "\"density\":%.6g,\"overlap\":\"%s\",\"zipf_s\":%.4g,\"skew\":%.4g,"
-                   "\"tensors\":%zu,\"transport\":\"%s\",\"verified\":%s,\"time_us_p50\":%.3f,"
-                   "\"max_bytes_sent\":%.0f,\"max_bytes_recv\":%.0f,\"ideal_bytes\":%.0f,"
-                   "\"imbalance_push\":%.4f,\"imbalance_pull\":%.4f,\"run_us\":%.1f,%s",
-                   name, chosen, n, (unsigned long long)rows, width, density, overlap, cfg->zipf_s,
-                   cfg->skew, sh->ncases, zen_transport_name(sh->kind),
-                   r->verified ? "true" : "false", r->p50_us, r->max_sent, r->max_recv, ideal,
-                   r->imb_push, r->imb_pull, r->run_us, r->twin ? "\"twin\":true," : "");
-            if (r->twin_paired > 0)
-                printf("\"twin_over_paired\":%.4f,", r->twin_paired);
-            if (vd > 0)
-                printf("\"speedup_vs_dense\":%.4f,", vd);
-            else
-                printf("\"speedup_vs_dense\":null,");
-            if (va > 0)
-                printf("\"speedup_vs_allgather\":%.4f,", va);
-            else
-                printf("\"speedup_vs_allgather\":null,");
-            printf("\"phase_us\":[%.1f,%.1f,%.1f,%.1f,%.1f,%.1f],", r->phase_us[0], r->phase_us[1],
-                   r->phase_us[2], r->phase_us[3], r->phase_us[4], r->phase_us[5]);
-            printf("\"partition_serial\":%.0f,\"partition_passes\":%.0f,\"pull_formats\":[",
-                   r->part_serial, r->part_passes);
-            for (int f = 1, sep = 0; f < 4; f++)
-                if (r->pull_formats & (1 << f)) {
-                    printf("%s\"%s\"", sep ? "," : "", pull_format_names[f]);
-                    sep = 1;
-                }
-            printf("],");
-            if (r->scheme == ZEN_SPARSE_AUTO && r->paired[ZEN_SPARSE_AUTO] > 0) {
-                const char *sep = "";
-                printf("\"auto_over_paired\":{");
-                for (int k = 1; k < ZEN_SPARSE_SCHEME_COUNT; k++)
-                    if (r->paired[k] > 0) {
-                        printf("%s\"%s\":%.4f", sep, zen_sparse_scheme_name((zen_sparse_scheme)k),
-                               r->paired[k]);
-                        sep = ",";
-                    }
-                printf("},");
-            }
-            if (model > 0)
-                printf("\"model_us\":%.3f}\n", model);
-            else
-                printf("\"model_us\":null}\n");
-        } else {
-            char label[40], vds[16] = "-", vas[16] = "-", ms[24] = "-";
-            if (r->scheme == ZEN_SPARSE_AUTO)
-                snprintf(label, sizeof label, "auto->%s", chosen);
-            else if (r->twin)
-                snprintf(label, sizeof label, "%s~twin", name);
-            else
-                snprintf(label, sizeof label, "%s", name);
-            if (vd > 0)
-                snprintf(vds, sizeof vds, "%.2fx", vd);
-            if (va > 0)
-                snprintf(vas, sizeof vas, "%.2fx", va);
-            if (model > 0)
-                snprintf(ms, sizeof ms, "%.1f", model);
-            printf("%-22s %8s %12.1f %11s %14.0f %14.0f %9.2f %8.3f %8.3f %9s %9s\n", label,
-                   r->verified ? "yes" : "NO", r->p50_us, ms, r->max_sent, r->max_recv,
-                   ideal > 0 ? r->max_sent / ideal : 0, r->imb_push, r->imb_pull, vds, vas);
-        }
+        double model = m.pred ? m.pred[r->scheme == ZEN_SPARSE_AUTO ? r->chosen : r->scheme] : 0;
+        if (cfg->json)
+            print_json_row(cfg, sh, &m, r, model);
+        else
+            print_table_row(&m, r, model);
     }
     fflush(stdout);
 }
@@ -981,6 +1018,9 @@ static void help(void)
         "against a dense sum computed locally on every rank.\n\n"
         "  --ranks N          inproc ranks (threads), default 4; under a launcher (zen launch,\n"
         "                     mpirun) each process is one rank and N is not used\n"
+        "  --transport T      auto, inproc, shm, tcp, shm+tcp or mpi (default auto: --ranks\n"
+        "                     threads, or the launcher's transport when one started this\n"
+        "                     process; the others need a launcher, except inproc)\n"
         "  --rows R           rows of the tensor (default 1000000)\n"
         "  --width W          values per row (1: element sparsity; default 1)\n"
         "  --density D        fraction of rows non-zero on each rank (default 0.01)\n"
@@ -1067,10 +1107,12 @@ static int parse_num(const char *cmd, const char *opt, const char *s, double lo,
 static int parse_count(const char *cmd, const char *opt, const char *s, double lo, double hi,
                        double *out)
 {
-    if (zen_parse_whole(s, lo, hi, out) != 0) {
+    long v;
+    if (zen_parse_long(s, (long)lo, (long)hi, &v) != 0) {
         zen_usage_error(cmd, "%s: '%s' is not a whole number in [%g, %g]", opt, s, lo, hi);
         return -1;
     }
+    *out = (double)v;
     return 0;
 }
 
@@ -1106,10 +1148,85 @@ static int parse_schemes(const char *s, sb_cfg *cfg)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
+/* The value v of the option a; ZEN_EXIT_USAGE (the reason printed) when it is not one a accepts,
+ * -1 when a is no option of this command. */
+static int parse_value(const char *cmd, const char *a, const char *v, sb_cfg *cfg, int *ranks_given)
 {
-    const char *cmd = "bench sparse";
-    *done = 0;
+    double x;
+    if (strcmp(a, "--ranks") == 0) {
+        if (parse_count(cmd, a, v, 1, 4096, &x))
+            return ZEN_EXIT_USAGE;
+        cfg->ranks = (int)x;
+        *ranks_given = 1;
+    } else if (strcmp(a, "--rows") == 0) {
+        size_t sz;
+        if (zen_parse_size(v, &sz) != 0 || sz == 0 || sz > UINT32_MAX)
+            return zen_usage_error(cmd, "--rows: '%s' must be in [1, 2^32)", v);
+        cfg->rows = sz;
+    } else if (strcmp(a, "--width") == 0) {
+        if (parse_count(cmd, a, v, 1, 1 << 20, &x))
+            return ZEN_EXIT_USAGE;
+        cfg->width = (uint32_t)x;
+    } else if (strcmp(a, "--density") == 0) {
+        if (parse_num(cmd, a, v, 0, 1, &cfg->density))
+            return ZEN_EXIT_USAGE;
+    } else if (strcmp(a, "--overlap") == 0) {
+        int k = name_index(v, overlap_names, 4);
+        if (k < 0)
+            return zen_usage_error(cmd, "--overlap: random, identical, disjoint or zipf");
+        cfg->overlap = k;
+    } else if (strcmp(a, "--zipf-s") == 0) {
+        if (parse_num(cmd, a, v, 0, 100, &cfg->zipf_s))
+            return ZEN_EXIT_USAGE;
+    } else if (strcmp(a, "--skew") == 0) {
+        if (parse_num(cmd, a, v, 0, 1, &cfg->skew))
+            return ZEN_EXIT_USAGE;
+    } else if (strcmp(a, "--schemes") == 0) {
+        if (parse_schemes(v, cfg))
+            return ZEN_EXIT_USAGE;
+    } else if (strcmp(a, "--iters") == 0) {
+        if (parse_count(cmd, a, v, 1, 1e7, &x))
+            return ZEN_EXIT_USAGE;
+        cfg->iters = (int)x;
+    } else if (strcmp(a, "--warmup") == 0) {
+        if (parse_count(cmd, a, v, 0, 1e7, &x))
+            return ZEN_EXIT_USAGE;
+        cfg->warmup = (int)x;
+    } else if (strcmp(a, "--seed") == 0) {
+        if (parse_count(cmd, a, v, 0, 1e18, &x))
+            return ZEN_EXIT_USAGE;
+        cfg->seed = (uint64_t)x;
+    } else if (strcmp(a, "--hash-k") == 0) {
+        if (parse_count(cmd, a, v, 1, 3, &x))
+            return ZEN_EXIT_USAGE;
+        cfg->hash_k = (int)x;
+    } else if (strcmp(a, "--hash-r1") == 0) {
+        if (parse_num(cmd, a, v, 0.1, 64, &cfg->hash_r1))
+            return ZEN_EXIT_USAGE;
+    } else if (strcmp(a, "--pull-format") == 0) {
+        int k = name_index(v, pull_format_names, 4);
+        if (k < 0)
+            return zen_usage_error(cmd, "--pull-format: auto, hash-bitmap, coo or plain-bitmap");
+        cfg->pull_format = k;
+    } else if (strcmp(a, "--trace") == 0) {
+        cfg->trace = v;
+    } else if (strcmp(a, "--timeout") == 0) {
+        if (parse_num(cmd, a, v, 0.001, 1e6, &cfg->timeout))
+            return ZEN_EXIT_USAGE;
+    } else if (strcmp(a, "--max-mem") == 0) {
+        if (parse_num(cmd, a, v, 1e-6, 1e6, &cfg->max_mem_gib))
+            return ZEN_EXIT_USAGE;
+    } else if (strcmp(a, "--transport") == 0) {
+        if (zen_opt_transport(v, &cfg->transport) != 0)
+            return zen_opt_transport_error(cmd, v);
+    } else {
+        return -1;
+    }
+    return ZEN_EXIT_OK;
+}
+
+static void set_defaults(sb_cfg *cfg)
+{
     memset(cfg, 0, sizeof *cfg);
     cfg->ranks = 4;
     cfg->rows = 1000000;
@@ -1119,7 +1236,15 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
     cfg->iters = 20;
     cfg->warmup = 3;
     cfg->seed = 1;
+    cfg->transport = ZEN_TRANSPORT_AUTO; /* threads here, the launcher's choice under one */
     parse_schemes("all", cfg);
+}
+
+static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
+{
+    const char *cmd = "bench sparse";
+    *done = 0;
+    set_defaults(cfg);
     int ranks_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1128,95 +1253,30 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
             *done = 1;
             return ZEN_EXIT_OK;
         }
-        if (strcmp(a, "--json") == 0) {
-            cfg->json = 1;
-            continue;
-        }
-        if (strcmp(a, "--call-times") == 0) {
-            cfg->call_times = 1;
-            continue;
-        }
-        if (strcmp(a, "--sequential") == 0) {
-            cfg->sequential = 1;
-            continue;
-        }
-        if (strcmp(a, "--twins") == 0) {
-            cfg->twins = 1;
+        int *flag = strcmp(a, "--json") == 0         ? &cfg->json
+                    : strcmp(a, "--call-times") == 0 ? &cfg->call_times
+                    : strcmp(a, "--sequential") == 0 ? &cfg->sequential
+                    : strcmp(a, "--twins") == 0      ? &cfg->twins
+                                                     : NULL;
+        if (flag) {
+            *flag = 1;
             continue;
         }
         if (i + 1 >= argc)
             return zen_usage_error(cmd, "unknown option or missing value: %s", a);
-        const char *v = argv[++i];
-        double x;
-        if (strcmp(a, "--ranks") == 0) {
-            if (parse_count(cmd, a, v, 1, 4096, &x))
-                return ZEN_EXIT_USAGE;
-            cfg->ranks = (int)x;
-            ranks_given = 1;
-        } else if (strcmp(a, "--rows") == 0) {
-            size_t sz;
-            if (zen_parse_size(v, &sz) != 0 || sz == 0 || sz > UINT32_MAX)
-                return zen_usage_error(cmd, "--rows: '%s' must be in [1, 2^32)", v);
-            cfg->rows = sz;
-        } else if (strcmp(a, "--width") == 0) {
-            if (parse_count(cmd, a, v, 1, 1 << 20, &x))
-                return ZEN_EXIT_USAGE;
-            cfg->width = (uint32_t)x;
-        } else if (strcmp(a, "--density") == 0) {
-            if (parse_num(cmd, a, v, 0, 1, &cfg->density))
-                return ZEN_EXIT_USAGE;
-        } else if (strcmp(a, "--overlap") == 0) {
-            int k = name_index(v, overlap_names, 4);
-            if (k < 0)
-                return zen_usage_error(cmd, "--overlap: random, identical, disjoint or zipf");
-            cfg->overlap = k;
-        } else if (strcmp(a, "--zipf-s") == 0) {
-            if (parse_num(cmd, a, v, 0, 100, &cfg->zipf_s))
-                return ZEN_EXIT_USAGE;
-        } else if (strcmp(a, "--skew") == 0) {
-            if (parse_num(cmd, a, v, 0, 1, &cfg->skew))
-                return ZEN_EXIT_USAGE;
-        } else if (strcmp(a, "--schemes") == 0) {
-            if (parse_schemes(v, cfg))
-                return ZEN_EXIT_USAGE;
-        } else if (strcmp(a, "--iters") == 0) {
-            if (parse_count(cmd, a, v, 1, 1e7, &x))
-                return ZEN_EXIT_USAGE;
-            cfg->iters = (int)x;
-        } else if (strcmp(a, "--warmup") == 0) {
-            if (parse_count(cmd, a, v, 0, 1e7, &x))
-                return ZEN_EXIT_USAGE;
-            cfg->warmup = (int)x;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (parse_count(cmd, a, v, 0, 1e18, &x))
-                return ZEN_EXIT_USAGE;
-            cfg->seed = (uint64_t)x;
-        } else if (strcmp(a, "--hash-k") == 0) {
-            if (parse_count(cmd, a, v, 1, 3, &x))
-                return ZEN_EXIT_USAGE;
-            cfg->hash_k = (int)x;
-        } else if (strcmp(a, "--hash-r1") == 0) {
-            if (parse_num(cmd, a, v, 0.1, 64, &cfg->hash_r1))
-                return ZEN_EXIT_USAGE;
-        } else if (strcmp(a, "--pull-format") == 0) {
-            int k = name_index(v, pull_format_names, 4);
-            if (k < 0)
-                return zen_usage_error(cmd,
-                                       "--pull-format: auto, hash-bitmap, coo or plain-bitmap");
-            cfg->pull_format = k;
-        } else if (strcmp(a, "--trace") == 0) {
-            cfg->trace = v;
-        } else if (strcmp(a, "--timeout") == 0) {
-            if (parse_num(cmd, a, v, 0.001, 1e6, &cfg->timeout))
-                return ZEN_EXIT_USAGE;
-        } else if (strcmp(a, "--max-mem") == 0) {
-            if (parse_num(cmd, a, v, 1e-6, 1e6, &cfg->max_mem_gib))
-                return ZEN_EXIT_USAGE;
-        } else {
+        int rc = parse_value(cmd, a, argv[i + 1], cfg, &ranks_given);
+        if (rc < 0)
             return zen_usage_error(cmd, "unknown option: %s", a);
-        }
+        if (rc != ZEN_EXIT_OK)
+            return rc;
+        i++;
     }
-    cfg->transport = zen_cli_launched() ? ZEN_TRANSPORT_AUTO : ZEN_TRANSPORT_INPROC;
+    cfg->transport = zen_opt_transport_resolve(cfg->transport);
+    if (cfg->transport != ZEN_TRANSPORT_INPROC && !zen_cli_launched())
+        return zen_usage_error(cmd,
+                               "--transport %s runs one rank per process: start it with `zen "
+                               "launch -n N -- zen bench sparse ...`",
+                               zen_transport_name(cfg->transport));
     if (cfg->transport != ZEN_TRANSPORT_INPROC && ranks_given)
         fprintf(stderr, "zen bench sparse: --ranks ignored: the launcher decides the ranks\n");
     /* the dense reference needs rows * width floats per process */

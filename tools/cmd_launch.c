@@ -26,6 +26,7 @@
 
 #include "cli.h"
 #include "free_port.h"
+#include "opt_parse.h"
 
 #define MAX_RANKS 1024
 
@@ -64,9 +65,10 @@ static void usage(FILE *f)
             "  --port P     rendezvous port (default: a free port)\n"
             "  --grace S    seconds the other ranks get to exit on their own after one fails,\n"
             "               before SIGTERM (0..1e6, default 3)\n"
-            "  --transport T  auto (default: shared memory among the ranks of a host, tcp\n"
-            "               across hosts), shm (shared memory, all ranks on this host) or tcp;\n"
-            "               sets ZEN_TRANSPORT for every rank\n"
+            "  --transport T  the ranks' transport, as ZEN_TRANSPORT: auto (default: shared\n"
+            "               memory among the ranks of a host, tcp across hosts; shm+tcp says\n"
+            "               the same), shm (all ranks on this host) or tcp; the other spellings\n"
+            "               of every zen command, inproc and mpi, are not launched processes\n"
             "  --bind B     core: pin rank r to the (r mod C)-th of the C cores this launcher may\n"
             "               use; none: leave placement to the scheduler; auto (default): core\n"
             "               when N <= C, none when oversubscribed (Open MPI's mpirun binds to\n"
@@ -263,6 +265,25 @@ static int supervise(int n, double grace_s)
     return failed ? ZEN_EXIT_FAIL : ZEN_EXIT_OK;
 }
 
+/* --transport for the ranks, parsed like every command's (opt_parse.h) and handed to them as
+ * ZEN_TRANSPORT, which their "auto" reads. The ranks are processes this launcher starts: inproc
+ * (threads of one process) and mpi (ranks started by mpirun) cannot be launched here. */
+static int set_rank_transport(const char *t)
+{
+    zen_transport_kind kind;
+    if (zen_opt_transport(t, &kind) != 0)
+        return zen_opt_transport_error("launch", t);
+    if (kind == ZEN_TRANSPORT_INPROC)
+        return zen_usage_error("launch",
+                               "--transport inproc runs the ranks as threads of one process: "
+                               "run the command without zen launch (e.g. --ranks N)");
+    if (kind == ZEN_TRANSPORT_MPI)
+        return zen_usage_error("launch", "--transport mpi ranks are started by mpirun, not by "
+                                         "zen launch");
+    setenv("ZEN_TRANSPORT", t, 1); /* inherited by every rank */
+    return ZEN_EXIT_OK;
+}
+
 int zen_cmd_launch(int argc, char **argv)
 {
     int n = 0, port = 0;
@@ -282,23 +303,19 @@ int zen_cmd_launch(int argc, char **argv)
             break; /* the command starts here, as with mpirun: `--` is optional */
         if (i + 1 >= argc)
             return zen_usage_error("launch", "option %s needs a value", a);
-        char *end = NULL;
+        long v;
         if (strcmp(a, "-n") == 0 || strcmp(a, "-np") == 0 || strcmp(a, "--nproc") == 0) {
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > MAX_RANKS)
+            if (zen_parse_long(argv[++i], 1, MAX_RANKS, &v) != 0)
                 return zen_usage_error("launch", "-n must be 1..%d, not '%s'", MAX_RANKS, argv[i]);
             n = (int)v;
         } else if (strcmp(a, "--port") == 0) {
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 65535)
+            if (zen_parse_long(argv[++i], 1, 65535, &v) != 0)
                 return zen_usage_error("launch", "--port must be 1..65535, not '%s'", argv[i]);
             port = (int)v;
         } else if (strcmp(a, "--transport") == 0) {
-            const char *t = argv[++i];
-            if (strcmp(t, "auto") && strcmp(t, "shm") && strcmp(t, "tcp"))
-                return zen_usage_error("launch", "--transport must be auto, shm or tcp, not '%s'",
-                                       t);
-            setenv("ZEN_TRANSPORT", t, 1); /* inherited by every rank */
+            int rc = set_rank_transport(argv[++i]);
+            if (rc != ZEN_EXIT_OK)
+                return rc;
         } else if (strcmp(a, "--bind") == 0) {
             const char *b = argv[++i];
             if (strcmp(b, "core") && strcmp(b, "none") && strcmp(b, "auto"))

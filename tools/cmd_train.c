@@ -9,6 +9,7 @@
 #include <zen/tp.h>
 
 #include "cli.h"
+#include "opt_parse.h"
 #include "tp_emulation.h"
 #include "train.h"
 
@@ -41,7 +42,8 @@ static void usage(FILE *f)
         "\nparallelism:\n"
         "  --dp N --tp N       data x tensor parallel ranks (%d x %d); inproc threads unless\n"
         "                      started as process ranks (zen launch -n DPxTP -- zen train ...)\n"
-        "  --transport T       auto|inproc|tcp|shm|mpi (auto)\n"
+        "  --transport T       auto|inproc|shm|tcp|shm+tcp|mpi (auto: threads unless a\n"
+        "                      launcher started this process, then its transport)\n"
         "  --threads N         BLAS threads per rank (0: cores / ranks in this process)\n"
         "  --sync-scheme S     embedding gradient sync: auto|balanced|hierarchical|allgather|\n"
         "                      block|ps|dense (auto = cost model; dense = plain allreduce)\n"
@@ -70,17 +72,6 @@ static void usage(FILE *f)
         d.steps, d.batch, d.seq, (double)d.lr, (double)d.min_lr, d.warmup, (double)d.weight_decay,
         (double)d.grad_clip, (unsigned long long)d.seed, d.dp, d.tp, d.cache_dir, d.eval_interval,
         d.eval_batches, d.log_interval, d.sample_tokens, d.prompt);
-}
-
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 /* One "--name VALUE" option: where its value goes and its range. */
@@ -120,7 +111,7 @@ static int set_opt(const opt_def *d, const char *v)
             *(double *)d->dst = x;
         return 0;
     default:
-        if (parse_long(v, (long)d->lo, (long)d->hi, &n))
+        if (zen_parse_long(v, (long)d->lo, (long)d->hi, &n))
             return -1;
         if (d->kind == OPT_INT)
             *(int *)d->dst = (int)n;
@@ -142,18 +133,8 @@ static int parse_named(const char *a, const char *v, zen_train_options *o, const
     } else if (strcmp(a, "--slow") == 0) {
         *slow = v; /* parsed once --tp is known */
     } else if (strcmp(a, "--transport") == 0) {
-        if (strcmp(v, "auto") == 0)
-            o->transport = ZEN_TRANSPORT_AUTO;
-        else if (strcmp(v, "inproc") == 0)
-            o->transport = ZEN_TRANSPORT_INPROC;
-        else if (strcmp(v, "tcp") == 0)
-            o->transport = ZEN_TRANSPORT_TCP;
-        else if (strcmp(v, "mpi") == 0)
-            o->transport = ZEN_TRANSPORT_MPI;
-        else if (strcmp(v, "shm") == 0)
-            o->transport = ZEN_TRANSPORT_SHM;
-        else
-            bad = 1;
+        if (zen_opt_transport(v, &o->transport) != 0)
+            return -3;
     } else if (strcmp(a, "--sync-scheme") == 0) {
         o->emb_sync = strcmp(v, "dense") == 0 ? ZEN_EMB_SYNC_DENSE : ZEN_EMB_SYNC_SPARSE;
         if (o->emb_sync == ZEN_EMB_SYNC_SPARSE)
@@ -241,6 +222,8 @@ int zen_cmd_train(int argc, char **argv)
             rc = parse_named(a, v, &o, &slow);
         if (rc == -2)
             return zen_usage_error("train", "unknown option '%s'", a);
+        if (rc == -3)
+            return zen_opt_transport_error("train", v);
         if (rc != 0)
             return zen_usage_error("train", "bad value '%s' for %s", v, a);
     }

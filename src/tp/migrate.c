@@ -111,6 +111,32 @@ static zen_status wait_all(zen_tp_linear *l, tp_reqs *q, const char *what)
     return st;
 }
 
+/* wait_all, then the first failure: st when the posting already failed, else the wait's. */
+static zen_status wait_first(zen_tp_linear *l, tp_reqs *q, const char *what, zen_status st)
+{
+    zen_status wst = wait_all(l, q, what);
+    return st != ZEN_OK ? st : wst;
+}
+
+/* The next peer after a with columns to exchange (cnt[peer] > 0), or n when there is none: the
+ * loops below visit only the peers a plan pairs this rank with, in rank order (both sides of a
+ * pair walk the same order, so a buffer's blocks line up). */
+static int next_peer(const int *cnt, int n, int a)
+{
+    for (a++; a < n && cnt[a] == 0; a++)
+        ;
+    return a;
+}
+
+/* The helper's gather scratch in mbuf2: rows x the most columns any one source migrated here. */
+static zen_status reserve_gather(zen_tp_linear *l, int rows)
+{
+    int maxc = 0;
+    for (int s = 0; s < l->g->size; s++)
+        maxc = l->in_cnt[s] > maxc ? l->in_cnt[s] : maxc;
+    return zen__tp_scratch(&l->mbuf2, &l->mbuf2_cap, (size_t)rows * maxc + 1);
+}
+
 int zen__tp_layer_migrating(const zen_tp_linear *l)
 {
     return l->g->plan_active && (l->n_out > 0 || l->n_in > 0);
@@ -139,22 +165,19 @@ static void gather_idx(const float *x, int rows, int ld, const int *idx, int cnt
     }
 }
 
-static size_t out_total(const zen_tp_linear *l, size_t per_col, size_t per_pair)
+/* Scratch in *buf for per_col floats per column exchanged with each peer (cnt: l->mig_cnt, the
+ * columns this rank migrates out, or l->in_cnt, those it takes in) plus per_pair per peer; *at
+ * points at its start. */
+static zen_status reserve(zen_tp_linear *l, const int *cnt, float **buf, size_t *cap,
+                          size_t per_col, size_t per_pair, float **at)
 {
     size_t total = 0;
-    for (int a = 0; a < l->g->size; a++)
-        if (l->mig_cnt[a] > 0)
-            total += per_col * (size_t)l->mig_cnt[a] + per_pair;
-    return total;
-}
-
-static size_t in_total(const zen_tp_linear *l, size_t per_col, size_t per_pair)
-{
-    size_t total = 0;
-    for (int s = 0; s < l->g->size; s++)
-        if (l->in_cnt[s] > 0)
-            total += per_col * (size_t)l->in_cnt[s] + per_pair;
-    return total;
+    for (int p = 0; p < l->g->size; p++)
+        if (cnt[p] > 0)
+            total += per_col * (size_t)cnt[p] + per_pair;
+    zen_status st = zen__tp_scratch(buf, cap, total + 1);
+    *at = *buf;
+    return st;
 }
 
 zen_status zen__tp_sync_replicas(zen_tp_linear *l)
@@ -163,31 +186,23 @@ zen_status zen__tp_sync_replicas(zen_tp_linear *l)
     if (l->synced_version == g->version)
         return ZEN_OK;
     tp_reqs q = { .n = 0 };
-    zen_status st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, out_total(l, (size_t)l->wrows, 0) + 1);
-    if (st != ZEN_OK)
-        return st;
-    float *at = l->mbuf;
-    for (int a = 0; a < g->size && st == ZEN_OK; a++) {
+    float *at;
+    zen_status st = reserve(l, l->mig_cnt, &l->mbuf, &l->mbuf_cap, (size_t)l->wrows, 0, &at);
+    for (int a = -1; (a = next_peer(l->mig_cnt, g->size, a)) < g->size && st == ZEN_OK;) {
         int cnt = l->mig_cnt[a];
-        if (cnt == 0)
-            continue;
         pack_block(l->w, l->wrows, l->K, l->mig_off[a], cnt, at);
         st = post(l, &q, 1, at, fsz((size_t)l->wrows * cnt), a, TAG_W);
         if (st == ZEN_OK)
             st = post(l, &q, 1, l->perm + l->mig_off[a], (size_t)cnt * sizeof(int), a, TAG_IDX);
         at += (size_t)l->wrows * cnt;
     }
-    for (int s = 0; s < g->size && st == ZEN_OK; s++) {
+    for (int s = -1; (s = next_peer(l->in_cnt, g->size, s)) < g->size && st == ZEN_OK;) {
         int cnt = l->in_cnt[s];
-        if (cnt == 0)
-            continue;
         st = post(l, &q, 0, l->replica[s], fsz((size_t)l->wrows * cnt), s, TAG_W);
         if (st == ZEN_OK)
             st = post(l, &q, 0, l->in_idx[s], (size_t)cnt * sizeof(int), s, TAG_IDX);
     }
-    zen_status wst = wait_all(l, &q, "replica sync");
-    if (st == ZEN_OK)
-        st = wst;
+    st = wait_first(l, &q, "replica sync", st);
     if (st == ZEN_OK)
         l->synced_version = g->version;
     return st;
@@ -203,40 +218,30 @@ zen_status zen__tp_col_forward_mig(zen_tp_linear *l, const float *x, int rows, f
     if (!y) {
         if (l->n_in == 0)
             return ZEN_OK;
-        int maxc = 0;
-        for (int s = 0; s < g->size; s++)
-            maxc = l->in_cnt[s] > maxc ? l->in_cnt[s] : maxc;
-        if ((st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, in_total(l, 0, part) + 1)) != ZEN_OK ||
-            (st = zen__tp_scratch(&l->mbuf2, &l->mbuf2_cap, (size_t)rows * maxc + 1)) != ZEN_OK)
+        float *at;
+        if ((st = reserve(l, l->in_cnt, &l->mbuf, &l->mbuf_cap, 0, part, &at)) != ZEN_OK ||
+            (st = reserve_gather(l, rows)) != ZEN_OK)
             return st;
-        float *at = l->mbuf;
-        for (int s = 0; s < g->size && st == ZEN_OK; s++) {
+        for (int s = -1; (s = next_peer(l->in_cnt, g->size, s)) < g->size && st == ZEN_OK;) {
             int cnt = l->in_cnt[s];
-            if (cnt == 0)
-                continue;
             gather_idx(x, rows, l->K, l->in_idx[s], cnt, l->mbuf2);
             zen__tp_gemm(g, 1, 0, 1.0, 0, 1, rows, l->wrows, cnt, l->mbuf2, cnt, l->replica[s], cnt,
                          0.0f, at, l->wrows);
             st = post(l, &q, 1, at, fsz(part), s, TAG_FWD);
             at += part;
         }
-        zen_status wst = wait_all(l, &q, "column forward (helper)");
-        return st != ZEN_OK ? st : wst;
+        return wait_first(l, &q, "column forward (helper)", st);
     }
     if (l->n_out == 0)
         return ZEN_OK;
-    if ((st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, out_total(l, 0, part) + 1)) != ZEN_OK)
-        return st;
-    float *at = l->mbuf;
-    for (int a = 0; a < g->size && st == ZEN_OK; a++) {
-        if (l->mig_cnt[a] == 0)
-            continue;
+    float *at;
+    st = reserve(l, l->mig_cnt, &l->mbuf, &l->mbuf_cap, 0, part, &at);
+    for (int a = -1; (a = next_peer(l->mig_cnt, g->size, a)) < g->size && st == ZEN_OK;) {
         st = post(l, &q, 0, at, fsz(part), a, TAG_FWD);
         at += part;
     }
-    zen_status wst = wait_all(l, &q, "column forward (source)");
-    if (st != ZEN_OK || wst != ZEN_OK)
-        return st != ZEN_OK ? st : wst;
+    if ((st = wait_first(l, &q, "column forward (source)", st)) != ZEN_OK)
+        return st;
     for (const float *p = l->mbuf; p < at; p += part)
         for (size_t i = 0; i < part; i++)
             y[i] += p[i];
@@ -259,26 +264,19 @@ static zen_status col_backward_source(zen_tp_linear *l, const float *dy, int row
 {
     zen_tp_group *g = l->g;
     tp_reqs q = { .n = 0 };
-    zen_status st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, out_total(l, (size_t)l->wrows, 0) + 1);
-    if (st != ZEN_OK)
-        return st;
-    float *at = l->mbuf;
-    for (int a = 0; a < g->size && st == ZEN_OK; a++) {
+    float *at;
+    zen_status st = reserve(l, l->mig_cnt, &l->mbuf, &l->mbuf_cap, (size_t)l->wrows, 0, &at);
+    for (int a = -1; (a = next_peer(l->mig_cnt, g->size, a)) < g->size && st == ZEN_OK;) {
         int cnt = l->mig_cnt[a];
-        if (cnt == 0)
-            continue;
         st = post(l, &q, 1, dy, fsz((size_t)rows * l->wrows), a, TAG_BWD_IN);
         if (st == ZEN_OK)
             st = post(l, &q, 0, at, fsz((size_t)l->wrows * cnt), a, TAG_DW);
         at += (size_t)l->wrows * cnt;
     }
-    zen_status wst = wait_all(l, &q, "column backward (source)");
-    if (st != ZEN_OK || wst != ZEN_OK)
-        return st != ZEN_OK ? st : wst;
+    if ((st = wait_first(l, &q, "column backward (source)", st)) != ZEN_OK)
+        return st;
     at = l->mbuf;
-    for (int a = 0; a < g->size; a++) {
-        if (l->mig_cnt[a] == 0)
-            continue;
+    for (int a = -1; (a = next_peer(l->mig_cnt, g->size, a)) < g->size;) {
         add_dw(l, a, at);
         at += (size_t)l->wrows * l->mig_cnt[a];
     }
@@ -290,29 +288,21 @@ static zen_status col_backward_helper(zen_tp_linear *l, const float *x, int rows
     zen_tp_group *g = l->g;
     tp_reqs q = { .n = 0 };
     size_t part = (size_t)rows * (size_t)l->wrows;
-    int maxc = 0;
-    for (int s = 0; s < g->size; s++)
-        maxc = l->in_cnt[s] > maxc ? l->in_cnt[s] : maxc;
+    float *at;
     zen_status st;
-    if ((st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, in_total(l, (size_t)l->wrows, part) + 1)) !=
+    if ((st = reserve(l, l->in_cnt, &l->mbuf, &l->mbuf_cap, (size_t)l->wrows, part, &at)) !=
             ZEN_OK ||
-        (st = zen__tp_scratch(&l->mbuf2, &l->mbuf2_cap, (size_t)rows * maxc + 1)) != ZEN_OK)
+        (st = reserve_gather(l, rows)) != ZEN_OK)
         return st;
-    float *at = l->mbuf;
-    for (int s = 0; s < g->size && st == ZEN_OK; s++) {
-        if (l->in_cnt[s] == 0)
-            continue;
+    for (int s = -1; (s = next_peer(l->in_cnt, g->size, s)) < g->size && st == ZEN_OK;) {
         st = post(l, &q, 0, at, fsz(part), s, TAG_BWD_IN);
         at += part + (size_t)l->wrows * l->in_cnt[s];
     }
-    zen_status wst = wait_all(l, &q, "column backward (helper dY)");
-    if (st != ZEN_OK || wst != ZEN_OK)
-        return st != ZEN_OK ? st : wst;
+    if ((st = wait_first(l, &q, "column backward (helper dY)", st)) != ZEN_OK)
+        return st;
     at = l->mbuf;
-    for (int s = 0; s < g->size && st == ZEN_OK; s++) {
+    for (int s = -1; (s = next_peer(l->in_cnt, g->size, s)) < g->size && st == ZEN_OK;) {
         int cnt = l->in_cnt[s];
-        if (cnt == 0)
-            continue;
         const float *dys = at;
         float *dw = at + part;
         const int *idx = l->in_idx[s];
@@ -330,8 +320,7 @@ static zen_status col_backward_helper(zen_tp_linear *l, const float *x, int rows
         st = post(l, &q, 1, dw, fsz((size_t)l->wrows * cnt), s, TAG_DW);
         at += part + (size_t)l->wrows * cnt;
     }
-    wst = wait_all(l, &q, "column backward (helper dW)");
-    return st != ZEN_OK ? st : wst;
+    return wait_first(l, &q, "column backward (helper dW)", st);
 }
 
 zen_status zen__tp_col_backward_mig(zen_tp_linear *l, const float *x, const float *dy, int rows,
@@ -348,14 +337,10 @@ zen_status zen__tp_col_backward_mig(zen_tp_linear *l, const float *x, const floa
 /* Source: send X_s[:, M_a] to every helper (forward and backward both need it). */
 static zen_status row_send_inputs(zen_tp_linear *l, tp_reqs *q, const float *x, int rows, int kind)
 {
-    zen_status st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, out_total(l, (size_t)rows, 0) + 1);
-    if (st != ZEN_OK)
-        return st;
-    float *at = l->mbuf;
-    for (int a = 0; a < l->g->size && st == ZEN_OK; a++) {
+    float *at;
+    zen_status st = reserve(l, l->mig_cnt, &l->mbuf, &l->mbuf_cap, (size_t)rows, 0, &at);
+    for (int a = -1; (a = next_peer(l->mig_cnt, l->g->size, a)) < l->g->size && st == ZEN_OK;) {
         int cnt = l->mig_cnt[a];
-        if (cnt == 0)
-            continue;
         zen__tp_gather_cols(l, x, rows, l->mig_off[a], cnt, at);
         st = post(l, q, 1, at, fsz((size_t)rows * cnt), a, kind);
         at += (size_t)rows * cnt;
@@ -367,19 +352,14 @@ static zen_status row_send_inputs(zen_tp_linear *l, tp_reqs *q, const float *x, 
 static zen_status row_recv_inputs(zen_tp_linear *l, int rows, int kind)
 {
     tp_reqs q = { .n = 0 };
-    zen_status st = zen__tp_scratch(&l->mbuf, &l->mbuf_cap, in_total(l, (size_t)rows, 0) + 1);
-    if (st != ZEN_OK)
-        return st;
-    float *at = l->mbuf;
-    for (int s = 0; s < l->g->size && st == ZEN_OK; s++) {
+    float *at;
+    zen_status st = reserve(l, l->in_cnt, &l->mbuf, &l->mbuf_cap, (size_t)rows, 0, &at);
+    for (int s = -1; (s = next_peer(l->in_cnt, l->g->size, s)) < l->g->size && st == ZEN_OK;) {
         int cnt = l->in_cnt[s];
-        if (cnt == 0)
-            continue;
         st = post(l, &q, 0, at, fsz((size_t)rows * cnt), s, kind);
         at += (size_t)rows * cnt;
     }
-    zen_status wst = wait_all(l, &q, "row inputs (helper)");
-    return st != ZEN_OK ? st : wst;
+    return wait_first(l, &q, "row inputs (helper)", st);
 }
 
 zen_status zen__tp_row_forward_mig(zen_tp_linear *l, const float *x, int rows, float *ypart)
@@ -389,19 +369,15 @@ zen_status zen__tp_row_forward_mig(zen_tp_linear *l, const float *x, int rows, f
     if (l->n_out > 0) {
         tp_reqs q = { .n = 0 };
         st = row_send_inputs(l, &q, x, rows, TAG_FWD);
-        zen_status wst = wait_all(l, &q, "row forward (source)");
-        if (st == ZEN_OK)
-            st = wst;
+        st = wait_first(l, &q, "row forward (source)", st);
     }
     if (st != ZEN_OK || l->n_in == 0)
         return st;
     if ((st = row_recv_inputs(l, rows, TAG_FWD)) != ZEN_OK)
         return st;
     const float *at = l->mbuf;
-    for (int s = 0; s < g->size; s++) {
+    for (int s = -1; (s = next_peer(l->in_cnt, g->size, s)) < g->size;) {
         int cnt = l->in_cnt[s];
-        if (cnt == 0)
-            continue;
         zen__tp_gemm(g, 1, 0, 1.0, 0, 1, rows, l->wrows, cnt, at, cnt, l->replica[s], cnt, 1.0f,
                      ypart, l->wrows);
         at += (size_t)rows * cnt;
@@ -413,28 +389,23 @@ static zen_status row_backward_source(zen_tp_linear *l, const float *x, int rows
 {
     zen_tp_group *g = l->g;
     tp_reqs q = { .n = 0 };
-    zen_status st = zen__tp_scratch(&l->mbuf2, &l->mbuf2_cap,
-                                    out_total(l, (size_t)rows + (size_t)l->wrows, 0) + 1);
+    float *at;
+    zen_status st =
+        reserve(l, l->mig_cnt, &l->mbuf2, &l->mbuf2_cap, (size_t)rows + (size_t)l->wrows, 0, &at);
     if (st == ZEN_OK)
         st = row_send_inputs(l, &q, x, rows, TAG_BWD_IN);
-    float *at = l->mbuf2;
-    for (int a = 0; a < g->size && st == ZEN_OK; a++) {
+    for (int a = -1; (a = next_peer(l->mig_cnt, g->size, a)) < g->size && st == ZEN_OK;) {
         int cnt = l->mig_cnt[a];
-        if (cnt == 0)
-            continue;
         st = post(l, &q, 0, at, fsz((size_t)rows * cnt), a, TAG_DX);
         if (st == ZEN_OK)
             st = post(l, &q, 0, at + (size_t)rows * cnt, fsz((size_t)l->wrows * cnt), a, TAG_DW);
         at += (size_t)(rows + l->wrows) * cnt;
     }
-    zen_status wst = wait_all(l, &q, "row backward (source)");
-    if (st != ZEN_OK || wst != ZEN_OK)
-        return st != ZEN_OK ? st : wst;
+    if ((st = wait_first(l, &q, "row backward (source)", st)) != ZEN_OK)
+        return st;
     at = l->mbuf2;
-    for (int a = 0; a < g->size; a++) {
+    for (int a = -1; (a = next_peer(l->mig_cnt, g->size, a)) < g->size;) {
         int cnt = l->mig_cnt[a], off = l->mig_off[a];
-        if (cnt == 0)
-            continue;
         for (int r = 0; r < rows; r++) {
             const float *t = at + (size_t)r * cnt;
             float *d = dx + (size_t)r * l->K;
@@ -453,17 +424,14 @@ static zen_status row_backward_helper(zen_tp_linear *l, const float *dy, int row
     zen_status st = row_recv_inputs(l, rows, TAG_BWD_IN);
     if (st != ZEN_OK)
         return st;
-    st = zen__tp_scratch(&l->mbuf2, &l->mbuf2_cap,
-                         in_total(l, (size_t)rows + (size_t)l->wrows, 0) + 1);
-    if (st != ZEN_OK)
+    float *at;
+    if ((st = reserve(l, l->in_cnt, &l->mbuf2, &l->mbuf2_cap, (size_t)rows + (size_t)l->wrows, 0,
+                      &at)) != ZEN_OK)
         return st;
     tp_reqs q = { .n = 0 };
     const float *xin = l->mbuf;
-    float *at = l->mbuf2;
-    for (int s = 0; s < g->size && st == ZEN_OK; s++) {
+    for (int s = -1; (s = next_peer(l->in_cnt, g->size, s)) < g->size && st == ZEN_OK;) {
         int cnt = l->in_cnt[s];
-        if (cnt == 0)
-            continue;
         float *dxs = at, *dws = at + (size_t)rows * cnt;
         zen__tp_gemm(g, 1, 0, 1.0, 0, 0, rows, cnt, l->wrows, dy, l->wrows, l->replica[s], cnt,
                      0.0f, dxs, cnt);
@@ -475,8 +443,7 @@ static zen_status row_backward_helper(zen_tp_linear *l, const float *dy, int row
         xin += (size_t)rows * cnt;
         at += (size_t)(rows + l->wrows) * cnt;
     }
-    zen_status wst = wait_all(l, &q, "row backward (helper)");
-    return st != ZEN_OK ? st : wst;
+    return wait_first(l, &q, "row backward (helper)", st);
 }
 
 zen_status zen__tp_row_backward_mig(zen_tp_linear *l, const float *x, const float *dy, int rows,

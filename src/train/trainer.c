@@ -602,42 +602,33 @@ static void print_banner(const rank_state *r, const zen_gpt_config *g)
     fflush(stdout);
 }
 
-static zen_status rank_main(zen_comm *world, void *arg)
+/* The rank's communicators (tp inside dp), tp group, model, optimizer, gradient sync and batch
+ * buffers; on failure r->err says which step failed. */
+static zen_status setup_rank(rank_state *r, zen_gpt_config *g)
 {
-    run_ctx *c = arg;
-    const zen_train_options *o = c->o;
-    rank_state rs;
-    memset(&rs, 0, sizeof rs);
-    rank_state *r = &rs;
-    r->c = c;
-    r->o = o;
-    r->world = world;
-    r->wrank = zen_comm_rank(world);
-    zen_status st = ZEN_OK;
-    char sample[4096] = "";
-    if (zen_comm_size(world) != o->dp * o->tp) {
+    const zen_train_options *o = r->o;
+    zen_status st;
+    if (zen_comm_size(r->world) != o->dp * o->tp) {
         snprintf(r->err, sizeof r->err, "the world has %d ranks but --dp %d x --tp %d = %d",
-                 zen_comm_size(world), o->dp, o->tp, o->dp * o->tp);
-        st = ZEN_EMISMATCH;
-        goto out;
+                 zen_comm_size(r->world), o->dp, o->tp, o->dp * o->tp);
+        return ZEN_EMISMATCH;
     }
     r->tp_rank = r->wrank % o->tp;
     r->dp_rank = r->wrank / o->tp;
-    if ((st = zen_comm_split(world, r->dp_rank, r->wrank, &r->tpc)) != ZEN_OK ||
-        (st = zen_comm_split(world, r->tp_rank, r->wrank, &r->dpc)) != ZEN_OK) {
+    if ((st = zen_comm_split(r->world, r->dp_rank, r->wrank, &r->tpc)) != ZEN_OK ||
+        (st = zen_comm_split(r->world, r->tp_rank, r->wrank, &r->dpc)) != ZEN_OK) {
         rank_fail(r, st, "splitting the world into tp and dp communicators");
-        goto out;
+        return st;
     }
     if ((st = zen_tp_group_create(r->tpc, &o->tp_opts, &r->group)) != ZEN_OK ||
         (st = zen_tp_group_set_emulation(r->group, &o->tp_emulation)) != ZEN_OK) {
         rank_fail(r, st, "creating the tp group");
-        goto out;
+        return st;
     }
-    zen_gpt_config g;
-    model_config(c, &g);
-    if ((st = zen_gpt_create(&g, r->tpc, r->group, &r->model)) != ZEN_OK) {
+    model_config(r->c, g);
+    if ((st = zen_gpt_create(g, r->tpc, r->group, &r->model)) != ZEN_OK) {
         rank_fail(r, st, "creating the model");
-        goto out;
+        return st;
     }
     zen_adamw_config ac;
     zen_adamw_config_default(&ac);
@@ -650,48 +641,41 @@ static zen_status rank_main(zen_comm *world, void *arg)
     if ((st = zen_adamw_create(r->model, &ac, &r->opt)) != ZEN_OK ||
         (st = zen_trainer_sync_create(r->model, r->dpc, o, &r->sync)) != ZEN_OK) {
         rank_fail(r, st, "creating the optimizer");
-        goto out;
+        return st;
     }
     size_t nxy = (size_t)o->batch * (size_t)o->seq;
     r->x = zen_train_malloc_array(nxy, sizeof *r->x);
     r->y = zen_train_malloc_array(nxy, sizeof *r->y);
     if (!r->x || !r->y) {
-        st = ZEN_ENOMEM;
-        rank_fail(r, st, "allocating batches");
-        goto out;
+        rank_fail(r, ZEN_ENOMEM, "allocating batches");
+        return ZEN_ENOMEM;
     }
-    if ((st = agree_on_start(r, &g)) != ZEN_OK)
-        goto out;
-    if (r->wrank == 0 && !o->quiet && !o->json)
-        print_banner(r, &g);
-    if ((st = train_loop(r)) != ZEN_OK)
-        goto out;
-    if (o->sample_tokens > 0 && r->dp_rank == 0) {
-        st = zen_trainer_sample(r->model, c->ds->vocab, o->prompt, o->sample_tokens, o->seed,
-                                sample, sizeof sample);
-        if (st != ZEN_OK) {
-            rank_fail(r, st, "sampling");
-            goto out;
-        }
+    return ZEN_OK;
+}
+
+/* The trained parameters for the caller (zen_train_result.params): every dp-rank-0 rank exports
+ * its tp shard's view (a collective over tp), world rank 0 keeps the copy. */
+static zen_status export_params(rank_state *r, const zen_gpt_config *g)
+{
+    run_ctx *c = r->c;
+    size_t n = zen_gpt_full_param_count(g);
+    float *p = zen_train_malloc_array(n, sizeof *p);
+    zen_status st = p ? zen_gpt_export(r->model, p) : ZEN_ENOMEM;
+    if (st == ZEN_OK && r->wrank == 0) {
+        c->res->params = p;
+        c->res->nparams = n;
+        p = NULL;
     }
-    if (c->res && c->res->want_params && r->dp_rank == 0) {
-        size_t n = zen_gpt_full_param_count(&g);
-        float *p = zen_train_malloc_array(n, sizeof *p);
-        st = p ? zen_gpt_export(r->model, p) : ZEN_ENOMEM;
-        if (st == ZEN_OK && r->wrank == 0) {
-            c->res->params = p;
-            c->res->nparams = n;
-            p = NULL;
-        }
-        free(p);
-        if (st != ZEN_OK) {
-            rank_fail(r, st, "exporting parameters");
-            goto out;
-        }
-    }
-    if (r->wrank == 0 && c->res && (!o->quiet || o->json))
-        print_summary(r, sample);
-out:
+    free(p);
+    if (st != ZEN_OK)
+        rank_fail(r, st, "exporting parameters");
+    return st;
+}
+
+/* Record a failed rank's status and reason where zen_train_run finds them, and free the rank. */
+static void finish_rank(rank_state *r, zen_status st)
+{
+    run_ctx *c = r->c;
     if (st != ZEN_OK) {
         if (!r->err[0])
             rank_fail(r, st, "training failed");
@@ -707,6 +691,39 @@ out:
     zen_tp_group_destroy(r->group);
     zen_comm_destroy(r->dpc);
     zen_comm_destroy(r->tpc);
+}
+
+static zen_status rank_main(zen_comm *world, void *arg)
+{
+    run_ctx *c = arg;
+    const zen_train_options *o = c->o;
+    rank_state rs;
+    memset(&rs, 0, sizeof rs);
+    rank_state *r = &rs;
+    r->c = c;
+    r->o = o;
+    r->world = world;
+    r->wrank = zen_comm_rank(world);
+    char sample[4096] = "";
+    zen_gpt_config g;
+    zen_status st = setup_rank(r, &g);
+    if (st == ZEN_OK)
+        st = agree_on_start(r, &g);
+    if (st == ZEN_OK && r->wrank == 0 && !o->quiet && !o->json)
+        print_banner(r, &g);
+    if (st == ZEN_OK)
+        st = train_loop(r);
+    if (st == ZEN_OK && o->sample_tokens > 0 && r->dp_rank == 0) {
+        st = zen_trainer_sample(r->model, c->ds->vocab, o->prompt, o->sample_tokens, o->seed,
+                                sample, sizeof sample);
+        if (st != ZEN_OK)
+            rank_fail(r, st, "sampling");
+    }
+    if (st == ZEN_OK && c->res && c->res->want_params && r->dp_rank == 0)
+        st = export_params(r, &g);
+    if (st == ZEN_OK && r->wrank == 0 && c->res && (!o->quiet || o->json))
+        print_summary(r, sample);
+    finish_rank(r, st);
     return st;
 }
 
@@ -806,6 +823,56 @@ static zen_status first_rank_error(const run_ctx *c, zen_status st, char *err, s
     return c->rank_st[pick];
 }
 
+/* The dataset from --data: rank 0 builds the token cache first so the other processes only read
+ * it (they wait at a barrier until it is written). */
+static zen_status load_dataset(const zen_train_options *o, zen_comm *world, zen_dataset **out,
+                               char *err, size_t errsize)
+{
+    int wrank = world ? zen_comm_rank(world) : 0;
+    zen_data_options dopt = ZEN_DATA_OPTIONS_INIT;
+    dopt.text_path = o->data_path;
+    dopt.cache_dir = o->cache_dir;
+    dopt.vocab_max = o->vocab_max;
+    dopt.min_count = o->min_count;
+    dopt.quiet = o->quiet || wrank != 0;
+    zen_status st;
+    if (world && wrank != 0 && (st = zen_barrier(world)) != ZEN_OK)
+        return st;
+    st = zen_dataset_load(&dopt, out, err, errsize);
+    if (world && wrank == 0) {
+        zen_status bst = zen_barrier(world);
+        if (st == ZEN_OK)
+            st = bst;
+    }
+    return st;
+}
+
+/* The text is long enough for --seq and the model's shape splits over --tp; records the unigram
+ * baseline and the run's configuration line. */
+static zen_status check_model(run_ctx *c, char *err, size_t errsize)
+{
+    const zen_train_options *o = c->o;
+    const zen_dataset *ds = c->ds;
+    if (ds->ntokens - ds->ntrain < (size_t)o->seq + 1 || ds->ntrain < (size_t)o->seq + 1) {
+        snprintf(err, errsize, "the text is too short for --seq %d", o->seq);
+        return ZEN_EINVAL;
+    }
+    c->unigram = zen_data_unigram_loss(ds);
+    if (c->res)
+        c->res->unigram_loss = c->unigram;
+    zen_gpt_config g;
+    model_config(c, &g);
+    if (zen_gpt_config_check(&g, o->tp) != ZEN_OK) {
+        snprintf(err, errsize,
+                 "model shape not usable with --tp %d: need d_model %% heads == 0, heads %% tp "
+                 "== 0 and d_ff %% tp == 0 (d_model %d, heads %d, d_ff %d, ctx %d)",
+                 o->tp, g.d_model, g.n_head, g.d_ff, g.ctx);
+        return ZEN_EINVAL;
+    }
+    build_config(c, &g);
+    return ZEN_OK;
+}
+
 zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_train_result *res)
 {
     run_ctx c;
@@ -832,46 +899,14 @@ zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_
         }
     }
     int wrank = world ? zen_comm_rank(world) : 0;
-    /* rank 0 builds the token cache first so the other processes only read it */
     if (!ds) {
-        zen_data_options dopt = ZEN_DATA_OPTIONS_INIT;
-        dopt.text_path = o->data_path;
-        dopt.cache_dir = o->cache_dir;
-        dopt.vocab_max = o->vocab_max;
-        dopt.min_count = o->min_count;
-        dopt.quiet = o->quiet || wrank != 0;
-        if (world && wrank != 0 && (st = zen_barrier(world)) != ZEN_OK)
-            goto done;
-        st = zen_dataset_load(&dopt, &owned, err, sizeof err);
-        if (world && wrank == 0) {
-            zen_status bst = zen_barrier(world);
-            if (st == ZEN_OK)
-                st = bst;
-        }
-        if (st != ZEN_OK)
+        if ((st = load_dataset(o, world, &owned, err, sizeof err)) != ZEN_OK)
             goto done;
         ds = owned;
     }
     c.ds = ds;
-    if (ds->ntokens - ds->ntrain < (size_t)o->seq + 1 || ds->ntrain < (size_t)o->seq + 1) {
-        snprintf(err, sizeof err, "the text is too short for --seq %d", o->seq);
-        st = ZEN_EINVAL;
+    if ((st = check_model(&c, err, sizeof err)) != ZEN_OK)
         goto done;
-    }
-    c.unigram = zen_data_unigram_loss(ds);
-    if (res)
-        res->unigram_loss = c.unigram;
-    zen_gpt_config g;
-    model_config(&c, &g);
-    if (zen_gpt_config_check(&g, o->tp) != ZEN_OK) {
-        snprintf(err, sizeof err,
-                 "model shape not usable with --tp %d: need d_model %% heads == 0, heads %% tp "
-                 "== 0 and d_ff %% tp == 0 (d_model %d, heads %d, d_ff %d, ctx %d)",
-                 o->tp, g.d_model, g.n_head, g.d_ff, g.ctx);
-        st = ZEN_EINVAL;
-        goto done;
-    }
-    build_config(&c, &g);
     if (o->resume)
         zen_ckpt_resolve(o->resume, c.resume_path, sizeof c.resume_path);
     if ((st = prepare_outputs(&c, wrank, err, sizeof err)) != ZEN_OK)
