@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The installed copy works for a user: install a build into a scratch DESTDIR + prefix (so both
-# are honoured and the package files must be relocatable), then build examples/allreduce.c
-# against it twice, with pkg-config and with CMake's find_package(zen), and run both. Also runs
-# the installed `zen` (which must load the installed libzen.so) and checks the man page parses.
+# are honoured and the package files must be relocatable), then build examples/allreduce.c and
+# examples/simulate.c against it twice, with pkg-config and with CMake's find_package(zen), and
+# run them. Checks that every public header is installed and compiles on its own, runs the
+# installed `zen` (which must load the installed libzen.so) and checks the man page parses.
 #
 #   scripts/test-install.sh BUILD_DIR
 set -euo pipefail
@@ -18,6 +19,14 @@ libdir=$(cd "$libdir" && pwd)
 for f in "$prefix/bin/zen" "$prefix/include/zen/zen.h" "$libdir/libzen.so" "$libdir/libzen.a" \
          "$prefix/share/man/man1/zen.1" "$libdir/cmake/zen/zenConfig.cmake"; do
     [[ -e "$f" ]] || { echo "test-install: $f was not installed" >&2; exit 1; }
+done
+# every public header is installed and self-contained (compiles alone, strict C11)
+for h in "$src"/include/zen/*.h; do
+    name=$(basename "$h")
+    [[ -e "$prefix/include/zen/$name" ]] || { echo "test-install: zen/$name was not installed" >&2; exit 1; }
+    printf '#include <zen/%s>\n' "$name" |
+        ${CC:-cc} -std=c11 -Wall -Wextra -Werror -I"$prefix/include" -x c -c - -o /dev/null ||
+        { echo "test-install: the installed zen/$name does not compile on its own" >&2; exit 1; }
 done
 # the installed zen links the installed libzen.so (its RPATH is $ORIGIN/../lib), not the build's
 zen_lib=$(ldd "$prefix/bin/zen" | awk '$1 ~ /^libzen\.so/ { print $3 }')
@@ -47,6 +56,8 @@ ${CC:-cc} -std=c11 -Wall -Wextra -Werror "$src/examples/allreduce.c" $flags -o "
 LD_LIBRARY_PATH="$libdir" ldd "$tmp/allreduce_pc" | grep -c "$libdir/libzen.so" >/dev/null ||
     { echo "test-install: the pkg-config build does not use the installed libzen.so" >&2; exit 1; }
 LD_LIBRARY_PATH="$libdir" "$tmp/allreduce_pc"
+${CC:-cc} -std=c11 -Wall -Wextra -Werror "$src/examples/simulate.c" $flags -o "$tmp/simulate_pc"
+LD_LIBRARY_PATH="$libdir" "$tmp/simulate_pc" >/dev/null
 # ... and against the static library: Libs.private must name every library libzen.a needs
 flags=$(pkg-config --static --cflags --libs zen | sed "s|-lzen\b|$libdir/libzen.a|")
 ${CC:-cc} -std=c11 -Wall -Wextra -Werror "$src/examples/allreduce.c" $flags -o "$tmp/allreduce_static"
@@ -62,4 +73,5 @@ cmake --build "$tmp/cmake" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log" >&2;
 ldd "$tmp/cmake/allreduce" | grep -c "$libdir/libzen.so" >/dev/null ||
     { echo "test-install: zen::zen does not resolve to the installed libzen.so" >&2; exit 1; }
 "$tmp/cmake/allreduce"
-echo "test-install: pkg-config and find_package builds of examples/allreduce.c pass"
+"$tmp/cmake/simulate" >/dev/null
+echo "test-install: pkg-config and find_package builds of examples/allreduce.c and simulate.c pass"

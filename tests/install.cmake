@@ -1,6 +1,6 @@
-# install_example: `cmake --install` into a scratch DESTDIR, then examples/allreduce.c built
-# against the installed copy with pkg-config and with find_package(zen), and run
-# (scripts/test-install.sh). Not under sanitizers: the example is built without them and could
+# install_example: `cmake --install` into a scratch DESTDIR, then examples/allreduce.c and
+# simulate.c built against the installed copy with pkg-config and with find_package(zen), and run,
+# and every installed public header compiled on its own (scripts/test-install.sh). Not under sanitizers: the example is built without them and could
 # not load a sanitized libzen.so.
 find_program(ZEN_PKG_CONFIG pkg-config)
 if(NOT ZEN_SANITIZE AND ZEN_PKG_CONFIG)

@@ -2,6 +2,7 @@
  * the partition imbalance (zen simulate's building blocks). */
 #include <stdlib.h>
 
+#include <zen/simulate.h>
 #include <zen/sparse.h>
 
 #include "testutil.h"
@@ -63,17 +64,69 @@ static void test_predict_orders_schemes(void **state)
     double t[ZEN_SPARSE_SCHEME_COUNT];
     /* full overlap at 16 ranks: BALANCED beats the allgather of everything (paper section 4.2) */
     assert_int_equal(zen_sparse_profile_synthetic(16, 0.01, "identical", &p), ZEN_OK);
-    assert_int_equal(zen_sparse_predict_times(16, 1 << 20, 32, &p, 10, 10, t), ZEN_OK);
+    assert_int_equal(zen_sparse_predict(16, 1 << 20, 32, &p, 10, 10, t, ZEN_SPARSE_SCHEME_COUNT),
+                     ZEN_OK);
     assert_true(t[ZEN_SPARSE_BALANCED] < t[ZEN_SPARSE_ALLGATHER]);
     assert_true(t[ZEN_SPARSE_BALANCED] < t[ZEN_SPARSE_DENSE]);
     assert_true(t[ZEN_SPARSE_AUTO] <= t[ZEN_SPARSE_BALANCED]);
     /* halving the bandwidth doubles the bandwidth-bound dense time (latency aside) */
     double slow[ZEN_SPARSE_SCHEME_COUNT];
-    assert_int_equal(zen_sparse_predict_times(16, 1 << 20, 32, &p, 5, 0, slow), ZEN_OK);
-    assert_int_equal(zen_sparse_predict_times(16, 1 << 20, 32, &p, 10, 0, t), ZEN_OK);
+    assert_int_equal(zen_sparse_predict(16, 1 << 20, 32, &p, 5, 0, slow, ZEN_SPARSE_SCHEME_COUNT),
+                     ZEN_OK);
+    assert_int_equal(zen_sparse_predict(16, 1 << 20, 32, &p, 10, 0, t, ZEN_SPARSE_SCHEME_COUNT),
+                     ZEN_OK);
     assert_float_equal(slow[ZEN_SPARSE_DENSE] / t[ZEN_SPARSE_DENSE], 2.0, 1e-9);
-    assert_int_equal(zen_sparse_predict_times(16, 1 << 20, 32, &p, 0, 0, t), ZEN_EINVAL);
+    assert_int_equal(zen_sparse_predict(16, 1 << 20, 32, &p, 0, 0, t, ZEN_SPARSE_SCHEME_COUNT),
+                     ZEN_EINVAL);
     assert_int_equal(zen_sparse_profile_synthetic(16, 0.01, "bogus", &p), ZEN_EINVAL);
+}
+
+/* The per-scheme arrays carry the caller's count, not ZEN_SPARSE_SCHEME_COUNT: a program built
+ * against fewer schemes gets the prefix (AUTO still the cheapest of all), one built against more
+ * gets zeros where the library has no scheme, so neither reads nor writes past its array. */
+static void test_predict_count(void **state)
+{
+    (void)state;
+    zen_sparsity_profile p;
+    assert_int_equal(zen_sparse_profile_synthetic(16, 0.01, "random", &p), ZEN_OK);
+    double full[ZEN_SPARSE_SCHEME_COUNT];
+    assert_int_equal(zen_sparse_predict(16, 1 << 20, 32, &p, 10, 10, full, ZEN_SPARSE_SCHEME_COUNT),
+                     ZEN_OK);
+    double cheapest = full[1];
+    for (int s = 2; s < ZEN_SPARSE_SCHEME_COUNT; s++)
+        cheapest = full[s] < cheapest ? full[s] : cheapest;
+    assert_float_equal(full[ZEN_SPARSE_AUTO], cheapest, 0);
+
+    double few[3] = { -1, -1, -1 }, few_cpu[3] = { -1, -1, -1 };
+    zen_cpu_model cpu = { .sort = 1, .copy_byte = 0.1, .share = 1 };
+    assert_int_equal(zen_sparse_predict(16, 1 << 20, 32, &p, 10, 10, few, 2), ZEN_OK);
+    assert_float_equal(few[0], full[0], 0);
+    assert_float_equal(few[1], full[1], 0);
+    assert_float_equal(few[2], -1, 0); /* beyond count: untouched */
+
+    enum {
+        MORE = ZEN_SPARSE_SCHEME_COUNT + 3
+    };
+
+    double more[MORE], more_cpu[MORE];
+    for (int s = 0; s < MORE; s++)
+        more[s] = more_cpu[s] = -1;
+    assert_int_equal(
+        zen_sparse_predict_cpu(16, 1 << 20, 32, &p, 10, 10, &cpu, 0, more, more_cpu, MORE), ZEN_OK);
+    for (int s = 0; s < MORE; s++) {
+        if (s < ZEN_SPARSE_SCHEME_COUNT) {
+            assert_true(more[s] >= full[s]); /* the compute term only adds */
+            assert_true(more_cpu[s] >= 0 && more_cpu[s] <= more[s]);
+        } else {
+            assert_float_equal(more[s], 0, 0);
+            assert_float_equal(more_cpu[s], 0, 0);
+        }
+    }
+    assert_true(more_cpu[ZEN_SPARSE_BALANCED] > 0);
+    assert_int_equal(zen_sparse_predict_cpu(16, 1 << 20, 32, &p, 10, 10, &cpu, 0, few, few_cpu, 3),
+                     ZEN_OK);
+    assert_float_equal(few[2] - few_cpu[2], full[2], 1e-9 * full[2]);
+    assert_int_equal(zen_sparse_predict(16, 1 << 20, 32, &p, 10, 10, few, 0), ZEN_EINVAL);
 }
 
 static void test_partition_imbalance(void **state)
@@ -97,6 +150,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profile_identical_and_disjoint),
         cmocka_unit_test(test_predict_orders_schemes),
+        cmocka_unit_test(test_predict_count),
         cmocka_unit_test(test_partition_imbalance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -212,6 +212,10 @@ static zen_status auto_rank(zen_comm *comm, void *argp)
          * best, the one the model ranks last (later calls also weigh what the earlier ones
          * measured, test_sparse_auto_tune.c) */
         const double *pred = stats.predicted_s;
+        /* every scheme the library has is reported, the capacity beyond it left at 0 */
+        ZT_CHECK(comm, stats.predicted_count == ZEN_SPARSE_SCHEME_COUNT);
+        for (int s = ZEN_SPARSE_SCHEME_COUNT; s < ZEN_SPARSE_STATS_SCHEMES; s++)
+            ZT_CHECK(comm, pred[s] == 0);
         int best = 1, second = 0, first_try = 0;
         for (int s = 1; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
             ZT_CHECK(comm, pred[s] > 0);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zen/simulate.h>
 #include <zen/sparse.h>
 
 #include "sparse/model/cost.h"

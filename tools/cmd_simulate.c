@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <zen/comm.h>
+#include <zen/simulate.h>
 #include <zen/sparse.h>
 
 #include "cli.h"
@@ -330,8 +331,8 @@ static int run(const sim_args *a, const zen_index_sets *sets, FILE *plot_out)
             double t[ZEN_SPARSE_SCHEME_COUNT], cpu[ZEN_SPARSE_SCHEME_COUNT];
             uint64_t rows = sets ? sets->rows : a->rows;
             uint32_t width = a->width; /* the trace's unless --width was given */
-            if (zen_sparse_predict_times_cpu(n, rows, width, &p, a->gbps[g], a->lat_us, &a->cpu,
-                                             a->dense_output, t, cpu) != ZEN_OK)
+            if (zen_sparse_predict_cpu(n, rows, width, &p, a->gbps[g], a->lat_us, &a->cpu,
+                                       a->dense_output, t, cpu, ZEN_SPARSE_SCHEME_COUNT) != ZEN_OK)
                 return ZEN_EXIT_FAIL;
             /* the options are finite, but the model also reads ZEN_* tunables: a NaN there
              * would print a table of NaN and still name a "best" scheme */

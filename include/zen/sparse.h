@@ -27,8 +27,6 @@
 #ifndef ZEN_SPARSE_H
 #define ZEN_SPARSE_H
 
-#include <stdio.h>
-
 #include <zen/comm.h>
 
 #ifdef __cplusplus
@@ -72,6 +70,11 @@ typedef enum zen_sparse_scheme {
     ZEN_SPARSE_BLOCK = 4,        /* OmniReduce-style non-zero blocks over even ranges */
     ZEN_SPARSE_PS = 5,           /* range-partitioned push/pull (sparse parameter server) */
     ZEN_SPARSE_DENSE = 6,        /* densify, then ring allreduce */
+    /* The schemes this header knows. Not part of the ABI: it grows when a scheme is added (a
+     * minor version), so nothing the library reads or writes is sized by it. A program may loop
+     * over 1..COUNT-1 or size its own tables with it, but a newer library may report a scheme at
+     * or above the COUNT it was built with (zen_sparse_stats.scheme; zen_sparse_scheme_name
+     * names it), so check before indexing. */
     ZEN_SPARSE_SCHEME_COUNT = 7
 } zen_sparse_scheme;
 
@@ -132,7 +135,10 @@ typedef struct zen_sparse_options {
 /* Fill *opts with the defaults (the same as ZEN_SPARSE_OPTIONS_INIT). NULL is ignored. */
 ZEN_API void zen_sparse_options_init(zen_sparse_options *opts);
 
-/* Phases timed in the statistics. */
+/* Phases timed in the statistics: the steps of a sparse sync, onto which every
+ * scheme maps its work. Unlike ZEN_SPARSE_SCHEME_COUNT, ZEN_PHASE_COUNT is part of the ABI (it
+ * sizes zen_sparse_stats.phase_us): a new scheme reuses these phases, and a new phase would be a
+ * new struct version. */
 typedef enum zen_sparse_phase {
     ZEN_PHASE_PARTITION = 0, /* coalesce duplicates and split by destination */
     ZEN_PHASE_PUSH = 1,
@@ -143,7 +149,13 @@ typedef enum zen_sparse_phase {
     ZEN_PHASE_COUNT = 6
 } zen_sparse_phase;
 
-/* Per-call statistics, zeroed then filled on every rank; the stats argument may be NULL. */
+/* Capacity of zen_sparse_stats.predicted_s: fixed, so that adding a scheme leaves the struct's
+ * size (the ABI) unchanged. The library holds at most this many schemes (a build-time check);
+ * going past it would be a new struct version. */
+#define ZEN_SPARSE_STATS_SCHEMES 16
+
+/* Per-call statistics, zeroed then filled on every rank; the stats argument may be NULL. Its size
+ * does not depend on ZEN_SPARSE_SCHEME_COUNT (tests/test_abi.c holds it). */
 typedef struct zen_sparse_stats {
     zen_sparse_scheme scheme; /* scheme actually used */
     double phase_us[ZEN_PHASE_COUNT];
@@ -156,8 +168,12 @@ typedef struct zen_sparse_stats {
     double imbalance_pull;
     size_t nnz_in;  /* local nnz after coalescing */
     size_t nnz_out; /* nnz of the result */
-    /* cost model: predicted seconds per scheme (0 = not predicted) and the profile used */
-    double predicted_s[ZEN_SPARSE_SCHEME_COUNT];
+    /* cost model: predicted seconds per scheme (0 = not predicted) and the profile used.
+     * predicted_s[s] for s < predicted_count, the library's scheme count (<=
+     * ZEN_SPARSE_STATS_SCHEMES, and possibly above the ZEN_SPARSE_SCHEME_COUNT a caller was built
+     * with); the entries from predicted_count on are 0. */
+    double predicted_s[ZEN_SPARSE_STATS_SCHEMES];
+    uint32_t predicted_count;
     double density; /* local density d_G */
     double gamma_n; /* densification ratio gamma^n */
     double skew;    /* skewness ratio over n even ranges */
@@ -194,7 +210,8 @@ ZEN_API zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor 
 
 /* ---- Gradient traces: recorded sparse gradients, one file per rank and training step, written
  * by `zen train --dump-grads DIR` and replayed by `zen bench sparse --trace DIR`. The byte layout
- * is specified in docs/trace-format.md. ---- */
+ * is specified in docs/trace-format.md. Predicting the schemes' times from a trace, without
+ * communication (`zen simulate`), is zen/simulate.h. ---- */
 
 #define ZEN_TRACE_NAME_MAX 255
 
@@ -234,106 +251,6 @@ ZEN_API zen_status zen_trace_read(const char *path, zen_trace_step *out);
 
 /* Free the tensors read by zen_trace_read (not step itself) and zero the count; NULL is ok. */
 ZEN_API void zen_trace_free(zen_trace_step *step);
-
-/* ---- Prediction at any scale without communication (what `zen simulate` uses). ---- */
-
-/* A sparsity profile: what the cost model needs to know about a recurring sparse tensor. */
-typedef struct zen_sparsity_profile {
-    double density;   /* d_G: mean local fraction of non-zero rows */
-    int levels;       /* gamma[0..levels) are valid */
-    double gamma[32]; /* gamma[i] = gamma^(2^i): density of a sum over 2^i ranks / d_G */
-    double gamma_n;   /* gamma^n for the rank count the profile was made for */
-    double skew;      /* n * max over n even row ranges of the non-zeros in it / all; >= 1 */
-} zen_sparsity_profile;
-
-/* Index sets (one per rank and step) of a sparse tensor, e.g. loaded from a gradient trace. */
-typedef struct zen_index_sets {
-    int nsets;
-    uint64_t rows;
-    uint32_t width;
-    uint32_t **indices; /* nsets arrays */
-    size_t *nnz;        /* nsets counts */
-} zen_index_sets;
-
-/* Load every rank's and step's indices of the tensor named tensor (NULL: the first one of each
- * file) from a trace directory (docs/trace-format.md), files in name order. The caller owns *out:
- * free it with zen_index_sets_free (NULL is ok). Errors: ZEN_EIO (directory or a file unreadable),
- * ZEN_ECORRUPT (a bad file), ZEN_EMISMATCH (the tensor's shape or the world size changes between
- * files), ZEN_EINVAL (no file holds the tensor, or a file is not a regular file), ZEN_ENOMEM (the
- * indices would take more than half the available memory; logged); on failure *out owns
- * nothing. */
-ZEN_API zen_status zen_index_sets_from_trace(const char *dir, const char *tensor,
-                                             zen_index_sets *out);
-ZEN_API void zen_index_sets_free(zen_index_sets *sets);
-
-/* Profile for nranks ranks from a synthetic overlap model: "random" (rows non-zero
- * independently), "identical" (all ranks the same rows) or "disjoint". ZEN_EINVAL for nranks < 1,
- * density outside (0, 1] or an unknown model. */
-ZEN_API zen_status zen_sparse_profile_synthetic(int nranks, double density, const char *overlap,
-                                                zen_sparsity_profile *out);
-
-/*
- * Profile for nranks ranks measured on index sets: gamma^k from unions of k sets (sets are pooled
- * across ranks and steps, so a trace of R ranks x S steps measures k up to R*S; beyond that the
- * union is extrapolated as if further sets were independent), skew over nranks even ranges.
- * ZEN_EINVAL for nranks < 1, no sets, rows 0 or >= 2^32, or sets without any index.
- */
-ZEN_API zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
-                                                zen_sparsity_profile *out);
-
-/* Predicted seconds of every scheme (seconds[ZEN_SPARSE_AUTO] = the cheapest) on nranks ranks
- * for a rows x width f32 tensor, at gbps Gbit/s per link and lat_us per message. ZEN_EINVAL for
- * nranks < 1, rows or width 0, gbps <= 0, lat_us < 0 or profile->levels outside 0..32. */
-ZEN_API zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
-                                            const zen_sparsity_profile *profile, double gbps,
-                                            double lat_us, double seconds[ZEN_SPARSE_SCHEME_COUNT]);
-
-/* Compute model of the schemes' local work, in nanoseconds per unit of each kernel (the formulas
- * are in src/sparse/model/cost.h). All zero: the network-only model. */
-typedef struct zen_cpu_model {
-    double sort;        /* ns per index: coalesce (radix sort + duplicate sum), without values */
-    double hash;        /* ns per index: hierarchical hash partition (BALANCED) */
-    double merge;       /* ns per entry and heap level: k-way merge of sorted runs */
-    double merge2;      /* ns per input entry: two-way linear merge (HIERARCHICAL) */
-    double bitmap;      /* ns per row of an owner's sum: hash bitmap encode or decode */
-    double copy_byte;   /* ns per byte: pack, gather, scatter, memset */
-    double reduce_byte; /* ns per byte: f32 add of a buffer into another */
-    double wire_byte;   /* ns per byte sent or received: transport CPU (TCP: kernel copies) */
-    double share;       /* fraction of a core per rank (<= 0: 1) */
-} zen_cpu_model;
-
-/* The constants AUTO uses: the ZEN_SPARSE_NS_PER_* tunables (share from ZEN_SPARSE_CPU_SHARE).
- * Thread safe. */
-ZEN_API void zen_sparse_cpu_model_default(zen_cpu_model *cpu);
-
-/* Time the real kernels on this machine (about a second, one thread): coalesce, hash partition,
- * k-way and two-way merge, bitmap encode/decode, copy, reduce, and TCP over loopback (CPU time of
- * both ends per byte). share is left at 1. ZEN_ENOMEM or ZEN_ESYS when a kernel cannot run. */
-ZEN_API zen_status zen_sparse_cpu_calibrate(zen_cpu_model *cpu);
-
-/* Write the constants as ZEN_SPARSE_NS_PER_*=value lines (an env file; `set -a; . FILE` hands
- * them to AUTO) and read them back: unknown lines and '#' comments are skipped, missing keys keep
- * the value *cpu had. ZEN_EIO if the file cannot be opened (or is not a regular file of at most
- * 1 MiB) or written, ZEN_ECORRUPT for a bad number or a file without a single known constant. */
-ZEN_API zen_status zen_sparse_cpu_model_write(const zen_cpu_model *cpu, FILE *f);
-ZEN_API zen_status zen_sparse_cpu_model_read(const char *path, zen_cpu_model *cpu);
-
-/* zen_sparse_predict_times with a compute model (NULL: network only) and the output kind
- * (dense_output: the caller wants a dense result); cpu_s (may be NULL) gets each scheme's compute
- * part, so seconds[s] - cpu_s[s] is the network-only prediction. Errors as
- * zen_sparse_predict_times. */
-ZEN_API zen_status zen_sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t width,
-                                                const zen_sparsity_profile *profile, double gbps,
-                                                double lat_us, const zen_cpu_model *cpu,
-                                                int dense_output,
-                                                double seconds[ZEN_SPARSE_SCHEME_COUNT],
-                                                double cpu_s[ZEN_SPARSE_SCHEME_COUNT]);
-
-/* Run the real hierarchical-hash partitioner (BALANCED's push) on indices for nranks owners and
- * return the imbalance ratio n * max owner load / nnz (1 = perfect; 1 for nnz 0). Duplicates
- * count each time. ZEN_EINVAL for nranks < 1, nnz >= 2^32 or NULL indices with nnz > 0. */
-ZEN_API zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, int nranks,
-                                                  uint64_t seed, double *imbalance);
 
 #ifdef __cplusplus
 }

@@ -2,8 +2,9 @@
  * zen.h - version, status codes, logging and data types of the zen library.
  *
  * zen is a C11 library for distributed deep-learning communication: dense collectives, ZEN-style
- * sparse allreduce (include/zen/sparse.h) and straggler-tolerant tensor parallelism
- * (include/zen/tp.h), over in-process, TCP and MPI transports (include/zen/comm.h).
+ * sparse allreduce (include/zen/sparse.h; its cost model without communication in
+ * include/zen/simulate.h) and straggler-tolerant tensor parallelism (include/zen/tp.h), over
+ * in-process, TCP and MPI transports (include/zen/comm.h).
  *
  * Conventions used by every public header:
  *  - Every fallible call returns zen_status; 0 is success, negative values are errors.
@@ -12,6 +13,9 @@
  *    caller-owned struct (zen_sparse_result_free, zen_trace_free).
  *  - Options structs start with a size field and are initialised by *_options_init(&o) (or the
  *    *_OPTIONS_INIT designated initialisers), so fields can be added without breaking callers.
+ *    The *_COUNT enumerators name what this header knows and may grow in a minor version, so
+ *    no public struct is sized by one (the exception, ZEN_PHASE_COUNT, is fixed and says so);
+ *    tests/test_abi.c records every public struct's size.
  *  - Public functions carry ZEN_API; libzen.so exports exactly these (include/zen/export.h).
  *  - Counts are size_t element counts; byte counts say "bytes".
  *  - Unless a function says otherwise, a communicator is used by one thread at a time.

@@ -24,6 +24,11 @@
 #include "sparse/sparse_internal.h"
 #include "sparse/wire/coo.h"
 
+/* zen_sparse_stats.predicted_s has a fixed capacity so that a new scheme keeps the public struct's
+ * size; past it the struct needs a new version (zen/sparse.h). */
+_Static_assert(ZEN_SPARSE_SCHEME_COUNT <= ZEN_SPARSE_STATS_SCHEMES,
+               "more schemes than zen_sparse_stats.predicted_s holds");
+
 static const char *const scheme_names[ZEN_SPARSE_SCHEME_COUNT] = {
     "auto", "balanced", "hierarchical", "allgather", "block", "ps", "dense"
 };
@@ -257,6 +262,7 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
     if (!stats)
         stats = &scratch;
     memset(stats, 0, sizeof *stats);
+    stats->predicted_count = ZEN_SPARSE_SCHEME_COUNT;
     int64_t t0 = zen_now_ns();
     zen_comm_stats before, after;
     zen_comm_get_stats(comm, &before);

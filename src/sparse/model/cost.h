@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <zen/simulate.h>
 #include <zen/sparse.h>
 
 #define ZEN_COST_MAX_LEVELS 32
@@ -56,7 +57,7 @@ typedef struct zen_net_model {
 } zen_net_model;
 
 /*
- * Compute model (zen_cpu_model, zen/sparse.h): the CPU work of the busiest rank, as nanoseconds
+ * Compute model (zen_cpu_model, zen/simulate.h): the CPU work of the busiest rank, as nanoseconds
  * per unit of each kernel the schemes run. The work of a scheme (B = bytes of f32 values,
  * V = 4w per row, nnz/nnz_n/hot as in the wire formulas, lg k = log2 max(k, 2)):
  *   every scheme  coalesce the input: nnz (sort + V copy)

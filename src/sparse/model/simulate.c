@@ -9,7 +9,7 @@
  * extended as if further sets were independent of it: u_k = 1 - (1 - u_K)^(k / K). That is the
  * pessimistic (low-overlap) direction, so predictions for BALANCED are not flattered.
  *
- * Compute: zen_sparse_predict_times_cpu adds the CPU work of each scheme (cost.h, zen_cpu_model)
+ * Compute: zen_sparse_predict_cpu adds the CPU work of each scheme (cost.h, zen_cpu_model)
  * for the constants given (`zen simulate --cpu FILE`, else the ZEN_SPARSE_NS_PER_* defaults).
  */
 #include <dirent.h>
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zen/simulate.h>
 #include <zen/sparse.h>
 
 #include "common/alloc.h"
@@ -144,14 +145,13 @@ zen_status zen_sparse_profile_from_sets(const zen_index_sets *sets, int nranks,
     return ZEN_OK;
 }
 
-zen_status zen_sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t width,
-                                        const zen_sparsity_profile *profile, double gbps,
-                                        double lat_us, const zen_cpu_model *cpu, int dense_output,
-                                        double seconds[ZEN_SPARSE_SCHEME_COUNT],
-                                        double cpu_s[ZEN_SPARSE_SCHEME_COUNT])
+zen_status zen_sparse_predict_cpu(int nranks, uint64_t rows, uint32_t width,
+                                  const zen_sparsity_profile *profile, double gbps, double lat_us,
+                                  const zen_cpu_model *cpu, int dense_output, double *seconds,
+                                  double *cpu_s, size_t count)
 {
     if (nranks < 1 || rows == 0 || width == 0 || !profile || !(gbps > 0) || lat_us < 0 ||
-        !seconds || profile->levels < 0 || profile->levels > 32)
+        !seconds || count == 0 || profile->levels < 0 || profile->levels > 32)
         return ZEN_EINVAL;
     zen_sparse_profile p;
     zen__sparse_profile_model(&p, nranks, profile->density, ZEN_OVERLAP_RANDOM);
@@ -165,18 +165,24 @@ zen_status zen_sparse_predict_times_cpu(int nranks, uint64_t rows, uint32_t widt
     zen_net_model net = { .bytes_per_s = gbps * 1e9 / 8.0, .latency_s = lat_us * 1e-6 };
     if (cpu)
         net.cpu = *cpu;
-    zen__sparse_predict_split(nranks, rows, width, &p, &net, 0, seconds, cpu_s);
+    /* the model fills the library's scheme count; the caller's arrays hold count, which may be
+     * fewer (built against an older header) or more (entries the library has no scheme for: 0) */
+    double all[ZEN_SPARSE_SCHEME_COUNT], all_cpu[ZEN_SPARSE_SCHEME_COUNT];
+    zen__sparse_predict_split(nranks, rows, width, &p, &net, 0, all, all_cpu);
+    for (size_t s = 0; s < count; s++) {
+        seconds[s] = s < ZEN_SPARSE_SCHEME_COUNT ? all[s] : 0;
+        if (cpu_s)
+            cpu_s[s] = s < ZEN_SPARSE_SCHEME_COUNT ? all_cpu[s] : 0;
+    }
     return ZEN_OK;
 }
 
-/* The public entry stays the network-only model (its documented contract); `zen simulate`
- * calls zen_sparse_predict_times_cpu. */
-zen_status zen_sparse_predict_times(int nranks, uint64_t rows, uint32_t width,
-                                    const zen_sparsity_profile *profile, double gbps, double lat_us,
-                                    double seconds[ZEN_SPARSE_SCHEME_COUNT])
+zen_status zen_sparse_predict(int nranks, uint64_t rows, uint32_t width,
+                              const zen_sparsity_profile *profile, double gbps, double lat_us,
+                              double *seconds, size_t count)
 {
-    return zen_sparse_predict_times_cpu(nranks, rows, width, profile, gbps, lat_us, NULL, 0,
-                                        seconds, NULL);
+    return zen_sparse_predict_cpu(nranks, rows, width, profile, gbps, lat_us, NULL, 0, seconds,
+                                  NULL, count);
 }
 
 zen_status zen_sparse_partition_imbalance(const uint32_t *indices, size_t nnz, int nranks,
