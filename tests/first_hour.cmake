@@ -1,0 +1,42 @@
+# The first hour (#37): what a new user meets one step beyond the README's Use lines.
+
+# bench/sparse_partition with no arguments prints its usage and exits 2 (it used to start a
+# 100M-row benchmark); a word where a number goes is a usage error too.
+add_test(NAME sparse_partition_usage
+         COMMAND ${ZEN_CHECK_RUN} -x 2 -m "^usage: sparse_partition NNZ"
+                 -- $<TARGET_FILE:sparse_partition>)
+add_test(NAME sparse_partition_bad_number
+         COMMAND ${ZEN_CHECK_RUN} -x 2 -m "'lots' is not a number"
+                 -- $<TARGET_FILE:sparse_partition> lots)
+set_tests_properties(sparse_partition_usage sparse_partition_bad_number PROPERTIES TIMEOUT 30
+                     LABELS cli)
+
+# The reproduction pipeline on a fresh tree: --dump-grads into a directory whose parents do not
+# exist yet (docs/reproduction.md: build/workloads/gpt) creates them; the progress line says what
+# was sent against a dense allreduce, not "dense" alone (it read as if the dense scheme ran).
+set(ZEN_FH_WORK ${CMAKE_CURRENT_BINARY_DIR}/first_hour)
+set(ZEN_FH_TRAIN --data ${CMAKE_CURRENT_BINARY_DIR}/train_cli_corpus.txt
+    --cache-dir ${ZEN_FH_WORK}/cache --layers 1 --d-model 32 --heads 2 --d-ff 64 --ctx 16
+    --seq 16 --batch 4 --dp 2 --tp 1 --warmup 1 --eval-interval 1000 --log-interval 1
+    --sample-tokens 0 --threads 1 --steps 2)
+string(REPLACE ";" " " ZEN_FH_TRAIN_SH "${ZEN_FH_TRAIN}")
+add_test(NAME train_dump_grads_fresh_dir
+         COMMAND ${ZEN_CHECK_RUN} -m "sent [0-9.]+ [kKMG]?B \\(dense allreduce: [0-9.]+ [kKMG]?B\\)"
+                 -- sh -c "rm -rf '${ZEN_FH_WORK}/workloads' && \
+                   '$<TARGET_FILE:zen>' train ${ZEN_FH_TRAIN_SH} \
+                     --dump-grads '${ZEN_FH_WORK}/workloads/gpt' && \
+                   ls '${ZEN_FH_WORK}/workloads/gpt/rank1-step000001.zgrad'")
+set_tests_properties(train_dump_grads_fresh_dir PROPERTIES TIMEOUT 120 LABELS cli
+                     ENVIRONMENT "ZEN_TIMEOUT_S=60")
+
+# plot_reproduction.py on an empty result (the runs failed): one line and exit 1, not a
+# ZeroDivisionError.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME plot_reproduction_no_rows
+           COMMAND ${ZEN_CHECK_RUN} -x 1 -m "measured.jsonl: no rows" -n "Traceback"
+                   -- sh -c "mkdir -p '${ZEN_FH_WORK}/empty' && \
+                     : > '${ZEN_FH_WORK}/empty/measured.jsonl' && \
+                     /usr/bin/python3 '${CMAKE_SOURCE_DIR}/bench/plot_reproduction.py' comm \
+                       '${ZEN_FH_WORK}/empty' --png '${ZEN_FH_WORK}/empty/x.png'")
+  set_tests_properties(plot_reproduction_no_rows PROPERTIES TIMEOUT 30 LABELS cli)
+endif()
