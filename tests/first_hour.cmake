@@ -40,3 +40,20 @@ if(EXISTS /usr/bin/python3)
                        '${ZEN_FH_WORK}/empty' --png '${ZEN_FH_WORK}/empty/x.png'")
   set_tests_properties(plot_reproduction_no_rows PROPERTIES TIMEOUT 30 LABELS cli)
 endif()
+
+# A receive that waits long says whom it waits for every ZEN_WAIT_REPORT_S (30 s by default; a
+# job missing a rank printed nothing for the whole ZEN_TIMEOUT_S): rank 1 sleeps 0.7 s before a
+# send (ZEN_FAULT delay), rank 0 must name it, over shm, tcp (the mailbox) and in-process.
+foreach(tr shm tcp inproc)
+  if(tr STREQUAL "inproc")
+    set(_fh_cmd $<TARGET_FILE:zen> bench allreduce --ranks 2)
+  else()
+    set(_fh_cmd $<TARGET_FILE:zen> launch -n 2 --transport ${tr} -- $<TARGET_FILE:zen> bench
+        allreduce)
+  endif()
+  add_test(NAME wait_report_${tr}
+           COMMAND ${ZEN_CHECK_RUN} -m "rank 0: still waiting for a message from rank 1 \\(0\\.[2-9] s of 60 s\\)"
+                   -- ${_fh_cmd} -b 8 -e 8 -n 5 -w 1 -c)
+  set_tests_properties(wait_report_${tr} PROPERTIES TIMEOUT 60 LABELS cli
+                       ENVIRONMENT "ZEN_TIMEOUT_S=60;ZEN_WAIT_REPORT_S=0.2;ZEN_FAULT=rank=1,after=3,action=delay,ms=700")
+endforeach()

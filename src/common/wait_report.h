@@ -23,6 +23,12 @@ typedef struct zen_wait_report {
 /* Start the clock now; the interval is ZEN_WAIT_REPORT_S. */
 void zen__wait_report_start(zen_wait_report *w);
 
+/* ZEN_WAIT_REPORT_S in ns (0: never), for waits on a hot path that read it once at setup. */
+int64_t zen__wait_report_interval_ns(void);
+
+/* Start the clock at start_ns with a given interval (0: never report); reads no tunable. */
+void zen__wait_report_start_at(zen_wait_report *w, int64_t start_ns, int64_t interval_ns);
+
 /* The earlier of deadline_ns and the next report: the end of this slice of the wait. */
 int64_t zen__wait_report_slice(const zen_wait_report *w, int64_t deadline_ns);
 
@@ -32,6 +38,10 @@ int zen__wait_report_due(zen_wait_report *w);
 /* "30 s of 300 s": the time waited so far and the whole wait up to deadline_ns (whole seconds
  * from 10 s on, tenths below). */
 void zen__wait_report_times(const zen_wait_report *w, int64_t deadline_ns, char *out, size_t n);
+
+/* The line of a receive that waits long: "rank R: still waiting for a message from rank P
+ * (30 s of 300 s)" (subsystem transport, level warn). */
+void zen__wait_report_say(const zen_wait_report *w, int64_t deadline_ns, int rank, int peer);
 
 /* Seconds since zen__wait_report_start. */
 double zen__wait_report_elapsed_s(const zen_wait_report *w);

@@ -39,6 +39,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tunables.h"
+#include "common/wait_report.h"
 #include "transport/shm_internal.h"
 #include "transport/tcp_internal.h"
 
@@ -304,9 +305,20 @@ static zen_status shm_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns,
     }
     recv_wait w = { s, req };
     int64_t start = zen_now_ns();
-    if (!zen__shm_wait_until(s, recv_done, &w, deadline_ns)) {
-        int peer;
-        uint64_t tag;
+    zen_wait_report wr;
+    zen__wait_report_start_at(&wr, start, s->report_ns);
+    int peer;
+    uint64_t tag;
+    int got;
+    /* in slices that end at each progress report (ZEN_WAIT_REPORT_S) */
+    while (
+        !(got = zen__shm_wait_until(s, recv_done, &w, zen__wait_report_slice(&wr, deadline_ns))) &&
+        zen_now_ns() < deadline_ns) {
+        zen__mailbox_req_info(req, &peer, &tag);
+        if (zen__wait_report_due(&wr))
+            zen__wait_report_say(&wr, deadline_ns, t->rank, peer);
+    }
+    if (!got) {
         zen__mailbox_req_info(req, &peer, &tag);
         int64_t quiet = 0;
         int silent = zen__shm_silent_peer(s, &quiet);
@@ -512,7 +524,8 @@ static void read_tunables(shm_state *s, double timeout_s)
     long cma_min = zen__param_long("SHM_CMA_MIN_BYTES");
     s->cma_min = cma_min > 0 ? (size_t)cma_min : 1;
     s->timeout_s = timeout_s > 0 ? timeout_s : 300;
-    s->stall_ns = zen_ns_from_s(s->timeout_s); /* INT64_MAX for inf: never a stall */
+    s->stall_ns = zen_ns_from_s(s->timeout_s);     /* INT64_MAX for inf: never a stall */
+    s->report_ns = zen__wait_report_interval_ns(); /* read once: waits are a hot path */
     zen_liveness own = zen__liveness_mine(s->timeout_s);
     s->live_wire = zen__liveness_encode(&own);
     long spin = zen__param_long("SHM_SPIN_US");
