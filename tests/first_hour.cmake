@@ -57,3 +57,21 @@ foreach(tr shm tcp inproc)
   set_tests_properties(wait_report_${tr} PROPERTIES TIMEOUT 60 LABELS cli
                        ENVIRONMENT "ZEN_TIMEOUT_S=60;ZEN_WAIT_REPORT_S=0.2;ZEN_FAULT=rank=1,after=3,action=delay,ms=700")
 endforeach()
+
+# zen launch: "[rank N] " before every line of a rank (--prefix on; auto is on at a terminal,
+# and ctest's output is not one), the ranks' own output untouched with --prefix off, and one
+# placement line at start.
+add_test(NAME launch_prefix_on
+         COMMAND ${ZEN_CHECK_RUN} -m "^\\[rank 0\\] out 0$" -m "^\\[rank 1\\] err 1$"
+                 -m "^\\[rank 1\\] no newline$"
+                 -m "^zen launch: 2 ranks on .*, transport tcp; (rank 0 on cpu [0-9]+, rank 1 on cpu [0-9]+|not bound)"
+                 -- $<TARGET_FILE:zen> launch -n 2 --transport tcp --prefix on -- sh -c
+                 "echo out $ZEN_RANK; echo err $ZEN_RANK >&2; printf 'no newline'")
+add_test(NAME launch_prefix_off
+         COMMAND ${ZEN_CHECK_RUN} -m "^out 1$" -n "^\\[rank"
+                 -- $<TARGET_FILE:zen> launch -n 2 --prefix off -- sh -c "echo out $ZEN_RANK")
+add_test(NAME launch_prefix_usage
+         COMMAND ${ZEN_CHECK_RUN} -x 2 -m "--prefix must be auto, on or off"
+                 -- $<TARGET_FILE:zen> launch -n 2 --prefix maybe -- true)
+set_tests_properties(launch_prefix_on launch_prefix_off launch_prefix_usage PROPERTIES TIMEOUT 30
+                     LABELS cli)
