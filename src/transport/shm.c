@@ -81,6 +81,12 @@ static int peer_gone(const shm_state *s, shm_peer *pe)
     return atomic_load(&s->aborted) || atomic_load(&pe->down) || atomic_load(&pe->failed);
 }
 
+/* The single-copy send is acknowledged: the receiver has read the whole buffer. */
+static int send_acked(const send_wait *w)
+{
+    return w->need == 0 && atomic_load(&w->pe->out_ctl->acked) >= w->ack;
+}
+
 static int send_ready(void *arg)
 {
     send_wait *w = arg;
@@ -88,7 +94,7 @@ static int send_ready(void *arg)
     if (peer_gone(w->s, w->pe))
         return 1;
     if (w->need == 0)
-        return atomic_load(&out->acked) >= w->ack;
+        return send_acked(w);
     uint64_t used =
         atomic_load_explicit(&out->tail, memory_order_relaxed) - atomic_load(&out->head);
     return w->s->ring_bytes - used >= w->need;
@@ -115,6 +121,11 @@ static zen_status send_block(shm_state *s, shm_peer *pe, send_wait *w, size_t by
         atomic_store(&pe->out_ctl->producer_waiting, 1);
         int ok = zen__shm_wait_until(s, send_ready, w, zen_ns_add_sat(zen_now_ns(), s->stall_ns));
         atomic_store(&pe->out_ctl->producer_waiting, 0);
+        /* The ack first: a receiver that read the message, acknowledged it, finished and
+         * exited before this thread woke is down by now, but the send completed (a spurious
+         * "communicator poisoned" at teardown after a single-copy all_gather otherwise). */
+        if (send_acked(w))
+            return ZEN_OK;
         if (peer_gone(s, pe))
             return send_failed(s, pe);
         if (ok)
@@ -193,7 +204,7 @@ static zen_status send_local(shm_state *s, shm_peer *pe, uint64_t tag, const voi
             send_wait w = { s, pe, 0, ++pe->rts_sent };
             if (!send_ready(&w))
                 st = send_block(s, pe, &w, len);
-            else if (peer_gone(s, pe))
+            else if (!send_acked(&w) && peer_gone(s, pe)) /* acked: done, as in send_block */
                 st = send_failed(s, pe);
         }
     } else {
