@@ -75,3 +75,13 @@ add_test(NAME launch_prefix_usage
                  -- $<TARGET_FILE:zen> launch -n 2 --prefix maybe -- true)
 set_tests_properties(launch_prefix_on launch_prefix_off launch_prefix_usage PROPERTIES TIMEOUT 30
                      LABELS cli)
+
+# docs: README.md's Use lines (the quick ones; DOCS_FULL=1 for all) and its Install block, run
+# as written from a scratch HOME against this build installed there (scripts/test-docs.sh).
+# Not under sanitizers: the example programs are built without them.
+find_program(ZEN_DOCS_PKG_CONFIG pkg-config)
+if(NOT ZEN_SANITIZE AND ZEN_DOCS_PKG_CONFIG)
+  add_test(NAME docs_readme_recipes
+           COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/test-docs.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(docs_readme_recipes PROPERTIES TIMEOUT 180 LABELS docs)
+endif()
