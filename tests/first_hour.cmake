@@ -85,3 +85,11 @@ if(NOT ZEN_SANITIZE AND ZEN_DOCS_PKG_CONFIG)
            COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/test-docs.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(docs_readme_recipes PROPERTIES TIMEOUT 180 LABELS docs)
 endif()
+
+# docs: zen(1) names only options that the commands' --help list, and the same transports.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME docs_man_matches_help
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/man_help_check.py
+                   $<TARGET_FILE:zen> ${CMAKE_SOURCE_DIR}/docs/zen.1)
+  set_tests_properties(docs_man_matches_help PROPERTIES TIMEOUT 60 LABELS "docs;unit")
+endif()
