@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 from collections import defaultdict
 
 SCHEMES = ["dense", "allgather", "hierarchical", "ps", "block", "balanced"]
@@ -27,9 +28,23 @@ PAPER = {"dense": "AllReduce", "allgather": "AGsparse", "hierarchical": "SparCML
          "ps": "Sparse PS", "block": "OmniReduce", "balanced": "ZEN (BP)"}
 
 
+def die(msg):
+    """Stop with one line on stderr and exit 1: an empty or partial result (the runs behind it
+    failed) is a message, not a ZeroDivisionError."""
+    sys.exit(f"plot_reproduction.py: {msg}")
+
+
 def load(path):
-    with open(path) as f:
-        return [json.loads(x) for x in f if x.startswith("{")]
+    try:
+        with open(path) as f:
+            rows = [json.loads(x) for x in f if x.startswith("{")]
+    except FileNotFoundError:
+        die(f"{path} does not exist: run the script that writes it first (docs/reproduction.md)")
+    except json.JSONDecodeError as e:
+        die(f"{path}: a line is not JSON ({e}): the run that wrote it was cut short?")
+    if not rows:
+        die(f"{path}: no rows (the runs that write it failed? see their log)")
+    return rows
 
 
 def comm(a):
@@ -37,7 +52,8 @@ def comm(a):
     t = defaultdict(list)
     for r in rows:
         if r["scheme"] in SCHEMES and r.get("verified"):
-            t[(r["workload"], r["mode"], r["scheme"])].append(r["time_us_p50"] / 1000)
+            if r.get("time_us_p50", 0) > 0:
+                t[(r["workload"], r["mode"], r["scheme"])].append(r["time_us_p50"] / 1000)
     workloads = list(dict.fromkeys(r["workload"] for r in rows))
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     print("| workload | transport | " + " | ".join(f"{s} ({PAPER[s]})" for s in SCHEMES) +
@@ -56,13 +72,17 @@ def comm(a):
                     cells.append(f"{statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f})")
                 else:
                     cells.append(f"{v[0]:.1f}" if v else "")
-            other = min(v for s, v in med.items() if s not in ("balanced", "dense"))
-            best_other = [s for s, v in med.items() if v == other][0]
+            others = {s: v for s, v in med.items() if s not in ("balanced", "dense")}
+            best_other = min(others, key=others.get) if others else "none"
+            other = others.get(best_other, float("nan"))
             speed[(w, m)] = {s: med["dense"] / v for s, v in med.items()}
             print(f"| {w} | {m} | " + " | ".join(cells) +
                   f" | {med['dense'] / med['balanced']:.2f}x | "
                   f"{other / med['balanced']:.2f}x (vs {best_other}) | "
                   f"{' < '.join(sorted(med, key=med.get))} |")
+    if not speed:
+        die(f"{a.path}/measured.jsonl: {len(rows)} rows but no workload with verified dense and "
+            "balanced times (the runs failed? see repro_comm.sh's output)")
     if a.png:
         import matplotlib
         matplotlib.use("Agg")
@@ -106,6 +126,8 @@ def sim(a):
     print("|---|---|---|---|---|" + "---|" * (len(SCHEMES) - 1) + "---|---|")
     for r in rows:
         d = r["dense_ms"]
+        if not d or not r.get("balanced_ms"):
+            die(f"{a.path}/sim.jsonl: a row with no dense or balanced time: {r}")
         other = min(r[f"{s}_ms"] for s in SCHEMES if s != "balanced")
         print(f"| {r['workload']} | {r['gbps']:g} | {r['ranks']} | {100 * r['density']:.2f}% | "
               f"{r['gamma_n']:.1f} | " +
@@ -150,6 +172,8 @@ def train(a):
     for r in rows:
         by[r["sync"]].append(r)
     dense = statistics.median(x["tok_s"] for x in by["dense"]) if by["dense"] else None
+    if not dense:
+        die(f"{a.path}: no dense run with tokens/s to compare against (the dense runs failed?)")
 
     def mm(v, f):
         return f"{statistics.median(v):{f}} ({min(v):{f}}-{max(v):{f}})" if v else "n/a"

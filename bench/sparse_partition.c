@@ -7,8 +7,8 @@
  *              the same indices, as if each owner had aggregated exactly them)
  *   decode     dense decode of all owners' blobs
  *
- * Usage: sparse_partition [nnz] [density] [owners] [threads] [reps] [only]
- *   defaults 1000000 0.01 16 2 5; rows = nnz / density. Reports the best of reps runs.
+ * Usage: sparse_partition nnz [density] [owners] [threads] [reps] [only]
+ *   (no arguments prints this usage and exits 2); defaults 0.01 16 2 5; rows = nnz / density. Reports the best of reps runs.
  *   only = "hash" runs just the one-thread hash partition and the encode (what BALANCED's local
  *   work costs), so that instruction counts can be taken with
  *   valgrind --tool=callgrind --toggle-collect=zen__hh_partition --toggle-collect=zen__hb_encode
@@ -50,17 +50,52 @@ static double best_partition(const zen_hh_config *cfg, const uint32_t *idx, size
     return best;
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: sparse_partition NNZ [DENSITY [OWNERS [THREADS [REPS [hash]]]]]\n"
+               "  hierarchical-hash partition, bitmap encode and decode throughput of NNZ unique\n"
+               "  indices over NNZ/DENSITY rows; defaults 0.01 16 2 5; 'hash' runs only the\n"
+               "  one-thread partition and encode (for callgrind).\n"
+               "  e.g. sparse_partition 1000000 0.01 16 2 5\n");
+}
+
+/* strtod/strtoull with the whole string consumed: "1e6x" or "" is a usage error, not 0 */
+static int parse_num(const char *s, double *out)
+{
+    char *end = NULL;
+    *out = strtod(s, &end);
+    return end != s && *end == '\0';
+}
+
 int main(int argc, char **argv)
 {
-    size_t nnz = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
-    double density = argc > 2 ? atof(argv[2]) : 0.01;
-    uint32_t n = argc > 3 ? (uint32_t)atoi(argv[3]) : 16;
-    int threads = argc > 4 ? atoi(argv[4]) : 2;
-    int reps = argc > 5 ? atoi(argv[5]) : 5;
-    int only_hash = argc > 6 && strcmp(argv[6], "hash") == 0;
-    uint64_t rows = (uint64_t)((double)nnz / density);
-    if (nnz == 0 || n == 0 || rows >= ((uint64_t)1 << 32) || rows < nnz || reps < 1) {
-        fprintf(stderr, "bad arguments\n");
+    /* no arguments is a question, not a request for a 100M-row run */
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    double v[5] = { 0, 0.01, 16, 2, 5 };
+    for (int i = 1; i < argc && i <= 5; i++)
+        if (!parse_num(argv[i], &v[i - 1])) {
+            fprintf(stderr, "sparse_partition: '%s' is not a number\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    if (argc > 7 || (argc > 6 && strcmp(argv[6], "hash") != 0)) {
+        usage(stderr);
+        return 2;
+    }
+    size_t nnz = v[0] >= 1 && v[0] < 4e9 ? (size_t)v[0] : 0;
+    double density = v[1];
+    uint32_t n = v[2] >= 1 && v[2] < 1e6 ? (uint32_t)v[2] : 0;
+    int threads = v[3] >= 1 && v[3] <= 1024 ? (int)v[3] : 0;
+    int reps = v[4] >= 1 && v[4] <= 1e6 ? (int)v[4] : 0;
+    int only_hash = argc > 6;
+    uint64_t rows = density > 0 && density <= 1 ? (uint64_t)((double)nnz / density) : 0;
+    if (nnz == 0 || n == 0 || threads == 0 || rows >= ((uint64_t)1 << 32) || rows < nnz ||
+        reps < 1) {
+        fprintf(stderr, "sparse_partition: bad arguments (NNZ >= 1, 0 < DENSITY <= 1, "
+                        "NNZ/DENSITY < 2^32, OWNERS, THREADS, REPS >= 1)\n");
         return 2;
     }
     /* nnz unique sorted indices: a random subset of [0, rows) */

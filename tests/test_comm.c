@@ -190,12 +190,53 @@ static void test_combine_receive(void **state)
     zt_run_inproc(2, combine_receive, NULL);
 }
 
+/* A rank function that fails on its own (no communicator call failed): zen_run_inproc's warning
+ * said "rank 0 returned ZEN_EIO: " with an empty detail before the caller's real message. */
+static char own_failure_line[512];
+static int own_failure_lines;
+
+static void keep_init_warning(zen_log_level level, const char *subsys, const char *line, void *user)
+{
+    (void)user;
+    if (level == ZEN_LOG_WARN && strcmp(subsys, "init") == 0 && strstr(line, "rank 0")) {
+        snprintf(own_failure_line, sizeof own_failure_line, "%s", line);
+        own_failure_lines++;
+    }
+}
+
+static zen_status fail_own(zen_comm *c, void *arg)
+{
+    (void)arg;
+    return zen_comm_rank(c) == 0 ? ZEN_EIO : ZEN_OK;
+}
+
+static void test_own_failure_says_what(void **state)
+{
+    (void)state;
+    zen_log_set_sink(keep_init_warning, NULL);
+    zen_status st[2] = { ZEN_OK, ZEN_OK };
+    assert_int_equal(zen_run_inproc(2, NULL, fail_own, NULL, st), ZEN_EIO);
+    zen_log_set_sink(NULL, NULL);
+    assert_int_equal(st[0], ZEN_EIO);
+    assert_int_equal(own_failure_lines, 1);
+    assert_non_null(strstr(own_failure_line, "ZEN_EIO"));
+    assert_non_null(strstr(own_failure_line, "no communicator error"));
+    size_t n = strlen(own_failure_line);
+    while (n > 0 && (own_failure_line[n - 1] == '\n' || own_failure_line[n - 1] == ' '))
+        n--;
+    assert_true(n > 0 && own_failure_line[n - 1] != ':'); /* never an empty detail */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_p2p_ring),           cmocka_unit_test(test_fifo_and_truncation),
-        cmocka_unit_test(test_wait_timeout),       cmocka_unit_test(test_split),
-        cmocka_unit_test(test_failure_names_peer), cmocka_unit_test(test_combine_receive),
+        cmocka_unit_test(test_p2p_ring),
+        cmocka_unit_test(test_fifo_and_truncation),
+        cmocka_unit_test(test_wait_timeout),
+        cmocka_unit_test(test_split),
+        cmocka_unit_test(test_failure_names_peer),
+        cmocka_unit_test(test_combine_receive),
+        cmocka_unit_test(test_own_failure_says_what),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -498,6 +498,88 @@ static void test_sparse(void **state)
     run_ok(&k, sc_sparse);
 }
 
+/* 'T' when process pid is stopped (/proc/PID/stat's state). */
+static int is_stopped(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char *got = fgets(line, sizeof line, f);
+    fclose(f);
+    const char *paren = got ? strrchr(line, ')') : NULL;
+    return paren && paren[1] == ' ' && paren[2] == 'T';
+}
+
+/*
+ * A single-copy send whose receiver reads it, acknowledges it and leaves before the sender
+ * wakes: the send succeeded. The sender used to look for a dead peer before the ack, fail with
+ * "rank 1 closed ..." and poison its communicator (a spurious warning at teardown after a CMA
+ * all_gather). Rank 1 stops rank 0 (SIGSTOP) while it waits for the ack, takes the message
+ * from the stopped process, and exits; a helper process continues rank 0 once rank 1 is gone,
+ * so that rank 0's sender and its monitor thread (which sees rank 1's socket closed) wake
+ * together.
+ */
+enum {
+    ACK_BYTES = 1 << 20 /* above ZEN_SHM_CMA_MIN_BYTES: one RTS, read by the receiver */
+};
+
+static zen_status sc_ack_then_gone(zen_comm *c, void *arg)
+{
+    (void)arg;
+    char *buf = malloc(ACK_BYTES);
+    CHECK(buf);
+    if (zen_comm_rank(c) == 0) {
+        pid_t me = getpid();
+        CHECK(zen_send(c, &me, sizeof me, 1, 1) == ZEN_OK);
+        memset(buf, 7, ACK_BYTES);
+        zen_status st = zen_send(c, buf, ACK_BYTES, 1, 2);
+        if (st != ZEN_OK)
+            fprintf(stderr, "rank 0: the acknowledged send failed: %s\n", zen_comm_last_error(c));
+        free(buf);
+        return st;
+    }
+    pid_t peer = 0, me = getpid();
+    CHECK(zen_recv(c, &peer, sizeof peer, 0, 1, NULL) == ZEN_OK);
+    zen_request *rq = NULL;
+    CHECK(zen_irecv(c, buf, ACK_BYTES, 0, 2, &rq) == ZEN_OK);
+    int done = 0;
+    for (int round = 0; round < 50 && !done; round++) {
+        zen__sleep_ns(100 * 1000000); /* rank 0 is in its ack wait by now, mostly */
+        kill(peer, SIGSTOP);
+        for (int k = 0; k < 1000 && !is_stopped(peer); k++)
+            zen__sleep_ns(1000000);
+        int64_t until = zen_now_ns() + 500 * 1000000;
+        while (!done && zen_now_ns() < until)
+            CHECK(zen_request_test(rq, &done) == ZEN_OK);
+        if (!done)
+            kill(peer, SIGCONT); /* the RTS was not there yet: again */
+    }
+    CHECK(done);
+    zen_request_destroy(rq);
+    for (size_t k = 0; k < ACK_BYTES; k += 4096)
+        CHECK(buf[k] == 7);
+    free(buf);
+    pid_t helper = fork();
+    CHECK(helper >= 0);
+    if (helper == 0) { /* wait until rank 1 is gone (its sockets closed), then continue rank 0 */
+        for (int k = 0; k < 10000 && getppid() == me; k++) /* reparented: rank 1 exited */
+            zen__sleep_ns(1000000);
+        zen__sleep_ns(20 * 1000000);
+        kill(peer, SIGCONT);
+        _exit(0);
+    }
+    return ZEN_OK; /* the job harness destroys the communicator and exits */
+}
+
+static void test_acked_send_survives_a_gone_receiver(void **state)
+{
+    (void)state;
+    zt_job j = { ZEN_TRANSPORT_SHM, 2, 0, 30, NULL };
+    run_ok(&j, sc_ack_then_gone);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -512,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_sigkill_shm),
         cmocka_unit_test(test_sigkill_mixed),
         cmocka_unit_test(test_abort_wakes_waiters),
+        cmocka_unit_test(test_acked_send_survives_a_gone_receiver),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -191,6 +191,57 @@ static void test_missing_rank_is_named(void **state)
     mem_fini(&m);
 }
 
+/* The log lines of the Store rendezvous, kept for test_wrong_world_size_names_who. */
+static char store_lines[32][400];
+static int store_nlines;
+
+static void keep_store_lines(zen_log_level level, const char *subsys, const char *line, void *user)
+{
+    (void)user;
+    (void)level;
+    if (strcmp(subsys, "bootstrap") == 0 && strstr(line, "store rendezvous") && store_nlines < 32)
+        snprintf(store_lines[store_nlines++], sizeof store_lines[0], "%s", line);
+}
+
+static int count_lines(const char *a, const char *b)
+{
+    int n = 0;
+    for (int i = 0; i < store_nlines; i++)
+        n += strstr(store_lines[i], a) && strstr(store_lines[i], b);
+    return n;
+}
+
+/*
+ * A world size larger than the ranks started (2 of 4): while they wait, each rank says every
+ * ZEN_WAIT_REPORT_S whom it waits for, and at the deadline both say how many arrived and name
+ * every missing rank (rank 1 used to blame rank 0, which had arrived).
+ */
+static void test_wrong_world_size_names_who(void **state)
+{
+    (void)state;
+    mem_store m;
+    zen_store s;
+    mem_init(&m, &s);
+    setenv("ZEN_WAIT_REPORT_S", "0.2", 1);
+    store_nlines = 0;
+    zen_log_set_sink(keep_store_lines, NULL);
+    rank_job jobs[4];
+    run_ranks(jobs, 2, 4, &s, 1.0); /* ranks 2 and 3 never start */
+    zen_log_set_sink(NULL, NULL);
+    unsetenv("ZEN_WAIT_REPORT_S");
+    for (int r = 0; r < 2; r++)
+        assert_int_equal(jobs[r].create_status, ZEN_ETIMEDOUT);
+    for (int i = 0; i < store_nlines; i++)
+        printf("  log: %s\n", store_lines[i]);
+    assert_int_equal(count_lines("rank 0: store", "2 of 4 ranks published"), 1);
+    assert_int_equal(count_lines("rank 1: store", "2 of 4 ranks published"), 1);
+    assert_int_equal(count_lines("2 of 4", "missing rank(s) 2, 3 ("), 2);
+    assert_true(count_lines("rank 0: store", "still waiting for rank(s) 2, 3 (2 of 4") >= 1);
+    assert_true(count_lines("rank 1: store", "still waiting for rank(s) 2, 3 (2 of 4") >= 1);
+    assert_int_equal(count_lines("rank 0 never", ""), 0);
+    mem_fini(&m);
+}
+
 static void test_garbage_address_is_refused(void **state)
 {
     (void)state;
@@ -298,6 +349,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mesh_through_store),
         cmocka_unit_test(test_missing_rank_is_named),
+        cmocka_unit_test(test_wrong_world_size_names_who),
         cmocka_unit_test(test_garbage_address_is_refused),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_require_secret),

@@ -38,6 +38,10 @@ static const struct {
     { "ZEN_HEARTBEAT_S", "1e30" },
     { "ZEN_HEARTBEAT_S", "99999999999999999999999" },
     { "ZEN_HEARTBEAT_S", "9223372036854775808" },
+    { "ZEN_WAIT_REPORT_S", "inf" }, /* never report */
+    { "ZEN_WAIT_REPORT_S", "1e30" },
+    { "ZEN_WAIT_REPORT_S", "99999999999999999999999" },
+    { "ZEN_WAIT_REPORT_S", "9223372036854775808" },
     /* -1 is documented: "the default behaviour" */
     { "ZEN_SHM_SPIN_US", "-1" },
     { "ZEN_SHM_SPIN_YIELD", "-1" },

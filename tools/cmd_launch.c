@@ -1,5 +1,5 @@
 /*
- * zen launch -n N [--port P] [--grace S] [--transport T] [--bind B] [--] CMD ARGS...
+ * zen launch -n N [--port P] [--grace S] [--transport T] [--bind B] [--prefix W] [--] CMD ARGS...
  *
  * Starts N local processes of CMD as the ranks of one job (like `torchrun --standalone`; they
  * talk over shared memory unless --transport tcp):
@@ -26,6 +26,7 @@
 
 #include "cli.h"
 #include "free_port.h"
+#include "launch_output.h"
 #include "opt_parse.h"
 
 #define MAX_RANKS 1024
@@ -46,39 +47,47 @@ enum {
 static int bind_mode = BIND_AUTO;
 static cpu_set_t usable_cpus; /* the launcher's affinity mask, read once */
 static int pin_ranks;         /* the decision for this job */
+static int tag_output = -1;   /* --prefix: "[rank N] " before every line of the ranks */
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: zen launch -n N [--port P] [--grace S] [--transport T] [--bind B] [--] CMD "
-            "[ARGS...]\n\n"
-            "Start N processes of CMD on this host as the ranks of one job.\n"
-            "Each child gets ZEN_RANK, ZEN_WORLD_SIZE, ZEN_LOCAL_RANK, ZEN_LOCAL_SIZE,\n"
-            "ZEN_MASTER_ADDR=127.0.0.1 and ZEN_MASTER_PORT (and the torchrun names RANK,\n"
-            "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT).\n"
-            "PyTorch scripts with dist.init_process_group(\"zen\") run unchanged under it,\n"
-            "and under torchrun; Debian's torchrun (torch 1.13) on Python 3.11 starts workers\n"
-            "only with --redirects 1 --tee 1 (docs/pytorch.md):\n"
-            "  /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node N \\\n"
-            "      --redirects 1 --tee 1 SCRIPT.py\n\n"
-            "  -n N, -np N  number of ranks (1..%d)\n"
-            "  --port P     rendezvous port (default: a free port)\n"
-            "  --grace S    seconds the other ranks get to exit on their own after one fails,\n"
-            "               before SIGTERM (0..1e6, default 3)\n"
-            "  --transport T  the ranks' transport, as ZEN_TRANSPORT: auto (default: shared\n"
-            "               memory among the ranks of a host, tcp across hosts; shm+tcp says\n"
-            "               the same), shm (all ranks on this host) or tcp; the other spellings\n"
-            "               of every zen command, inproc and mpi, are not launched processes\n"
-            "  --bind B     core: pin rank r to the (r mod C)-th of the C cores this launcher may\n"
-            "               use; none: leave placement to the scheduler; auto (default): core\n"
-            "               when N <= C, none when oversubscribed (Open MPI's mpirun binds to\n"
-            "               core by default too; pinned, shm's waiters find their peer on\n"
-            "               another core instead of queued behind it)\n\n"
-            "The options end at -- or at the first word that is not an option (CMD).\n"
-            "SIGINT and SIGTERM are forwarded to every rank. Exit status: 0 when every rank\n"
-            "exits 0; 1 when one fails (\"zen launch: rank R exited with status S\" on\n"
-            "stderr); 2 on a usage error.\n",
-            MAX_RANKS);
+    fprintf(
+        f,
+        "usage: zen launch -n N [--port P] [--grace S] [--transport T] [--bind B] [--prefix W]\n"
+        "                  [--] CMD [ARGS...]\n\n"
+        "Start N processes of CMD on this host as the ranks of one job.\n"
+        "Each child gets ZEN_RANK, ZEN_WORLD_SIZE, ZEN_LOCAL_RANK, ZEN_LOCAL_SIZE,\n"
+        "ZEN_MASTER_ADDR=127.0.0.1 and ZEN_MASTER_PORT (and the torchrun names RANK,\n"
+        "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT).\n"
+        "PyTorch scripts with dist.init_process_group(\"zen\") run unchanged under it,\n"
+        "and under torchrun; Debian's torchrun (torch 1.13) on Python 3.11 starts workers\n"
+        "only with --redirects 1 --tee 1 (docs/pytorch.md):\n"
+        "  /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node N \\\n"
+        "      --redirects 1 --tee 1 SCRIPT.py\n\n"
+        "  -n N, -np N  number of ranks (1..%d)\n"
+        "  --port P     rendezvous port (default: a free port)\n"
+        "  --grace S    seconds the other ranks get to exit on their own after one fails,\n"
+        "               before SIGTERM (0..1e6, default 3)\n"
+        "  --transport T  the ranks' transport, as ZEN_TRANSPORT: auto (default: shared\n"
+        "               memory among the ranks of a host, tcp across hosts; shm+tcp says\n"
+        "               the same), shm (all ranks on this host) or tcp; the other spellings\n"
+        "               of every zen command, inproc and mpi, are not launched processes\n"
+        "  --bind B     core: pin rank r to the (r mod C)-th of the C cores this launcher may\n"
+        "               use; none: leave placement to the scheduler; auto (default): core\n"
+        "               when N <= C, none when oversubscribed (Open MPI's mpirun binds to\n"
+        "               core by default too; pinned, shm's waiters find their peer on\n"
+        "               another core instead of queued behind it)\n"
+        "  --prefix W   on: every line a rank writes is prefixed with \"[rank N] \" (like\n"
+        "               mpirun --tag-output); off: ranks write to the launcher's stdout and\n"
+        "               stderr directly; auto (default): on when stdout or stderr is a\n"
+        "               terminal\n\n"
+        "At start, one line on stderr says where the ranks run (host, transport, the core\n"
+        "of each rank or why they are not bound).\n"
+        "The options end at -- or at the first word that is not an option (CMD).\n"
+        "SIGINT and SIGTERM are forwarded to every rank. Exit status: 0 when every rank\n"
+        "exits 0; 1 when one fails (\"zen launch: rank R exited with status S\" on\n"
+        "stderr); 2 on a usage error.\n",
+        MAX_RANKS);
 }
 
 static void forward(int sig)
@@ -97,13 +106,19 @@ static void set_int_env(const char *a, const char *b, int v)
     setenv(b, s, 1);
 }
 
-/* The (rank mod count)-th CPU of usable_cpus. */
-static void pin_to_core(int rank)
+/* The (rank mod count)-th CPU of usable_cpus (CPU_SETSIZE when there is none). */
+static int cpu_of(int rank)
 {
     int count = CPU_COUNT(&usable_cpus), want = rank % (count > 0 ? count : 1), cpu = 0;
     for (int seen = 0; cpu < CPU_SETSIZE; cpu++)
         if (CPU_ISSET(cpu, &usable_cpus) && seen++ == want)
             break;
+    return cpu;
+}
+
+static void pin_to_core(int rank)
+{
+    int cpu = cpu_of(rank);
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
@@ -146,6 +161,8 @@ static pid_t spawn(int rank, int n, int port, char **cmd)
     setenv("MASTER_ADDR", "127.0.0.1", 1);
     if (pin_ranks)
         pin_to_core(rank);
+    if (tag_output)
+        zen_launch_out_child(rank);
     execvp(cmd[0], cmd);
     fprintf(stderr, "zen launch: rank %d: cannot run %s: %s\n", rank, cmd[0], strerror(errno));
     _exit(127);
@@ -211,6 +228,43 @@ static void signal_all(int n, int sig)
             kill(children[i], sig);
 }
 
+/* One line on stderr at start: where the ranks run (like mpirun --report-bindings, shorter). */
+static void report_placement(int n)
+{
+    char host[256] = "this host", line[1024];
+    gethostname(host, sizeof host - 1);
+    const char *tr = getenv("ZEN_TRANSPORT");
+    int cores = CPU_COUNT(&usable_cpus);
+    size_t len = (size_t)snprintf(
+        line, sizeof line, "zen launch: %d rank%s on %s, transport %s; ", n, n == 1 ? "" : "s",
+        host, tr && *tr && strcmp(tr, "auto") ? tr : "auto (shared memory on this host)");
+    if (pin_ranks) {
+        for (int r = 0; r < n && len < sizeof line; r++) {
+            if (r == 8 && n > 10) { /* the rule is clear by then */
+                len += (size_t)snprintf(line + len, sizeof line - len, ", ..., rank %d on cpu %d",
+                                        n - 1, cpu_of(n - 1));
+                break;
+            }
+            len += (size_t)snprintf(line + len, sizeof line - len, "%srank %d on cpu %d",
+                                    r ? ", " : "", r, cpu_of(r));
+        }
+        if (n > cores && len < sizeof line)
+            snprintf(line + len, sizeof line - len, " (oversubscribed: %d ranks on %d cores)", n,
+                     cores);
+    } else if (n > cores && cores > 0) {
+        snprintf(line + len, sizeof line - len,
+                 "not bound: %d ranks on %d cores (oversubscribed, ranks share cores; timings "
+                 "are not those of a dedicated core)",
+                 n, cores);
+    } else {
+        snprintf(line + len, sizeof line - len,
+                 "not bound (--bind none): the scheduler places "
+                 "them on %d cores",
+                 cores);
+    }
+    fprintf(stderr, "%s\n", line);
+}
+
 /*
  * Wait for every child. After the first failure the others get grace_s seconds to notice and
  * exit on their own (printing their own view of the error), then SIGTERM, then 2 s later
@@ -241,8 +295,12 @@ static int supervise(int n, double grace_s)
                 signal_all(n, SIGKILL);
                 kill_at = now + 3600;
             }
-            struct timespec ts = { 0, 5 * 1000 * 1000 };
-            nanosleep(&ts, NULL);
+            if (tag_output) {
+                zen_launch_out_pump(5); /* relays the ranks' lines while it waits */
+            } else {
+                struct timespec ts = { 0, 5 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+            }
             continue;
         }
         int r = rank_of(pid, n);
@@ -321,6 +379,11 @@ int zen_cmd_launch(int argc, char **argv)
             if (strcmp(b, "core") && strcmp(b, "none") && strcmp(b, "auto"))
                 return zen_usage_error("launch", "--bind must be auto, core or none, not '%s'", b);
             bind_mode = !strcmp(b, "core") ? BIND_CORE : !strcmp(b, "none") ? BIND_NONE : BIND_AUTO;
+        } else if (strcmp(a, "--prefix") == 0) {
+            const char *w = argv[++i];
+            if (strcmp(w, "on") && strcmp(w, "off") && strcmp(w, "auto"))
+                return zen_usage_error("launch", "--prefix must be auto, on or off, not '%s'", w);
+            tag_output = !strcmp(w, "on") ? 1 : !strcmp(w, "off") ? 0 : -1;
         } else if (strcmp(a, "--grace") == 0) {
             if (zen_parse_double(argv[++i], 0, 1e6, &grace_s) != 0)
                 return zen_usage_error("launch", "--grace must be seconds in [0, 1e6], not '%s'",
@@ -339,6 +402,14 @@ int zen_cmd_launch(int argc, char **argv)
     else
         pin_ranks =
             bind_mode == BIND_CORE || (bind_mode == BIND_AUTO && n <= CPU_COUNT(&usable_cpus));
+    if (tag_output < 0)
+        tag_output = isatty(STDOUT_FILENO) || isatty(STDERR_FILENO);
+    if (tag_output && zen_launch_out_open(n) != 0) {
+        fprintf(stderr, "zen launch: cannot create the output pipes (%s): ranks write untagged\n",
+                strerror(errno));
+        tag_output = 0;
+    }
+    report_placement(n);
     if (port == 0 && (port = zen_free_port()) < 0) {
         fprintf(stderr, "zen launch: cannot find a free port (use --port)\n");
         return ZEN_EXIT_FAIL;
@@ -365,14 +436,21 @@ int zen_cmd_launch(int argc, char **argv)
         if (pid > 0) {
             children[r] = pid;
             nchildren = r + 1;
+            if (tag_output)
+                zen_launch_out_forked(r);
         }
         sigprocmask(SIG_SETMASK, &old, NULL);
         if (pid < 0) {
             fprintf(stderr, "zen launch: cannot start rank %d: %s\n", r, strerror(errno));
             forward(SIGTERM);
             supervise(r, grace_s);
+            if (tag_output)
+                zen_launch_out_close(200);
             return ZEN_EXIT_FAIL;
         }
     }
-    return supervise(n, grace_s);
+    int rc = supervise(n, grace_s);
+    if (tag_output)
+        zen_launch_out_close(200); /* what the ranks wrote last */
+    return rc;
 }

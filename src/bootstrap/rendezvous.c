@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tunables.h"
+#include "common/wait_report.h"
 #include "transport/tcp_sock.h"
 
 /* A connection gets this long from accept to a complete handshake, so a stranger that
@@ -124,6 +125,22 @@ static void list_missing(const int *fds, int from, int size, int skip, char *out
     }
     if (total > shown && used < cap)
         snprintf(out + used, cap - used, " and %d more", total - shown);
+}
+
+/* Every ZEN_WAIT_REPORT_S of serve_handshakes: whom this rank still waits for. */
+static void report_serving(rdv *r, uint16_t kind, zen_wait_report *wr)
+{
+    if (!zen__wait_report_due(wr))
+        return;
+    char missing[160], times[48];
+    if (kind == ZEN_RDV_REGISTER)
+        list_missing(r->reg, 1, r->size, 0, missing, sizeof missing);
+    else
+        list_missing(r->fds, r->rank + 1, r->size, -1, missing, sizeof missing);
+    zen__wait_report_times(wr, r->deadline, times, sizeof times);
+    ZEN_WARN("bootstrap", "rank %d: tcp rendezvous: still waiting for rank(s) %s to %s (%s)",
+             r->rank, missing,
+             kind == ZEN_RDV_REGISTER ? "register with rank 0" : "connect to this rank", times);
 }
 
 static int write_bytes(int fd, const void *buf, size_t len, int64_t deadline)
@@ -340,12 +357,15 @@ static zen_status serve_handshakes(rdv *r, int listen_fd, uint16_t kind, const i
         rdv_fail(r, st, "no memory for the handshake table");
     int npd = 0;
     r->drops = (zen_rdv_warn_limit){ .interval_ns = WARN_INTERVAL_NS };
+    zen_wait_report wr;
+    zen__wait_report_start(&wr);
     while (st == ZEN_OK && r->need > 0) {
         int64_t now = zen_now_ns();
         if (now >= r->deadline) {
             st = ZEN_ETIMEDOUT;
             break;
         }
+        report_serving(r, kind, &wr);
         for (int i = 0; i < npd;) {
             if (now >= pd[i].deadline) {
                 rdv_drop(r, 0, "%s completed no handshake within %.0f s", pd[i].host,
@@ -567,10 +587,13 @@ static zen_status serve_registrations(rdv *r, uint32_t master, int master_port)
     if (st == ZEN_ETIMEDOUT) {
         char missing[160], note[300];
         list_missing(r->reg, 1, r->size, 0, missing, sizeof missing);
+        int arrived = 1;
+        for (int p = 1; p < r->size; p++)
+            arrived += r->reg[p] >= 0;
         st = rdv_fail(r, ZEN_ETIMEDOUT,
-                      "timed out after %.1f s: rank(s) %s of %d never registered with rank 0 on "
-                      "port %d%s",
-                      r->timeout_s, missing, r->size, master_port,
+                      "timed out after %.1f s: %d of %d ranks registered with rank 0 on port %d; "
+                      "missing rank(s) %s%s",
+                      r->timeout_s, arrived, r->size, master_port, missing,
                       refused_note(r, note, sizeof note));
     }
     size_t tbytes = ZEN_RDV_TABLE_HEAD_BYTES + (size_t)r->size * ZEN_RDV_TABLE_ENTRY_BYTES;
@@ -598,6 +621,34 @@ static zen_status serve_registrations(rdv *r, uint32_t master, int master_port)
     return st;
 }
 
+/* Ranks > 0, registered: wait until rank 0 starts sending the table (it does once every rank
+ * registered) or until, saying every ZEN_WAIT_REPORT_S that this rank waits. 1 readable, 0 not
+ * by until, -errno. */
+static int await_table(rdv *r, int fd, int64_t until, zen_wait_report *wr)
+{
+    for (;;) {
+        int64_t end = zen__wait_report_slice(wr, until), now = zen_now_ns();
+        if (now >= until)
+            return 0;
+        struct pollfd pf = { .fd = fd, .events = POLLIN };
+        int64_t ms = (end - now) / 1000000 + 1;
+        int rc = poll(&pf, 1, ms > 60000 ? 60000 : (int)ms);
+        if (rc > 0)
+            return 1;
+        if (rc < 0 && errno != EINTR)
+            return -errno;
+        if (zen__wait_report_due(wr)) {
+            char times[48];
+            zen__wait_report_times(wr, r->deadline, times, sizeof times);
+            ZEN_WARN("bootstrap",
+                     "rank %d: tcp rendezvous: registered; still waiting for rank 0's rank "
+                     "table, which it sends once every rank registered (%s; rank 0's log names "
+                     "the missing ranks)",
+                     r->rank, times);
+        }
+    }
+}
+
 /* Ranks > 0: connect to the master (retrying until the deadline), register, read the table. */
 static zen_status register_with_master(rdv *r, uint32_t master, int master_port, int have_ifaddr)
 {
@@ -605,6 +656,8 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
     zen__sock_ntoa(master, host, sizeof host);
     int warned = 0, attempts = 0;
     int64_t pause_ns = 0;
+    zen_wait_report wr;
+    zen__wait_report_start(&wr);
     for (;;) {
         int fd;
         for (;;) {
@@ -618,6 +671,14 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
                                 "cannot reach rank 0 at %s:%d within %.1f s (%s): is rank 0 "
                                 "running with the same ZEN_MASTER_ADDR and ZEN_MASTER_PORT?",
                                 host, master_port, r->timeout_s, strerror(-fd));
+            if (zen__wait_report_due(&wr)) {
+                char times[48];
+                zen__wait_report_times(&wr, r->deadline, times, sizeof times);
+                ZEN_WARN("bootstrap",
+                         "rank %d: tcp rendezvous: still waiting for rank 0 to listen at %s:%d "
+                         "(%s: %s)",
+                         r->rank, host, master_port, times, strerror(-fd));
+            }
             zen__sleep_ns(50 * 1000000);
         }
         if (!have_ifaddr) {
@@ -670,7 +731,9 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
         /* Rank 0 names the missing ranks at the common deadline; wait a little past it so it
          * does (and then learn of it from the closed connection) instead of leaving first,
          * which rank 0 would take for this rank's death. */
-        int rc = zen__sock_read_all(fd, th, sizeof th, zen_ns_add_sat(r->deadline, TABLE_GRACE_NS));
+        int64_t until = zen_ns_add_sat(r->deadline, TABLE_GRACE_NS);
+        int rc = await_table(r, fd, until, &wr);
+        rc = rc > 0 ? zen__sock_read_all(fd, th, sizeof th, until) : rc == 0 ? -ETIMEDOUT : rc;
         if (rc == -ETIMEDOUT)
             st = rdv_fail(r, ZEN_ETIMEDOUT,
                           "rank 0 did not send the rank table within %.1f s: some ranks never "

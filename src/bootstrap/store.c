@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tunables.h"
+#include "common/wait_report.h"
 #include "transport/tcp_sock.h"
 
 enum {
@@ -87,33 +88,107 @@ static int parse_endpoint(const char *text, uint32_t *addr, uint16_t *port)
     return 0;
 }
 
-/* Read every other rank's endpoint, each get bounded by what is left of the deadline. */
+/* One get of rank p's endpoint, waiting at most timeout_s: ZEN_OK (addrs[p], ports[p] set),
+ * ZEN_ETIMEDOUT (not published yet), or a failure with err written. */
+static zen_status read_endpoint(const zen_store *store, int rank, int p, double timeout_s,
+                                uint32_t *addrs, uint16_t *ports, char *err, size_t err_size)
+{
+    char key[32], value[ENDPOINT_CAP];
+    size_t got = 0;
+    snprintf(key, sizeof key, "zen/tcp/%d", p);
+    zen_status st = store->get(store->ctx, key, value, sizeof value - 1, &got,
+                               timeout_s > 0.001 ? timeout_s : 0.001);
+    if (st == ZEN_ETIMEDOUT)
+        return st;
+    if (st != ZEN_OK)
+        return store_fail(rank, err, err_size, st, "reading key '%s' from the store: %s", key,
+                          zen_strerror(st));
+    value[got < sizeof value ? got : sizeof value - 1] = '\0';
+    if (parse_endpoint(value, &addrs[p], &ports[p]) != 0)
+        return store_fail(rank, err, err_size, ZEN_EPROTO,
+                          "rank %d published '%s' under '%s', not an address:port", p, value, key);
+    return ZEN_OK;
+}
+
+/* Look once (1 ms each) for the ranks after p not read yet, so that a report names every rank
+ * still missing, not only the one this rank happens to wait on; *missing gets the list. */
+static zen_status probe_rest(const zen_store *store, int rank, int size, int p, unsigned char *have,
+                             uint32_t *addrs, uint16_t *ports, char *missing, size_t cap,
+                             int *arrived, char *err, size_t err_size)
+{
+    for (int q = p + 1; q < size; q++) {
+        if (have[q])
+            continue;
+        zen_status st = read_endpoint(store, rank, q, 0.001, addrs, ports, err, err_size);
+        if (st != ZEN_OK && st != ZEN_ETIMEDOUT)
+            return st;
+        have[q] = st == ZEN_OK;
+    }
+    size_t len = 0;
+    int shown = 0;
+    *arrived = 0;
+    missing[0] = '\0';
+    for (int q = 0; q < size; q++) {
+        if (have[q]) {
+            ++*arrived;
+        } else if (shown++ < 16 && len + 16 < cap) {
+            len += (size_t)snprintf(missing + len, cap - len, "%s%d", len ? ", " : "", q);
+        } else if (shown == 18 && len + 8 < cap) {
+            len += (size_t)snprintf(missing + len, cap - len, ", ...");
+        }
+    }
+    return ZEN_OK;
+}
+
+/*
+ * Read every other rank's endpoint before the deadline. The gets block in slices that end at
+ * the next progress report (ZEN_WAIT_REPORT_S): each report, and the timeout, say how many
+ * ranks published and which are missing (a WORLD_SIZE larger than the ranks started shows as
+ * "2 of 3 ranks ...: missing rank 2").
+ */
 static zen_status read_endpoints(const zen_store *store, int rank, int size, int64_t deadline,
                                  uint32_t *addrs, uint16_t *ports, char *err, size_t err_size)
 {
-    for (int p = 0; p < size; p++) {
-        if (p == rank)
-            continue;
-        char key[32], value[ENDPOINT_CAP];
-        size_t got = 0;
-        snprintf(key, sizeof key, "zen/tcp/%d", p);
-        double left = (double)(deadline - zen_now_ns()) / 1e9;
-        zen_status st =
-            store->get(store->ctx, key, value, sizeof value - 1, &got, left > 0.001 ? left : 0.001);
-        if (st == ZEN_ETIMEDOUT)
-            return store_fail(rank, err, err_size, st,
-                              "rank %d never published its address (key '%s') in the store", p,
-                              key);
-        if (st != ZEN_OK)
-            return store_fail(rank, err, err_size, st, "reading key '%s' from the store: %s", key,
-                              zen_strerror(st));
-        value[got < sizeof value ? got : sizeof value - 1] = '\0';
-        if (parse_endpoint(value, &addrs[p], &ports[p]) != 0)
-            return store_fail(rank, err, err_size, ZEN_EPROTO,
-                              "rank %d published '%s' under '%s', not an address:port", p, value,
-                              key);
+    unsigned char *have = zen__calloc((size_t)size, 1);
+    if (!have)
+        return store_fail(rank, err, err_size, ZEN_ENOMEM, "no memory for %d ranks", size);
+    have[rank] = 1;
+    zen_wait_report wr;
+    zen__wait_report_start(&wr);
+    zen_status st = ZEN_OK;
+    char missing[160];
+    int arrived = 0;
+    for (int p = 0; p < size && st == ZEN_OK; p++) {
+        while (!have[p] && st == ZEN_OK) {
+            int64_t end = zen__wait_report_slice(&wr, deadline);
+            st = read_endpoint(store, rank, p, (double)(end - zen_now_ns()) / 1e9, addrs, ports,
+                               err, err_size);
+            have[p] = st == ZEN_OK;
+            if (st != ZEN_ETIMEDOUT)
+                continue;
+            st = ZEN_OK;
+            int late = zen_now_ns() >= deadline;
+            if (!late && !zen__wait_report_due(&wr))
+                continue;
+            st = probe_rest(store, rank, size, p, have, addrs, ports, missing, sizeof missing,
+                            &arrived, err, err_size);
+            char times[48];
+            zen__wait_report_times(&wr, deadline, times, sizeof times);
+            if (st == ZEN_OK && late)
+                st = store_fail(rank, err, err_size, ZEN_ETIMEDOUT,
+                                "%d of %d ranks published their address in %s: missing rank(s) "
+                                "%s (fewer ranks started than the world size %d, or they failed "
+                                "before the rendezvous: see their logs)",
+                                arrived, size, times, missing, size);
+            else if (st == ZEN_OK)
+                ZEN_WARN("bootstrap",
+                         "rank %d: store rendezvous: still waiting for rank(s) %s (%d of %d "
+                         "ranks arrived; %s)",
+                         rank, missing, arrived, size, times);
+        }
     }
-    return ZEN_OK;
+    zen__free(have);
+    return st;
 }
 
 zen_status zen__store_rendezvous(const zen_store *store, int rank, int size,

@@ -38,8 +38,17 @@ static void *rank_main(void *p)
         return NULL;
     rt->status = rt->fn(comm, rt->arg);
     if (rt->status != ZEN_OK) {
-        ZEN_WARN("init", "rank %d returned %s: %s", rt->rank, zen_status_name(rt->status),
-                 zen_comm_last_error(comm));
+        /* A failure of the function's own (a file, the data) leaves no communicator error: say
+         * so rather than print an empty detail. */
+        const char *detail = zen_comm_last_error(comm);
+        if (detail && *detail)
+            ZEN_WARN("init", "rank %d's function returned %s: %s; aborting the other ranks",
+                     rt->rank, zen_status_name(rt->status), detail);
+        else
+            ZEN_WARN("init",
+                     "rank %d's function returned %s (%s) with no communicator error (a "
+                     "failure of its own, which its caller reports); aborting the other ranks",
+                     rt->rank, zen_status_name(rt->status), zen_strerror(rt->status));
         zen_comm_abort(comm); /* no other rank may wait for this one forever */
     }
     zen_comm_destroy(comm);

@@ -62,6 +62,9 @@ static const zen_param_row param_table[] = {
               "named as hung and the job aborts; the window is the largest value over the ranks, "
               "agreed at setup, cut to half the smallest ZEN_TIMEOUT_S, not below 2 s by that cut "
               "(inf: this rank does not watch, but still beats)"),
+    P_TIMEOUT("ZEN_WAIT_REPORT_S", "30",
+              "a blocking wait (rendezvous, Store, shm setup, receive) that lasts longer prints "
+              "\"still waiting for rank(s) ...\" every this many seconds (inf: never)"),
     P_STRICT_STRING("ZEN_JOB_SECRET", check_secret, PF_SECRET, "",
                     "tcp: per-job secret; ranks prove it to each other (HMAC-SHA256) at rendezvous "
                     "and on every mesh connection (docs/security.md)"),

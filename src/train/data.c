@@ -180,11 +180,15 @@ static uint64_t header_sum(const token_header *h)
     return zen_train_fnv1a(h, offsetof(token_header, header_sum), 0x746f6b68ull);
 }
 
-static int mkdir_p(const char *dir)
+/* mkdir -p: every missing parent too (a fresh tree has no build/workloads for --dump-grads
+ * build/workloads/gpt); 0, or -1 with errno set. */
+int zen_train_mkdir_p(const char *dir)
 {
     char buf[1024];
-    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
         return -1;
+    }
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
             continue;
@@ -429,7 +433,7 @@ zen_status zen_dataset_load(const zen_data_options *opts, zen_dataset **out, cha
         goto done;
     snprintf((*out)->name, sizeof(*out)->name, "%s", base);
     /* a failing cache write only costs time on the next run */
-    if (mkdir_p(dir) != 0 || write_cache(*out, opts, tok_path, vocab_path) != ZEN_OK) {
+    if (zen_train_mkdir_p(dir) != 0 || write_cache(*out, opts, tok_path, vocab_path) != ZEN_OK) {
         if (!opts->quiet)
             fprintf(stderr, "zen train: warning: cannot write the token cache in %s/\n", dir);
     }

@@ -58,6 +58,9 @@ zen_status zen_dataset_load(const zen_data_options *opts, zen_dataset **out, cha
                             size_t errlen);
 void zen_dataset_destroy(zen_dataset *ds);
 
+/* mkdir -p DIR (missing parents included): 0, or -1 with errno set. */
+int zen_train_mkdir_p(const char *dir);
+
 /* Build from an in-memory list of lines (no cache); used by tests and by zen_dataset_load. */
 zen_status zen_dataset_from_lines(const char *const *lines, size_t nlines,
                                   const zen_data_options *opts, zen_dataset **out);

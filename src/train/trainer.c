@@ -764,7 +764,7 @@ static zen_status prepare_outputs(run_ctx *c, int wrank, char *err, size_t errsi
 {
     const zen_train_options *o = c->o;
     if (o->checkpoint_dir) {
-        if (mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST) {
+        if (zen_train_mkdir_p(o->checkpoint_dir) != 0) {
             snprintf(err, errsize, "cannot create --checkpoint-dir %s: %s", o->checkpoint_dir,
                      strerror(errno));
             return ZEN_EIO;
@@ -787,7 +787,7 @@ static zen_status prepare_outputs(run_ctx *c, int wrank, char *err, size_t errsi
             return ZEN_EIO;
         }
     }
-    if (o->dump_grads_dir && mkdir(o->dump_grads_dir, 0777) != 0 && errno != EEXIST) {
+    if (o->dump_grads_dir && zen_train_mkdir_p(o->dump_grads_dir) != 0) {
         snprintf(err, errsize, "cannot create --dump-grads %s: %s", o->dump_grads_dir,
                  strerror(errno));
         return ZEN_EIO;

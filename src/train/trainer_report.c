@@ -34,14 +34,16 @@ static void fmt_eta(char *out, size_t n, double s)
 
 void zen_report_progress(FILE *f, const zen_step_report *r)
 {
-    char val[32] = "", sync[64] = "", tp[160] = "", eta[32], b1[24], b2[24];
+    char val[32] = "", sync[96] = "", tp[160] = "", eta[32], b1[24], b2[24];
     int w = (int)snprintf(NULL, 0, "%ld", r->steps);
     if (!isnan(r->val_loss))
         snprintf(val, sizeof val, " val %.3f |", r->val_loss);
     if (r->bytes_dense > 0) {
         fmt_bytes(b1, sizeof b1, (double)r->bytes_synced);
         fmt_bytes(b2, sizeof b2, (double)r->bytes_dense);
-        snprintf(sync, sizeof sync, " | sync %s/%s dense", b1, b2);
+        /* what this rank sent in the dp gradient sync, next to what a dense ring allreduce of
+         * every gradient would send: "dense" alone read as if the dense scheme had run */
+        snprintf(sync, sizeof sync, " | sent %s (dense allreduce: %s)", b1, b2);
     }
     /* who the tp group waits for: from the communicator's arrival stamps */
     char late[48] = "";

@@ -6,6 +6,7 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "common/wait_report.h"
 #include "transport/liveness.h"
 
 enum req_state {
@@ -63,6 +64,7 @@ struct zen_mailbox {
     int (*silent)(void *, int64_t *); /* zen__mailbox_set_silent */
     void *silent_arg;
     _Atomic(mb_req *) spare[SPARE_REQS]; /* freed receives kept for the next (req_new) */
+    int64_t report_ns; /* ZEN_WAIT_REPORT_S, read once here: waits are a hot path */
 };
 
 /* Wake the condition variable's waiters and the notify hook's. Lock held. */
@@ -81,6 +83,7 @@ zen_status zen__mailbox_create(zen_transport *owner, int nranks, zen_mailbox **o
         return ZEN_ENOMEM;
     mb->owner = owner;
     mb->nranks = nranks;
+    mb->report_ns = zen__wait_report_interval_ns();
     mb->peer_status = zen__calloc((size_t)nranks, sizeof *mb->peer_status);
     mb->peer_msg = zen__calloc((size_t)nranks, sizeof *mb->peer_msg);
     if (!mb->peer_status || !mb->peer_msg) {
@@ -270,9 +273,17 @@ zen_status zen__mailbox_wait(zen_mailbox *mb, zen_treq *req, int64_t deadline_ns
     }
     mb_req *r = (mb_req *)req;
     int64_t start = zen_now_ns();
-    struct timespec ts = zen_deadline_timespec(deadline_ns);
+    zen_wait_report wr;
+    zen__wait_report_start_at(&wr, start, mb->report_ns);
+    struct timespec ts = zen_deadline_timespec(zen__wait_report_slice(&wr, deadline_ns));
     pthread_mutex_lock(&mb->lock);
     while (!is_done(r)) {
+        if (zen__wait_report_due(&wr)) { /* not under the lock: the carriers need it */
+            pthread_mutex_unlock(&mb->lock);
+            zen__wait_report_say(&wr, deadline_ns, mb->owner->rank, r->peer);
+            pthread_mutex_lock(&mb->lock);
+            ts = zen_deadline_timespec(zen__wait_report_slice(&wr, deadline_ns));
+        }
         if (zen_now_ns() >= deadline_ns) {
             pthread_mutex_unlock(&mb->lock);
             int64_t quiet = 0;

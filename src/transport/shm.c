@@ -39,6 +39,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tunables.h"
+#include "common/wait_report.h"
 #include "transport/shm_internal.h"
 #include "transport/tcp_internal.h"
 
@@ -80,6 +81,12 @@ static int peer_gone(const shm_state *s, shm_peer *pe)
     return atomic_load(&s->aborted) || atomic_load(&pe->down) || atomic_load(&pe->failed);
 }
 
+/* The single-copy send is acknowledged: the receiver has read the whole buffer. */
+static int send_acked(const send_wait *w)
+{
+    return w->need == 0 && atomic_load(&w->pe->out_ctl->acked) >= w->ack;
+}
+
 static int send_ready(void *arg)
 {
     send_wait *w = arg;
@@ -87,7 +94,7 @@ static int send_ready(void *arg)
     if (peer_gone(w->s, w->pe))
         return 1;
     if (w->need == 0)
-        return atomic_load(&out->acked) >= w->ack;
+        return send_acked(w);
     uint64_t used =
         atomic_load_explicit(&out->tail, memory_order_relaxed) - atomic_load(&out->head);
     return w->s->ring_bytes - used >= w->need;
@@ -114,6 +121,11 @@ static zen_status send_block(shm_state *s, shm_peer *pe, send_wait *w, size_t by
         atomic_store(&pe->out_ctl->producer_waiting, 1);
         int ok = zen__shm_wait_until(s, send_ready, w, zen_ns_add_sat(zen_now_ns(), s->stall_ns));
         atomic_store(&pe->out_ctl->producer_waiting, 0);
+        /* The ack first: a receiver that read the message, acknowledged it, finished and
+         * exited before this thread woke is down by now, but the send completed (a spurious
+         * "communicator poisoned" at teardown after a single-copy all_gather otherwise). */
+        if (send_acked(w))
+            return ZEN_OK;
         if (peer_gone(s, pe))
             return send_failed(s, pe);
         if (ok)
@@ -192,7 +204,7 @@ static zen_status send_local(shm_state *s, shm_peer *pe, uint64_t tag, const voi
             send_wait w = { s, pe, 0, ++pe->rts_sent };
             if (!send_ready(&w))
                 st = send_block(s, pe, &w, len);
-            else if (peer_gone(s, pe))
+            else if (!send_acked(&w) && peer_gone(s, pe)) /* acked: done, as in send_block */
                 st = send_failed(s, pe);
         }
     } else {
@@ -304,9 +316,20 @@ static zen_status shm_wait(zen_transport *t, zen_treq *req, int64_t deadline_ns,
     }
     recv_wait w = { s, req };
     int64_t start = zen_now_ns();
-    if (!zen__shm_wait_until(s, recv_done, &w, deadline_ns)) {
-        int peer;
-        uint64_t tag;
+    zen_wait_report wr;
+    zen__wait_report_start_at(&wr, start, s->report_ns);
+    int peer;
+    uint64_t tag;
+    int got;
+    /* in slices that end at each progress report (ZEN_WAIT_REPORT_S) */
+    while (
+        !(got = zen__shm_wait_until(s, recv_done, &w, zen__wait_report_slice(&wr, deadline_ns))) &&
+        zen_now_ns() < deadline_ns) {
+        zen__mailbox_req_info(req, &peer, &tag);
+        if (zen__wait_report_due(&wr))
+            zen__wait_report_say(&wr, deadline_ns, t->rank, peer);
+    }
+    if (!got) {
         zen__mailbox_req_info(req, &peer, &tag);
         int64_t quiet = 0;
         int silent = zen__shm_silent_peer(s, &quiet);
@@ -512,7 +535,8 @@ static void read_tunables(shm_state *s, double timeout_s)
     long cma_min = zen__param_long("SHM_CMA_MIN_BYTES");
     s->cma_min = cma_min > 0 ? (size_t)cma_min : 1;
     s->timeout_s = timeout_s > 0 ? timeout_s : 300;
-    s->stall_ns = zen_ns_from_s(s->timeout_s); /* INT64_MAX for inf: never a stall */
+    s->stall_ns = zen_ns_from_s(s->timeout_s);     /* INT64_MAX for inf: never a stall */
+    s->report_ns = zen__wait_report_interval_ns(); /* read once: waits are a hot path */
     zen_liveness own = zen__liveness_mine(s->timeout_s);
     s->live_wire = zen__liveness_encode(&own);
     long spin = zen__param_long("SHM_SPIN_US");

@@ -61,6 +61,7 @@ struct shm_state {
     size_t cma_min;    /* RTS from this size on (when the receiver allows it) */
     double timeout_s;
     int64_t stall_ns;
+    int64_t report_ns; /* ZEN_WAIT_REPORT_S (wait_report.h), 0: never */
     int64_t spin_ns;
     int spin_yield;
     pthread_mutex_t drain_lock;
