@@ -8,6 +8,7 @@
 
 #include <zen/comm.h>
 
+#include "bootstrap/env.h"
 #include "bootstrap/nodelist.h"
 #include "testutil.h"
 
@@ -213,6 +214,21 @@ static void test_srun_step(void **state)
     int rank = -1;
     assert_int_equal(zen_comm_env_rank(&rank), ZEN_OK);
     assert_int_equal(rank, 5);
+
+    /* srun --mpi=pmi2 also sets PMI_RANK/PMI_SIZE: the same rank, and not a reason to pick
+     * the mpi transport (an MPI built without Slurm's PMI2 aborts there) */
+    setenv("PMI_RANK", "5", 1);
+    setenv("PMI_SIZE", "7", 1);
+    zen_env_info info;
+    assert_int_equal(zen__env_read(&info, NULL), ZEN_OK);
+    assert_int_equal(info.rank, 5);
+    assert_int_equal(info.launched_by_mpi, 0);
+    unsetenv("SLURM_STEP_NUM_TASKS"); /* not a step: PMI_SIZE means an MPI launcher, as before */
+    assert_int_equal(zen__env_read(&info, NULL), ZEN_OK);
+    assert_int_equal(info.launched_by_mpi, 1);
+    setenv("SLURM_STEP_NUM_TASKS", "7", 1);
+    unsetenv("PMI_RANK");
+    unsetenv("PMI_SIZE");
 
     setenv("PMIX_RANK", "5", 1); /* srun --mpi=pmix */
     assert_int_equal(zen_comm_env_launch(&e), ZEN_OK);

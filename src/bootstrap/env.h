@@ -16,7 +16,7 @@ typedef struct zen_env_info {
     int local_size; /* -1 when not set */
     char master_addr[256];
     int master_port;
-    int launched_by_mpi;   /* OMPI_COMM_WORLD_SIZE or PMI_SIZE present */
+    int launched_by_mpi;   /* OMPI_COMM_WORLD_SIZE, or PMI_SIZE outside a Slurm step, set */
     int slurm_step;        /* a task of a Slurm step (srun) */
     const char *rank_from; /* the variable the rank came from (static string), NULL: none */
 } zen_env_info;

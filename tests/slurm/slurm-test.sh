@@ -6,6 +6,7 @@
 #
 #   1. srun -n 4 zen bench allreduce --check --json: one 4-rank job (not four 1-process benches),
 #      every result checked against a reference (wrong: 0), rank 0 the only one printing;
+#      the same with --mpi=pmi2 (PMI_SIZE set: zen's own transport, not an MPI that cannot start);
 #   2. srun -n 2 python3 examples/torch_ddp_kjv.py --backend zen, a few steps (when the build made
 #      zen_torch: PYTHONPATH given and `import zen_torch` works);
 #   3. in an sbatch script, the script itself is not a rank (zen info says launcher none) while
@@ -129,6 +130,13 @@ good=$(echo "$out" | grep '"ranks":4' | grep -v '"transport":"inproc"' | grep -c
 [ "$lines" -eq 10 ] && [ "$good" -eq 10 ] ||
     fail "srun -n 4 zen bench: $lines result lines, $good of 4 ranks, not inproc, wrong 0 (want 10 and 10)"
 
+# srun --mpi=pmi2 sets PMI_SIZE: zen still runs its own transport, not an MPI that cannot start
+out=$(timeout 60 srun --mpi=pmi2 -n 2 "$zen" bench allreduce -b 1K -e 1K -w 1 -n 2 --check \
+    --json 2>"$tmp/pmi2.err")
+rc=$?
+good=$(echo "$out" | grep '"ranks":2' | grep -v '"transport":"inproc"' | grep -c '"wrong":0')
+[ "$rc" -eq 0 ] && [ "$good" -eq 2 ] ||
+    fail "srun --mpi=pmi2 -n 2 zen bench: exit $rc, $good good lines of 2: $(tail -n 3 "$tmp/pmi2.err")"
 echo "[${SECONDS} s] bench done"
 # 2. torch DDP with the zen backend: a corpus from docs/ keeps it short
 if [ -n "$pypath" ] && PYTHONPATH=$pypath "$py" -c "import zen_torch" 2>/dev/null; then
