@@ -9,7 +9,7 @@ runs=${1:-1000000}
 build=${2:-build-fuzz}
 secs_max=${3:-0}
 root=$(cd "$(dirname "$0")/.." && pwd)
-targets="decode rdv frame trace ckpt shmboot"
+targets="decode rdv frame trace ckpt shmboot nodelist"
 if [ ! -f "$build/CMakeCache.txt" ]; then
     CC=clang cmake -S "$root" -B "$build" -G Ninja -DZEN_BUILD_FUZZ=ON \
         -DZEN_BUILD_PYTHON=OFF >/dev/null

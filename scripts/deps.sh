@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install what zen needs to build, test and run, from Debian packages. Idempotent: installs only
 # what is missing, and runs `apt-get update` only when something is.
+# --slurm also installs a Slurm and munge (slurmctld, slurmd, slurm-client, munge; 6 packages,
+# about 5 MB) for the `slurm` ctest label (tests/slurm/slurm-test.sh), which skips without them.
 set -euo pipefail
 
 packages=(
@@ -9,6 +11,12 @@ packages=(
   bible-kjv dict-gcide python3 python3-matplotlib
   python3-dev python3-torch libtorch-dev pybind11-dev
 )
+if [ "${1:-}" = "--slurm" ]; then
+  packages+=(slurmctld slurmd slurm-client munge)
+elif [ $# -gt 0 ]; then
+  echo "usage: scripts/deps.sh [--slurm]" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -9,11 +9,53 @@
 static void help(void)
 {
     printf("usage: zen info [--params] [--json]\n\n"
-           "Print the version and every ZEN_* environment variable zen reads, with its value in\n"
-           "effect and where it came from: env, default, ignored (malformed or out of range: the\n"
-           "default is used; the line below says why) or refused (a malformed identity, address\n"
-           "or secret: the job does not start).\n\n"
+           "Print the version, the launcher that started this process (srun, torchrun, mpirun,\n"
+           "zen launch: the rank, world size and rendezvous zen takes from it), and every ZEN_*\n"
+           "environment variable zen reads, with its value in effect and where it came from:\n"
+           "env, default, ignored (malformed or out of range: the default is used; the line\n"
+           "below says why) or refused (a malformed identity, address or secret: the job does\n"
+           "not start).\n\n"
            "  --json   one JSON object per line\n");
+}
+
+/* Which launcher started this process, named after the variable its rank came from. */
+static const char *launcher_name(const zen_launch_env *e)
+{
+    static const char *const names[][2] = {
+        { "ZEN_RANK", "zen" },      { "RANK", "torchrun" }, { "OMPI_COMM_WORLD_RANK", "mpirun" },
+        { "SLURM_PROCID", "srun" }, { "PMI_RANK", "pmi" },  { "PMIX_RANK", "pmix" },
+    };
+    if (!e->rank_var[0])
+        return "none";
+    if (e->slurm_step && strcmp(e->rank_var, "RANK") != 0 && strcmp(e->rank_var, "ZEN_RANK") != 0 &&
+        strncmp(e->rank_var, "OMPI", 4) != 0)
+        return "srun";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(e->rank_var, names[i][0]) == 0)
+            return names[i][1];
+    return "?";
+}
+
+/* The launcher line: what zen_comm_create would take from the environment. */
+static void print_launcher(int json)
+{
+    zen_launch_env e = { .size = sizeof e };
+    if (zen_comm_env_launch(&e) != ZEN_OK) {
+        printf(json ? ",\"launcher\":\"malformed\""
+                    : "launcher: malformed environment (see above)\n");
+        return;
+    }
+    if (json) {
+        printf(",\"launcher\":\"%s\",\"rank\":%d,\"world_size\":%d,\"master\":", launcher_name(&e),
+               e.rank, e.world_size);
+        zen_json_string(stdout, e.master_addr);
+        printf(",\"master_port\":%d", e.master_port);
+    } else if (e.rank < 0) {
+        printf("launcher: none (not started as a rank)\n");
+    } else {
+        printf("launcher: %s (rank %d of %d from %s, master %s:%d)\n", launcher_name(&e), e.rank,
+               e.world_size, e.rank_var, e.master_addr, e.master_port);
+    }
 }
 
 int zen_cmd_info(int argc, char **argv)
@@ -34,10 +76,12 @@ int zen_cmd_info(int argc, char **argv)
     if (json) {
         printf("{\"version\":\"%s\",\"machine\":", ZEN_VERSION_STRING);
         zen_json_string(stdout, machine);
+        print_launcher(1);
         printf("}\n");
     } else {
-        printf("zen %s\nmachine: %s\n\n%-26s %-12s %-8s %s\n", ZEN_VERSION_STRING, machine,
-               "variable", "value", "source", "meaning");
+        printf("zen %s\nmachine: %s\n", ZEN_VERSION_STRING, machine);
+        print_launcher(0);
+        printf("\n%-26s %-12s %-8s %s\n", "variable", "value", "source", "meaning");
     }
     for (size_t i = 0; i < zen_param_count(); i++) {
         zen_param_info p;

@@ -65,14 +65,38 @@ typedef struct zen_comm_options {
 ZEN_API void zen_comm_options_init(zen_comm_options *opts);
 
 /*
- * The rank a launcher gave this process (zen launch, torchrun, mpirun, a PMI launcher): the one
- * zen_comm_create takes for rank -1, from the first of ZEN_RANK, RANK, OMPI_COMM_WORLD_RANK,
- * PMI_RANK that is set and not empty. *rank = -1 when none is: the process was not started as a
+ * The rank a launcher gave this process (zen launch, torchrun, mpirun, a PMI launcher, srun): the
+ * one zen_comm_create takes for rank -1, from the first of ZEN_RANK, RANK, OMPI_COMM_WORLD_RANK,
+ * PMI_RANK, PMIX_RANK and (in a Slurm step) SLURM_PROCID that is set and not empty. *rank = -1 when none is: the process was not started as a
  * rank, so a program whose ranks may also be threads (zen train, zen bench) runs them itself.
  * ZEN_EINVAL (*rank = -1) when a launcher variable is malformed, as zen_comm_create would say.
  * Reads the environment only: thread safe as long as nobody changes it meanwhile.
  */
 ZEN_API zen_status zen_comm_env_rank(int *rank);
+
+/* What zen_comm_create reads from the launcher's environment (zen_comm_env_launch). */
+typedef struct zen_launch_env {
+    size_t size;           /* sizeof(zen_launch_env), set by the caller (0 is taken as this) */
+    int rank;              /* -1 when no launcher gave one */
+    int world_size;        /* -1 when not given */
+    int local_rank;        /* rank among the processes of this host, -1 when not given */
+    int local_size;        /* processes on this host, -1 when not given */
+    char master_addr[256]; /* host of rank 0's rendezvous */
+    int master_port;       /* its port */
+    int slurm_step;        /* 1: a task of a Slurm step (started by srun) */
+    char rank_var[32];     /* the variable the rank came from ("SLURM_PROCID", "RANK", ...), "" */
+} zen_launch_env;
+
+/*
+ * Fill *out with the rendezvous facts of this process's launcher, as zen_comm_create takes them:
+ * each from the first of zen's (ZEN_*), torchrun's, Open MPI's, PMI's, PMIx's and, in a Slurm
+ * step, Slurm's variables that is set (docs/multi-host.md, "Slurm"). In a Slurm step without
+ * MASTER_ADDR/MASTER_PORT, the master is the first host of SLURM_STEP_NODELIST and the port
+ * 20000 + 10 * (SLURM_JOB_ID % 1000) + SLURM_STEP_ID % 10; outside one, 127.0.0.1:29500.
+ * ZEN_EINVAL when a variable is malformed (logged, naming it); ZEN_EINVAL when out is NULL or its
+ * size is not this zen's. Reads the environment only: thread safe as long as nobody changes it.
+ */
+ZEN_API zen_status zen_comm_env_launch(zen_launch_env *out);
 
 /*
  * Create a communicator. Collective: every rank of the world calls it. On success *out owns the

@@ -3,20 +3,27 @@
 ``import zen_torch`` registers the backend "zen"; then ``dist.init_process_group("zen")`` (or
 ``dist.new_group(backend="zen")``) creates a process group whose collectives run in libzen. The
 rendezvous goes through the c10d Store torch hands the backend, so torchrun, ``zen launch``,
-mpirun and explicit rank/world_size with MASTER_ADDR/MASTER_PORT all work unchanged.
+mpirun and explicit rank/world_size with MASTER_ADDR/MASTER_PORT all work unchanged. Under
+``srun`` (a Slurm step), importing this module fills in the env:// variables torch's default
+rendezvous needs (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) from
+Slurm's, leaving any already set alone; ``launch_env()`` shows what libzen read.
 
 CPU tensors only; every call runs synchronously (the returned Work is already complete).
 Sparse COO tensors (e.g. gradients of ``nn.Embedding(sparse=True)``) are summed by
 ``zen_sparse_allreduce``; the scheme is AUTO unless ZEN_TORCH_SPARSE_SCHEME or
 ``set_sparse_scheme(group, name)`` chooses one.
 """
+import os as _os
+import warnings as _warnings
+
 import torch.distributed as _dist
 
 from . import _C
 
 __version__ = _C.version()  # the libzen this module runs on, e.g. "0.1.0"
 
-__all__ = ["__version__", "set_sparse_scheme", "last_sparse_scheme", "transport", "all_reduce_sparse"]
+__all__ = ["__version__", "set_sparse_scheme", "last_sparse_scheme", "transport", "all_reduce_sparse",
+           "launch_env"]
 
 
 def _group(group):
@@ -48,3 +55,35 @@ def all_reduce_sparse(tensor, group=None):
 
 if "ZEN" not in _dist.Backend._plugins:
     _dist.Backend.register_backend("zen", _C.create_process_group)
+
+
+def launch_env():
+    """What libzen reads from the launcher's environment, as a dict: rank, world_size,
+    local_rank, local_size (-1 when not given), master_addr, master_port, slurm_step (True under
+    srun) and rank_var (the variable the rank came from, e.g. "SLURM_PROCID"). Explicit variables
+    (ZEN_*, then torchrun's RANK/WORLD_SIZE/MASTER_*) win over Open MPI's, PMI's, PMIx's and
+    Slurm's, fact by fact."""
+    return _C.launch_env()
+
+
+def _fill_env_from_slurm():
+    """Under srun, give torch's env:// rendezvous what it needs, from Slurm's variables: the first
+    host of the step is rank 0's, the port 20000 + 10 * (SLURM_JOB_ID % 1000) + SLURM_STEP_ID % 10
+    (docs/multi-host.md). A variable already set is kept. An sbatch script run without srun is not
+    a step (no SLURM_STEP_NUM_TASKS) and is left alone."""
+    try:
+        env = _C.launch_env()
+    except RuntimeError as e:
+        _warnings.warn(f"zen_torch: Slurm environment not used: {e}")
+        return
+    if not env["slurm_step"] or env["rank"] < 0 or env["world_size"] < 1:
+        return
+    facts = {"RANK": env["rank"], "WORLD_SIZE": env["world_size"],
+             "LOCAL_RANK": env["local_rank"], "LOCAL_WORLD_SIZE": env["local_size"],
+             "MASTER_ADDR": env["master_addr"], "MASTER_PORT": env["master_port"]}
+    for name, value in facts.items():
+        if value != -1 and not _os.environ.get(name):
+            _os.environ[name] = str(value)
+
+
+_fill_env_from_slurm()

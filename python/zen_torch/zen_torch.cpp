@@ -773,4 +773,24 @@ PYBIND11_MODULE(_C, m)
         },
         "benchmarks only: seconds of one in-place zen_allreduce (SUM) called directly from C");
     m.def("zen_version", &zen_version);
+    m.def(
+        "launch_env",
+        [] {
+            zen_launch_env e = {};
+            e.size = sizeof e;
+            zen_status st = zen_comm_env_launch(&e);
+            TORCH_CHECK(st == ZEN_OK, "zen: malformed launcher environment (", zen_strerror(st),
+                        "; the variable is named on stderr)");
+            pybind11::dict d;
+            d["rank"] = e.rank;
+            d["world_size"] = e.world_size;
+            d["local_rank"] = e.local_rank;
+            d["local_size"] = e.local_size;
+            d["master_addr"] = std::string(e.master_addr);
+            d["master_port"] = e.master_port;
+            d["slurm_step"] = e.slurm_step != 0;
+            d["rank_var"] = std::string(e.rank_var);
+            return d;
+        },
+        "the rendezvous facts libzen reads from the launcher's environment (zen_comm_env_launch)");
 }

@@ -78,15 +78,20 @@ static const zen_param_row param_table[] = {
            "freed blocks of 4 KiB and more kept for reuse, at most this many MiB (0: none, and no "
            "rounding of 64 KiB-64 MiB requests to a power of two)"),
     P_STRICT_LONG("ZEN_RANK", 0, 1 << 20, "",
-                  "rank of this process (also RANK, OMPI_COMM_WORLD_RANK, PMI_RANK)"),
+                  "rank of this process (also RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK; "
+                  "SLURM_PROCID under srun)"),
     P_STRICT_LONG("ZEN_WORLD_SIZE", 1, 1 << 20, "",
-                  "number of ranks (also WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE)"),
+                  "number of ranks (also WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE; "
+                  "SLURM_STEP_NUM_TASKS under srun)"),
     P_STRICT_STRING("ZEN_MASTER_ADDR", check_host, 0, "127.0.0.1",
-                    "tcp rendezvous host of rank 0 (also MASTER_ADDR)"),
+                    "tcp rendezvous host of rank 0 (also MASTER_ADDR; under srun: the step's first "
+                    "node)"),
     P_STRICT_LONG("ZEN_MASTER_PORT", 1, 65535, "29500",
-                  "tcp rendezvous port of rank 0 (also MASTER_PORT)"),
+                  "tcp rendezvous port of rank 0 (also MASTER_PORT; under srun: 20000 + 10 x "
+                  "(SLURM_JOB_ID % 1000) + SLURM_STEP_ID % 10)"),
     P_STRICT_LONG("ZEN_LOCAL_RANK", 0, 1 << 20, "",
-                  "rank within this host (also LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK)"),
+                  "rank within this host (also LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK; "
+                  "SLURM_LOCALID under srun)"),
     P_STRICT_LONG("ZEN_LOCAL_SIZE", 1, 1 << 20, "",
                   "ranks on this host (also LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE)"),
     P_STRICT_STRING("ZEN_SOCKET_IFADDR", check_host, 0, "",
