@@ -12,7 +12,6 @@
  * scheme uses nest inside it and the communicator's counters give the bytes of the whole call.
  */
 #include <string.h>
-#include <strings.h>
 
 #include "coll/comm_internal.h"
 #include "common/alloc.h"
@@ -21,34 +20,9 @@
 #include "common/options.h"
 #include "sparse/model/auto_tune.h"
 #include "sparse/scheme/hier_host.h"
+#include "sparse/scheme/registry.h"
 #include "sparse/sparse_internal.h"
 #include "sparse/wire/coo.h"
-
-static const char *const scheme_names[ZEN_SPARSE_SCHEME_COUNT] = {
-    "auto", "balanced", "hierarchical", "allgather", "block", "ps", "dense"
-};
-
-const char *zen_sparse_scheme_name(zen_sparse_scheme scheme)
-{
-    return (unsigned)scheme < ZEN_SPARSE_SCHEME_COUNT ? scheme_names[scheme] : "?";
-}
-
-zen_status zen_sparse_scheme_parse(const char *name, zen_sparse_scheme *out)
-{
-    if (!name || !out)
-        return ZEN_EINVAL;
-    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
-        if (strcasecmp(name, scheme_names[s]) == 0) {
-            *out = (zen_sparse_scheme)s;
-            return ZEN_OK;
-        }
-    }
-    if (strcasecmp(name, "zen") == 0) {
-        *out = ZEN_SPARSE_BALANCED;
-        return ZEN_OK;
-    }
-    return ZEN_EINVAL;
-}
 
 void zen_sparse_result_free(zen_sparse_result *result)
 {
@@ -66,22 +40,8 @@ const uint64_t *zen__sparse_seeds(const zen_comm *comm)
 
 static zen_sparse_scheme_fn scheme_fn(zen_sparse_scheme s)
 {
-    switch (s) {
-    case ZEN_SPARSE_BALANCED:
-        return zen__sparse_run_balanced;
-    case ZEN_SPARSE_HIERARCHICAL:
-        return zen__sparse_run_hierarchical;
-    case ZEN_SPARSE_ALLGATHER:
-        return zen__sparse_run_allgather;
-    case ZEN_SPARSE_BLOCK:
-        return zen__sparse_run_block;
-    case ZEN_SPARSE_PS:
-        return zen__sparse_run_ps;
-    case ZEN_SPARSE_DENSE:
-        return zen__sparse_run_dense;
-    default:
-        return NULL;
-    }
+    const zen_sparse_scheme_desc *row = zen__sparse_scheme_row(s);
+    return row ? row->run : NULL;
 }
 
 zen_status zen__sparse_run_flat(zen_sparse_ctx *ctx, zen_sparse_scheme scheme)

@@ -58,12 +58,7 @@ typedef struct zen_sparse_ctx {
 
 typedef zen_status (*zen_sparse_scheme_fn)(zen_sparse_ctx *ctx);
 
-zen_status zen__sparse_run_balanced(zen_sparse_ctx *ctx);     /* balanced.c */
-zen_status zen__sparse_run_hierarchical(zen_sparse_ctx *ctx); /* hierarchical.c */
-zen_status zen__sparse_run_allgather(zen_sparse_ctx *ctx);    /* allgather.c */
-zen_status zen__sparse_run_block(zen_sparse_ctx *ctx);        /* block.c */
-zen_status zen__sparse_run_ps(zen_sparse_ctx *ctx);           /* ps.c */
-zen_status zen__sparse_run_dense(zen_sparse_ctx *ctx);        /* dense.c */
+/* The schemes themselves (run and cost functions) are listed in scheme/registry.h. */
 
 /* Deliver a finished sorted unique sum to the caller's output (dense scatter or COO copy/move),
  * dividing by the rank count first when opts->average is set, and set stats->nnz_out. Takes
@@ -83,11 +78,6 @@ zen_status zen__sparse_run_flat(zen_sparse_ctx *ctx, zen_sparse_scheme scheme);
 /* The hash seeds agreed by all ranks at communicator creation (api.c). seeds[0] is seed0 of the
  * owner function h0 (hier_hash.h), seeds[1] seeds the in-owner slot hashes. */
 const uint64_t *zen__sparse_seeds(const zen_comm *comm);
-
-/* 1 when BALANCED's pull of total_bytes blob bytes on n ranks takes Bruck's ceil(log2 n) rounds
- * (n > 2, total at most ZEN_SPARSE_PULL_BRUCK_MAX_BYTES), 0 for the ring. cost.c; the cost model
- * asks the same question, so it charges the latency the pull really has. */
-int zen__sparse_pull_uses_bruck(int n, double total_bytes);
 
 /* Microseconds between two zen_now_ns() stamps. */
 static inline double zen_us_between(int64_t start_ns, int64_t end_ns)

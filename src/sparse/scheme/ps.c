@@ -17,6 +17,7 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "sparse/model/imbalance.h"
+#include "sparse/scheme/registry.h"
 #include "sparse/wire/xchg.h"
 
 zen_status zen__sparse_run_ps(zen_sparse_ctx *ctx)
@@ -138,4 +139,17 @@ out:
     zen__free(pbuf);
     zen__free(gbuf);
     return zen__coll_end(comm, &cc, st);
+}
+
+/* Sizes and slices to the owners, sizes and sums back; the busiest owner merges n runs of its
+ * hot range and sends its sum to everyone. */
+zen_cost_parts zen__sparse_cost_ps(const zen_cost_terms *t)
+{
+    const zen_cpu_model *c = &t->net->cpu;
+    double out = t->p->dense_output ? t->dense_out : t->nnz_n * t->E * t->cp;
+    return (zen_cost_parts){ 4 * t->conc, t->n1 * (t->hot + t->hot_n) * t->E,
+                             t->coalesce + t->nnz * t->E * t->cp +
+                                 t->N * t->hot * (c->merge * t->lgn + t->V * t->cp) +
+                                 t->hot_n * t->E * t->cp + out,
+                             4 * t->n1 };
 }
