@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "common/hash.h"
-#include "sparse/model/auto_tune.h"
-#include "sparse/sparse_internal.h"
+#include "sparse/plan/auto.h"
+#include "sparse/plan/auto_tune.h"
 #include "testutil.h"
 
 static const zen_auto_tune_params params = { 5, 20, 0.05, 2, 2, 3, 2, 1, 0 };

@@ -102,7 +102,7 @@ static zen_status do_partition(bal_state *s)
 {
     const zen_coo *in = s->ctx->local;
     const zen_sparse_options *o = s->ctx->opts;
-    zen_hh_config cfg = zen__hh_config_default((uint32_t)s->n, zen__sparse_seeds(s->comm));
+    zen_hh_config cfg = zen__hh_config_default((uint32_t)s->n, zen__comm_seeds(s->comm));
     cfg.threads = o ? o->threads : 1;
     cfg.method = partition_method(cfg.threads);
     if (o && (o->hash_probes > 0 || o->hash_r1 > 0)) { /* ablation of Algorithm 1's k and r1 */
@@ -209,7 +209,7 @@ static zen_status do_aggregate(bal_state *s)
 static zen_status do_encode(bal_state *s)
 {
     zen_status st = zen__universe_get(s->ctx->local->rows, (uint32_t)s->n,
-                                      zen__sparse_seeds(s->comm)[0], &s->uni);
+                                      zen__comm_seeds(s->comm)[0], &s->uni);
     if (st != ZEN_OK)
         return zen__fail(s->comm, st, "sparse balanced: owner universes of %llu rows",
                          (unsigned long long)s->ctx->local->rows);

@@ -1,5 +1,5 @@
 /*
- * AUTO: the sparsity profile and the choice of a scheme (zen__sparse_choose).
+ * AUTO: the sparsity profile and the choice of a scheme (zen__sparse_choose, auto.h).
  *
  * Every AUTO call on n > 1 ranks allgathers a small record per rank (2n + 3 words): its profile
  * version for this tensor, whether it wants a re-measure, its non-zero rows and their counts over
@@ -27,8 +27,9 @@
 #include "common/alloc.h"
 #include "common/hash.h"
 #include "common/tunables.h"
-#include "sparse/model/auto_tune.h"
 #include "sparse/model/cost.h"
+#include "sparse/plan/auto.h"
+#include "sparse/plan/auto_tune.h"
 #include "sparse/wire/xchg.h"
 
 #define PROFILE_SLOTS     256
@@ -830,10 +831,18 @@ static void quiet_decide(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme, int *do
     *done = 1;
 }
 
+static _Thread_local uint64_t consults;
+
+uint64_t zen__sparse_auto_consults(void)
+{
+    return consults;
+}
+
 zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
 {
     zen_comm *comm = ctx->comm;
     int n = comm->size, done;
+    consults++;
     quiet_decide(ctx, scheme, &done);
     if (done)
         return ZEN_OK;

@@ -1,5 +1,5 @@
 /* AUTO's decision converging on measurement (see auto_tune.h). */
-#include "sparse/model/auto_tune.h"
+#include "sparse/plan/auto_tune.h"
 
 #include <stdlib.h>
 #include <string.h>
