@@ -1,6 +1,6 @@
 /*
  * Internal interface of the sparse module: the coalesced local tensor every scheme starts from,
- * the scheme function type, and the pieces shared by schemes (output, cost model, profile).
+ * the context and function type of a scheme, and what schemes share (output, phase timing).
  *
  * Flow of zen_sparse_allreduce (api.c): validate the input on every rank (an index >= rows is
  * refused with ZEN_EINVAL locally, and the ranks agree on failure before any data moves, so no

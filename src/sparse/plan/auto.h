@@ -1,7 +1,8 @@
 /*
- * AUTO's runtime (profile.c: the process-wide slots of keyed tensors, the record exchange, the
- * sampled profile, the online calibration and the decision through auto_tune.h). Only the
- * planner (plan.c) asks it for a scheme; api.c reads its state digest for the agreement.
+ * AUTO's runtime (auto_*.c, sharing auto_internal.h): the process-wide slots of keyed tensors,
+ * the record exchange, the sampled profile, the online calibration and the decision through
+ * auto_tune.h. Only the planner (plan.c) asks it for a scheme; api.c reads its state digest for
+ * the agreement.
  */
 #ifndef ZEN_SPARSE_AUTO_H
 #define ZEN_SPARSE_AUTO_H
@@ -12,7 +13,7 @@
 
 /*
  * AUTO: choose the scheme for this call from the cost model and the sparsity profile kept under
- * opts->key (profile.c, predict.c). Collective when it needs to measure (all ranks must call it);
+ * opts->key (auto_decide.c, predict.c). Collective when it needs to measure (all ranks must call it);
  * fills stats->predicted_s, density, gamma_n, skew.
  */
 zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme);
@@ -24,7 +25,7 @@ void zen__sparse_auto_observe(const zen_sparse_ctx *ctx, double seconds);
 
 /* Before the agreement (api.c): a digest of this rank's agreed AUTO state for ctx's key (0: none)
  * and its time of the last call. When every rank reports the same non-zero digest, AUTO may
- * decide without its own record exchange (profile.c, ZEN_SPARSE_AUTO_RECHECK). */
+ * decide without its own record exchange (auto_decide.c, ZEN_SPARSE_AUTO_RECHECK). */
 void zen__sparse_auto_state(const zen_sparse_ctx *ctx, uint64_t *digest, double *last_s);
 
 /* Tests only: replace the measured seconds AUTO learns from (rank, scheme that ran, measured) with
