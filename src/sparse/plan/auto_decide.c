@@ -5,19 +5,13 @@
  * when every rank holds the same agreed slot, it decides without a message (quiet_decide).
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
-#include "common/hash.h"
 #include "common/tunables.h"
-#include "sparse/model/cost.h"
 #include "sparse/plan/auto.h"
 #include "sparse/plan/auto_internal.h"
-#include "sparse/plan/auto_tune.h"
-#include "sparse/wire/xchg.h"
 
 static double ema(double old, double x)
 {

@@ -20,20 +20,11 @@
  *
  * This file: the records and their exchange; auto_sample.c measures, auto_decide.c decides.
  */
-#include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
-#include "common/hash.h"
 #include "common/tunables.h"
-#include "sparse/model/cost.h"
-#include "sparse/plan/auto.h"
 #include "sparse/plan/auto_internal.h"
-#include "sparse/plan/auto_tune.h"
-#include "sparse/wire/xchg.h"
 
 /* The record this rank contributes: version, flags (bit 0: re-measure, bit 1: keyed), nnz, n range
  * counts, n block-range counts (the last two words: report_last). */

@@ -3,20 +3,13 @@
  * densification ratios gamma^(2^i) and gamma^n from hash-sampled index sets, the summed tensor's
  * skew, and its block density and skew from per-rank block bitmaps (see auto_records.c for when).
  */
-#include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/hash.h"
 #include "common/tunables.h"
-#include "sparse/model/cost.h"
-#include "sparse/plan/auto.h"
 #include "sparse/plan/auto_internal.h"
-#include "sparse/plan/auto_tune.h"
-#include "sparse/wire/xchg.h"
 
 static int cmp_u32(const void *a, const void *b)
 {

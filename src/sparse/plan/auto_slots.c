@@ -4,20 +4,12 @@
  * under one lock, evicted least recently used. The digest of a slot's agreed state lets the
  * ranks skip the record exchange when they all hold the same (zen__sparse_auto_state).
  */
-#include <math.h>
 #include <pthread.h>
-#include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "common/alloc.h"
 #include "common/hash.h"
-#include "common/tunables.h"
-#include "sparse/model/cost.h"
 #include "sparse/plan/auto.h"
 #include "sparse/plan/auto_internal.h"
-#include "sparse/plan/auto_tune.h"
-#include "sparse/wire/xchg.h"
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -69,8 +61,6 @@ void zen__auto_slot_note_time(uint64_t key, double seconds)
         sl->pending_s = seconds;
     pthread_mutex_unlock(&slot_lock);
 }
-
-static uint64_t slot_digest(const profile_slot *sl);
 
 /* The slot's fields every rank of the key computes alike, hashed: equal digests on all ranks
  * mean the same agreed state, so the same decision without a message. 0: no slot. */
