@@ -1,5 +1,5 @@
 /*
- * tune_replay: AUTO's tuner (src/sparse/model/auto_tune.c) replayed on recorded call times, so a
+ * tune_replay: AUTO's tuner (src/sparse/plan/auto_tune.c) replayed on recorded call times, so a
  * change of its policy can be judged on many runs of real load in seconds rather than on one
  * noisy grid run an hour long.
  *
@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "common/stats.h"
-#include "sparse/model/auto_tune.h"
+#include "sparse/plan/auto_tune.h"
 
 #define MAX_ITERS 4096
 #define NS        ZEN_SPARSE_SCHEME_COUNT

@@ -1,5 +1,5 @@
 /*
- * AUTO converges on measurement (src/sparse/model/auto_tune.c, profile.c): with a wrong model it
+ * AUTO converges on measurement (src/sparse/plan/auto_tune.c, auto_decide.c): with a wrong model it
  * ends on the measured-fastest scheme, warm-up and rechecks stay within their bounds, every rank
  * makes the same decision (also between record exchanges), and the result is the dense sum
  * whichever scheme runs.
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "common/hash.h"
-#include "sparse/model/auto_tune.h"
-#include "sparse/sparse_internal.h"
+#include "sparse/plan/auto.h"
+#include "sparse/plan/auto_tune.h"
 #include "testutil.h"
 
 static const zen_auto_tune_params params = { 5, 20, 0.05, 2, 2, 3, 2, 1, 0 };

@@ -1,7 +1,7 @@
 /*
  * The sparse cost model (src/sparse/model/cost.c) against hand-computed values from the ZEN paper
  * (section 4.2 extreme cases, the inferred table of section 4.3, the byte formulas of the
- * appendix), and AUTO (src/sparse/model/profile.c): measured profiles of known index patterns and the
+ * appendix), and AUTO (src/sparse/plan/auto_*.c): measured profiles of known index patterns and the
  * choice of the scheme with the smallest prediction.
  */
 #include <math.h>
@@ -13,6 +13,7 @@
 #include <zen/sparse.h>
 
 #include "sparse/model/cost.h"
+#include "sparse/plan/predict.h"
 #include "testutil.h"
 
 /* 1 GB/s, no latency: the paper's model */

@@ -5,7 +5,7 @@
  * inputs (any rank can regenerate any rank's input). Values are small integers, so every order of
  * additions gives the same floats and results must match exactly.
  *
- * Also: AUTO stays flat (and moves the same bytes as OFF) on one host and with one rank per host;
+ * Also: one plan per call asks AUTO's chooser once; AUTO stays flat (and moves the same bytes as OFF) on one host and with one rank per host;
  * an AUTO decision on several hosts agrees with its own predictions; the cost model of the
  * hierarchical form on synthetic numbers.
  */
@@ -20,7 +20,9 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
-#include "sparse/scheme/hier_host.h"
+#include "sparse/plan/auto.h"
+#include "sparse/plan/hier_cost.h"
+#include "sparse/plan/predict.h"
 #include "testutil.h"
 
 #define NRANKS 8
@@ -221,9 +223,12 @@ static zen_status flat_rank(zen_comm *comm, void *argp)
             o.scheme = schemes[s];
             o.ranks_per_host = rphs[i];
             zen_sparse_stats a, b;
+            uint64_t asked = zen__sparse_auto_consults();
             zen_status st = one_case(comm, &o, 8, 200 + (uint64_t)s, 1, &a);
             if (st != ZEN_OK)
                 return st;
+            /* one plan per call: AUTO's chooser is asked once, a fixed scheme never asks */
+            ZT_CHECK(comm, zen__sparse_auto_consults() - asked == (schemes[s] == ZEN_SPARSE_AUTO));
             o.hierarchy = ZEN_SPARSE_HIER_OFF;
             if ((st = one_case(comm, &o, 8, 200 + (uint64_t)s, 1, &b)) != ZEN_OK)
                 return st;
@@ -252,9 +257,15 @@ static zen_status auto_rank(zen_comm *comm, void *argp)
         o.scheme = schemes[s];
         o.ranks_per_host = 2;
         zen_sparse_stats st_;
+        uint64_t asked = zen__sparse_auto_consults();
         zen_status st = one_case(comm, &o, 8, 301 + (uint64_t)s, s % 2, &st_);
         if (st != ZEN_OK)
             return st;
+        /* the plan compares the forms with the chooser's profile once; the per-host form's
+         * sync across hosts is a plan of its own on the inter-host communicator, which asks
+         * again for AUTO only (its input, the host's shard sum, exists only after the push) */
+        ZT_CHECK(comm, zen__sparse_auto_consults() - asked ==
+                           1 + (uint64_t)(st_.hierarchical && schemes[s] == ZEN_SPARSE_AUTO));
         ZT_CHECK(comm, st_.hosts == 4 && st_.predicted_hier_s > 0);
         zen_sparse_scheme flat = schemes[s];
         if (flat == ZEN_SPARSE_AUTO) /* the flat choice is the cheapest flat prediction */

@@ -1,6 +1,6 @@
 /*
  * Public entry points of the sparse module: argument validation agreed by all ranks, coalescing,
- * scheme dispatch and statistics.
+ * the call's plan (plan/plan.h: made once, run, observed) and statistics.
  *
  * Agreement before data moves: every rank coalesces its input (which validates it) and then all
  * ranks allgather a small record (status, offending index, rows, width, scheme, options). If any
@@ -12,15 +12,17 @@
  * scheme uses nest inside it and the communicator's counters give the bytes of the whole call.
  */
 #include <string.h>
-#include <strings.h>
 
 #include "coll/comm_internal.h"
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/clock.h"
 #include "common/options.h"
-#include "sparse/model/auto_tune.h"
+#include "sparse/plan/auto.h"
+#include "sparse/plan/auto_tune.h"
+#include "sparse/plan/plan.h"
 #include "sparse/scheme/hier_host.h"
+#include "sparse/scheme/registry.h"
 #include "sparse/sparse_internal.h"
 #include "sparse/wire/coo.h"
 
@@ -29,32 +31,6 @@
 _Static_assert(ZEN_SPARSE_SCHEME_COUNT <= ZEN_SPARSE_STATS_SCHEMES,
                "more schemes than zen_sparse_stats.predicted_s holds");
 
-static const char *const scheme_names[ZEN_SPARSE_SCHEME_COUNT] = {
-    "auto", "balanced", "hierarchical", "allgather", "block", "ps", "dense"
-};
-
-const char *zen_sparse_scheme_name(zen_sparse_scheme scheme)
-{
-    return (unsigned)scheme < ZEN_SPARSE_SCHEME_COUNT ? scheme_names[scheme] : "?";
-}
-
-zen_status zen_sparse_scheme_parse(const char *name, zen_sparse_scheme *out)
-{
-    if (!name || !out)
-        return ZEN_EINVAL;
-    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
-        if (strcasecmp(name, scheme_names[s]) == 0) {
-            *out = (zen_sparse_scheme)s;
-            return ZEN_OK;
-        }
-    }
-    if (strcasecmp(name, "zen") == 0) {
-        *out = ZEN_SPARSE_BALANCED;
-        return ZEN_OK;
-    }
-    return ZEN_EINVAL;
-}
-
 void zen_sparse_result_free(zen_sparse_result *result)
 {
     if (!result)
@@ -62,49 +38,6 @@ void zen_sparse_result_free(zen_sparse_result *result)
     zen__free(result->indices);
     zen__free(result->values);
     memset(result, 0, sizeof *result);
-}
-
-const uint64_t *zen__sparse_seeds(const zen_comm *comm)
-{
-    return zen__comm_seeds(comm);
-}
-
-static zen_sparse_scheme_fn scheme_fn(zen_sparse_scheme s)
-{
-    switch (s) {
-    case ZEN_SPARSE_BALANCED:
-        return zen__sparse_run_balanced;
-    case ZEN_SPARSE_HIERARCHICAL:
-        return zen__sparse_run_hierarchical;
-    case ZEN_SPARSE_ALLGATHER:
-        return zen__sparse_run_allgather;
-    case ZEN_SPARSE_BLOCK:
-        return zen__sparse_run_block;
-    case ZEN_SPARSE_PS:
-        return zen__sparse_run_ps;
-    case ZEN_SPARSE_DENSE:
-        return zen__sparse_run_dense;
-    default:
-        return NULL;
-    }
-}
-
-zen_status zen__sparse_run_flat(zen_sparse_ctx *ctx, zen_sparse_scheme scheme)
-{
-    zen_status st = ZEN_OK;
-    if (scheme == ZEN_SPARSE_AUTO && (st = zen__sparse_choose(ctx, &scheme)) != ZEN_OK)
-        return st; /* collective: every rank is here */
-    ctx->stats->scheme = scheme;
-    ctx->stats->nnz_in = ctx->local->nnz;
-    zen_sparse_scheme_fn fn = scheme_fn(scheme);
-    if (!fn)
-        return zen__fail(ctx->comm, ZEN_EUNSUPPORTED, "sparse allreduce: scheme %s not built",
-                         zen_sparse_scheme_name(scheme));
-    int64_t ts = zen_now_ns();
-    st = fn(ctx);
-    if (st == ZEN_OK && ctx->opts->scheme == ZEN_SPARSE_AUTO)
-        zen__sparse_auto_observe(ctx, zen_us_between(ts, zen_now_ns()) * 1e-6);
-    return st;
 }
 
 /* The record every rank contributes to the agreement allgather. */
@@ -301,23 +234,17 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
      * rank alone (out of memory, a lost peer) that may leave the others waiting inside a
      * collective: such a rank aborts the communicator so that they fail fast too. */
     int local_failure = !agreed;
-    zen_sparse_scheme scheme = opts->scheme;
-    /* hier-host: hierarchical sync across hosts (hier_host.c); may settle an AUTO flat scheme */
-    int hier = 0;
+    /* one plan per call: flat or per host and the scheme, chosen once (plan/plan.h) */
+    zen_sparse_plan plan = { 0, opts->scheme };
     if (st == ZEN_OK) {
-        st = zen__sparse_hier_decide(&ctx, &hier, &scheme); /* collective: every rank is here */
+        st = zen__sparse_plan_make(&ctx, &plan); /* collective: every rank is here */
         local_failure = st != ZEN_OK;
     }
-    if (st == ZEN_OK && hier) {
-        stats->scheme = scheme;
-        stats->nnz_in = local.nnz;
-        st = zen__sparse_run_hier_host(&ctx);
-        local_failure = st != ZEN_OK;
-    }
-    if (st == ZEN_OK && !hier) {
-        st = zen__sparse_run_flat(&ctx, scheme);
+    if (st == ZEN_OK) {
+        st = zen__sparse_plan_run(&ctx, &plan);
         /* a scheme that is not built fails on every rank alike, before any message */
-        local_failure = st != ZEN_OK && (st != ZEN_EUNSUPPORTED || scheme_fn(scheme));
+        local_failure = st != ZEN_OK && (st != ZEN_EUNSUPPORTED || plan.per_host ||
+                                         zen__sparse_scheme_row(plan.scheme));
     }
     if (local_failure && comm->poisoned == ZEN_OK)
         zen_comm_abort(comm);

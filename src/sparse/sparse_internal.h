@@ -1,12 +1,12 @@
 /*
  * Internal interface of the sparse module: the coalesced local tensor every scheme starts from,
- * the scheme function type, and the pieces shared by schemes (output, cost model, profile).
+ * the context and function type of a scheme, and what schemes share (output, phase timing).
  *
  * Flow of zen_sparse_allreduce (api.c): validate the input on every rank (an index >= rows is
  * refused with ZEN_EINVAL locally, and the ranks agree on failure before any data moves, so no
- * rank hangs), coalesce it into a zen_coo (sorted unique indices, duplicates summed), pick the
- * scheme (AUTO: cost.c), run the scheme, then fill the statistics from the communicator's byte
- * counters.
+ * rank hangs), coalesce it into a zen_coo (sorted unique indices, duplicates summed), make the
+ * call's plan once (plan/plan.h: flat or per host, and the scheme; AUTO asks its chooser there),
+ * run it, then fill the statistics from the communicator's byte counters.
  */
 #ifndef ZEN_SPARSE_INTERNAL_H
 #define ZEN_SPARSE_INTERNAL_H
@@ -58,36 +58,12 @@ typedef struct zen_sparse_ctx {
 
 typedef zen_status (*zen_sparse_scheme_fn)(zen_sparse_ctx *ctx);
 
-zen_status zen__sparse_run_balanced(zen_sparse_ctx *ctx);     /* balanced.c */
-zen_status zen__sparse_run_hierarchical(zen_sparse_ctx *ctx); /* hierarchical.c */
-zen_status zen__sparse_run_allgather(zen_sparse_ctx *ctx);    /* allgather.c */
-zen_status zen__sparse_run_block(zen_sparse_ctx *ctx);        /* block.c */
-zen_status zen__sparse_run_ps(zen_sparse_ctx *ctx);           /* ps.c */
-zen_status zen__sparse_run_dense(zen_sparse_ctx *ctx);        /* dense.c */
+/* The schemes themselves (run and cost functions) are listed in scheme/registry.h. */
 
 /* Deliver a finished sorted unique sum to the caller's output (dense scatter or COO copy/move),
  * dividing by the rank count first when opts->average is set, and set stats->nnz_out. Takes
  * ownership of *sum's arrays when moving into coo_out. */
 zen_status zen__sparse_emit(zen_sparse_ctx *ctx, zen_coo *sum);
-
-/*
- * The flat sparse sync of ctx (api.c): choose when scheme is AUTO (collective), set
- * stats->scheme and nnz_in, run the scheme, feed AUTO's observation. No validation and no
- * agreement: ctx->local must be coalesced (sorted, unique, in range) and every rank of ctx->comm
- * must call it with the same shape, scheme and options -- zen_sparse_allreduce has agreed on
- * them, or the caller (hier_host.c) derived them from agreed arguments. ZEN_EUNSUPPORTED for a
- * scheme not built.
- */
-zen_status zen__sparse_run_flat(zen_sparse_ctx *ctx, zen_sparse_scheme scheme);
-
-/* The hash seeds agreed by all ranks at communicator creation (api.c). seeds[0] is seed0 of the
- * owner function h0 (hier_hash.h), seeds[1] seeds the in-owner slot hashes. */
-const uint64_t *zen__sparse_seeds(const zen_comm *comm);
-
-/* 1 when BALANCED's pull of total_bytes blob bytes on n ranks takes Bruck's ceil(log2 n) rounds
- * (n > 2, total at most ZEN_SPARSE_PULL_BRUCK_MAX_BYTES), 0 for the ring. cost.c; the cost model
- * asks the same question, so it charges the latency the pull really has. */
-int zen__sparse_pull_uses_bruck(int n, double total_bytes);
 
 /* Microseconds between two zen_now_ns() stamps. */
 static inline double zen_us_between(int64_t start_ns, int64_t end_ns)
@@ -102,32 +78,5 @@ static inline void zen_sparse_lap(zen_sparse_ctx *ctx, zen_sparse_phase phase, i
     ctx->stats->phase_us[phase] += zen_us_between(*lap, now);
     *lap = now;
 }
-
-/*
- * AUTO: choose the scheme for this call from the cost model and the sparsity profile kept under
- * opts->key (cost.c, profile.c). Collective when it needs to measure (all ranks must call it);
- * fills stats->predicted_s, density, gamma_n, skew.
- */
-zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme);
-
-/* After a scheme AUTO chose ran: this rank's seconds for it. Kept with the tensor's profile and
- * reported on the next AUTO call of the same key, where the ranks take the maximum and correct
- * that scheme's prediction (auto_tune.h). No-op without a key. */
-void zen__sparse_auto_observe(const zen_sparse_ctx *ctx, double seconds);
-
-/* Before the agreement (api.c): a digest of this rank's agreed AUTO state for ctx's key (0: none)
- * and its time of the last call. When every rank reports the same non-zero digest, AUTO may
- * decide without its own record exchange (profile.c, ZEN_SPARSE_AUTO_RECHECK). */
-void zen__sparse_auto_state(const zen_sparse_ctx *ctx, uint64_t *digest, double *last_s);
-
-/* Tests only: replace the measured seconds AUTO learns from (rank, scheme that ran, measured) with
- * fn's value, so a test can inject deterministic timings; NULL restores the clock.
- * Process-wide; set it while no AUTO call runs. */
-typedef double (*zen_sparse_auto_time_fn)(int rank, zen_sparse_scheme scheme, double seconds);
-void zen__sparse_auto_time_hook(zen_sparse_auto_time_fn fn);
-
-/* Tests only: forget every key's AUTO state in this process (as an eviction would), so a test can
- * make one process of a job lose its state while the others keep theirs. */
-void zen__sparse_auto_forget_all(void);
 
 #endif

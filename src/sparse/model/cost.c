@@ -15,7 +15,6 @@
 #include "common/input.h"
 #include "common/log.h"
 #include "common/tunables.h"
-#include "sparse/sparse_internal.h"
 
 double zen__cost_gamma_model(zen_overlap_model model, double d, double k)
 {
@@ -56,8 +55,7 @@ double zen__cost_eq1_factor(int n, double gamma_n)
     return ((double)(n - 1) / n) * (gamma_n + 1.0);
 }
 
-/* gamma^(2^i) from the profile, or the random model where the profile has no entry. */
-static double level_gamma(const zen_sparse_profile *p, int i)
+double zen__cost_level_gamma(const zen_sparse_profile *p, int i)
 {
     if (i < p->levels && p->gamma[i] > 0)
         return p->gamma[i];
@@ -68,7 +66,7 @@ double zen__cost_eq2_factor(int n, const zen_sparse_profile *p)
 {
     double sum = 0;
     for (int i = 0; (1L << i) < n && i < 62; i++)
-        sum += level_gamma(p, i);
+        sum += zen__cost_level_gamma(p, i);
     return sum;
 }
 
@@ -80,200 +78,83 @@ uint64_t zen__cost_block_rows(uint32_t width, long block_elems)
     return r ? r : 1;
 }
 
-static double min2(double a, double b)
-{
-    return a < b ? a : b;
-}
-
 /* log2 max(k, 2): heap levels of a k-way merge. */
 static double heap_levels(double k)
 {
     return k > 2 ? log2(k) : 1.0;
 }
 
-/* One scheme's prediction in parts: latency terms, wire bytes of the busiest rank, compute
- * nanoseconds at a full core, and the messages a rank receives. */
-typedef struct cost_parts {
-    double lat_s;
-    double bytes;
-    double cpu_ns;
-    double msgs;
-} cost_parts;
-
-/* Each scheme's time from its parts: latency, then the wire or the transport CPU (whichever is
- * longer), then compute at the rank's core share, messages' CPU included. */
-static void sum_parts(const cost_parts *part, const zen_net_model *net, double N,
-                      double out[ZEN_SPARSE_SCHEME_COUNT], double cpu_s[ZEN_SPARSE_SCHEME_COUNT])
+double zen__cost_seconds(const zen_cost_parts *part, const zen_cost_terms *t, double *cpu_s)
 {
+    const zen_net_model *net = t->net;
     const zen_cpu_model *c = &net->cpu;
     double beta = net->bytes_per_s > 0 ? 1.0 / net->bytes_per_s : 0;
     /* Every call first agrees on its arguments (api.c): an allgather of a small record, Bruck's
      * ceil(log2 n) steps. */
-    double agree_steps = ceil(log2(N));
+    double agree_steps = ceil(log2(t->N));
     double share = c->share > 0 ? c->share : 1;
-    for (int k = 0; k < ZEN_SPARSE_SCHEME_COUNT; k++) {
-        if (k == ZEN_SPARSE_AUTO)
-            continue;
-        double wire = part[k].bytes * beta;
-        double xfer = part[k].bytes * c->wire_byte * 1e-9 / share; /* transport CPU */
-        double kernels =
-            (part[k].cpu_ns * 1e-9 + (part[k].msgs + agree_steps) * net->msg_cpu_s) / share;
-        out[k] =
-            part[k].lat_s + agree_steps * net->latency_s + (xfer > wire ? xfer : wire) + kernels;
-        if (cpu_s)
-            cpu_s[k] = kernels + (xfer > wire ? xfer - wire : 0);
-    }
+    double wire = part->bytes * beta;
+    double xfer = part->bytes * c->wire_byte * 1e-9 / share; /* transport CPU */
+    double kernels = (part->cpu_ns * 1e-9 + (part->msgs + agree_steps) * net->msg_cpu_s) / share;
+    if (cpu_s)
+        *cpu_s = kernels + (xfer > wire ? xfer - wire : 0);
+    return part->lat_s + agree_steps * net->latency_s + (xfer > wire ? xfer : wire) + kernels;
 }
 
-void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
-                               const zen_net_model *net, long block_elems,
-                               double out[ZEN_SPARSE_SCHEME_COUNT],
-                               double cpu_s[ZEN_SPARSE_SCHEME_COUNT])
+int zen__cost_terms_init(zen_cost_terms *t, int n, uint64_t rows, uint32_t width,
+                         const zen_sparse_profile *p, const zen_net_model *net, long block_elems)
 {
-    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
-        out[s] = 0;
-        if (cpu_s)
-            cpu_s[s] = 0;
-    }
+    memset(t, 0, sizeof *t);
+    t->p = p;
+    t->net = net;
+    t->n = n;
+    t->width = width;
+    t->block_elems = block_elems;
     if (n <= 1 || rows == 0 || width == 0)
-        return; /* one rank: nothing moves */
+        return 0; /* one rank: nothing moves */
     double a = net->latency_s;
     /* A step in which a rank posts k messages at once (pairwise alltoall, the exchanges of
      * xchg.c) costs one latency plus a small issue overhead per extra message; a ring step is a
      * full latency each, because step t+1 waits for step t. */
     double o = net->overhead_s > 0 ? net->overhead_s : ZEN_COST_MSG_OVERHEAD * a;
-    double conc = a + (n > 1 ? (double)(n - 2) : 0) * o;
-    double N = n, n1 = n - 1, frac = n1 / N, R = (double)rows, w = width;
-    double E = 4 + 4 * w; /* COO bytes per entry */
-    double V = 4 * w;     /* value bytes per row */
-    double D = R * w * 4; /* dense bytes */
-    double d = p->density > 1 ? 1 : (p->density < 0 ? 0 : p->density);
-    double nnz = d * R;
-    double gn = p->gamma_n > 0 ? p->gamma_n : zen__cost_gamma_model(ZEN_OVERLAP_RANDOM, d, N);
-    double nnz_n = min2(gn * nnz, R); /* rows of the global sum */
-    double s = p->skew >= 1 ? p->skew : 1, sn = p->skew_n >= 1 ? p->skew_n : s;
+    t->a = a;
+    t->conc = a + (n > 1 ? (double)(n - 2) : 0) * o;
+    t->N = n;
+    t->n1 = n - 1;
+    t->frac = t->n1 / t->N;
+    t->R = (double)rows;
+    t->w = width;
+    t->E = 4 + 4 * t->w;    /* COO bytes per entry */
+    t->V = 4 * t->w;        /* value bytes per row */
+    t->D = t->R * t->w * 4; /* dense bytes */
+    t->d = p->density > 1 ? 1 : (p->density < 0 ? 0 : p->density);
+    t->nnz = t->d * t->R;
+    double gn = p->gamma_n > 0 ? p->gamma_n : zen__cost_gamma_model(ZEN_OVERLAP_RANDOM, t->d, t->N);
+    t->nnz_n = zen_cost_min2(gn * t->nnz, t->R);
+    t->s = p->skew >= 1 ? p->skew : 1;
+    t->sn = p->skew_n >= 1 ? p->skew_n : t->s;
     /* Rows in the busiest even range (at most the range itself). */
-    double hot = min2(s * nnz / N, R / N), hot_n = min2(sn * nnz_n / N, R / N);
+    t->hot = zen_cost_min2(t->s * t->nnz / t->N, t->R / t->N);
+    t->hot_n = zen_cost_min2(t->sn * t->nnz_n / t->N, t->R / t->N);
     const zen_cpu_model *c = &net->cpu;
-    double cp = c->copy_byte, rd = c->reduce_byte, lgn = heap_levels(N);
-    double coalesce = nnz * (c->sort + V * cp); /* api.c coalesces the input for every scheme */
-    /* A dense result: zero it and scatter the sum's rows (DENSE reduces in place instead). */
-    /* Zeroing is charged as a copy: a memset alone runs about twice as fast on an idle core, but
+    t->cp = c->copy_byte;
+    t->rd = c->reduce_byte;
+    t->lgn = heap_levels(t->N);
+    t->coalesce =
+        t->nnz * (c->sort + t->V * t->cp); /* api.c coalesces the input for every scheme */
+    /* A dense result: zero it and scatter the sum's rows (DENSE reduces in place instead).
+     * Zeroing is charged as a copy: a memset alone runs about twice as fast on an idle core, but
      * with every core busy (more ranks than cores) half a copy put the inproc grid's model /
      * measured at 0.45-0.78 per scheme, a full copy at 0.62-1.02 (docs/algorithms.md). */
-    double zero = D * cp;
-    double dense_out = p->dense_output ? zero + nnz_n * V * cp : 0;
-    cost_parts part[ZEN_SPARSE_SCHEME_COUNT] = { { 0, 0, 0, 0 } };
-
-    /* 2(n-1) ring steps; densify, reduce (n-1)/n of the vector, and for a sparse result scan it
-     * back into COO. */
-    part[ZEN_SPARSE_DENSE] = (cost_parts){ 2 * n1 * a, 2 * frac * D,
-                                           coalesce + zero + nnz * V * cp + frac * D * rd +
-                                               (p->dense_output ? 0 : D * cp + nnz_n * V * cp),
-                                           2 * n1 };
-    /* sizes, then payloads; every rank merges all n runs */
-    part[ZEN_SPARSE_ALLGATHER] = (cost_parts){
-        2 * conc, n1 * nnz * E,
-        coalesce + nnz * E * cp +
-            (p->dense_output ? zero + N * nnz * V * rd : N * nnz * (c->merge * lgn + V * cp)),
-        2 * n1
-    };
-    part[ZEN_SPARSE_PS] =
-        (cost_parts){ 4 * conc, n1 * (hot + hot_n) * E,
-                      coalesce + nnz * E * cp + N * hot * (c->merge * lgn + V * cp) +
-                          hot_n * E * cp + (p->dense_output ? dense_out : nnz_n * E * cp),
-                      4 * n1 };
-    /* BALANCED: one exchange of sizes and one of the packed per-owner COO slices, then an
-     * allgather of the 16-byte blob sizes and the allgatherv of the blobs, each in Bruck's
-     * ceil(log2 n) rounds or the ring's n - 1 steps (whichever balanced.c and zen_allgather
-     * take for that size); the pull blob of an owner is the smaller of its hash bitmap (+ values)
-     * and its COO. */
-    double coo_blob = nnz_n * E, bitmap_blob = R / 8 + nnz_n * 4 * w;
-    double pull_bytes = min2(coo_blob, bitmap_blob);
-    double blob_work = bitmap_blob < coo_blob ? (nnz_n / N + nnz_n) * c->bitmap : 0;
-    double lg = ceil(log2(N)), info_bytes = 16 * N;
-    double info_steps =
-        n > 2 && info_bytes <= (double)zen__param_long("ALLGATHER_BRUCK_MAX_BYTES") ? lg : n1;
-    double pull_steps = zen__sparse_pull_uses_bruck(n, pull_bytes) ? lg : n1;
-    part[ZEN_SPARSE_BALANCED] =
-        (cost_parts){ 2 * conc + (info_steps + pull_steps) * a, frac * (nnz * E + pull_bytes),
-                      coalesce + nnz * (c->hash + (4 + V) * cp) + nnz * E * cp +
-                          nnz * (c->sort + V * cp) + blob_work + (nnz_n / N + nnz_n) * E * cp +
-                          (p->dense_output ? dense_out : nnz_n * (c->merge * lgn + V * cp)),
-                      2 * n1 + info_steps + pull_steps };
-
-    int levels = 0;
-    while ((2L << levels) <= n && levels < 62)
-        levels++;
-    double hbytes = 0, hsteps = 0, hcpu = coalesce; /* steps: a message each */
-    int went_dense = 0;
-    for (int i = 0; i < levels; i++) {
-        double run = min2(level_gamma(p, i), N) * nnz; /* entries of the partial sum */
-        hsteps += 2;                                   /* size, payload */
-        hbytes += min2(run * E, D);
-        if (run * E >= D) { /* SparCML's switch: from here on a dense reduce */
-            hcpu += (went_dense ? 0 : zero + run * V * cp) + D * rd;
-            went_dense = 1;
-        } else {
-            hcpu += 2 * run * (c->merge2 + V * cp);
-        }
-    }
-    if ((1L << levels) != n) { /* fold and unfold of the ranks beyond the power of two */
-        hsteps += 4;
-        hbytes += min2(nnz * E, D) + min2(nnz_n * E, D);
-        hcpu += 2 * nnz * (c->merge2 + V * cp);
-    }
-    if (p->dense_output)
-        hcpu += went_dense ? 0 : dense_out;
-    else if (went_dense)
-        hcpu += D * cp + nnz_n * V * cp; /* back to COO */
-    part[ZEN_SPARSE_HIERARCHICAL] = (cost_parts){ hsteps * a, hbytes, hcpu, hsteps };
-
-    double brows = min2((double)zen__cost_block_rows(width, block_elems), R);
-    double nblocks = ceil(R / brows), entry = 4 + 4 * brows * w;
-    double b1 = p->block_density >= 0 ? p->block_density : 1 - pow(1 - d, brows);
-    double bn = p->block_density_n >= 0 ? p->block_density_n : 1 - pow(1 - nnz_n / R, brows);
-    double bs = p->block_skew >= 1 ? p->block_skew : s;
-    double bsn = p->block_skew_n >= 1 ? p->block_skew_n : sn;
-    double bhot = min2(bs * b1, 1) * nblocks / N, bhot_n = min2(bsn * bn, 1) * nblocks / N;
-    /* densify the local non-zero blocks, owner: zero its range, add n ranks' hot blocks, pack
-     * its non-zero ones; everyone: unpack every owner's blocks */
-    part[ZEN_SPARSE_BLOCK] =
-        (cost_parts){ 4 * conc, n1 * (bhot + bhot_n) * entry,
-                      coalesce + b1 * nblocks * entry * cp + zero / N + N * bhot * entry * rd +
-                          bhot_n * entry * cp + bn * nblocks * entry * cp + dense_out,
-                      4 * n1 };
-
-    sum_parts(part, net, N, out, cpu_s);
-    zen_sparse_scheme best = zen__sparse_cheapest(out);
-    out[ZEN_SPARSE_AUTO] = out[best];
-    if (cpu_s)
-        cpu_s[ZEN_SPARSE_AUTO] = cpu_s[best];
-}
-
-void zen__sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
-                         const zen_net_model *net, long block_elems,
-                         double out[ZEN_SPARSE_SCHEME_COUNT])
-{
-    zen__sparse_predict_split(n, rows, width, p, net, block_elems, out, NULL);
+    t->zero = t->D * t->cp;
+    t->dense_out = p->dense_output ? t->zero + t->nnz_n * t->V * t->cp : 0;
+    return 1;
 }
 
 int zen__sparse_pull_uses_bruck(int n, double total_bytes)
 {
     long max = zen__param_long("SPARSE_PULL_BRUCK_MAX_BYTES");
     return n > 2 && max > 0 && total_bytes <= (double)max;
-}
-
-zen_sparse_scheme zen__sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT])
-{
-    static const zen_sparse_scheme order[] = { ZEN_SPARSE_BALANCED, ZEN_SPARSE_HIERARCHICAL,
-                                               ZEN_SPARSE_DENSE,    ZEN_SPARSE_ALLGATHER,
-                                               ZEN_SPARSE_PS,       ZEN_SPARSE_BLOCK };
-    zen_sparse_scheme best = order[0];
-    for (size_t i = 1; i < sizeof order / sizeof order[0]; i++)
-        if (pred[order[i]] < pred[best])
-            best = order[i];
-    return best;
 }
 
 void zen__net_model_for(zen_transport_kind kind, zen_net_model *net)

@@ -106,23 +106,68 @@ double zen__cost_eq2_factor(int n, const zen_sparse_profile *p); /* sum_{2^i<n} 
 uint64_t zen__cost_block_rows(uint32_t width, long block_elems);
 
 /*
- * Predicted seconds of every scheme (out[ZEN_SPARSE_AUTO] = the minimum) for n ranks, a
- * rows x width tensor, profile p, network net and block size block_elems (<= 0: 256).
+ * One scheme's cost is a pure function of zen_cost_terms (the quantities every formula above is
+ * written in, derived once per prediction) giving its zen_cost_parts. Each scheme defines its own
+ * next to its algorithm (scheme/<name>.c) and names it in its registry row (scheme/registry.c);
+ * plan/predict.c sums the parts of every registered scheme into seconds.
  */
-void zen__sparse_predict(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
-                         const zen_net_model *net, long block_elems,
-                         double out[ZEN_SPARSE_SCHEME_COUNT]);
+typedef struct zen_cost_terms {
+    const zen_sparse_profile *p;
+    const zen_net_model *net;
+    int n;
+    uint32_t width;
+    long block_elems;
+    double a;         /* latency of a step */
+    double conc;      /* a step posting n - 1 messages at once: latency + issue overheads */
+    double N, n1;     /* n, n - 1 */
+    double frac;      /* (n - 1) / n */
+    double R, w;      /* rows, width */
+    double E, V, D;   /* COO bytes per entry, value bytes per row, dense bytes */
+    double d;         /* density clamped to [0, 1] */
+    double nnz;       /* mean local non-zero rows */
+    double nnz_n;     /* rows of the global sum */
+    double s, sn;     /* skew of the input and of the sum */
+    double hot;       /* rows in the busiest even range of the input */
+    double hot_n;     /* same for the sum */
+    double cp, rd;    /* ns per copied / reduced byte */
+    double lgn;       /* heap levels of an n-way merge */
+    double coalesce;  /* ns to coalesce the input (every scheme) */
+    double zero;      /* ns to zero a dense result */
+    double dense_out; /* ns to zero and scatter a dense result (0 for a sparse one) */
+} zen_cost_terms;
 
-/* Same, and cpu_s[s] = the compute part of out[s] (kernels / share plus the transport CPU beyond
- * the wire time), so out[s] - cpu_s[s] is the network-only prediction. cpu_s may be NULL. */
-void zen__sparse_predict_split(int n, uint64_t rows, uint32_t width, const zen_sparse_profile *p,
-                               const zen_net_model *net, long block_elems,
-                               double out[ZEN_SPARSE_SCHEME_COUNT],
-                               double cpu_s[ZEN_SPARSE_SCHEME_COUNT]);
+/* One scheme's prediction in parts: latency terms, wire bytes of the busiest rank, compute
+ * nanoseconds at a full core, and the messages a rank receives. */
+typedef struct zen_cost_parts {
+    double lat_s;
+    double bytes;
+    double cpu_ns;
+    double msgs;
+} zen_cost_parts;
 
-/* The scheme with the smallest prediction (ties: the order BALANCED, HIERARCHICAL, DENSE,
- * ALLGATHER, PS, BLOCK). */
-zen_sparse_scheme zen__sparse_cheapest(const double pred[ZEN_SPARSE_SCHEME_COUNT]);
+typedef zen_cost_parts (*zen_sparse_cost_fn)(const zen_cost_terms *t);
+
+/* Derive the terms; 0 when nothing moves (one rank, an empty tensor: every scheme costs 0). */
+int zen__cost_terms_init(zen_cost_terms *t, int n, uint64_t rows, uint32_t width,
+                         const zen_sparse_profile *p, const zen_net_model *net, long block_elems);
+
+/* Seconds of one scheme from its parts: latency (the agreement's steps included), then the wire
+ * or the transport CPU (whichever is longer), then compute at the rank's core share. *cpu_s (may
+ * be NULL) gets the compute part. */
+double zen__cost_seconds(const zen_cost_parts *part, const zen_cost_terms *t, double *cpu_s);
+
+/* gamma^(2^i) from the profile, or the random model where the profile has no entry. */
+double zen__cost_level_gamma(const zen_sparse_profile *p, int i);
+
+static inline double zen_cost_min2(double a, double b)
+{
+    return a < b ? a : b;
+}
+
+/* 1 when BALANCED's pull of total_bytes blob bytes on n ranks takes Bruck's ceil(log2 n) rounds
+ * (n > 2, total at most ZEN_SPARSE_PULL_BRUCK_MAX_BYTES), 0 for the ring. balanced.c and its cost
+ * ask the same question, so the model charges the latency the pull really has. */
+int zen__sparse_pull_uses_bruck(int n, double total_bytes);
 
 /* Network model from ZEN_NET_GBPS / ZEN_NET_LAT_US, else the defaults of the transport; the
  * compute constants from zen_sparse_cpu_model_default (inproc: no transport CPU, its copies are the

@@ -15,6 +15,7 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "sparse/scheme/registry.h"
 #include "sparse/wire/xchg.h"
 
 zen_status zen__sparse_run_allgather(zen_sparse_ctx *ctx)
@@ -78,4 +79,14 @@ out:
     zen__free(roff);
     zen__free(runs);
     return zen__coll_end(comm, &cc, st);
+}
+
+/* Sizes, then payloads; every rank merges all n runs (or adds them into a dense result). */
+zen_cost_parts zen__sparse_cost_allgather(const zen_cost_terms *t)
+{
+    const zen_cpu_model *c = &t->net->cpu;
+    double merge = t->p->dense_output ? t->zero + t->N * t->nnz * t->V * t->rd
+                                      : t->N * t->nnz * (c->merge * t->lgn + t->V * t->cp);
+    return (zen_cost_parts){ 2 * t->conc, t->n1 * t->nnz * t->E,
+                             t->coalesce + t->nnz * t->E * t->cp + merge, 2 * t->n1 };
 }

@@ -25,6 +25,7 @@
  *         much (Bruck in ceil(log2 n) messages, the ring in n - 1 dependent steps). With bitmaps
  *         sum_j B_j ~ rows/8 + 4 w C (C = rows of the global sum): independent of n.
  */
+#include <math.h>
 #include <string.h>
 
 #include "coll/coll_algos.h"
@@ -32,6 +33,7 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/tunables.h"
+#include "sparse/scheme/registry.h"
 #include "sparse/sparse_internal.h"
 #include "sparse/wire/bitmap.h"
 #include "sparse/wire/coo.h"
@@ -100,7 +102,7 @@ static zen_status do_partition(bal_state *s)
 {
     const zen_coo *in = s->ctx->local;
     const zen_sparse_options *o = s->ctx->opts;
-    zen_hh_config cfg = zen__hh_config_default((uint32_t)s->n, zen__sparse_seeds(s->comm));
+    zen_hh_config cfg = zen__hh_config_default((uint32_t)s->n, zen__comm_seeds(s->comm));
     cfg.threads = o ? o->threads : 1;
     cfg.method = partition_method(cfg.threads);
     if (o && (o->hash_probes > 0 || o->hash_r1 > 0)) { /* ablation of Algorithm 1's k and r1 */
@@ -207,7 +209,7 @@ static zen_status do_aggregate(bal_state *s)
 static zen_status do_encode(bal_state *s)
 {
     zen_status st = zen__universe_get(s->ctx->local->rows, (uint32_t)s->n,
-                                      zen__sparse_seeds(s->comm)[0], &s->uni);
+                                      zen__comm_seeds(s->comm)[0], &s->uni);
     if (st != ZEN_OK)
         return zen__fail(s->comm, st, "sparse balanced: owner universes of %llu rows",
                          (unsigned long long)s->ctx->local->rows);
@@ -384,4 +386,28 @@ zen_status zen__sparse_run_balanced(zen_sparse_ctx *ctx)
         zen__fail(ctx->comm, st, "sparse balanced: out of memory");
     bal_free(&s);
     return st;
+}
+
+/* One exchange of sizes and one of the packed per-owner COO slices, then an allgather of the
+ * 16-byte blob sizes and the allgatherv of the blobs, each in Bruck's ceil(log2 n) rounds or the
+ * ring's n - 1 steps (whichever run_pull and zen_allgather take for that size); the pull blob of
+ * an owner is the smaller of its hash bitmap (+ values) and its COO. */
+zen_cost_parts zen__sparse_cost_balanced(const zen_cost_terms *t)
+{
+    const zen_cpu_model *c = &t->net->cpu;
+    double nnz = t->nnz, nnz_n = t->nnz_n, E = t->E, V = t->V, cp = t->cp, N = t->N;
+    double coo_blob = nnz_n * E, bitmap_blob = t->R / 8 + nnz_n * 4 * t->w;
+    double pull_bytes = zen_cost_min2(coo_blob, bitmap_blob);
+    double blob_work = bitmap_blob < coo_blob ? (nnz_n / N + nnz_n) * c->bitmap : 0;
+    double lg = ceil(log2(N)), info_bytes = 16 * N;
+    double info_steps =
+        t->n > 2 && info_bytes <= (double)zen__param_long("ALLGATHER_BRUCK_MAX_BYTES") ? lg : t->n1;
+    double pull_steps = zen__sparse_pull_uses_bruck(t->n, pull_bytes) ? lg : t->n1;
+    double out = t->p->dense_output ? t->dense_out : nnz_n * (c->merge * t->lgn + V * cp);
+    return (zen_cost_parts){ 2 * t->conc + (info_steps + pull_steps) * t->a,
+                             t->frac * (nnz * E + pull_bytes),
+                             t->coalesce + nnz * (c->hash + (4 + V) * cp) + nnz * E * cp +
+                                 nnz * (c->sort + V * cp) + blob_work +
+                                 (nnz_n / N + nnz_n) * E * cp + out,
+                             2 * t->n1 + info_steps + pull_steps };
 }

@@ -15,12 +15,14 @@
  * Bytes rank j sends: push sum_{k != j} m_j^k (4 + 4B), pull (n-1) m_j (4 + 4B), where m_j^k
  * is the number of its non-zero blocks in range k and m_j the non-zero blocks of the summed range.
  */
+#include <math.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/tunables.h"
 #include "sparse/model/imbalance.h"
+#include "sparse/scheme/registry.h"
 #include "sparse/wire/xchg.h"
 
 typedef struct block_geom {
@@ -358,4 +360,26 @@ zen_status zen__sparse_run_block(zen_sparse_ctx *ctx)
     }
     blk_free(&s);
     return zen__coll_end(ctx->comm, &cc, st);
+}
+
+/* As PS over non-zero blocks of B elements (4 + 4B bytes each): densify the local non-zero
+ * blocks, owner: zero its range, add n ranks' hot blocks, pack its non-zero ones; everyone:
+ * unpack every owner's blocks. */
+zen_cost_parts zen__sparse_cost_block(const zen_cost_terms *t)
+{
+    const zen_sparse_profile *p = t->p;
+    double R = t->R, N = t->N, cp = t->cp;
+    double brows = zen_cost_min2((double)zen__cost_block_rows(t->width, t->block_elems), R);
+    double nblocks = ceil(R / brows), entry = 4 + 4 * brows * t->w;
+    double b1 = p->block_density >= 0 ? p->block_density : 1 - pow(1 - t->d, brows);
+    double bn = p->block_density_n >= 0 ? p->block_density_n : 1 - pow(1 - t->nnz_n / R, brows);
+    double bs = p->block_skew >= 1 ? p->block_skew : t->s;
+    double bsn = p->block_skew_n >= 1 ? p->block_skew_n : t->sn;
+    double bhot = zen_cost_min2(bs * b1, 1) * nblocks / N;
+    double bhot_n = zen_cost_min2(bsn * bn, 1) * nblocks / N;
+    return (zen_cost_parts){ 4 * t->conc, t->n1 * (bhot + bhot_n) * entry,
+                             t->coalesce + b1 * nblocks * entry * cp + t->zero / N +
+                                 N * bhot * entry * t->rd + bhot_n * entry * cp +
+                                 bn * nblocks * entry * cp + t->dense_out,
+                             4 * t->n1 };
 }

@@ -9,6 +9,7 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/clock.h"
+#include "sparse/scheme/registry.h"
 #include "sparse/wire/xchg.h"
 
 zen_status zen__sparse_run_dense(zen_sparse_ctx *ctx)
@@ -43,4 +44,15 @@ zen_status zen__sparse_run_dense(zen_sparse_ctx *ctx)
     if (buf != ctx->dense_out)
         zen__free(buf);
     return st;
+}
+
+/* 2(n-1) ring steps; densify, reduce (n-1)/n of the vector, and for a sparse result scan it back
+ * into COO. */
+zen_cost_parts zen__sparse_cost_dense(const zen_cost_terms *t)
+{
+    double extract = t->p->dense_output ? 0 : t->D * t->cp + t->nnz_n * t->V * t->cp;
+    return (zen_cost_parts){ 2 * t->n1 * t->a, 2 * t->frac * t->D,
+                             t->coalesce + t->zero + t->nnz * t->V * t->cp +
+                                 t->frac * t->D * t->rd + extract,
+                             2 * t->n1 };
 }

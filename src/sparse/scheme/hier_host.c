@@ -7,8 +7,8 @@
  *      local rank j < S gets the host's sum of shard j; ranks j >= S (uneven hosts) get nothing;
  *   2. the ranks holding shard j on every host (the inter-host communicator of index j, H ranks)
  *      run the sparse scheme (opts->scheme, AUTO over those H ranks) on the shard's non-zero
- *      rows, through the flat runner zen__sparse_run_flat (validation and agreement ran once,
- *      in zen_sparse_allreduce, for the whole call);
+ *      rows: the planner's step (plan/plan.c), between zen__sparse_hier_push and _pull here
+ *      (validation and agreement ran once, in zen_sparse_allreduce, for the whole call);
  *   3. the host allgathers the S shard sums: first their non-zero counts, then either the COO
  *      entries or the dense shards, whichever is fewer bytes (the same choice on every rank).
  *
@@ -42,7 +42,7 @@ typedef struct hier_cache {
     uint64_t split_sig; /* grouping the children were split for (0: none) */
     zen_comm *intra;
     zen_comm *inter;  /* NULL on a rank whose index is >= the shard count */
-    zen_comm_hosts g; /* grouping of the current call (set by zen__sparse_hier_decide) */
+    zen_comm_hosts g; /* grouping of the current call (set by zen__sparse_hier_group) */
 } hier_cache;
 
 static void cache_free(void *p)
@@ -78,49 +78,18 @@ uint64_t zen__sparse_hier_mode(const zen_sparse_options *opts)
     return ((uint64_t)opts->hierarchy & 3) | (uint64_t)ranks_per_host(opts) << 2;
 }
 
-zen_status zen__sparse_hier_decide(zen_sparse_ctx *ctx, int *use, zen_sparse_scheme *flat)
+zen_status zen__sparse_hier_group(zen_sparse_ctx *ctx, const zen_comm_hosts **g)
 {
     zen_comm *comm = ctx->comm;
-    const zen_sparse_options *o = ctx->opts;
-    *use = 0;
-    if (o->hierarchy == ZEN_SPARSE_HIER_OFF || comm->size <= 1)
-        return ZEN_OK;
     hier_cache *hc = cache_of(comm);
     if (!hc)
         return zen__fail(comm, ZEN_ENOMEM, "sparse hier: out of memory");
     /* the communicator's grouping (collective at its first use), or emulated hosts */
-    zen_status st = zen__comm_hosts(comm, ranks_per_host(o), &hc->g);
+    zen_status st = zen__comm_hosts(comm, ranks_per_host(ctx->opts), &hc->g);
     if (st != ZEN_OK)
         return st;
-    const zen_comm_hosts *g = &hc->g;
-    ctx->stats->hosts = g->hosts;
-    if (o->hierarchy == ZEN_SPARSE_HIER_ON) {
-        *use = 1;
-        return ZEN_OK;
-    }
-    if (g->hosts <= 1 || g->max_local <= 1)
-        return ZEN_OK; /* AUTO stays flat without asking anything: the single-host behaviour */
-
-    zen_sparse_scheme chosen = ZEN_SPARSE_AUTO;
-    if ((st = zen__sparse_choose(ctx, &chosen)) != ZEN_OK)
-        return st;
-    zen_sparse_scheme flat_scheme = o->scheme == ZEN_SPARSE_AUTO ? chosen : o->scheme;
-    zen_sparse_profile p;
-    zen__sparse_profile_model(&p, comm->size, ctx->stats->density, ZEN_OVERLAP_RANDOM);
-    p.levels = 0; /* only gamma^n is known here: interpolate the others */
-    p.gamma_n = ctx->stats->gamma_n;
-    p.skew = p.skew_n = ctx->stats->skew;
-    zen_net_model inter, intra;
-    zen__net_model_for_ranks(zen_comm_transport(comm), comm->size, &inter);
-    zen__net_model_intra(&inter, &intra);
-    zen_hier_shape sh = { comm->size,       g->hosts,          g->max_local,          g->min_local,
-                          ctx->local->rows, ctx->local->width, ctx->dense_out == NULL };
-    double hier_s = zen__sparse_predict_hier(&sh, &p, &inter, &intra,
-                                             zen__param_long("SPARSE_BLOCK_SIZE"), o->scheme, NULL);
-    ctx->stats->predicted_hier_s = hier_s;
-    *use = zen__sparse_hier_pays(&sh, ctx->stats->predicted_s[flat_scheme], hier_s);
-    if (!*use && *flat == ZEN_SPARSE_AUTO)
-        *flat = chosen;
+    *g = &hc->g;
+    ctx->stats->hosts = hc->g.hosts;
     return ZEN_OK;
 }
 
@@ -151,42 +120,6 @@ static void add_counters(zen_sparse_stats *s, const zen_comm_stats *a, const zen
     s->bytes_recv += b->bytes_recv - a->bytes_recv;
     s->msgs_sent += b->msgs_sent - a->msgs_sent;
     s->msgs_recv += b->msgs_recv - a->msgs_recv;
-}
-
-/* Step 2: the sparse sync of this rank's shard sum (shard_rows x w at shard) across hosts, by
- * the flat runner on the inter-host communicator: the caller's arguments were validated and
- * agreed once for the whole call, and the shard is coalesced by construction. The inner call is
- * bracketed as its own collective on inter (its deadline, arrival stamps and counters). */
-static zen_status inter_sync(zen_sparse_ctx *ctx, zen_comm *inter, const float *shard,
-                             uint64_t shard_rows, zen_coo *res)
-{
-    zen_coo in = { 0 };
-    zen_status st = zen__coo_from_dense(shard, shard_rows, ctx->local->width, &in);
-    if (st != ZEN_OK)
-        return zen__fail(ctx->comm, st, "sparse hier: out of memory extracting the shard");
-    zen_sparse_options o = *ctx->opts;
-    o.average = 0; /* divided by the whole rank count at the end */
-    o.hierarchy = ZEN_SPARSE_HIER_OFF;
-    o.ranks_per_host = 0;
-    zen_sparse_stats is;
-    memset(&is, 0, sizeof is);
-    zen_sparse_ctx ic = { inter, &in, NULL, res, &o, &is, 0, 0, 0 };
-    zen_coll cc;
-    if ((st = zen__coll_begin(inter, "sparse_allreduce", &cc)) == ZEN_OK)
-        st = zen__coll_end(inter, &cc, zen__sparse_run_flat(&ic, o.scheme));
-    zen__coo_release(&in);
-    if (st != ZEN_OK)
-        return zen__fail(ctx->comm, st, "sparse hier: inter-host sync failed: %s",
-                         zen_comm_last_error(inter));
-    res->rows = shard_rows;
-    res->width = ctx->local->width;
-    zen_sparse_stats *s = ctx->stats;
-    s->scheme = is.scheme;
-    for (int ph = 0; ph < ZEN_PHASE_COUNT; ph++)
-        s->phase_us[ph] += is.phase_us[ph];
-    s->imbalance_push = is.imbalance_push;
-    s->imbalance_pull = is.imbalance_pull;
-    return ZEN_OK;
 }
 
 /* Step 3: allgather the shard sums inside the host and deliver the result. full is a rows x w
@@ -279,79 +212,83 @@ out:
     return st;
 }
 
-zen_status zen__sparse_run_hier_host(zen_sparse_ctx *ctx)
+zen_status zen__sparse_hier_push(zen_sparse_ctx *ctx, zen_hier_call *h)
 {
     zen_comm *comm = ctx->comm;
     const zen_coo *local = ctx->local;
+    memset(h, 0, sizeof *h);
     hier_cache *hc = zen__comm_attr_get(comm, ZEN_ATTR_SPARSE_HIER);
     if (!hc)
-        return zen__fail(comm, ZEN_EINTERNAL, "sparse hier: no grouping (decide not called)");
+        return zen__fail(comm, ZEN_EINTERNAL, "sparse hier: no grouping (group not called)");
     zen_status st = ensure_children(comm, hc);
     if (st != ZEN_OK)
         return st;
+    h->inter = hc->inter;
     uint64_t rows = local->rows;
     size_t w = local->width, cells;
+    h->res.rows = 0;
+    h->res.width = (uint32_t)w;
     if (zen_mul_overflow((size_t)rows, w, &cells) || cells > SIZE_MAX / sizeof(float))
         return zen__fail(comm, ZEN_EINVAL, "sparse hier: %llu x %zu is too large to densify",
                          (unsigned long long)rows, w);
     int S = hc->g.min_local, me = hc->intra->rank, L = hc->intra->size;
     uint64_t lo = me < S ? zen_range_lo(rows, S, me) : rows;
-    uint64_t shard_rows = (me < S ? zen_range_lo(rows, S, me + 1) : rows) - lo;
-    zen_comm_stats ia, ib, ea = { 0 }, eb = { 0 };
-    zen_comm_get_stats(hc->intra, &ia);
+    h->shard_rows = (me < S ? zen_range_lo(rows, S, me + 1) : rows) - lo;
+    h->res.rows = h->shard_rows;
+    zen_comm_get_stats(hc->intra, &h->intra0);
     if (hc->inter)
-        zen_comm_get_stats(hc->inter, &ea);
+        zen_comm_get_stats(hc->inter, &h->inter0);
+    h->cache = hc; /* from here on _pull counts the traffic and releases */
 
-    float *full =
-        ctx->dense_out ? ctx->dense_out : zen__malloc_array(cells ? cells : 1, sizeof *full);
-    size_t shard_cells = (size_t)shard_rows * w;
-    float *shard = zen__malloc_array(shard_cells > 0 ? shard_cells : 1, sizeof *shard);
-    size_t *rc = zen__malloc_array((size_t)L, sizeof *rc);
-    zen_coo res = { 0 };
-    if (!full || !shard || !rc) {
-        st = zen__fail(comm, ZEN_ENOMEM, "sparse hier: cannot densify %llu x %zu",
-                       (unsigned long long)rows, w);
-        goto out;
-    }
+    h->full = ctx->dense_out ? ctx->dense_out : zen__malloc_array(cells ? cells : 1, sizeof(float));
+    size_t shard_cells = (size_t)h->shard_rows * w;
+    h->shard = h->shard_buf = zen__malloc_array(shard_cells > 0 ? shard_cells : 1, sizeof(float));
+    h->rc = zen__malloc_array((size_t)L, sizeof *h->rc);
+    if (!h->full || !h->shard_buf || !h->rc)
+        return zen__fail(comm, ZEN_ENOMEM, "sparse hier: cannot densify %llu x %zu",
+                         (unsigned long long)rows, w);
     int64_t t0 = zen_now_ns();
-    memset(full, 0, cells * sizeof *full);
+    memset(h->full, 0, cells * sizeof(float));
     for (size_t i = 0; i < local->nnz; i++)
-        memcpy(full + (size_t)local->idx[i] * w, local->val + i * w, w * sizeof *full);
+        memcpy(h->full + (size_t)local->idx[i] * w, local->val + i * w, w * sizeof(float));
     for (int i = 0; i < L; i++)
-        rc[i] = i < S ? (size_t)(zen_range_lo(rows, S, i + 1) - zen_range_lo(rows, S, i)) * w : 0;
-    st = zen_reduce_scatterv(hc->intra, full, shard, rc, ZEN_F32, ZEN_SUM);
-    int64_t t1 = zen_now_ns();
-    ctx->stats->phase_us[ZEN_PHASE_PUSH] += zen_us_between(t0, t1);
-    if (st != ZEN_OK) {
-        st = zen__fail(comm, st, "sparse hier: host reduce-scatter failed: %s",
-                       zen_comm_last_error(hc->intra));
-        goto out;
+        h->rc[i] =
+            i < S ? (size_t)(zen_range_lo(rows, S, i + 1) - zen_range_lo(rows, S, i)) * w : 0;
+    st = zen_reduce_scatterv(hc->intra, h->full, h->shard_buf, h->rc, ZEN_F32, ZEN_SUM);
+    ctx->stats->phase_us[ZEN_PHASE_PUSH] += zen_us_between(t0, zen_now_ns());
+    if (st != ZEN_OK)
+        return zen__fail(comm, st, "sparse hier: host reduce-scatter failed: %s",
+                         zen_comm_last_error(hc->intra));
+    return ZEN_OK;
+}
+
+zen_status zen__sparse_hier_pull(zen_sparse_ctx *ctx, zen_hier_call *h, zen_status st)
+{
+    hier_cache *hc = h->cache;
+    if (!hc)
+        return st; /* push failed before it held anything */
+    if (st == ZEN_OK && h->full && h->shard_buf && h->rc) {
+        int64_t t2 = zen_now_ns();
+        st = intra_gather(ctx, hc->intra, hc->g.min_local, &h->res, h->full);
+        ctx->stats->phase_us[ZEN_PHASE_PULL] += zen_us_between(t2, zen_now_ns());
+        if (!hc->inter && ctx->opts->scheme != ZEN_SPARSE_AUTO)
+            ctx->stats->scheme = ctx->opts->scheme;
+        ctx->stats->hierarchical = 1;
     }
-    if (hc->inter && (st = inter_sync(ctx, hc->inter, shard, shard_rows, &res)) != ZEN_OK)
-        goto out;
-    if (!hc->inter) {
-        res.rows = shard_rows;
-        res.width = (uint32_t)w;
-    }
-    int64_t t2 = zen_now_ns();
-    st = intra_gather(ctx, hc->intra, S, &res, full);
-    ctx->stats->phase_us[ZEN_PHASE_PULL] += zen_us_between(t2, zen_now_ns());
-    if (!hc->inter && ctx->opts->scheme != ZEN_SPARSE_AUTO)
-        ctx->stats->scheme = ctx->opts->scheme;
-    ctx->stats->hierarchical = 1;
-out:
+    zen_comm_stats ib, eb;
     zen_comm_get_stats(hc->intra, &ib);
-    add_counters(ctx->stats, &ia, &ib);
+    add_counters(ctx->stats, &h->intra0, &ib);
     if (hc->inter) {
         zen_comm_get_stats(hc->inter, &eb);
-        add_counters(ctx->stats, &ea, &eb);
-        ctx->stats->inter_bytes_sent = eb.bytes_sent - ea.bytes_sent;
-        ctx->stats->inter_bytes_recv = eb.bytes_recv - ea.bytes_recv;
+        add_counters(ctx->stats, &h->inter0, &eb);
+        ctx->stats->inter_bytes_sent = eb.bytes_sent - h->inter0.bytes_sent;
+        ctx->stats->inter_bytes_recv = eb.bytes_recv - h->inter0.bytes_recv;
     }
-    if (full != ctx->dense_out)
-        zen__free(full);
-    zen__free(shard);
-    zen__free(rc);
-    zen__coo_release(&res);
+    if (h->full != ctx->dense_out)
+        zen__free(h->full);
+    zen__free(h->shard_buf);
+    zen__free(h->rc);
+    zen__coo_release(&h->res);
+    memset(h, 0, sizeof *h);
     return st;
 }

@@ -9,63 +9,48 @@
  * (color = host, key = rank) and the inter-host one (color = index in the host, key = host) are
  * split once and cached on the parent communicator.
  *
- * The decision (hier_host_cost.c) compares the flat prediction of cost.c over all n ranks with
- * intra reduce-scatter + inter sparse sync on `hosts` ranks + intra allgather.
+ * Whether a call takes this form is the planner's decision (plan/plan.c, with the cost of the
+ * form in plan/hier_cost.c).
  */
 #ifndef ZEN_SPARSE_HIER_HOST_H
 #define ZEN_SPARSE_HIER_HOST_H
 
 #include <stdint.h>
 
-#include "sparse/model/cost.h"
+#include "coll/comm_internal.h"
 #include "sparse/sparse_internal.h"
 
 /* Bits of the options that all ranks must agree on (folded into api.c's agreement record). */
 uint64_t zen__sparse_hier_mode(const zen_sparse_options *opts);
 
-/*
- * Decide whether this call runs hierarchically (*use). Collective over ctx->comm when the grouping
- * or the cost model needs communication; every rank gets the same answer. When the decision asked
- * the flat cost model (zen__sparse_choose) and *flat is AUTO, *flat gets the flat scheme it chose,
- * so the caller does not profile twice. Sets stats->hosts and stats->predicted_hier_s.
- */
-zen_status zen__sparse_hier_decide(zen_sparse_ctx *ctx, int *use, zen_sparse_scheme *flat);
-
-/* Run the hierarchical form (after zen__sparse_hier_decide said yes on every rank). */
-zen_status zen__sparse_run_hier_host(zen_sparse_ctx *ctx);
-
-/* ---- cost model of the hierarchical form (hier_host_cost.c), pure functions ---- */
-
-typedef struct zen_hier_shape {
-    int n;         /* ranks */
-    int hosts;     /* hosts (>= 1) */
-    int max_local; /* ranks on the largest host */
-    int shards;    /* row shards = ranks on the smallest host */
-    uint64_t rows;
-    uint32_t width;
-    int sparse_out; /* 1: the caller wants a sparse result */
-} zen_hier_shape;
-
-/* The intra-host network: ZEN_NET_INTRA_GBPS / ZEN_NET_INTRA_LAT_US, else 10x the inter-host
- * bandwidth and a fifth of its latency. */
-void zen__net_model_intra(const zen_net_model *inter, zen_net_model *intra);
-
-/* gamma^k of profile p (made for p_n ranks): the measured gamma^(2^i) where k is a power of two,
- * else geometric interpolation between gamma^1 = 1 and gamma^(p_n) = p->gamma_n. */
-double zen__hier_gamma_at(const zen_sparse_profile *p, int p_n, double k);
+/* The host grouping of this call (collective over ctx->comm at its first use there): the
+ * communicator's, or emulated hosts of opts->ranks_per_host. Sets stats->hosts. */
+zen_status zen__sparse_hier_group(zen_sparse_ctx *ctx, const zen_comm_hosts **g);
 
 /*
- * Predicted seconds of the hierarchical form for the flat profile p over shape->n ranks, with
- * inter_scheme across hosts (AUTO: the cheapest there). *inter_used (may be NULL) gets the scheme
- * the prediction took across hosts.
+ * One call of the hierarchical form, in the three steps of hier_host.c, which the planner
+ * (plan/plan.c) runs in order after zen__sparse_hier_group:
+ *   zen__sparse_hier_push   step 1: densify, reduce-scatter in the host -> shard
+ *   (the planner)           step 2: the sparse sync of shard on inter -> res
+ *   zen__sparse_hier_pull   step 3: allgather in the host, deliver, count; releases the call
  */
-double zen__sparse_predict_hier(const zen_hier_shape *shape, const zen_sparse_profile *p,
-                                const zen_net_model *inter, const zen_net_model *intra,
-                                long block_elems, zen_sparse_scheme inter_scheme,
-                                zen_sparse_scheme *inter_used);
+typedef struct zen_hier_call {
+    zen_comm *inter;    /* step 2's communicator; NULL: this rank holds no shard */
+    const float *shard; /* step 1's result: shard_rows x width, this rank's host sum */
+    uint64_t shard_rows;
+    zen_coo res; /* step 2's result: the shard's sum over hosts (shard-relative rows) */
+    /* hier_host.c's own */
+    void *cache;
+    float *full, *shard_buf;
+    size_t *rc;
+    zen_comm_stats intra0, inter0;
+} zen_hier_call;
 
-/* AUTO's rule: hierarchical only with several hosts, several ranks on some host, and a strictly
- * smaller prediction than the flat one. */
-int zen__sparse_hier_pays(const zen_hier_shape *shape, double flat_s, double hier_s);
+/* Step 1. On failure the call still must be passed to zen__sparse_hier_pull (which releases). */
+zen_status zen__sparse_hier_push(zen_sparse_ctx *ctx, zen_hier_call *h);
+
+/* Step 3 when st (the status so far) is ZEN_OK, then the statistics and the release; returns
+ * the call's status. */
+zen_status zen__sparse_hier_pull(zen_sparse_ctx *ctx, zen_hier_call *h, zen_status st);
 
 #endif

@@ -26,6 +26,7 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/clock.h"
+#include "sparse/scheme/registry.h"
 #include "sparse/wire/xchg.h"
 
 enum {
@@ -335,4 +336,38 @@ zen_status zen__sparse_run_hierarchical(zen_sparse_ctx *ctx)
         zen__free(s.dense);
     zen__free(s.rdense);
     return zen__coll_end(comm, &cc, st);
+}
+
+/* Rounds of pairwise exchange (size, payload) whose partial sums grow by gamma^(2^i); once a
+ * sum's COO is no smaller than the dense vector the rounds reduce dense (SparCML's switch). */
+zen_cost_parts zen__sparse_cost_hierarchical(const zen_cost_terms *t)
+{
+    const zen_cpu_model *c = &t->net->cpu;
+    double N = t->N, nnz = t->nnz, E = t->E, D = t->D, V = t->V, cp = t->cp;
+    int levels = 0;
+    while ((2L << levels) <= t->n && levels < 62)
+        levels++;
+    double hbytes = 0, hsteps = 0, hcpu = t->coalesce; /* steps: a message each */
+    int went_dense = 0;
+    for (int i = 0; i < levels; i++) {
+        double run = zen_cost_min2(zen__cost_level_gamma(t->p, i), N) * nnz; /* partial sum */
+        hsteps += 2;                                                         /* size, payload */
+        hbytes += zen_cost_min2(run * E, D);
+        if (run * E >= D) { /* from here on a dense reduce */
+            hcpu += (went_dense ? 0 : t->zero + run * V * cp) + D * t->rd;
+            went_dense = 1;
+        } else {
+            hcpu += 2 * run * (c->merge2 + V * cp);
+        }
+    }
+    if ((1L << levels) != t->n) { /* fold and unfold of the ranks beyond the power of two */
+        hsteps += 4;
+        hbytes += zen_cost_min2(nnz * E, D) + zen_cost_min2(t->nnz_n * E, D);
+        hcpu += 2 * nnz * (c->merge2 + V * cp);
+    }
+    if (t->p->dense_output)
+        hcpu += went_dense ? 0 : t->dense_out;
+    else if (went_dense)
+        hcpu += D * cp + t->nnz_n * V * cp; /* back to COO */
+    return (zen_cost_parts){ hsteps * t->a, hbytes, hcpu, hsteps };
 }

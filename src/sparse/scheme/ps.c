@@ -17,125 +17,173 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "sparse/model/imbalance.h"
+#include "sparse/scheme/registry.h"
 #include "sparse/wire/xchg.h"
+
+/* The buffers of one call. */
+typedef struct ps_call {
+    size_t *cut;    /* n + 1 cut points of the local COO at the range bounds */
+    size_t *sbytes; /* bytes to each owner */
+    const void **sptr;
+    size_t *rbytes, *roff; /* received blocks */
+    zen_coo *runs;         /* views of the received blocks */
+    uint8_t *sbuf, *rbuf, *pbuf, *gbuf;
+    zen_coo agg, sum;
+} ps_call;
+
+/* (1) partition by even ranges, packing slice j at its offset in sbuf, and (2) push. */
+static zen_status push(zen_sparse_ctx *ctx, zen_coll *cc, ps_call *c, int64_t *lap)
+{
+    const zen_coo *local = ctx->local;
+    int n = ctx->comm->size;
+    for (int j = 0; j <= n; j++)
+        c->cut[j] =
+            j == n ? local->nnz
+                   : zen__lower_bound_u32(local->idx, local->nnz, zen_range_lo(local->rows, n, j));
+    size_t off = 0;
+    for (int j = 0; j < n; j++) {
+        c->sbytes[j] = zen_coo_wire_bytes(c->cut[j + 1] - c->cut[j], local->width);
+        c->sptr[j] = c->sbuf + off;
+        zen__coo_pack(local, c->cut[j], c->cut[j + 1], c->sbuf + off);
+        off += c->sbytes[j];
+    }
+    for (int j = 0; j < n; j++)
+        c->rbytes[j] = c->cut[j + 1] - c->cut[j]; /* entries per owner, reused as receive sizes */
+    ctx->stats->imbalance_push = zen_imbalance(c->rbytes, n);
+    zen_sparse_lap(ctx, ZEN_PHASE_PARTITION, lap);
+    zen_status st = zen__xchg_alltoallv(ctx->comm, cc, c->sptr, c->sbytes,
+                                        zen__coo_wire_max(local->rows, local->width), &c->rbuf,
+                                        c->rbytes, c->roff);
+    zen_sparse_lap(ctx, ZEN_PHASE_PUSH, lap);
+    return st;
+}
+
+/* (3) aggregate this rank's range into c->agg and pack it into c->pbuf; *pbytes its size. */
+static zen_status aggregate(zen_sparse_ctx *ctx, ps_call *c, size_t *pbytes)
+{
+    zen_comm *comm = ctx->comm;
+    const zen_coo *local = ctx->local;
+    int n = comm->size, me = comm->rank;
+    uint64_t lo = zen_range_lo(local->rows, n, me), hi = zen_range_lo(local->rows, n, me + 1);
+    zen_status st = ZEN_OK;
+    for (int p = 0; p < n && st == ZEN_OK; p++)
+        st = zen__coo_view(comm, p, c->rbuf + c->roff[p], c->rbytes[p], local->rows, local->width,
+                           lo, hi, &c->runs[p]);
+    if (st == ZEN_OK)
+        st = zen__coo_merge(c->runs, (size_t)n, &c->agg);
+    *pbytes = zen_coo_wire_bytes(c->agg.nnz, c->agg.width);
+    if (st == ZEN_OK && !(c->pbuf = zen__malloc(*pbytes ? *pbytes : 1)))
+        st = zen__fail(comm, ZEN_ENOMEM, "ps: cannot allocate %zu bytes", *pbytes);
+    if (st == ZEN_OK)
+        zen__coo_pack(&c->agg, 0, c->agg.nnz, c->pbuf);
+    return st;
+}
+
+/* After (4): the owners' sums are disjoint and ascending, so their concatenation is the sorted
+ * global sum; deliver it (dense scatter or COO). c->runs view the pulled blocks. */
+static zen_status deliver(zen_sparse_ctx *ctx, ps_call *c, size_t nnz_all)
+{
+    const zen_coo *local = ctx->local;
+    int n = ctx->comm->size;
+    size_t w = local->width;
+    for (int p = 0; p < n; p++)
+        c->roff[p] = c->runs[p].nnz; /* entries per owner; roff is no longer needed */
+    ctx->stats->imbalance_pull = zen_imbalance(c->roff, n);
+    if (ctx->dense_out) {
+        memset(ctx->dense_out, 0, (size_t)local->rows * w * sizeof(float));
+        for (int p = 0; p < n; p++)
+            for (size_t i = 0; i < c->runs[p].nnz; i++)
+                memcpy(ctx->dense_out + (size_t)c->runs[p].idx[i] * w, c->runs[p].val + i * w,
+                       w * sizeof(float));
+        zen__dense_average(ctx);
+        ctx->stats->nnz_out =
+            zen__dense_count_runs(ctx->dense_out, local->rows, local->width, c->runs, n);
+        return ZEN_OK;
+    }
+    zen_coo *sum = &c->sum;
+    zen_status st = zen__coo_reserve(sum, nnz_all);
+    for (int p = 0; p < n && st == ZEN_OK; p++) {
+        if (c->runs[p].nnz == 0)
+            continue;
+        memcpy(sum->idx + sum->nnz, c->runs[p].idx, c->runs[p].nnz * sizeof(uint32_t));
+        memcpy(sum->val + sum->nnz * w, c->runs[p].val, c->runs[p].nnz * w * sizeof(float));
+        sum->nnz += c->runs[p].nnz;
+    }
+    return st == ZEN_OK ? zen__sparse_emit(ctx, sum) : st;
+}
+
+static void release(ps_call *c)
+{
+    zen__coo_release(&c->agg);
+    zen__coo_release(&c->sum);
+    zen__free(c->cut);
+    zen__free(c->sbytes);
+    zen__free(c->sptr);
+    zen__free(c->rbytes);
+    zen__free(c->roff);
+    zen__free(c->runs);
+    zen__free(c->sbuf);
+    zen__free(c->rbuf);
+    zen__free(c->pbuf);
+    zen__free(c->gbuf);
+}
 
 zen_status zen__sparse_run_ps(zen_sparse_ctx *ctx)
 {
     zen_comm *comm = ctx->comm;
     const zen_coo *local = ctx->local;
-    int n = comm->size, me = comm->rank;
-    size_t w = local->width;
+    int n = comm->size;
     zen_coll cc;
     zen_status st = zen__coll_begin(comm, "sparse_ps", &cc);
     if (st != ZEN_OK)
         return st;
-    size_t *cut = zen__malloc_array((size_t)n + 1, sizeof *cut);
-    size_t *sbytes = zen__malloc_array((size_t)n, sizeof *sbytes);
-    const void **sptr = zen__malloc_array((size_t)n, sizeof *sptr);
-    size_t *rbytes = zen__malloc_array((size_t)n, sizeof *rbytes);
-    size_t *roff = zen__malloc_array((size_t)n, sizeof *roff);
-    zen_coo *runs = zen__calloc((size_t)n, sizeof *runs);
-    uint8_t *sbuf = NULL, *rbuf = NULL, *pbuf = NULL, *gbuf = NULL;
-    zen_coo agg = { 0 }, sum = { 0 };
-    agg.rows = sum.rows = local->rows;
-    agg.width = sum.width = local->width;
-    size_t wire_max = zen__coo_wire_max(local->rows, local->width);
+    ps_call c;
+    memset(&c, 0, sizeof c);
+    c.cut = zen__malloc_array((size_t)n + 1, sizeof *c.cut);
+    c.sbytes = zen__malloc_array((size_t)n, sizeof *c.sbytes);
+    c.sptr = zen__malloc_array((size_t)n, sizeof *c.sptr);
+    c.rbytes = zen__malloc_array((size_t)n, sizeof *c.rbytes);
+    c.roff = zen__malloc_array((size_t)n, sizeof *c.roff);
+    c.runs = zen__calloc((size_t)n, sizeof *c.runs);
+    c.agg.rows = c.sum.rows = local->rows;
+    c.agg.width = c.sum.width = local->width;
     size_t total = zen_coo_wire_bytes(local->nnz, local->width);
     int64_t lap = zen_now_ns();
-    sbuf = zen__malloc(total ? total : 1);
-    if (!cut || !sbytes || !sptr || !rbytes || !roff || !runs || !sbuf) {
+    c.sbuf = zen__malloc(total ? total : 1);
+    size_t pbytes = 0, nnz_all = 0;
+    if (!c.cut || !c.sbytes || !c.sptr || !c.rbytes || !c.roff || !c.runs || !c.sbuf)
         st = zen__fail(comm, ZEN_ENOMEM, "ps: out of memory");
-        goto out;
-    }
-    /* (1) partition by even ranges; pack slice j at its offset in sbuf. */
-    for (int j = 0; j <= n; j++)
-        cut[j] =
-            j == n ? local->nnz
-                   : zen__lower_bound_u32(local->idx, local->nnz, zen_range_lo(local->rows, n, j));
-    size_t off = 0;
-    for (int j = 0; j < n; j++) {
-        sbytes[j] = zen_coo_wire_bytes(cut[j + 1] - cut[j], local->width);
-        sptr[j] = sbuf + off;
-        zen__coo_pack(local, cut[j], cut[j + 1], sbuf + off);
-        off += sbytes[j];
-    }
-    for (int j = 0; j < n; j++)
-        rbytes[j] = cut[j + 1] - cut[j]; /* entries per owner, reused below as receive sizes */
-    ctx->stats->imbalance_push = zen_imbalance(rbytes, n);
-    zen_sparse_lap(ctx, ZEN_PHASE_PARTITION, &lap);
-
-    /* (2) push */
-    st = zen__xchg_alltoallv(comm, &cc, sptr, sbytes, wire_max, &rbuf, rbytes, roff);
-    zen_sparse_lap(ctx, ZEN_PHASE_PUSH, &lap);
-    if (st != ZEN_OK)
-        goto out;
-
-    /* (3) aggregate this rank's range */
-    uint64_t lo = zen_range_lo(local->rows, n, me), hi = zen_range_lo(local->rows, n, me + 1);
-    for (int p = 0; p < n && st == ZEN_OK; p++)
-        st = zen__coo_view(comm, p, rbuf + roff[p], rbytes[p], local->rows, local->width, lo, hi,
-                           &runs[p]);
     if (st == ZEN_OK)
-        st = zen__coo_merge(runs, (size_t)n, &agg);
-    size_t pbytes = zen_coo_wire_bytes(agg.nnz, agg.width);
-    if (st == ZEN_OK && !(pbuf = zen__malloc(pbytes ? pbytes : 1)))
-        st = zen__fail(comm, ZEN_ENOMEM, "ps: cannot allocate %zu bytes", pbytes);
-    if (st != ZEN_OK)
-        goto out;
-    zen__coo_pack(&agg, 0, agg.nnz, pbuf);
-    zen_sparse_lap(ctx, ZEN_PHASE_AGGREGATE, &lap);
-
-    /* (4) pull */
-    st = zen__xchg_allgatherv(comm, &cc, pbuf, pbytes, wire_max, &gbuf, rbytes, roff);
-    zen_sparse_lap(ctx, ZEN_PHASE_PULL, &lap);
-    if (st != ZEN_OK)
-        goto out;
-    size_t nnz_all = 0;
+        st = push(ctx, &cc, &c, &lap);
+    if (st == ZEN_OK && (st = aggregate(ctx, &c, &pbytes)) == ZEN_OK)
+        zen_sparse_lap(ctx, ZEN_PHASE_AGGREGATE, &lap);
+    if (st == ZEN_OK) { /* (4) pull */
+        st = zen__xchg_allgatherv(comm, &cc, c.pbuf, pbytes,
+                                  zen__coo_wire_max(local->rows, local->width), &c.gbuf, c.rbytes,
+                                  c.roff);
+        zen_sparse_lap(ctx, ZEN_PHASE_PULL, &lap);
+    }
     for (int p = 0; p < n && st == ZEN_OK; p++) {
-        st = zen__coo_view(comm, p, gbuf + roff[p], rbytes[p], local->rows, local->width,
+        st = zen__coo_view(comm, p, c.gbuf + c.roff[p], c.rbytes[p], local->rows, local->width,
                            zen_range_lo(local->rows, n, p), zen_range_lo(local->rows, n, p + 1),
-                           &runs[p]);
-        nnz_all += runs[p].nnz;
+                           &c.runs[p]);
+        nnz_all += c.runs[p].nnz;
     }
-    if (st != ZEN_OK)
-        goto out;
-    for (int p = 0; p < n; p++)
-        roff[p] = runs[p].nnz; /* entries per owner; roff is no longer needed */
-    ctx->stats->imbalance_pull = zen_imbalance(roff, n);
-    if (ctx->dense_out) {
-        memset(ctx->dense_out, 0, (size_t)local->rows * w * sizeof(float));
-        for (int p = 0; p < n; p++)
-            for (size_t i = 0; i < runs[p].nnz; i++)
-                memcpy(ctx->dense_out + (size_t)runs[p].idx[i] * w, runs[p].val + i * w,
-                       w * sizeof(float));
-        zen__dense_average(ctx);
-        ctx->stats->nnz_out =
-            zen__dense_count_runs(ctx->dense_out, local->rows, local->width, runs, n);
-    } else {
-        st = zen__coo_reserve(&sum, nnz_all);
-        for (int p = 0; p < n && st == ZEN_OK; p++) {
-            if (runs[p].nnz == 0)
-                continue;
-            memcpy(sum.idx + sum.nnz, runs[p].idx, runs[p].nnz * sizeof(uint32_t));
-            memcpy(sum.val + sum.nnz * w, runs[p].val, runs[p].nnz * w * sizeof(float));
-            sum.nnz += runs[p].nnz;
-        }
-        if (st == ZEN_OK)
-            st = zen__sparse_emit(ctx, &sum);
-    }
-    zen_sparse_lap(ctx, ZEN_PHASE_DECODE, &lap);
-out:
-    zen__coo_release(&agg);
-    zen__coo_release(&sum);
-    zen__free(cut);
-    zen__free(sbytes);
-    zen__free(sptr);
-    zen__free(rbytes);
-    zen__free(roff);
-    zen__free(runs);
-    zen__free(sbuf);
-    zen__free(rbuf);
-    zen__free(pbuf);
-    zen__free(gbuf);
+    if (st == ZEN_OK && (st = deliver(ctx, &c, nnz_all)) == ZEN_OK)
+        zen_sparse_lap(ctx, ZEN_PHASE_DECODE, &lap);
+    release(&c);
     return zen__coll_end(comm, &cc, st);
+}
+
+/* Sizes and slices to the owners, sizes and sums back; the busiest owner merges n runs of its
+ * hot range and sends its sum to everyone. */
+zen_cost_parts zen__sparse_cost_ps(const zen_cost_terms *t)
+{
+    const zen_cpu_model *c = &t->net->cpu;
+    double out = t->p->dense_output ? t->dense_out : t->nnz_n * t->E * t->cp;
+    return (zen_cost_parts){ 4 * t->conc, t->n1 * (t->hot + t->hot_n) * t->E,
+                             t->coalesce + t->nnz * t->E * t->cp +
+                                 t->N * t->hot * (c->merge * t->lgn + t->V * t->cp) +
+                                 t->hot_n * t->E * t->cp + out,
+                             4 * t->n1 };
 }

@@ -49,7 +49,7 @@ zen_status zen__xchg_alltoallv(zen_comm *comm, const zen_coll *cc, const void *c
                                const size_t *sbytes, size_t max_bytes, uint8_t **rbuf,
                                size_t *rbytes, size_t *roff)
 {
-    int n = comm->size, me = comm->rank;
+    int n = zen_comm_size(comm), me = zen_comm_rank(comm);
     *rbuf = NULL;
     uint64_t *ssize = zen__malloc_array((size_t)n, sizeof *ssize);
     uint64_t *rsize = zen__malloc_array((size_t)n, sizeof *rsize);
@@ -129,7 +129,7 @@ out:
 zen_status zen__xchg_allgatherv(zen_comm *comm, const zen_coll *cc, const void *sbuf, size_t sbytes,
                                 size_t max_bytes, uint8_t **rbuf, size_t *rbytes, size_t *roff)
 {
-    int n = comm->size;
+    int n = zen_comm_size(comm);
     const void **bufs = zen__malloc_array((size_t)n, sizeof *bufs);
     size_t *sizes = zen__malloc_array((size_t)n, sizeof *sizes);
     zen_status st;
@@ -239,7 +239,7 @@ void zen__dense_average(zen_sparse_ctx *ctx)
     if (!ctx->opts || !ctx->opts->average)
         return;
     size_t count = (size_t)ctx->local->rows * ctx->local->width;
-    float n = (float)ctx->comm->size;
+    float n = (float)zen_comm_size(ctx->comm);
     for (size_t i = 0; i < count; i++)
         ctx->dense_out[i] /= n;
 }

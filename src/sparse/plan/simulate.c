@@ -25,6 +25,7 @@
 #include "common/input.h"
 #include "common/log.h"
 #include "sparse/model/cost.h"
+#include "sparse/plan/predict.h"
 #include "sparse/sparse_internal.h"
 #include "sparse/wire/hier_hash.h"
 

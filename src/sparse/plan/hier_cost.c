@@ -1,5 +1,5 @@
 /*
- * Cost model of the hierarchical form (see hier_host.h). With L ranks on the largest host, S row
+ * Cost model of the hierarchical form (see hier_cost.h). With L ranks on the largest host, S row
  * shards (ranks on the smallest host), H hosts, M = rows * width and E = 4 + 4w COO bytes:
  *
  *   intra reduce-scatter (ring)  (L-1) a_i + min(L-1, S)/S * 4M / b_i
@@ -13,10 +13,12 @@
  * The flat prediction it is compared with treats every rank pair as an inter-host link (cost.c),
  * which is what ZEN_NET_GBPS describes: the bandwidth each rank gets to a rank on another host.
  */
+#include "sparse/plan/hier_cost.h"
+
 #include <math.h>
 
 #include "common/tunables.h"
-#include "sparse/scheme/hier_host.h"
+#include "sparse/plan/predict.h"
 
 void zen__net_model_intra(const zen_net_model *inter, zen_net_model *intra)
 {

@@ -1,5 +1,5 @@
 /* AUTO's decision converging on measurement (see auto_tune.h). */
-#include "sparse/model/auto_tune.h"
+#include "sparse/plan/auto_tune.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +7,7 @@
 #include "common/stats.h"
 #include "common/tunables.h"
 #include "sparse/model/cost.h"
+#include "sparse/plan/predict.h"
 
 #define NS ZEN_SPARSE_SCHEME_COUNT
 

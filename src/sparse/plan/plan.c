@@ -1,0 +1,135 @@
+/*
+ * The sparse planner (plan.h): make, run, observe.
+ */
+#include "sparse/plan/plan.h"
+
+#include <string.h>
+
+#include "coll/comm_internal.h"
+#include "common/clock.h"
+#include "common/tunables.h"
+#include "sparse/plan/auto.h"
+#include "sparse/plan/hier_cost.h"
+#include "sparse/scheme/hier_host.h"
+#include "sparse/scheme/registry.h"
+#include "sparse/wire/xchg.h"
+
+/* Hierarchy AUTO on several hosts with several ranks on some: the per-host form when its
+ * prediction is strictly smaller than the flat one of the scheme the call would run flat (AUTO:
+ * the chooser's pick, which a flat plan then keeps). */
+static zen_status compare_forms(zen_sparse_ctx *ctx, const zen_comm_hosts *g, zen_sparse_plan *plan)
+{
+    zen_comm *comm = ctx->comm;
+    const zen_sparse_options *o = ctx->opts;
+    zen_sparse_scheme chosen = ZEN_SPARSE_AUTO;
+    zen_status st = zen__sparse_choose(ctx, &chosen);
+    if (st != ZEN_OK)
+        return st;
+    zen_sparse_scheme flat_scheme = o->scheme == ZEN_SPARSE_AUTO ? chosen : o->scheme;
+    zen_sparse_profile p;
+    zen__sparse_profile_model(&p, comm->size, ctx->stats->density, ZEN_OVERLAP_RANDOM);
+    p.levels = 0; /* only gamma^n is known here: interpolate the others */
+    p.gamma_n = ctx->stats->gamma_n;
+    p.skew = p.skew_n = ctx->stats->skew;
+    zen_net_model inter, intra;
+    zen__net_model_for_ranks(zen_comm_transport(comm), comm->size, &inter);
+    zen__net_model_intra(&inter, &intra);
+    zen_hier_shape sh = { comm->size,       g->hosts,          g->max_local,          g->min_local,
+                          ctx->local->rows, ctx->local->width, ctx->dense_out == NULL };
+    double hier_s = zen__sparse_predict_hier(&sh, &p, &inter, &intra,
+                                             zen__param_long("SPARSE_BLOCK_SIZE"), o->scheme, NULL);
+    ctx->stats->predicted_hier_s = hier_s;
+    plan->per_host = zen__sparse_hier_pays(&sh, ctx->stats->predicted_s[flat_scheme], hier_s);
+    if (!plan->per_host)
+        plan->scheme = flat_scheme;
+    return ZEN_OK;
+}
+
+zen_status zen__sparse_plan_make(zen_sparse_ctx *ctx, zen_sparse_plan *plan)
+{
+    const zen_sparse_options *o = ctx->opts;
+    plan->per_host = 0;
+    plan->scheme = o->scheme;
+    zen_status st = ZEN_OK;
+    if (o->hierarchy != ZEN_SPARSE_HIER_OFF && ctx->comm->size > 1) {
+        const zen_comm_hosts *g = NULL;
+        if ((st = zen__sparse_hier_group(ctx, &g)) != ZEN_OK)
+            return st;
+        if (o->hierarchy == ZEN_SPARSE_HIER_ON)
+            plan->per_host = 1;
+        else if (g->hosts > 1 && g->max_local > 1) /* else flat without asking: one host */
+            st = compare_forms(ctx, g, plan);
+    }
+    if (st == ZEN_OK && !plan->per_host && plan->scheme == ZEN_SPARSE_AUTO)
+        st = zen__sparse_choose(ctx, &plan->scheme); /* collective: every rank is here */
+    return st;
+}
+
+static zen_status run_flat(zen_sparse_ctx *ctx, zen_sparse_scheme scheme)
+{
+    ctx->stats->scheme = scheme;
+    ctx->stats->nnz_in = ctx->local->nnz;
+    const zen_sparse_scheme_desc *row = zen__sparse_scheme_row(scheme);
+    if (!row)
+        return zen__fail(ctx->comm, ZEN_EUNSUPPORTED, "sparse allreduce: scheme %s not built",
+                         zen_sparse_scheme_name(scheme));
+    int64_t ts = zen_now_ns();
+    zen_status st = row->run(ctx);
+    if (st == ZEN_OK && ctx->opts->scheme == ZEN_SPARSE_AUTO)
+        zen__sparse_auto_observe(ctx, zen_us_between(ts, zen_now_ns()) * 1e-6);
+    return st;
+}
+
+/* Per host, step 2: the sparse sync of this rank's shard sum across hosts, a flat plan of its
+ * own on h->inter: the caller's arguments were validated and agreed once for the whole call, and
+ * the shard is coalesced by construction. Bracketed as its own collective on inter (its
+ * deadline, arrival stamps and counters). */
+static zen_status across_hosts(zen_sparse_ctx *ctx, zen_hier_call *h)
+{
+    zen_coo in = { 0 };
+    zen_status st = zen__coo_from_dense(h->shard, h->shard_rows, ctx->local->width, &in);
+    if (st != ZEN_OK)
+        return zen__fail(ctx->comm, st, "sparse hier: out of memory extracting the shard");
+    zen_sparse_options o = *ctx->opts;
+    o.average = 0; /* divided by the whole rank count at the end */
+    o.hierarchy = ZEN_SPARSE_HIER_OFF;
+    o.ranks_per_host = 0;
+    zen_sparse_stats is;
+    memset(&is, 0, sizeof is);
+    zen_sparse_ctx ic = { h->inter, &in, NULL, &h->res, &o, &is, 0, 0, 0 };
+    zen_sparse_plan inner = { 0, o.scheme };
+    zen_coll cc;
+    if ((st = zen__coll_begin(h->inter, "sparse_allreduce", &cc)) == ZEN_OK) {
+        if (inner.scheme == ZEN_SPARSE_AUTO)
+            st = zen__sparse_choose(&ic, &inner.scheme);
+        if (st == ZEN_OK)
+            st = run_flat(&ic, inner.scheme);
+        st = zen__coll_end(h->inter, &cc, st);
+    }
+    zen__coo_release(&in);
+    if (st != ZEN_OK)
+        return zen__fail(ctx->comm, st, "sparse hier: inter-host sync failed: %s",
+                         zen_comm_last_error(h->inter));
+    h->res.rows = h->shard_rows;
+    h->res.width = ctx->local->width;
+    zen_sparse_stats *s = ctx->stats;
+    s->scheme = is.scheme;
+    for (int ph = 0; ph < ZEN_PHASE_COUNT; ph++)
+        s->phase_us[ph] += is.phase_us[ph];
+    s->imbalance_push = is.imbalance_push;
+    s->imbalance_pull = is.imbalance_pull;
+    return ZEN_OK;
+}
+
+zen_status zen__sparse_plan_run(zen_sparse_ctx *ctx, const zen_sparse_plan *plan)
+{
+    if (!plan->per_host)
+        return run_flat(ctx, plan->scheme);
+    ctx->stats->scheme = plan->scheme;
+    ctx->stats->nnz_in = ctx->local->nnz;
+    zen_hier_call h;
+    zen_status st = zen__sparse_hier_push(ctx, &h);
+    if (st == ZEN_OK && h.inter)
+        st = across_hosts(ctx, &h);
+    return zen__sparse_hier_pull(ctx, &h, st);
+}
