@@ -1,3 +1,8 @@
 # layers: every #include follows the layer table of docs/architecture.md (scripts/check-layers.sh).
 add_test(NAME layers COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/check-layers.sh)
 set_tests_properties(layers PROPERTIES TIMEOUT 120 LABELS unit)
+# call_circles: no two files of src/ and tools/ call each other (scripts/check-call-circles.sh,
+# on this build's objects).
+add_test(NAME call_circles
+         COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/check-call-circles.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(call_circles PROPERTIES TIMEOUT 120 LABELS unit)

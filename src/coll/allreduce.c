@@ -15,21 +15,6 @@
 #include "coll/reduce_op.h"
 #include "common/tunables.h"
 
-const char *zen_allreduce_algo_name(zen_allreduce_algo algo)
-{
-    switch (algo) {
-    case ZEN_ALLREDUCE_AUTO:
-        return "auto";
-    case ZEN_ALLREDUCE_RING:
-        return "ring";
-    case ZEN_ALLREDUCE_RHD:
-        return "rhd";
-    case ZEN_ALLREDUCE_MPI:
-        return "mpi";
-    }
-    return "?";
-}
-
 static int native_available(const zen_comm *comm)
 {
     return comm->transport && comm->transport->ops->native_allreduce != NULL;

@@ -51,21 +51,6 @@ int zen__transport_is_pure_shm(const zen_transport *t)
     return t && t->ops == &shm_ops && ((const shm_state *)t)->tcp == NULL;
 }
 
-int zen__shm_cma_allowed(void)
-{
-    return zen__param_long("SHM_CMA") != 0;
-}
-
-void zen__shm_attach_peer(shm_state *s, shm_peer *pe, void *seg, size_t seg_bytes)
-{
-    int me = s->peers[s->base.rank].lidx;
-    pe->seg = seg;
-    pe->seg_bytes = seg_bytes;
-    pe->bell = &((zen_shm_seg_head *)seg)->bell;
-    pe->out_ctl = (zen_shm_ring *)((char *)seg + zen_shm_ring_ctl_off(me));
-    pe->out_data = (char *)seg + zen_shm_ring_data_off(s->nlocal, s->ring_bytes, me);
-}
-
 /* ---- send ---- */
 
 typedef struct send_wait {
