@@ -42,18 +42,24 @@ double zen_comm_timeout(const zen_comm *comm)
     return comm ? comm->timeout_s : 0;
 }
 
+/* All ranks are threads of this process: the communicator is the host. */
+static int threads(const zen_comm *comm)
+{
+    return zen__transport_traits(comm->kind)->reach == ZEN_REACH_THREADS;
+}
+
 int zen_comm_local_rank(const zen_comm *comm)
 {
     if (!comm)
         return -1;
-    return comm->kind == ZEN_TRANSPORT_INPROC ? comm->rank : comm->transport->local_rank;
+    return threads(comm) ? comm->rank : comm->transport->local_rank;
 }
 
 int zen_comm_local_size(const zen_comm *comm)
 {
     if (!comm)
         return 0;
-    if (comm->kind == ZEN_TRANSPORT_INPROC)
+    if (threads(comm))
         return comm->size;
     return comm->transport->local_size;
 }

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zen/store.h>
+
 #include "bootstrap/env.h"
-#include "bootstrap/hosts.h"
-#include "bootstrap/rendezvous.h"
-#include "bootstrap/store.h"
+#include "bootstrap/services.h"
 #include "coll/comm_internal.h"
 #include "common/alloc.h"
 #include "common/clock.h"
@@ -21,7 +21,6 @@
 #include "common/log.h"
 #include "common/options.h"
 #include "common/tunables.h"
-#include "transport/faulty.h"
 
 #define ROOT_CONTEXT 1u
 
@@ -80,108 +79,60 @@ static zen_status agree_seeds(zen_comm *c)
     return zen__coll_end(c, &cc, st);
 }
 
-/* ZEN_TRANSPORT for processes: auto (MIXED: decided per host at rendezvous), tcp, shm, mpi; a
- * word the tunables table does not know is ignored there (warned) and means auto. */
+/* ZEN_TRANSPORT for processes: auto (shm+tcp: decided per host at rendezvous) or the name of a
+ * process transport of the registry; a word the tunables table does not know is ignored there
+ * (warned) and means auto. */
 static zen_status zen_transport_from_env(zen_transport_kind *kind)
 {
     const char *v = zen__param_str("TRANSPORT");
-    if (!v || !*v || strcmp(v, "auto") == 0 || strcmp(v, "shm+tcp") == 0)
-        *kind = ZEN_TRANSPORT_MIXED;
-    else if (strcmp(v, "tcp") == 0)
-        *kind = ZEN_TRANSPORT_TCP;
-    else if (strcmp(v, "shm") == 0)
-        *kind = ZEN_TRANSPORT_SHM;
-    else if (strcmp(v, "mpi") == 0)
-        *kind = ZEN_TRANSPORT_MPI;
-    else {
-        ZEN_ERROR("init", "ZEN_TRANSPORT='%s' is not one of auto, tcp, shm, mpi", v);
+    const zen_transport_desc *d = !v || !*v || strcmp(v, "auto") == 0
+                                      ? zen__transport_desc(ZEN_TRANSPORT_MIXED)
+                                      : zen__transport_named(v);
+    if (!d || d->traits.reach < ZEN_REACH_HOST) {
+        ZEN_ERROR("init", "ZEN_TRANSPORT='%s' is not auto or a transport for processes", v);
         return ZEN_EINVAL;
     }
+    *kind = d->kind;
     return ZEN_OK;
 }
 
-static zen_status pick_transport(const zen_comm_options *o, const zen_env_info *env,
-                                 zen_transport_kind *kind)
+/* AUTO: threads when a world is given, else the transport the process was launched for
+ * (mpirun: mpi), else ZEN_TRANSPORT. */
+static zen_status pick_transport(const zen_comm_options *o, zen_transport_kind *kind)
 {
     *kind = o->transport;
     if (*kind != ZEN_TRANSPORT_AUTO)
         return ZEN_OK;
-    if (o->inproc_world)
-        *kind = ZEN_TRANSPORT_INPROC;
-    else if (env->launched_by_mpi && zen__transport_mpi_launched())
-        *kind = ZEN_TRANSPORT_MPI;
-    else
-        return zen_transport_from_env(kind);
-    return ZEN_OK;
+    for (size_t i = 0; i < zen__transport_count(); i++) {
+        const zen_transport_desc *d = zen__transport_at(i);
+        if (d->open && (o->inproc_world ? d->traits.reach == ZEN_REACH_THREADS
+                                        : d->launched && d->launched())) {
+            *kind = d->kind;
+            return ZEN_OK;
+        }
+    }
+    return zen_transport_from_env(kind);
 }
 
-/* Rendezvous (bootstrap) builds the mesh of sockets, then the transport takes them over. */
-static zen_status tcp_transport(int rank, int size, const char *addr, int port, double timeout_s,
-                                const zen_store *store, zen_transport **t)
-{
-    if (!store && (port < 1 || port > 65535)) {
-        ZEN_ERROR("init", "tcp: master port %d is not a port number", port);
-        return ZEN_EINVAL;
-    }
-    int *fds = zen__malloc_array((size_t)size, sizeof *fds);
-    if (!fds)
-        return ZEN_ENOMEM;
-    char err[512];
-    int64_t t0 = zen_now_ns();
-    zen_status st =
-        store ? zen__store_rendezvous(store, rank, size, addr, timeout_s, fds, err, sizeof err)
-              : zen__rendezvous(rank, size, addr, port, timeout_s, fds, err, sizeof err);
-    if (st == ZEN_OK) {
-        st = zen__transport_tcp_create(rank, size, fds, timeout_s, t);
-        ZEN_INFO("init", "tcp: rank %d of %d connected to its peers in %.3f s", rank, size,
-                 (double)(zen_now_ns() - t0) / 1e9);
-    }
-    zen__free(fds);
-    return st;
-}
-
-static zen_status make_transport(const zen_comm_options *o, zen_env_info *env,
+/* The row of *kindp brings the transport up; *kindp may be refined (shm+tcp on one host: shm). */
+static zen_status make_transport(const zen_comm_options *o, const zen_env_info *env,
                                  zen_transport_kind *kindp, double timeout_s,
                                  const zen_store *store, zen_transport **t)
 {
-    int rank = o->rank >= 0 ? o->rank : env->rank;
-    int size = o->world_size > 0 ? o->world_size : env->world_size;
-    zen_transport_kind kind = *kindp;
-    switch (kind) {
-    case ZEN_TRANSPORT_INPROC:
-        if (!o->inproc_world || rank < 0) {
-            ZEN_ERROR("init", "inproc transport needs opts.inproc_world and opts.rank");
-            return ZEN_EINVAL;
-        }
-        return zen__transport_inproc_create(o->inproc_world, rank, t);
-    case ZEN_TRANSPORT_TCP:
-        if (rank < 0 || size < 1) {
-            ZEN_ERROR("init", "tcp transport needs a rank and world size: set ZEN_RANK and "
-                              "ZEN_WORLD_SIZE (or RANK/WORLD_SIZE), or use `zen launch`");
-            return ZEN_EINVAL;
-        }
-        return tcp_transport(rank, size, o->master_addr ? o->master_addr : env->master_addr,
-                             o->master_port > 0 ? o->master_port : env->master_port, timeout_s,
-                             store, t);
-    case ZEN_TRANSPORT_MPI:
-        return zen__transport_mpi_create(t);
-    case ZEN_TRANSPORT_SHM:
-    case ZEN_TRANSPORT_MIXED:
-        /* host-aware: the job's kind (SHM, MIXED or TCP) is known after the host exchange */
-        if (rank < 0 || size < 1) {
-            ZEN_ERROR("init",
-                      "%s transport needs a rank and world size: set ZEN_RANK and "
-                      "ZEN_WORLD_SIZE (or RANK/WORLD_SIZE), or use `zen launch`",
-                      zen_transport_name(kind));
-            return ZEN_EINVAL;
-        }
-        return zen__bootstrap_host_transport(
-            kind, rank, size, o->master_addr ? o->master_addr : env->master_addr,
-            o->master_port > 0 ? o->master_port : env->master_port, store, timeout_s, t, kindp);
-    case ZEN_TRANSPORT_AUTO:
-        break;
-    }
-    return ZEN_EINVAL;
+    const zen_transport_desc *d = zen__transport_desc(*kindp);
+    if (!d)
+        return ZEN_EINVAL;
+    zen_transport_open_args a = {
+        .rank = o->rank >= 0 ? o->rank : env->rank,
+        .size = o->world_size > 0 ? o->world_size : env->world_size,
+        .world = o->inproc_world,
+        .master_addr = o->master_addr ? o->master_addr : env->master_addr,
+        .master_port = o->master_port > 0 ? o->master_port : env->master_port,
+        .store = store,
+        .timeout_s = timeout_s,
+        .boot = &zen__bootstrap_services,
+    };
+    return d->open(&a, t, kindp);
 }
 
 /* store: the rendezvous of zen_comm_create_with_store, NULL for the master-port one. */
@@ -211,18 +162,19 @@ static zen_status comm_create(const zen_comm_options *opts, const zen_store *sto
     if (!(timeout_s > 0))
         timeout_s = 300;
     zen_transport_kind kind;
-    if ((st = pick_transport(&o, &env, &kind)) != ZEN_OK)
+    if ((st = pick_transport(&o, &kind)) != ZEN_OK)
         return st;
     zen_transport *t = NULL;
     st = make_transport(&o, &env, &kind, timeout_s, store, &t);
     if (st == ZEN_OK)
-        st = zen__fault_maybe_wrap(&t); /* tests: ZEN_FAULT injects failures (faulty.h) */
+        st = zen__transport_wrap(&t); /* tests: ZEN_FAULT injects failures (faulty.h) */
     if (st != ZEN_OK) {
         ZEN_ERROR("init", "cannot create the %s transport: %s", zen_transport_name(kind),
                   zen_strerror(st));
         return st;
     }
-    if (kind != ZEN_TRANSPORT_INPROC && !t->host_of && env.local_rank >= 0 && env.local_size > 0) {
+    if (zen__transport_traits(kind)->reach != ZEN_REACH_THREADS && !t->host_of &&
+        env.local_rank >= 0 && env.local_size > 0) {
         t->local_rank = env.local_rank;
         t->local_size = env.local_size;
     }
@@ -272,8 +224,7 @@ zen_status zen_comm_create_with_store(const zen_comm_options *opts, const zen_st
     zen_status st = ZEN_OK;
     if (o.transport == ZEN_TRANSPORT_AUTO && (st = zen_transport_from_env(&o.transport)) != ZEN_OK)
         return st; /* never mpi: a store means the caller runs the rendezvous */
-    if (o.transport != ZEN_TRANSPORT_TCP && o.transport != ZEN_TRANSPORT_SHM &&
-        o.transport != ZEN_TRANSPORT_MIXED) {
+    if (!zen__transport_traits(o.transport)->store_rendezvous) {
         ZEN_ERROR("init", "the %s transport has no store rendezvous (use auto, tcp or shm)",
                   zen_transport_name(o.transport));
         return ZEN_EUNSUPPORTED;

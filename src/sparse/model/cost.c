@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coll/comm_internal.h"
 #include "common/input.h"
 #include "common/log.h"
 #include "common/tunables.h"
@@ -317,16 +318,10 @@ static long online_cores(void)
 
 void zen__net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model *net)
 {
-    /* Defaults: inproc is a memcpy between threads, tcp a 10 GbE-class link, mpi a 25 Gb/s
-     * fabric (the paper's testbed A). */
-    double gbps = 10, lat_us = 50;
-    if (kind == ZEN_TRANSPORT_INPROC || kind == ZEN_TRANSPORT_SHM) { /* shm: memory copies too */
-        gbps = 40;
-        lat_us = 5;
-    } else if (kind == ZEN_TRANSPORT_MPI) {
-        gbps = 25;
-        lat_us = 10;
-    }
+    /* Defaults: the transport's own figures (transport/registry.h); a kind without a row (AUTO)
+     * is taken for a 10 GbE-class link. */
+    const zen_transport_traits *tr = zen__transport_traits(kind);
+    double gbps = tr->gbps > 0 ? tr->gbps : 10, lat_us = tr->latency_us > 0 ? tr->latency_us : 50;
     double env_gbps = zen__param_double("NET_GBPS"), env_lat = zen__param_double("NET_LAT_US");
     if (env_gbps > 0)
         gbps = env_gbps;
@@ -337,14 +332,12 @@ void zen__net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model
     net->overhead_s = 0;
     net->msg_cpu_s = 0;
     zen_sparse_cpu_model_default(&net->cpu);
-    if (kind == ZEN_TRANSPORT_INPROC)
-        net->cpu.wire_byte = 0; /* a memcpy between threads: that is the bandwidth above */
-    else if (kind == ZEN_TRANSPORT_SHM)
-        net->cpu.wire_byte = 2 * net->cpu.copy_byte; /* into the shared ring and out of it */
+    if (tr->wire_copies >= 0) /* memory copies: 0 when the bandwidth above is the memcpy */
+        net->cpu.wire_byte = tr->wire_copies * net->cpu.copy_byte;
     long cores = online_cores();
-    int one_host = kind == ZEN_TRANSPORT_INPROC || kind == ZEN_TRANSPORT_SHM;
+    int one_host = tr->reach == ZEN_REACH_THREADS || tr->reach == ZEN_REACH_HOST;
     if (one_host && cores > 0 && nranks > cores)
-        oversubscribe(net, (double)nranks / cores, kind == ZEN_TRANSPORT_INPROC, env_gbps > 0);
+        oversubscribe(net, (double)nranks / cores, tr->wire_copies == 0, env_gbps > 0);
 }
 
 /* The constants by name: tunable (without ZEN_), field. */
