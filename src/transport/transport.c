@@ -6,7 +6,6 @@
 
 #include "common/log.h"
 #include "transport/registry.h"
-#include "transport/registry.h"
 
 void zen__transport_base_init(zen_transport *t, const zen_transport_ops *ops, void *impl, int rank,
                               int size)
