@@ -93,9 +93,11 @@ test-tsan-quick: build-tsan
 format-check:
 	bash scripts/check-format.sh
 
+# check-call-circles reads the objects of $(BUILD) (make test builds it first)
 layers-check:
 	bash scripts/check-layers.sh
 	bash scripts/check-function-size.sh
+	bash scripts/check-call-circles.sh $(BUILD)
 
 test: test-fast test-asan test-tsan-quick test-fuzz format-check layers-check
 

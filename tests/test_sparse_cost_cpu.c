@@ -19,6 +19,7 @@
 #include <zen/sparse.h>
 
 #include "sparse/model/cost.h"
+#include "sparse/plan/net_model.h"
 #include "sparse/plan/predict.h"
 #include "testutil.h"
 

@@ -29,22 +29,6 @@ static void usage(FILE *f)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
 }
 
-int zen_is_help(const char *arg)
-{
-    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
-}
-
-int zen_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "zen %s: ", cmd);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(see `zen %s --help`)\n", cmd);
-    return ZEN_EXIT_USAGE;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {

@@ -1,6 +1,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,24 @@
 #include <zen/comm.h>
 
 #include "cli.h"
+
+/* Used by every command and by main.c: here, not in main.c, so that main.c (which calls the
+ * commands) and the commands (which call these) do not call each other. */
+int zen_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int zen_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "zen %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see `zen %s --help`)\n", cmd);
+    return ZEN_EXIT_USAGE;
+}
 
 int zen_cli_launched(void)
 {

@@ -26,7 +26,7 @@ void zen__host_identity(char *out, size_t cap);
 
 /*
  * Rendezvous, host exchange and transport: shm among the ranks of one host, tcp to the others.
- * want (ZEN_TRANSPORT_AUTO or ZEN_TRANSPORT_SHM; SHM fails with ZEN_EINVAL, naming them, when
+ * want (ZEN_TRANSPORT_MIXED or ZEN_TRANSPORT_SHM; SHM fails with ZEN_EINVAL, naming them, when
  * some ranks are on other hosts). store: the address table comes through it (zen__store_rendezvous)
  * instead of rank 0's master port when not NULL. *kind gets what the job uses, the same on every rank: SHM (one
  * host), TCP (one rank per host) or MIXED. Errors are logged, naming the peer.

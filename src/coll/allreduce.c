@@ -15,21 +15,6 @@
 #include "coll/reduce_op.h"
 #include "common/tunables.h"
 
-const char *zen_allreduce_algo_name(zen_allreduce_algo algo)
-{
-    switch (algo) {
-    case ZEN_ALLREDUCE_AUTO:
-        return "auto";
-    case ZEN_ALLREDUCE_RING:
-        return "ring";
-    case ZEN_ALLREDUCE_RHD:
-        return "rhd";
-    case ZEN_ALLREDUCE_MPI:
-        return "mpi";
-    }
-    return "?";
-}
-
 static int native_available(const zen_comm *comm)
 {
     return comm->transport && comm->transport->ops->native_allreduce != NULL;
@@ -48,7 +33,8 @@ zen_allreduce_algo zen_allreduce_choice(const zen_comm *comm, size_t count, zen_
     int native = native_available(comm) && dtype != ZEN_BF16;
     if (strcmp(forced, "mpi") == 0 && native)
         return ZEN_ALLREDUCE_MPI;
-    if (comm->kind == ZEN_TRANSPORT_MPI && native && zen__param_long("MPI_NATIVE") == 1)
+    if (native && zen__transport_traits(comm->kind)->native_allreduce &&
+        zen__param_long("MPI_NATIVE") == 1)
         return ZEN_ALLREDUCE_MPI;
     size_t es = zen_dtype_size(dtype);
     size_t bytes = es && count > SIZE_MAX / es ? SIZE_MAX : count * es;

@@ -168,6 +168,28 @@ static inline size_t zen_ring_nchunks(const zen_ring *ring, int seg)
     return c == 0 ? 1 : (c - 1) / ring->chunk_elems + 1;
 }
 
+/* Elements in chunk c of segment seg: chunk_elems, fewer in its last chunk, 0 past its end. */
+static inline size_t zen_ring_chunk_len(const zen_ring *ring, int seg, size_t c)
+{
+    size_t off = c * ring->chunk_elems, cnt = ring->counts[seg];
+    if (off >= cnt)
+        return 0;
+    return cnt - off < ring->chunk_elems ? cnt - off : ring->chunk_elems;
+}
+
+/* Byte offset of chunk c of segment seg in a full-layout buffer. */
+static inline size_t zen_ring_chunk_off(const zen_ring *ring, int seg, size_t c)
+{
+    return (ring->displs[seg] + c * ring->chunk_elems) * ring->esize;
+}
+
+/* The segment this rank moves at step s when step 0 moves segment rank - lag: the allgather
+ * sends lag 0 and receives lag 1, the reduce-scatter sends lag 1 and receives lag 2. */
+static inline int zen_ring_seg(const zen_ring *ring, size_t s, int lag)
+{
+    return zen_ring_mod(ring->rank - (int)s - lag, ring->n);
+}
+
 /* Largest zen_ring_nchunks over the segments. */
 size_t zen__ring_max_chunks(const zen_ring *ring);
 

@@ -101,12 +101,6 @@ zen_status zen__coll_start(zen_comm *comm, zen_coll_desc *d, zen_coll *cc)
     return st == ZEN_OK ? ZEN_OK : zen__coll_end(comm, cc, st);
 }
 
-void *zen__coll_nonnull(const void *p)
-{
-    static _Alignas(16) char empty[16];
-    return p ? (void *)p : empty;
-}
-
 void *zen__coll_scratch_get(zen_comm *comm, size_t bytes)
 {
     if (bytes == 0)

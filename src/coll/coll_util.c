@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "coll/coll_algos.h"
 #include "coll/comm_internal.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -165,4 +166,10 @@ zen_status zen__coll_sendrecv(zen_comm *comm, const zen_coll *cc, int dst, const
         return st;
     }
     return zen__coll_wait(comm, cc, rreq, src, rbytes, NULL);
+}
+
+void *zen__coll_nonnull(const void *p)
+{
+    static _Alignas(16) char empty[16];
+    return p ? (void *)p : empty;
 }

@@ -15,6 +15,7 @@
 
 #include <zen/comm.h>
 
+#include "transport/registry.h"
 #include "transport/transport.h"
 
 /*

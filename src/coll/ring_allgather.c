@@ -22,29 +22,8 @@
 
 #define AG_SIGNATURE_KIND 2
 #define WINDOW            4
-
-static int send_seg(const zen_ring *ring, size_t s)
-{
-    return zen_ring_mod(ring->rank - (int)s, ring->n);
-}
-
-static int recv_seg(const zen_ring *ring, size_t s)
-{
-    return zen_ring_mod(ring->rank - (int)s - 1, ring->n);
-}
-
-static size_t chunk_len(const zen_ring *ring, int seg, size_t c)
-{
-    size_t off = c * ring->chunk_elems, cnt = ring->counts[seg];
-    if (off >= cnt)
-        return 0;
-    return cnt - off < ring->chunk_elems ? cnt - off : ring->chunk_elems;
-}
-
-static char *chunk_ptr(const zen_ring *ring, char *buf, int seg, size_t c)
-{
-    return buf + (ring->displs[seg] + c * ring->chunk_elems) * ring->esize;
-}
+#define SEND_LAG          0 /* step s sends segment rank - s */
+#define RECV_LAG          1 /* and receives segment rank - s - 1 */
 
 typedef struct posted {
     zen_treq *req;
@@ -68,11 +47,12 @@ zen_status zen__ring_allgather(zen_comm *comm, const zen_coll *cc, const zen_rin
         /* keep up to WINDOW receives posted ahead, in position order */
         while (st == ZEN_OK && count < WINDOW && q < total) {
             size_t qc = q / steps;
-            int qseg = recv_seg(ring, q % steps);
+            int qseg = zen_ring_seg(ring, q % steps, RECV_LAG);
             if (qc < zen_ring_nchunks(ring, qseg)) {
                 posted *w = &win[(head + count) % WINDOW];
-                w->bytes = chunk_len(ring, qseg, qc) * es;
-                st = zen__coll_irecv(comm, cc, prev, chunk_ptr(ring, buf, qseg, qc), w->bytes,
+                w->bytes = zen_ring_chunk_len(ring, qseg, qc) * es;
+                st = zen__coll_irecv(comm, cc, prev,
+                                     (char *)buf + zen_ring_chunk_off(ring, qseg, qc), w->bytes,
                                      &w->req);
                 if (st == ZEN_OK)
                     count++;
@@ -82,11 +62,11 @@ zen_status zen__ring_allgather(zen_comm *comm, const zen_coll *cc, const zen_rin
         if (st != ZEN_OK)
             break;
         size_t c = p / steps, s = p % steps;
-        int sseg = send_seg(ring, s), rseg = recv_seg(ring, s);
+        int sseg = zen_ring_seg(ring, s, SEND_LAG), rseg = zen_ring_seg(ring, s, RECV_LAG);
         zen_treq *sreq = NULL;
         if (c < zen_ring_nchunks(ring, sseg)) {
-            st = zen__coll_isend(comm, cc, next, chunk_ptr(ring, buf, sseg, c),
-                                 chunk_len(ring, sseg, c) * es, &sreq);
+            st = zen__coll_isend(comm, cc, next, (char *)buf + zen_ring_chunk_off(ring, sseg, c),
+                                 zen_ring_chunk_len(ring, sseg, c) * es, &sreq);
             if (st != ZEN_OK)
                 break;
         }

@@ -42,6 +42,8 @@
 
 #define RS_SIGNATURE_KIND 1
 #define RS_WINDOW         4 /* receives posted ahead (each needs its own chunk buffer) */
+#define SEND_LAG          1 /* step s sends segment rank - s - 1 */
+#define RECV_LAG          2 /* and receives segment rank - s - 2 */
 
 typedef struct posted {
     zen_treq *req;
@@ -65,27 +67,10 @@ typedef struct rs_state {
     size_t in_bytes; /* extent of the input */
 } rs_state;
 
-static int send_seg(const zen_ring *ring, size_t s)
-{
-    return zen_ring_mod(ring->rank - (int)s - 1, ring->n);
-}
-
-static int recv_seg(const zen_ring *ring, size_t s)
-{
-    return zen_ring_mod(ring->rank - (int)s - 2, ring->n);
-}
-
-static size_t chunk_len(const zen_ring *ring, int seg, size_t c)
-{
-    size_t off = c * ring->chunk_elems, cnt = ring->counts[seg];
-    if (off >= cnt)
-        return 0;
-    return cnt - off < ring->chunk_elems ? cnt - off : ring->chunk_elems;
-}
-
 static int has_recv(const rs_state *x, size_t p)
 {
-    return (size_t)p / x->steps < zen_ring_nchunks(x->ring, recv_seg(x->ring, p % x->steps));
+    return (size_t)p / x->steps <
+           zen_ring_nchunks(x->ring, zen_ring_seg(x->ring, p % x->steps, RECV_LAG));
 }
 
 static size_t next_recv(const rs_state *x, size_t p, size_t total)
@@ -131,11 +116,11 @@ static zen_status post_fused(zen_comm *comm, const zen_coll *cc, rs_state *x, si
 {
     const zen_ring *ring = x->ring;
     size_t s = q % x->steps, c = q / x->steps;
-    int rseg = recv_seg(ring, s);
+    int rseg = zen_ring_seg(ring, s, RECV_LAG);
     if (!x->fuse || !(x->work || s + 1 == x->steps))
         return ZEN_EUNSUPPORTED;
     char *dst = dest_of(x, s, rseg, c);
-    const char *a = x->in + (ring->displs[rseg] + c * ring->chunk_elems) * ring->esize;
+    const char *a = x->in + zen_ring_chunk_off(ring, rseg, c);
     /* The peer writes dst whenever it gets there, so dst may share bytes with the input only
      * where it is this very chunk (in place); elsewhere it could overwrite input not yet read
      * (MPI-style in-place reduce_scatter puts the result at the start of the input). */
@@ -158,7 +143,8 @@ static zen_status post(zen_comm *comm, const zen_coll *cc, rs_state *x, size_t q
     const zen_ring *ring = x->ring;
     posted *w = &x->win[(x->head + x->count) % RS_WINDOW];
     w->fused = 0;
-    w->bytes = chunk_len(ring, recv_seg(ring, q % x->steps), q / x->steps) * ring->esize;
+    w->bytes = zen_ring_chunk_len(ring, zen_ring_seg(ring, q % x->steps, RECV_LAG), q / x->steps) *
+               ring->esize;
     zen_status fst = post_fused(comm, cc, x, q, prev, w);
     if (fst != ZEN_EUNSUPPORTED) {
         if (fst == ZEN_OK)
@@ -189,18 +175,18 @@ static zen_status run(zen_comm *comm, const zen_coll *cc, rs_state *x)
         if (st != ZEN_OK)
             break;
         size_t c = p / x->steps, s = p % x->steps;
-        int sseg = send_seg(ring, s), rseg = recv_seg(ring, s);
+        int sseg = zen_ring_seg(ring, s, SEND_LAG), rseg = zen_ring_seg(ring, s, RECV_LAG);
         zen_treq *sreq = NULL;
         if (c < zen_ring_nchunks(ring, sseg)) {
-            size_t len = chunk_len(ring, sseg, c);
-            const char *src = s == 0 ? x->in + (ring->displs[sseg] + c * ring->chunk_elems) * es
-                                     : dest_of(x, s - 1, sseg, c);
+            size_t len = zen_ring_chunk_len(ring, sseg, c);
+            const char *src =
+                s == 0 ? x->in + zen_ring_chunk_off(ring, sseg, c) : dest_of(x, s - 1, sseg, c);
             st = zen__coll_isend(comm, cc, next, src, len * es, &sreq);
             if (st != ZEN_OK)
                 break;
         }
         if (c < zen_ring_nchunks(ring, rseg)) {
-            size_t len = chunk_len(ring, rseg, c);
+            size_t len = zen_ring_chunk_len(ring, rseg, c);
             posted *w = &x->win[x->head];
             st = zen__coll_wait(comm, cc, w->req, prev, len * es, NULL);
             char *cur = w->buf;
@@ -213,7 +199,7 @@ static zen_status run(zen_comm *comm, const zen_coll *cc, rs_state *x)
                 q++;
             }
             if (st == ZEN_OK && !fused) {
-                const char *a = x->in + (ring->displs[rseg] + c * ring->chunk_elems) * es;
+                const char *a = x->in + zen_ring_chunk_off(ring, rseg, c);
                 char *dst = dest_of(x, s, rseg, c);
                 if (overlap(dst, a, len * es)) {
                     zen__reduce3(x->scratch[2], a, cur, len, ring->dtype, ring->op);

@@ -130,7 +130,8 @@ static zen_status real_hosts(zen_comm *comm, int *host)
         transport_hosts(comm, host);
         return ZEN_OK;
     }
-    if (comm->kind == ZEN_TRANSPORT_INPROC || zen_comm_local_size(comm) >= comm->transport->size) {
+    if (zen__transport_traits(comm->kind)->reach == ZEN_REACH_THREADS ||
+        zen_comm_local_size(comm) >= comm->transport->size) {
         memset(host, 0, (size_t)comm->size * sizeof *host);
         return ZEN_OK;
     }

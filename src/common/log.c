@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/tunables.h"
+#include "common/tunables_table.h"
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static int log_level = ZEN_LOG_WARN;
@@ -75,8 +76,11 @@ int zen__log_enabled(zen_log_level level, const char *subsys)
     pthread_once(&log_once, log_init);
     if (atomic_load_explicit(&log_rejected, memory_order_relaxed) &&
         atomic_exchange(&log_rejected, 0)) {
-        (void)zen__param_str("LOG_LEVEL"); /* each warns about its own rejected value */
-        (void)zen__param_str("LOG_SUBSYS");
+        char warning[400]; /* worded by the table's checks, given here now that the log is up */
+        if (zen__param_warning("LOG_LEVEL", warning, sizeof warning))
+            ZEN_WARN("init", "%s", warning);
+        if (zen__param_warning("LOG_SUBSYS", warning, sizeof warning))
+            ZEN_WARN("init", "%s", warning);
     }
     if ((int)level > log_level)
         return 0;

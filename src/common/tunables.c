@@ -315,31 +315,3 @@ const zen_param_row *zen__param_row_at(size_t index)
 {
     return index < PARAM_COUNT ? &param_table[index] : NULL;
 }
-
-size_t zen_param_count(void)
-{
-    return PARAM_COUNT;
-}
-
-zen_status zen_param_get(size_t index, zen_param_info *info)
-{
-    if (index >= PARAM_COUNT || !info)
-        return ZEN_EINVAL;
-    const zen_param_row *row = &param_table[index];
-    const char *env = getenv(row->name);
-    static _Thread_local char why[160];
-    const char *bad = (env && *env) ? zen__param_problem(row, env, why, sizeof why) : NULL;
-    int secret = (row->flags & PF_SECRET) != 0;
-    info->name = row->name;
-    info->default_value = row->default_value;
-    info->value = (env && *env && !bad) ? env : row->default_value;
-    info->source = !bad                       ? ((env && *env) ? "env" : "default")
-                   : (row->flags & PF_STRICT) ? "refused"
-                                              : "ignored";
-    if (env && *env && secret)
-        info->value = "(hidden)"; /* `zen info` output gets pasted into bug reports */
-    info->description = row->description;
-    info->problem = bad;
-    info->raw_value = bad ? (secret ? "(hidden)" : env) : NULL;
-    return ZEN_OK;
-}

@@ -38,7 +38,7 @@ const char *zen__param_str(const char *name);
 
 /* The same without the warning, for the logger's own settings (a warning from inside the
  * logger's initialisation would wait for itself); *ignored: the environment's value was
- * rejected (its reader then calls zen__param_str once the logger is up, to warn). */
+ * rejected (its reader then gives zen__param_warning's sentence once the logger is up). */
 const char *zen__param_quiet(const char *name, int *ignored);
 
 /* strict rows: 1 with *value when set and well-formed, 0 when unset (*value: the default), -1

@@ -3,8 +3,9 @@
  * text, no leading blank, no ERANGE) and compared with the row's bounds before any reader sees
  * it; a getter parses again what it returns (the environment may change between calls, and a
  * tunable is read where it is used), so no reader converts a string the table has not passed.
+ * Nothing here logs: the warning getters (tunables_get.c) and the logger (log.c, whose own
+ * settings are tunables) write the warnings these functions word.
  */
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -15,16 +16,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common/fault_spec.h"
-#include "common/log.h"
 #include "common/tunables.h"
 #include "common/tunables_table.h"
 
-/* Longest secret accepted in ZEN_JOB_SECRET: the limit of ZEN_JOB_SECRET_FILE
- * (ZEN_AUTH_SECRET_MAX in bootstrap/auth.h). */
-#define SECRET_MAX 4096
-
-static int parse_long(const char *v, long *out)
+int zen__param_parse_long(const char *v, long *out)
 {
     char *end;
     errno = 0;
@@ -39,7 +34,7 @@ static int parse_long(const char *v, long *out)
     return 0;
 }
 
-static int parse_double(const char *v, double *out)
+int zen__param_parse_double(const char *v, double *out)
 {
     char *end;
     errno = 0;
@@ -52,7 +47,7 @@ static int parse_double(const char *v, double *out)
     return 0;
 }
 
-static int parse_u64(const char *v, uint64_t *out)
+int zen__param_parse_u64(const char *v, uint64_t *out)
 {
     char *end;
     errno = 0;
@@ -72,7 +67,7 @@ int zen__param_parse_timeout(const char *v, double *seconds)
         return 0;
     }
     double d;
-    if (parse_double(v, &d) != 0 || !(d > 0))
+    if (zen__param_parse_double(v, &d) != 0 || !(d > 0))
         return -1;
     *seconds = d >= ZEN_TIMEOUT_NONE_S ? INFINITY : d;
     return 0;
@@ -114,7 +109,7 @@ static const char *items_problem(const zen_param_row *row, const char *v, int wa
                 return "an item has no =FACTOR";
             memcpy(num, item + word + 1, flen);
             num[flen] = '\0';
-            if (parse_double(num, &f) != 0 || f < row->lo || f > row->hi) {
+            if (zen__param_parse_double(num, &f) != 0 || f < row->lo || f > row->hi) {
                 snprintf(why, n, "a factor is not a number in [%g, %g]", row->lo, row->hi);
                 return why;
             }
@@ -132,7 +127,7 @@ const char *zen__param_problem(const zen_param_row *row, const char *v, char *wh
     uint64_t u;
     switch (row->kind) {
     case PK_LONG: {
-        int st = parse_long(v, &l);
+        int st = zen__param_parse_long(v, &l);
         if (st == -1)
             return "not a decimal integer";
         if (st == -2 || (double)l < row->lo || (double)l > row->hi) {
@@ -142,7 +137,7 @@ const char *zen__param_problem(const zen_param_row *row, const char *v, char *wh
         return NULL;
     }
     case PK_DOUBLE:
-        if (parse_double(v, &d) != 0)
+        if (zen__param_parse_double(v, &d) != 0)
             return "not a finite number";
         if (d < row->lo || d > row->hi) {
             snprintf(why, n, "outside [%g, %g]", row->lo, row->hi);
@@ -153,7 +148,7 @@ const char *zen__param_problem(const zen_param_row *row, const char *v, char *wh
         return zen__param_parse_timeout(v, &d) == 0 ? NULL
                                                     : "not a positive number of seconds or inf";
     case PK_U64:
-        return parse_u64(v, &u) == 0 ? NULL : "not a decimal 64-bit number";
+        return zen__param_parse_u64(v, &u) == 0 ? NULL : "not a decimal 64-bit number";
     case PK_CHOICE:
         return find_word(row->words, v, strlen(v))
                    ? NULL
@@ -168,9 +163,6 @@ const char *zen__param_problem(const zen_param_row *row, const char *v, char *wh
     return "unknown kind (a bug in the table)";
 }
 
-/* One warning per variable and process: the readers ask again on every call. */
-static atomic_uchar warned[512];
-
 /* The text in effect for row: the environment's when it passes the check, else the default
  * (*bad says why the environment's was rejected, NULL when it was not). */
 static const char *value_quiet(const zen_param_row *row, const char **bad, char *why, size_t n)
@@ -183,65 +175,8 @@ static const char *value_quiet(const zen_param_row *row, const char **bad, char 
     return *bad ? row->default_value : env;
 }
 
-/* The same, and a rejected value is warned about once per variable (a secret is never quoted). */
-static const char *value_of(const zen_param_row *row)
-{
-    char why[160];
-    const char *bad;
-    const char *v = value_quiet(row, &bad, why, sizeof why);
-    size_t i = (size_t)(row - zen__param_row_at(0));
-    if (bad && i < sizeof warned && !atomic_exchange(&warned[i], 1))
-        ZEN_WARN("init", "ignoring %s='%s' (%s); using the default '%s'", row->name,
-                 (row->flags & PF_SECRET) ? "(hidden)" : getenv(row->name), bad,
-                 row->default_value);
-    return v;
-}
-
-static const zen_param_row *row_of_kind(const char *name, zen_param_kind kind, int strict_ok)
-{
-    const zen_param_row *row = zen__param_row(name);
-    int kind_ok = row && (row->kind == kind || (kind == PK_STRING && row->kind >= PK_CHOICE));
-    if (kind_ok && (strict_ok || !(row->flags & PF_STRICT)))
-        return row;
-    ZEN_ERROR("init", "bug: ZEN_%s read with the wrong getter or not in the tunables table", name);
-    return NULL;
-}
-
-long zen__param_long(const char *name)
-{
-    const zen_param_row *row = row_of_kind(name, PK_LONG, 0);
-    long v = 0;
-    if (row && parse_long(value_of(row), &v) != 0)
-        v = (long)row->lo; /* an unparsable default: a bug the tests catch */
-    return v;
-}
-
-double zen__param_double(const char *name)
-{
-    const zen_param_row *row = row_of_kind(name, PK_DOUBLE, 0);
-    double v = 0;
-    if (row && parse_double(value_of(row), &v) != 0)
-        v = row->lo;
-    return v;
-}
-
-double zen__param_timeout(const char *name)
-{
-    const zen_param_row *row = row_of_kind(name, PK_TIMEOUT, 0);
-    double s = 300;
-    if (row && zen__param_parse_timeout(value_of(row), &s) != 0)
-        s = 300;
-    return s;
-}
-
-int zen__param_u64(const char *name, uint64_t *out)
-{
-    const zen_param_row *row = row_of_kind(name, PK_U64, 0);
-    return row && parse_u64(value_of(row), out) == 0;
-}
-
 /* The word of a CHOICE row in its table spelling, any other text as it is. */
-static const char *canonical(const zen_param_row *row, const char *v)
+const char *zen__param_canonical(const zen_param_row *row, const char *v)
 {
     if (row->kind != PK_CHOICE)
         return v;
@@ -249,10 +184,30 @@ static const char *canonical(const zen_param_row *row, const char *v)
     return word ? word : "";
 }
 
-const char *zen__param_str(const char *name)
+/* One warning per variable and process: the readers ask again on every call. */
+static atomic_uchar warned[512];
+
+const char *zen__param_value(const zen_param_row *row, char *warning, size_t n)
 {
-    const zen_param_row *row = row_of_kind(name, PK_STRING, 0);
-    return row ? canonical(row, value_of(row)) : "";
+    char why[160];
+    const char *bad;
+    const char *v = value_quiet(row, &bad, why, sizeof why);
+    size_t i = (size_t)(row - zen__param_row_at(0));
+    warning[0] = '\0';
+    if (bad && i < sizeof warned && !atomic_exchange(&warned[i], 1))
+        snprintf(warning, n, "ignoring %s='%s' (%s); using the default '%s'", row->name,
+                 (row->flags & PF_SECRET) ? "(hidden)" : getenv(row->name), bad,
+                 row->default_value);
+    return v;
+}
+
+int zen__param_warning(const char *name, char *warning, size_t n)
+{
+    const zen_param_row *row = zen__param_row(name);
+    warning[0] = '\0';
+    if (row)
+        (void)zen__param_value(row, warning, n);
+    return warning[0] != '\0';
 }
 
 const char *zen__param_quiet(const char *name, int *ignored)
@@ -261,7 +216,7 @@ const char *zen__param_quiet(const char *name, int *ignored)
     char why[160];
     const char *bad = NULL;
     const char *v = row && row->kind >= PK_CHOICE
-                        ? canonical(row, value_quiet(row, &bad, why, sizeof why))
+                        ? zen__param_canonical(row, value_quiet(row, &bad, why, sizeof why))
                         : "";
     *ignored = bad != NULL;
     return v;
@@ -298,7 +253,7 @@ int zen__param_check_long(const char *name, const char *v, long *out, char *why,
     const char *bad = !row || row->kind != PK_LONG
                           ? "bug: not a long tunable"
                           : zen__param_problem(row, v, detail, sizeof detail);
-    if (bad || parse_long(v, out) != 0) {
+    if (bad || zen__param_parse_long(v, out) != 0) {
         snprintf(why, why_size, "%s", bad ? bad : "not a decimal integer");
         return -1;
     }
@@ -309,58 +264,4 @@ const char *zen__param_check(const char *name, const char *v, char *why, size_t 
 {
     const zen_param_row *row = zen__param_row(name);
     return row ? zen__param_problem(row, v, why, why_size) : "bug: not in the tunables table";
-}
-
-/* A host name or dotted IPv4 address: letters, digits, '.', '-', '_', at most 253 long. */
-const char *zen__param_check_host(const char *v, char *why, size_t n)
-{
-    (void)why;
-    (void)n;
-    size_t len = strlen(v);
-    if (len > 253)
-        return "longer than a host name can be (253)";
-    if (*v == '-' || *v == '.')
-        return "not a host name or IPv4 address (starts with '-' or '.')";
-    for (const char *p = v; *p; p++)
-        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-            return "not a host name or IPv4 address";
-    struct in_addr a;
-    int dotted = strspn(v, "0123456789.") == len;
-    if (dotted && inet_pton(AF_INET, v, &a) != 1)
-        return "not an IPv4 address";
-    return NULL;
-}
-
-/* Printable, no blank, shorter than ZEN_HOST_ID_MAX (128, bootstrap/hosts.h). */
-const char *zen__param_check_host_id(const char *v, char *why, size_t n)
-{
-    (void)why;
-    (void)n;
-    if (strlen(v) >= 128)
-        return "longer than 127 characters";
-    for (const char *p = v; *p; p++)
-        if (!isgraph((unsigned char)*p))
-            return "has a blank or a control character";
-    return NULL;
-}
-
-/* A path: its file is checked where it is opened (type, size); here only its length. */
-const char *zen__param_check_path(const char *v, char *why, size_t n)
-{
-    (void)why;
-    (void)n;
-    return strlen(v) >= 4096 ? "longer than a path can be (4095)" : NULL;
-}
-
-const char *zen__param_check_secret(const char *v, char *why, size_t n)
-{
-    (void)why;
-    (void)n;
-    return strlen(v) > SECRET_MAX ? "longer than 4096 bytes" : NULL;
-}
-
-const char *zen__param_check_fault(const char *v, char *why, size_t n)
-{
-    zen_fault_config cfg;
-    return zen__fault_spec_parse(v, &cfg, why, n) == 0 ? NULL : why;
 }

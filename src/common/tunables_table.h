@@ -1,8 +1,10 @@
-/* The rows of the tunables table (tunables.c) and their checks (tunables_check.c). */
+/* The rows of the tunables table (tunables.c), their checks (tunables_check.c) and validators
+ * (tunables_value.c); the typed getters are in tunables_get.c. */
 #ifndef ZEN_COMMON_TUNABLES_TABLE_H
 #define ZEN_COMMON_TUNABLES_TABLE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum zen_param_kind {
     PK_LONG,    /* decimal integer in [lo, hi] */
@@ -42,7 +44,24 @@ const zen_param_row *zen__param_row(const char *name);
 /* NULL when v is acceptable for row; else why not (static text, or written into why). */
 const char *zen__param_problem(const zen_param_row *row, const char *v, char *why, size_t n);
 
-/* STRING validators. */
+/* Parsers of a whole string (no blank, no trailing text): 0 and *out, else -1 (parse_long: -2
+ * for a decimal integer past a long's range). */
+int zen__param_parse_long(const char *v, long *out);
+int zen__param_parse_double(const char *v, double *out);
+int zen__param_parse_u64(const char *v, uint64_t *out);
+
+/* The word of a CHOICE row in its table spelling ("" for none), any other row's text as it is. */
+const char *zen__param_canonical(const zen_param_row *row, const char *v);
+
+/* The text in effect for row: the environment's when the checks pass it, else the default. When
+ * the environment's was rejected and nobody was told yet in this process, warning gets the
+ * sentence to log (else ""). Logs nothing itself. */
+const char *zen__param_value(const zen_param_row *row, char *warning, size_t n);
+
+/* The same warning for ZEN_<name>: 1 when there is one to give (then it counts as given). */
+int zen__param_warning(const char *name, char *warning, size_t n);
+
+/* STRING validators (tunables_value.c). */
 const char *zen__param_check_host(const char *v, char *why, size_t n);
 const char *zen__param_check_host_id(const char *v, char *why, size_t n);
 const char *zen__param_check_path(const char *v, char *why, size_t n);

@@ -882,9 +882,9 @@ zen_status zen_train_run(const zen_train_options *o, const zen_dataset *ds, zen_
     char err[512] = "";
     zen_dataset *owned = NULL;
     zen_comm *world = NULL;
-    int process = o->transport == ZEN_TRANSPORT_TCP || o->transport == ZEN_TRANSPORT_MPI ||
-                  o->transport == ZEN_TRANSPORT_SHM || o->transport == ZEN_TRANSPORT_MIXED ||
-                  (o->transport == ZEN_TRANSPORT_AUTO && started_as_process_rank());
+    /* every transport but inproc (threads) runs one process per rank */
+    int process = o->transport == ZEN_TRANSPORT_AUTO ? started_as_process_rank()
+                                                     : o->transport != ZEN_TRANSPORT_INPROC;
     zen_status st = check_options(o, err, sizeof err);
     if (st != ZEN_OK)
         goto done;

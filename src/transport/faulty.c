@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tunables.h"
+#include "transport/registry.h"
 #include "transport/tcp_internal.h"
 
 typedef struct faulty {
@@ -275,3 +276,10 @@ zen_status zen__fault_maybe_wrap(zen_transport **t)
     *t = w;
     return ZEN_OK;
 }
+
+/* A wrapper, not an endpoint: tests set ZEN_FAULT and every transport gets it. */
+const zen_transport_desc zen__transport_faulty_desc = {
+    .name = "faulty",
+    .kind = ZEN_TRANSPORT_AUTO,
+    .wrap = zen__fault_maybe_wrap,
+};

@@ -19,7 +19,8 @@
  *                     without an ABORT frame; on other transports the rank aborts; then all
  *                     traffic of this rank is refused
  *
- * zen_comm_create calls zen__fault_maybe_wrap right after making the transport, so the same
+ * It is the registry's wrapper row (registry.h): zen_comm_create applies every wrapper right
+ * after making the transport (zen__transport_wrap), so the same
  * variable works for inproc threads and tcp processes.
  */
 #ifndef ZEN_TRANSPORT_FAULTY_H

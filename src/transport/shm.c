@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/tunables.h"
 #include "common/wait_report.h"
+#include "transport/registry.h"
 #include "transport/shm_internal.h"
 #include "transport/tcp_internal.h"
 
@@ -50,21 +51,6 @@ static const zen_transport_ops shm_ops;
 int zen__transport_is_pure_shm(const zen_transport *t)
 {
     return t && t->ops == &shm_ops && ((const shm_state *)t)->tcp == NULL;
-}
-
-int zen__shm_cma_allowed(void)
-{
-    return zen__param_long("SHM_CMA") != 0;
-}
-
-void zen__shm_attach_peer(shm_state *s, shm_peer *pe, void *seg, size_t seg_bytes)
-{
-    int me = s->peers[s->base.rank].lidx;
-    pe->seg = seg;
-    pe->seg_bytes = seg_bytes;
-    pe->bell = &((zen_shm_seg_head *)seg)->bell;
-    pe->out_ctl = (zen_shm_ring *)((char *)seg + zen_shm_ring_ctl_off(me));
-    pe->out_data = (char *)seg + zen_shm_ring_data_off(s->nlocal, s->ring_bytes, me);
 }
 
 /* ---- send ---- */
@@ -653,3 +639,51 @@ zen_status zen__transport_shm_create(int rank, int size, int *fds, const int *ho
     *out = &s->base;
     return ZEN_OK;
 }
+
+/* Host-aware: the bootstrap's host exchange decides per peer (shm inside a host, tcp across),
+ * and the job's kind (SHM, MIXED or TCP) is known after it. */
+static zen_status host_open(const zen_transport_open_args *a, zen_transport_kind want,
+                            const char *name, zen_transport **out, zen_transport_kind *kind)
+{
+    zen_status st = zen__transport_need_rank(a, name);
+    return st != ZEN_OK ? st : a->boot->hosts(a, want, out, kind);
+}
+
+static zen_status shm_only_open(const zen_transport_open_args *a, zen_transport **out,
+                                zen_transport_kind *kind)
+{
+    return host_open(a, ZEN_TRANSPORT_SHM, "shm", out, kind);
+}
+
+static zen_status mixed_open(const zen_transport_open_args *a, zen_transport **out,
+                             zen_transport_kind *kind)
+{
+    return host_open(a, ZEN_TRANSPORT_MIXED, "shm+tcp", out, kind);
+}
+
+/* Processes of one host: memory copies like inproc's, but each byte goes into a shared ring and
+ * out of it (two copies) unless single copy (CMA) takes a large message. */
+const zen_transport_desc zen__transport_shm_desc = {
+    .name = "shm",
+    .kind = ZEN_TRANSPORT_SHM,
+    .open = shm_only_open,
+    .traits = { .reach = ZEN_REACH_HOST,
+                .latency_us = 5,
+                .gbps = 40,
+                .wire_copies = 2,
+                .single_copy = true,
+                .store_rendezvous = true },
+};
+
+/* shm inside each host, tcp across: the cost model sees the tcp links, the slowest. */
+const zen_transport_desc zen__transport_mixed_desc = {
+    .name = "shm+tcp",
+    .kind = ZEN_TRANSPORT_MIXED,
+    .open = mixed_open,
+    .traits = { .reach = ZEN_REACH_HOSTS,
+                .latency_us = 50,
+                .gbps = 10,
+                .wire_copies = -1,
+                .single_copy = true,
+                .store_rendezvous = true },
+};

@@ -234,6 +234,17 @@ static void prefault(const shm_state *s, void *p, size_t len)
         (void)*(volatile const char *)((const char *)p + i);
 }
 
+/* Fill pe's pointers into a mapped peer segment. */
+static void attach_peer(shm_state *s, shm_peer *pe, void *seg, size_t seg_bytes)
+{
+    int me = s->peers[s->base.rank].lidx;
+    pe->seg = seg;
+    pe->seg_bytes = seg_bytes;
+    pe->bell = &((zen_shm_seg_head *)seg)->bell;
+    pe->out_ctl = (zen_shm_ring *)((char *)seg + zen_shm_ring_ctl_off(me));
+    pe->out_data = (char *)seg + zen_shm_ring_data_off(s->nlocal, s->ring_bytes, me);
+}
+
 /* Map a peer's segment from its descriptor and check it is what the peer announced. */
 static zen_status map_peer(shm_state *s, shm_peer *pe, int memfd, size_t seg_bytes)
 {
@@ -254,7 +265,7 @@ static zen_status map_peer(shm_state *s, shm_peer *pe, int memfd, size_t seg_byt
         return zen__transport_fail(&s->base, ZEN_EMISMATCH,
                                    "shm: rank %d's segment does not match this job", pe->rank);
     }
-    zen__shm_attach_peer(s, pe, p, seg_bytes);
+    attach_peer(s, pe, p, seg_bytes);
     /* what this process touches in the peer's segment: the head and ring controls, and the data
      * of the ring it produces into */
     int me = s->peers[s->base.rank].lidx;
@@ -575,6 +586,11 @@ static zen_status hand_accept(shm_state *s, zen_shm_boot *b, const zen_shm_blob 
                  s->base.rank, a->refused);
     zen__free(a);
     return st;
+}
+
+int zen__shm_cma_allowed(void)
+{
+    return zen__param_long("SHM_CMA") != 0;
 }
 
 zen_status zen__shm_setup_segments(shm_state *s, zen_shm_boot *b, const zen_shm_blob *blobs,

@@ -85,9 +85,6 @@ struct shm_state {
 
 #define ZEN_SHM_BOUNCE_BYTES ((size_t)256 << 10)
 
-/* Fill pe's pointers into a mapped peer segment. */
-void zen__shm_attach_peer(shm_state *s, shm_peer *pe, void *seg, size_t seg_bytes);
-
 /* ZEN_SHM_CMA != 0. */
 int zen__shm_cma_allowed(void);
 

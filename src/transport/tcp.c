@@ -44,6 +44,7 @@
 #include "common/tunables.h"
 #include "transport/liveness.h"
 #include "transport/mailbox.h"
+#include "transport/registry.h"
 #include "transport/tcp_internal.h"
 #include "transport/tcp_sock.h"
 
@@ -797,3 +798,42 @@ static zen_status tcp_create(int rank, int size, int *fds, double timeout_s, zen
     *out = &s->base;
     return ZEN_OK;
 }
+
+/* The bootstrap builds the mesh of sockets (rendezvous), then the transport takes them over. */
+static zen_status tcp_open(const zen_transport_open_args *a, zen_transport **out,
+                           zen_transport_kind *kind)
+{
+    (void)kind;
+    zen_status st = zen__transport_need_rank(a, "tcp");
+    if (st != ZEN_OK)
+        return st;
+    if (!a->store && (a->master_port < 1 || a->master_port > 65535)) {
+        ZEN_ERROR("init", "tcp: master port %d is not a port number", a->master_port);
+        return ZEN_EINVAL;
+    }
+    int *fds = zen__malloc_array((size_t)a->size, sizeof *fds);
+    if (!fds)
+        return ZEN_ENOMEM;
+    char err[512];
+    int64_t t0 = zen_now_ns();
+    st = a->boot->mesh(a, fds, err, sizeof err);
+    if (st == ZEN_OK) {
+        st = zen__transport_tcp_create(a->rank, a->size, fds, a->timeout_s, out);
+        ZEN_INFO("init", "tcp: rank %d of %d connected to its peers in %.3f s", a->rank, a->size,
+                 (double)(zen_now_ns() - t0) / 1e9);
+    }
+    zen__free(fds);
+    return st;
+}
+
+/* A 10 GbE-class link; the kernel's socket copies are CPU the cost model charges per byte. */
+const zen_transport_desc zen__transport_tcp_desc = {
+    .name = "tcp",
+    .kind = ZEN_TRANSPORT_TCP,
+    .open = tcp_open,
+    .traits = { .reach = ZEN_REACH_HOSTS,
+                .latency_us = 50,
+                .gbps = 10,
+                .wire_copies = -1,
+                .store_rendezvous = true },
+};

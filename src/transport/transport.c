@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "transport/registry.h"
 
 void zen__transport_base_init(zen_transport *t, const zen_transport_ops *ops, void *impl, int rank,
                               int size)
@@ -54,21 +55,13 @@ int zen__transport_host(const zen_transport *t, int r)
     return t->host_of[r];
 }
 
-const char *zen_transport_name(zen_transport_kind kind)
+zen_status zen__transport_need_rank(const zen_transport_open_args *a, const char *name)
 {
-    switch (kind) {
-    case ZEN_TRANSPORT_AUTO:
-        return "auto";
-    case ZEN_TRANSPORT_INPROC:
-        return "inproc";
-    case ZEN_TRANSPORT_TCP:
-        return "tcp";
-    case ZEN_TRANSPORT_MPI:
-        return "mpi";
-    case ZEN_TRANSPORT_SHM:
-        return "shm";
-    case ZEN_TRANSPORT_MIXED:
-        return "shm+tcp";
-    }
-    return "?";
+    if (a->rank >= 0 && a->size >= 1)
+        return ZEN_OK;
+    ZEN_ERROR("init",
+              "%s transport needs a rank and world size: set ZEN_RANK and ZEN_WORLD_SIZE (or "
+              "RANK/WORLD_SIZE), or use `zen launch`",
+              name);
+    return ZEN_EINVAL;
 }

@@ -6,11 +6,9 @@
 #include "sparse/model/cost.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/input.h"
 #include "common/log.h"
@@ -155,77 +153,6 @@ int zen__sparse_pull_uses_bruck(int n, double total_bytes)
 {
     long max = zen__param_long("SPARSE_PULL_BRUCK_MAX_BYTES");
     return n > 2 && max > 0 && total_bytes <= (double)max;
-}
-
-void zen__net_model_for(zen_transport_kind kind, zen_net_model *net)
-{
-    zen__net_model_for_ranks(kind, 0, net);
-}
-
-/*
- * More ranks than cores on one host (inproc threads, shm processes), over = ranks / cores: each
- * rank gets 1/over of a core for its compute and, inproc, of the copy bandwidth; the messages of
- * a step are issued one after another (overhead = the base latency); and every message costs
- * its receiver ZEN_NET_MSG_CPU_US of CPU (a futex wake-up, the mailbox locks), charged like
- * compute: with the cores saturated, a wait is time some other rank computes, so what adds up
- * is the CPU of all ranks' messages over the cores, not a latency per dependent step. Tiny
- * tensors on the 2-core VM cost 4-7 us per message that way for every scheme, ALLGATHER's and
- * PS's all-to-all (2(n-1), 4(n-1) messages) as much as HIERARCHICAL's pairwise rounds and
- * DENSE's ring (docs/algorithms.md, "Cost model").
- */
-static void oversubscribe(zen_net_model *net, double over, int copies_are_bandwidth, int gbps_set)
-{
-    if (!gbps_set && copies_are_bandwidth)
-        net->bytes_per_s /= over;
-    net->overhead_s = net->latency_s;
-    net->msg_cpu_s = zen__param_double("NET_MSG_CPU_US") * 1e-6;
-    if (!(zen__param_double("SPARSE_CPU_SHARE") > 0))
-        net->cpu.share = 1 / over;
-}
-
-/* Cores online, read once: sysconf opens a file under /sys on every call, and AUTO builds its
- * model on every record exchange (`perf`, 4 inproc ranks on a trace: a fifth of AUTO's CPU). */
-static long online_cores(void)
-{
-    static _Atomic long cores;
-    long c = atomic_load_explicit(&cores, memory_order_relaxed);
-    if (c == 0) {
-        c = sysconf(_SC_NPROCESSORS_ONLN);
-        atomic_store_explicit(&cores, c > 0 ? c : -1, memory_order_relaxed);
-    }
-    return c;
-}
-
-void zen__net_model_for_ranks(zen_transport_kind kind, int nranks, zen_net_model *net)
-{
-    /* Defaults: inproc is a memcpy between threads, tcp a 10 GbE-class link, mpi a 25 Gb/s
-     * fabric (the paper's testbed A). */
-    double gbps = 10, lat_us = 50;
-    if (kind == ZEN_TRANSPORT_INPROC || kind == ZEN_TRANSPORT_SHM) { /* shm: memory copies too */
-        gbps = 40;
-        lat_us = 5;
-    } else if (kind == ZEN_TRANSPORT_MPI) {
-        gbps = 25;
-        lat_us = 10;
-    }
-    double env_gbps = zen__param_double("NET_GBPS"), env_lat = zen__param_double("NET_LAT_US");
-    if (env_gbps > 0)
-        gbps = env_gbps;
-    if (env_lat > 0)
-        lat_us = env_lat;
-    net->bytes_per_s = gbps * 1e9 / 8;
-    net->latency_s = lat_us * 1e-6;
-    net->overhead_s = 0;
-    net->msg_cpu_s = 0;
-    zen_sparse_cpu_model_default(&net->cpu);
-    if (kind == ZEN_TRANSPORT_INPROC)
-        net->cpu.wire_byte = 0; /* a memcpy between threads: that is the bandwidth above */
-    else if (kind == ZEN_TRANSPORT_SHM)
-        net->cpu.wire_byte = 2 * net->cpu.copy_byte; /* into the shared ring and out of it */
-    long cores = online_cores();
-    int one_host = kind == ZEN_TRANSPORT_INPROC || kind == ZEN_TRANSPORT_SHM;
-    if (one_host && cores > 0 && nranks > cores)
-        oversubscribe(net, (double)nranks / cores, kind == ZEN_TRANSPORT_INPROC, env_gbps > 0);
 }
 
 /* The constants by name: tunable (without ZEN_), field. */

@@ -12,6 +12,7 @@
 #include "common/tunables.h"
 #include "sparse/plan/auto.h"
 #include "sparse/plan/auto_internal.h"
+#include "sparse/plan/net_model.h"
 #include "sparse/plan/predict.h"
 
 static double ema(double old, double x)
@@ -81,8 +82,8 @@ static void calibrate_net(const zen_sparse_ctx *ctx, choice *ch, zen_net_model *
      * arrival skew and wake-ups, not a latency every step pays (with it, the model predicted the
      * schemes of 2 inproc ranks 1.3-2.6x too slow), and oversubscribed the model charges each
      * message's CPU instead. */
-    zen_transport_kind kind = zen_comm_transport(ctx->comm);
-    int one_host = kind == ZEN_TRANSPORT_INPROC || kind == ZEN_TRANSPORT_SHM;
+    const zen_transport_traits *tr = zen__transport_traits(zen_comm_transport(ctx->comm));
+    int one_host = tr->reach == ZEN_REACH_THREADS || tr->reach == ZEN_REACH_HOST;
     if (ch->slot.lat_s > 0 && !(zen__param_double("NET_LAT_US") > 0) && !one_host) {
         net->latency_s = ch->slot.lat_s;
         net->overhead_s = ovr * ch->slot.lat_s;
@@ -97,7 +98,7 @@ static void calibrate_net(const zen_sparse_ctx *ctx, choice *ch, zen_net_model *
     if (ch->slot.cpu_scale > 1 && !(zen__param_double("SPARSE_CPU_SHARE") > 0) &&
         !(net->msg_cpu_s > 0)) {
         net->cpu.share = share / ch->slot.cpu_scale;
-        if (kind == ZEN_TRANSPORT_INPROC)
+        if (tr->wire_copies == 0) /* the bandwidth is the ranks' own memcpy */
             net->bytes_per_s /= ch->slot.cpu_scale;
     }
 }

@@ -10,6 +10,7 @@
 #include "common/tunables.h"
 #include "sparse/plan/auto.h"
 #include "sparse/plan/hier_cost.h"
+#include "sparse/plan/net_model.h"
 #include "sparse/scheme/hier_host.h"
 #include "sparse/scheme/registry.h"
 #include "sparse/wire/xchg.h"
