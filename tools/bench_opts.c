@@ -119,7 +119,8 @@ static int parse_op(const char *s, zen_op *out)
 static int parse_algo(const char *s, zen_allreduce_algo *out)
 {
     static const zen_allreduce_algo all[] = { ZEN_ALLREDUCE_AUTO, ZEN_ALLREDUCE_RING,
-                                              ZEN_ALLREDUCE_RHD, ZEN_ALLREDUCE_MPI };
+                                              ZEN_ALLREDUCE_RHD, ZEN_ALLREDUCE_MPI,
+                                              ZEN_ALLREDUCE_SLOTS };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         if (strcmp(s, zen_allreduce_algo_name(all[i])) == 0) {
             *out = all[i];

@@ -153,8 +153,8 @@ static void describe(const zen_agree *a, char *out, size_t size)
 
 /* Fail and abort the communicator at once (see the top comment): ZEN_EMISMATCH for a descriptor
  * that differs, ZEN_EPROTO for a message that is none (a peer in a sparse collective, damage). */
-static zen_status mismatch(zen_comm *comm, const zen_coll *cc, int peer, const void *msg,
-                           size_t len)
+zen_status zen__coll_agree_mismatch(zen_comm *comm, const zen_coll *cc, int peer, const void *msg,
+                                    size_t len)
 {
     char mine[160], theirs[160];
     describe(&cc->agree, mine, sizeof mine);
@@ -185,7 +185,7 @@ static zen_status check(zen_comm *comm, const zen_coll *cc, int peer, const void
 {
     if (len >= AGREE_BYTES && memcmp(msg, &cc->agree, AGREE_BYTES) == 0)
         return ZEN_OK;
-    return mismatch(comm, cc, peer, msg, len);
+    return zen__coll_agree_mismatch(comm, cc, peer, msg, len);
 }
 
 typedef union agree_buf {
@@ -269,6 +269,8 @@ zen_status zen__coll_agree(zen_comm *comm, const zen_coll *cc)
 {
     if (cc->agree.word == 0)
         return ZEN_OK;
+    if (zen__coll_slot_max(comm) > 0)
+        return zen__coll_slots_exchange(comm, cc);
     int n = comm->size, r = comm->rank, p = 1;
     while (p * 2 <= n)
         p *= 2;

@@ -12,7 +12,7 @@
 
 zen_status zen_barrier(zen_comm *comm)
 {
-    zen_coll_desc desc = { .op = "barrier" };
+    zen_coll_desc desc = { .op = "barrier", .slot_path = true };
     zen_coll cc;
     zen_status st = zen__coll_start(comm, &desc, &cc);
     if (st != ZEN_OK)
@@ -20,6 +20,8 @@ zen_status zen_barrier(zen_comm *comm)
     /* The outermost barrier is the argument agreement's butterfly, run by zen__coll_start (agree.c):
      * no rank gets through it before every rank has arrived. A nested one checks nothing and
      * disseminates. */
+    if (cc.slots)
+        return zen__coll_end(comm, &cc, zen__coll_slots_exchange(comm, &cc));
     int n = comm->size, r = comm->rank;
     for (int d = 1; d < n && st == ZEN_OK && cc.agree.word == 0; d *= 2)
         st = zen__coll_sendrecv(comm, &cc, zen_ring_mod(r + d, n), NULL, 0, zen_ring_mod(r - d, n),

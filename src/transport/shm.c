@@ -350,6 +350,8 @@ static void shm_abort(zen_transport *t, zen_status status, const char *reason)
         reason = "aborted";
     if (atomic_exchange(&s->aborted, 1))
         return;
+    snprintf(s->abort_why, sizeof s->abort_why, "%s", reason);
+    atomic_store(&s->abort_why_set, 1);
     zen__mailbox_fail_all(s->mb, status == ZEN_OK ? ZEN_EABORTED : status, reason);
     size_t rlen = strlen(reason) < ABORT_REASON_MAX ? strlen(reason) : ABORT_REASON_MAX;
     for (int p = 0; p < t->size; p++) {
@@ -495,6 +497,10 @@ static const zen_transport_ops shm_ops = {
     .abort = shm_abort,
     .destroy = shm_destroy,
     .send_raw = NULL,
+    .slot_cap = zen__shm_slot_cap,
+    .slot_data = zen__shm_slot_data,
+    .slot_post = zen__shm_slot_post,
+    .slot_wait = zen__shm_slot_wait,
 };
 
 static void mailbox_notify(void *arg)
