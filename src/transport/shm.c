@@ -80,17 +80,21 @@ static int peer_gone(const shm_state *s, shm_peer *pe)
     return atomic_load(&s->aborted) || atomic_load(&pe->down) || atomic_load(&pe->failed);
 }
 
-static int send_ready(void *arg)
+/* The ring has the space, or the acknowledgement came. */
+static int send_satisfied(const send_wait *w)
 {
-    send_wait *w = arg;
     zen_shm_ring *out = w->pe->out_ctl;
-    if (peer_gone(w->s, w->pe))
-        return 1;
     if (w->need == 0)
         return atomic_load(&out->acked) >= w->ack;
     uint64_t used =
         atomic_load_explicit(&out->tail, memory_order_relaxed) - atomic_load(&out->head);
     return w->s->ring_bytes - used >= w->need;
+}
+
+static int send_ready(void *arg)
+{
+    send_wait *w = arg;
+    return peer_gone(w->s, w->pe) || send_satisfied(w);
 }
 
 /* The error of a send that cannot go on (abort, dead peer). */
@@ -114,10 +118,11 @@ static zen_status send_block(shm_state *s, shm_peer *pe, send_wait *w, size_t by
         atomic_store(&pe->out_ctl->producer_waiting, 1);
         int ok = zen__shm_wait_until(s, send_ready, w, zen_ns_add_sat(zen_now_ns(), s->stall_ns));
         atomic_store(&pe->out_ctl->producer_waiting, 0);
+        /* satisfied first: a peer that acknowledged and then left has what it needed */
+        if (ok && send_satisfied(w))
+            return ZEN_OK;
         if (peer_gone(s, pe))
             return send_failed(s, pe);
-        if (ok)
-            return ZEN_OK;
         uint64_t now = atomic_load(&pe->out_ctl->head) + atomic_load(&pe->out_ctl->acked);
         if (now == seen)
             return zen__transport_fail(&s->base, ZEN_ETIMEDOUT,
@@ -189,11 +194,10 @@ static zen_status send_local(shm_state *s, shm_peer *pe, uint64_t tag, const voi
         };
         st = put_record(s, pe, &h, NULL, len);
         if (st == ZEN_OK) {
+            /* acknowledged is done, even if the peer left right after reading */
             send_wait w = { s, pe, 0, ++pe->rts_sent };
-            if (!send_ready(&w))
+            if (!send_satisfied(&w))
                 st = send_block(s, pe, &w, len);
-            else if (peer_gone(s, pe))
-                st = send_failed(s, pe);
         }
     } else {
         size_t off = 0;
