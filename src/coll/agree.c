@@ -42,6 +42,14 @@
  *    reduce_scatter(v), alltoall(v)): the butterfly above with the descriptor alone, before the
  *    collective's own messages: log2 p (+2 with a fold) messages of 16 bytes per rank, i.e.
  *    log2 p small-message latencies more per call. barrier is that butterfly and nothing else.
+ *  - on a communicator with collective slots (the one that owns a pure shm transport; slots.c):
+ *    the slots, for every collective. allreduce, broadcast, reduce and barrier of up to
+ *    ZEN_SHM_SLOT_MAX_BYTES carry the descriptor with their data in one step; every other call
+ *    posts its descriptor alone and reads every other rank's (one step instead of log2 p, and
+ *    rhd then carries nothing in band). Every rank compares every other rank's descriptor, so
+ *    each one sees a disagreement itself, and ranks that chose different algorithms (a count on
+ *    either side of a cut) still meet in the same slot instead of waiting on messages that never
+ *    come.
  * Nested calls (sparse schemes calling dense collectives) and single ranks check nothing: the
  * library computes their arguments itself, and sparse calls agree on theirs beforehand.
  */
