@@ -35,7 +35,7 @@ void bench_help(bench_kind kind)
                "iterations. Out-of-place and in-place are both run (broadcast: in place only).\n\n"
                "  -d, --datatype T    f32 (default), f64, i32, i64, bf16\n"
                "  -o, --op OP         sum (default), prod, min, max, avg\n"
-               "  --algo A            allreduce: auto (default), ring, rhd, mpi\n"
+               "  --algo A            allreduce: auto (default), ring, rhd, mpi, slots\n"
                "  --root R            broadcast root (default 0)\n");
     }
     printf("  -b, --minbytes N    smallest size in bytes, K/M/G suffixes (default 8)\n"

@@ -7,6 +7,8 @@
  *   4 ranks: round 0: r0->r1, r1->r2, r2->r3, r3->r0;  round 1: r0->r2, r1->r3, r2->r0, r3->r1
  *
  * Bytes each rank sends: 0, in ceil(log2 n) messages; latency ceil(log2 n) message times.
+ * On a communicator with collective slots (slots.c) a barrier is one slot exchange instead: every
+ * rank publishes its descriptor and waits until it has seen every other rank's.
  */
 #include "coll/coll_algos.h"
 
