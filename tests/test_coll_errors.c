@@ -157,6 +157,7 @@ static void test_choice(void **state)
     assert_string_equal(zen_allreduce_algo_name(ZEN_ALLREDUCE_RING), "ring");
     assert_string_equal(zen_allreduce_algo_name(ZEN_ALLREDUCE_MPI), "mpi");
     assert_string_equal(zen_allreduce_algo_name(ZEN_ALLREDUCE_AUTO), "auto");
+    assert_string_equal(zen_allreduce_algo_name(ZEN_ALLREDUCE_SLOTS), "slots");
 }
 
 /* ---- kernels ---- */

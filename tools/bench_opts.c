@@ -36,7 +36,7 @@ void bench_help(bench_kind kind)
                "iterations. Out-of-place and in-place are both run (broadcast: in place only).\n\n"
                "  -d, --datatype T    f32 (default), f64, i32, i64, bf16\n"
                "  -o, --op OP         sum (default), prod, min, max, avg\n"
-               "  --algo A            allreduce: auto (default), ring, rhd, mpi\n"
+               "  --algo A            allreduce: auto (default), ring, rhd, mpi, slots\n"
                "  --root R            broadcast root (default 0)\n");
     }
     printf("  -b, --minbytes N    smallest size in bytes, K/M/G suffixes (default 8)\n"
@@ -120,7 +120,8 @@ static int parse_op(const char *s, zen_op *out)
 static int parse_algo(const char *s, zen_allreduce_algo *out)
 {
     static const zen_allreduce_algo all[] = { ZEN_ALLREDUCE_AUTO, ZEN_ALLREDUCE_RING,
-                                              ZEN_ALLREDUCE_RHD, ZEN_ALLREDUCE_MPI };
+                                              ZEN_ALLREDUCE_RHD, ZEN_ALLREDUCE_MPI,
+                                              ZEN_ALLREDUCE_SLOTS };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         if (strcmp(s, zen_allreduce_algo_name(all[i])) == 0) {
             *out = all[i];

@@ -257,8 +257,10 @@ ZEN_API void zen_request_free(zen_request *req);
 typedef enum zen_allreduce_algo {
     ZEN_ALLREDUCE_AUTO = 0,
     ZEN_ALLREDUCE_RING = 1,
-    ZEN_ALLREDUCE_RHD = 2, /* recursive halving/doubling (Rabenseifner) */
-    ZEN_ALLREDUCE_MPI = 3  /* the MPI library's own (mpi transport with ZEN_MPI_NATIVE=1) */
+    ZEN_ALLREDUCE_RHD = 2,  /* recursive halving/doubling (Rabenseifner) */
+    ZEN_ALLREDUCE_MPI = 3,  /* the MPI library's own (mpi transport with ZEN_MPI_NATIVE=1) */
+    ZEN_ALLREDUCE_SLOTS = 4 /* shm latency path: every rank reads every rank's shared slot and
+                               reduces (up to ZEN_SHM_SLOT_MAX_BYTES; else ZEN_EUNSUPPORTED) */
 } zen_allreduce_algo;
 
 /* Static name of an algorithm ("ring"); never NULL. Thread safe. */

@@ -42,6 +42,14 @@
  *    reduce_scatter(v), alltoall(v)): the butterfly above with the descriptor alone, before the
  *    collective's own messages: log2 p (+2 with a fold) messages of 16 bytes per rank, i.e.
  *    log2 p small-message latencies more per call. barrier is that butterfly and nothing else.
+ *  - on a communicator with collective slots (the one that owns a pure shm transport; slots.c):
+ *    the slots, for every collective. allreduce, broadcast, reduce and barrier of up to
+ *    ZEN_SHM_SLOT_MAX_BYTES carry the descriptor with their data in one step; every other call
+ *    posts its descriptor alone and reads every other rank's (one step instead of log2 p, and
+ *    rhd then carries nothing in band). Every rank compares every other rank's descriptor, so
+ *    each one sees a disagreement itself, and ranks that chose different algorithms (a count on
+ *    either side of a cut) still meet in the same slot instead of waiting on messages that never
+ *    come.
  * Nested calls (sparse schemes calling dense collectives) and single ranks check nothing: the
  * library computes their arguments itself, and sparse calls agree on theirs beforehand.
  */
@@ -153,8 +161,8 @@ static void describe(const zen_agree *a, char *out, size_t size)
 
 /* Fail and abort the communicator at once (see the top comment): ZEN_EMISMATCH for a descriptor
  * that differs, ZEN_EPROTO for a message that is none (a peer in a sparse collective, damage). */
-static zen_status mismatch(zen_comm *comm, const zen_coll *cc, int peer, const void *msg,
-                           size_t len)
+zen_status zen__coll_agree_mismatch(zen_comm *comm, const zen_coll *cc, int peer, const void *msg,
+                                    size_t len)
 {
     char mine[160], theirs[160];
     describe(&cc->agree, mine, sizeof mine);
@@ -185,7 +193,7 @@ static zen_status check(zen_comm *comm, const zen_coll *cc, int peer, const void
 {
     if (len >= AGREE_BYTES && memcmp(msg, &cc->agree, AGREE_BYTES) == 0)
         return ZEN_OK;
-    return mismatch(comm, cc, peer, msg, len);
+    return zen__coll_agree_mismatch(comm, cc, peer, msg, len);
 }
 
 typedef union agree_buf {
@@ -269,6 +277,8 @@ zen_status zen__coll_agree(zen_comm *comm, const zen_coll *cc)
 {
     if (cc->agree.word == 0)
         return ZEN_OK;
+    if (zen__coll_slot_max(comm) > 0)
+        return zen__coll_slots_exchange(comm, cc);
     int n = comm->size, r = comm->rank, p = 1;
     while (p * 2 <= n)
         p *= 2;

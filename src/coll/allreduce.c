@@ -3,11 +3,14 @@
  * allreduce_ring.c (bandwidth optimal, large messages), allreduce_rhd.c (log-latency, small
  * messages) and, on the mpi transport, the transport's native hook.
  *
- * Choice (zen_allreduce_choice, identical on every rank for the same count and dtype):
+ * Choice (zen_allreduce_choice, identical on every rank for the same count and dtype; the
+ * ZEN_ALLREDUCE_ALGO it obeys is read when the communicator is created):
  *   ZEN_ALLREDUCE_ALGO=ring|rhd forces that algorithm; =mpi forces the native one when the
- *   transport provides it (else falls back to auto). auto: native when the transport is mpi, it
- *   provides the hook and ZEN_MPI_NATIVE=1; else rhd when the message is at most
- *   ZEN_RHD_MAX_BYTES or has fewer elements than ranks (ring segments would be empty); else ring.
+ *   transport provides it (else falls back to auto); =slots the shm latency path where it can
+ *   run (else auto). auto: native when the transport is mpi, it provides the hook and
+ *   ZEN_MPI_NATIVE=1; else slots (slots.c) when the communicator has collective slots and the
+ *   message is at most their size; else rhd when the message is at most ZEN_RHD_MAX_BYTES or has
+ *   fewer elements than ranks (ring segments would be empty); else ring.
  */
 #include <string.h>
 
@@ -20,11 +23,20 @@ static int native_available(const zen_comm *comm)
     return comm->transport && comm->transport->ops->native_allreduce != NULL;
 }
 
+static int slots_fit(const zen_comm *comm, size_t count, zen_dtype dtype)
+{
+    size_t max = zen__coll_slot_max(comm), es = zen_dtype_size(dtype);
+    return max > 0 && es > 0 && count <= max / es;
+}
+
 zen_allreduce_algo zen_allreduce_choice(const zen_comm *comm, size_t count, zen_dtype dtype)
 {
     if (!comm)
         return ZEN_ALLREDUCE_RING;
-    const char *forced = zen__param_str("ALLREDUCE_ALGO");
+    const char *forced = comm->algo_param; /* ZEN_ALLREDUCE_ALGO */
+    if ((strcmp(forced, "auto") == 0 || strcmp(forced, "slots") == 0) &&
+        comm->kind != ZEN_TRANSPORT_MPI && slots_fit(comm, count, dtype))
+        return ZEN_ALLREDUCE_SLOTS;
     if (strcmp(forced, "ring") == 0)
         return ZEN_ALLREDUCE_RING;
     if (strcmp(forced, "rhd") == 0)
@@ -79,7 +91,7 @@ zen_status zen_allreduce_with(zen_comm *comm, const void *sendbuf, void *recvbuf
                         .recv_count = count };
     zen_status st = zen__coll_check(comm, &d);
     size_t bytes = d.bytes;
-    if (st == ZEN_OK && (unsigned)algo > ZEN_ALLREDUCE_MPI)
+    if (st == ZEN_OK && (unsigned)algo > ZEN_ALLREDUCE_SLOTS)
         st = zen__fail(comm, ZEN_EINVAL, "%s: invalid algorithm %d", name, (int)algo);
     if (st != ZEN_OK)
         return st;
@@ -89,13 +101,25 @@ zen_status zen_allreduce_with(zen_comm *comm, const void *sendbuf, void *recvbuf
     st = zen__coll_begin(comm, name, &cc);
     if (st != ZEN_OK)
         return st;
-    /* rhd carries the descriptor in its own messages; the others agree first (agree.c) */
+    /* slots and rhd carry the descriptor in their own messages, the others agree first
+     * (agree.c); on a communicator with slots every algorithm but slots agrees there, so that
+     * ranks that chose differently meet (slots.c) */
     zen__coll_agree_fill(comm, &cc, &d, (int)algo);
-    if (algo != ZEN_ALLREDUCE_RHD)
+    int has_slots = zen__coll_slot_max(comm) > 0;
+    if (algo == ZEN_ALLREDUCE_SLOTS && !slots_fit(comm, count, dtype))
+        st = zen__fail(comm, ZEN_EUNSUPPORTED,
+                       "%s: the slots algorithm needs a communicator over a pure shm transport "
+                       "(the one zen_comm_create made) and at most %zu bytes",
+                       name, zen__coll_slot_max(comm));
+    else if (algo != ZEN_ALLREDUCE_SLOTS && (algo != ZEN_ALLREDUCE_RHD || has_slots))
         st = zen__coll_agree(comm, &cc);
+    if (algo == ZEN_ALLREDUCE_RHD && has_slots)
+        cc.agree.word = 0; /* agreed already */
     if (st != ZEN_OK)
         return zen__coll_end(comm, &cc, st);
-    if (algo == ZEN_ALLREDUCE_MPI) {
+    if (algo == ZEN_ALLREDUCE_SLOTS) {
+        st = zen__allreduce_slots_run(comm, &cc, sendbuf, recvbuf, count, dtype, op);
+    } else if (algo == ZEN_ALLREDUCE_MPI) {
         st = zen__allreduce_native_run(comm, &cc, sendbuf, recvbuf, count, dtype, op);
     } else if (comm->size == 1) {
         if (sendbuf != recvbuf && bytes)

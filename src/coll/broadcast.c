@@ -67,13 +67,16 @@ zen_status zen_broadcast(zen_comm *comm, void *buf, size_t count, zen_dtype dtyp
                         .count = count,
                         .sendbuf = buf,
                         .send_count = count,
-                        .send_name = "buf" };
+                        .send_name = "buf",
+                        .slot_path = true };
     zen_coll cc;
     zen_status st = zen__coll_start(comm, &d, &cc);
     if (st != ZEN_OK)
         return st;
     char *b = zen__coll_nonnull(buf);
-    if (zen__coll_decide_long(ZEN_COLL_DECIDE_BROADCAST, comm->size, d.bytes, count))
+    if (cc.slots)
+        st = zen__broadcast_slots_run(comm, &cc, b, d.bytes, root);
+    else if (zen__coll_decide_long(ZEN_COLL_DECIDE_BROADCAST, comm->size, d.bytes, count))
         st = scatter_allgather(comm, &cc, b, count, dtype, root);
     else if (comm->size > 1)
         st = binomial(comm, &cc, b, d.bytes, root);

@@ -56,6 +56,7 @@ typedef struct zen_coll_desc {
      * is compared), or no count at all (alltoallv: counts differ by rank by design) */
     const size_t *agree_counts;
     bool agree_no_count;
+    bool slot_path; /* the collective has a latency-path form (slots.c) for small messages */
     /* out */
     size_t total;       /* blocks x count */
     size_t bytes;       /* count x dtype size */
@@ -81,6 +82,32 @@ void zen__coll_agree_fill(const zen_comm *comm, zen_coll *cc, const zen_coll_des
 zen_status zen__coll_agree(zen_comm *comm, const zen_coll *cc);
 zen_status zen__coll_sendrecv_agreed(zen_comm *comm, const zen_coll *cc, int dst, const void *sbuf,
                                      size_t sbytes, int src, void *rbuf, size_t rbytes);
+
+/* Report a descriptor msg (len bytes) from peer that differs from cc->agree: ZEN_EMISMATCH (or
+ * ZEN_EPROTO when msg is no descriptor) naming both, the communicator poisoned and aborted. */
+zen_status zen__coll_agree_mismatch(zen_comm *comm, const zen_coll *cc, int peer, const void *msg,
+                                    size_t len);
+
+/*
+ * The shm latency path (slots.c): the transport's collective slots, one shared flag-and-slot
+ * area per rank, for the communicator that owns a pure shm transport.
+ * zen__coll_slot_max: the largest per-rank payload it carries on comm (0: comm has no slots;
+ * then nothing below may be called). Where it is > 0 every outermost collective agrees on its
+ * arguments through the slots (zen__coll_agree calls zen__coll_slots_exchange), so ranks that
+ * picked different paths still meet there and see the disagreement.
+ * zen__coll_slots_exchange: every rank posts cc->agree and waits for every other rank's (the
+ * argument agreement, and a barrier).
+ * The collectives, inside an open collective, agreement included (cc->agree travels in the slot
+ * with the data; count * dtype size <= zen__coll_slot_max):
+ */
+size_t zen__coll_slot_max(const zen_comm *comm);
+zen_status zen__coll_slots_exchange(zen_comm *comm, const zen_coll *cc);
+zen_status zen__allreduce_slots_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+                                    void *recvbuf, size_t count, zen_dtype dtype, zen_op op);
+zen_status zen__broadcast_slots_run(zen_comm *comm, const zen_coll *cc, void *buf, size_t bytes,
+                                    int root);
+zen_status zen__reduce_slots_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+                                 void *recvbuf, size_t count, zen_dtype dtype, zen_op op, int root);
 
 /* zen__coll_check, zen__coll_begin(comm, d->op, cc), then the agreement (on its failure the
  * collective is already ended: the caller returns the status without zen__coll_end). */

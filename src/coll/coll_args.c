@@ -97,6 +97,11 @@ zen_status zen__coll_start(zen_comm *comm, zen_coll_desc *d, zen_coll *cc)
     if (st != ZEN_OK)
         return st;
     zen__coll_agree_fill(comm, cc, d, 0);
+    cc->slots = 0;
+    if (d->slot_path && zen__coll_slot_max(comm) >= (d->bytes ? d->bytes : 1)) {
+        cc->slots = 1; /* the slots carry the descriptor with the data */
+        return ZEN_OK;
+    }
     st = zen__coll_agree(comm, cc);
     return st == ZEN_OK ? ZEN_OK : zen__coll_end(comm, cc, st);
 }

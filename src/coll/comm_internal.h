@@ -58,6 +58,10 @@ struct zen_comm {
     zen_comm_attr attrs[ZEN_ATTR_COUNT]; /* see zen_comm_attr_key */
     void *spare_request; /* p2p.c: one destroyed zen_request kept for the next, freed on destroy */
     int check_args;      /* ZEN_COLL_AGREE: dense collectives agree on their arguments (agree.c) */
+    long slot_max_param; /* ZEN_SHM_SLOT_MAX_BYTES, read at creation (slots.c) */
+    char algo_param[8];  /* ZEN_ALLREDUCE_ALGO, read at creation: a tunables lookup costs about
+                            170 ns, a quarter of an 8-byte allreduce */
+    uint64_t slot_seq;   /* collective slot uses so far (slots.c); the same on every rank */
 };
 
 /*
@@ -80,6 +84,7 @@ typedef struct zen_coll {
     size_t arrival_slot;
     int outermost;
     zen_agree agree; /* this rank's descriptor (agree.c) */
+    int slots;       /* the call runs on the shm latency path (slots.c), agreement included */
 } zen_coll;
 
 /* Record a detailed error ("rank R: <detail>") as the communicator's last error; returns status. */

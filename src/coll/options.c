@@ -19,6 +19,8 @@ const char *zen_allreduce_algo_name(zen_allreduce_algo algo)
         return "rhd";
     case ZEN_ALLREDUCE_MPI:
         return "mpi";
+    case ZEN_ALLREDUCE_SLOTS:
+        return "slots";
     }
     return "?";
 }

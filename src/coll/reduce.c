@@ -108,13 +108,17 @@ zen_status zen_reduce(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t
                         .send_count = count,
                         .recvbuf = recvbuf,
                         .recv_count = count,
-                        .recv_at_root = true };
+                        .recv_at_root = true,
+                        .slot_path = true };
     zen_coll cc;
     zen_status st = zen__coll_start(comm, &d, &cc);
     if (st != ZEN_OK)
         return st;
     const char *in = zen__coll_nonnull(sendbuf);
     char *out = comm->rank == root ? zen__coll_nonnull(recvbuf) : NULL;
+    if (cc.slots)
+        return zen__coll_end(comm, &cc,
+                             zen__reduce_slots_run(comm, &cc, in, out, count, dtype, op, root));
     if (zen__coll_decide_long(ZEN_COLL_DECIDE_REDUCE, comm->size, d.bytes, count))
         st = rs_gather(comm, &cc, in, out, count, dtype, op, root);
     else

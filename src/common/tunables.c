@@ -126,8 +126,12 @@ static const zen_param_row param_table[] = {
     P_STRICT_STRING(
         "ZEN_FAULT", check_fault, 0, "",
         "tests: inject a fault, e.g. rank=1,after=3,action=kill (see src/transport/faulty.h)"),
-    P_CHOICE("ZEN_ALLREDUCE_ALGO", WORDS("auto", "ring", "rhd", "mpi"), "auto",
-             "dense allreduce algorithm: auto, ring, rhd, mpi"),
+    P_CHOICE("ZEN_ALLREDUCE_ALGO", WORDS("auto", "ring", "rhd", "mpi", "slots"), "auto",
+             "dense allreduce algorithm: auto, ring, rhd, mpi, slots (shm latency path)"),
+    P_LONG("ZEN_SHM_SLOT_MAX_BYTES", 0, 65536, "65536",
+           "shm: allreduce, broadcast, reduce and barrier of up to this many bytes per rank go "
+           "through the shared collective slots (one step, no messages), and every collective "
+           "agrees on its arguments there; 0: never (read once per communicator)"),
     P_LONG("ZEN_RING_FUSE", 0, 1, "1",
            "1: ring reduce-scatter lets the transport reduce each chunk on delivery (inproc: one "
            "pass); 0: copy then reduce"),

@@ -67,23 +67,21 @@ static int peer_gone(const shm_state *s, shm_peer *pe)
     return atomic_load(&s->aborted) || atomic_load(&pe->down) || atomic_load(&pe->failed);
 }
 
-/* The single-copy send is acknowledged: the receiver has read the whole buffer. */
-static int send_acked(const send_wait *w)
+/* The ring has the space, or the acknowledgement came. */
+static int send_satisfied(const send_wait *w)
 {
-    return w->need == 0 && atomic_load(&w->pe->out_ctl->acked) >= w->ack;
+    zen_shm_ring *out = w->pe->out_ctl;
+    if (w->need == 0)
+        return atomic_load(&out->acked) >= w->ack;
+    uint64_t used =
+        atomic_load_explicit(&out->tail, memory_order_relaxed) - atomic_load(&out->head);
+    return w->s->ring_bytes - used >= w->need;
 }
 
 static int send_ready(void *arg)
 {
     send_wait *w = arg;
-    zen_shm_ring *out = w->pe->out_ctl;
-    if (peer_gone(w->s, w->pe))
-        return 1;
-    if (w->need == 0)
-        return send_acked(w);
-    uint64_t used =
-        atomic_load_explicit(&out->tail, memory_order_relaxed) - atomic_load(&out->head);
-    return w->s->ring_bytes - used >= w->need;
+    return peer_gone(w->s, w->pe) || send_satisfied(w);
 }
 
 /* The error of a send that cannot go on (abort, dead peer). */
@@ -107,15 +105,11 @@ static zen_status send_block(shm_state *s, shm_peer *pe, send_wait *w, size_t by
         atomic_store(&pe->out_ctl->producer_waiting, 1);
         int ok = zen__shm_wait_until(s, send_ready, w, zen_ns_add_sat(zen_now_ns(), s->stall_ns));
         atomic_store(&pe->out_ctl->producer_waiting, 0);
-        /* The ack first: a receiver that read the message, acknowledged it, finished and
-         * exited before this thread woke is down by now, but the send completed (a spurious
-         * "communicator poisoned" at teardown after a single-copy all_gather otherwise). */
-        if (send_acked(w))
+        /* satisfied first: a peer that acknowledged and then left has what it needed */
+        if (ok && send_satisfied(w))
             return ZEN_OK;
         if (peer_gone(s, pe))
             return send_failed(s, pe);
-        if (ok)
-            return ZEN_OK;
         uint64_t now = atomic_load(&pe->out_ctl->head) + atomic_load(&pe->out_ctl->acked);
         if (now == seen)
             return zen__transport_fail(&s->base, ZEN_ETIMEDOUT,
@@ -187,11 +181,10 @@ static zen_status send_local(shm_state *s, shm_peer *pe, uint64_t tag, const voi
         };
         st = put_record(s, pe, &h, NULL, len);
         if (st == ZEN_OK) {
+            /* acknowledged is done, even if the peer left right after reading */
             send_wait w = { s, pe, 0, ++pe->rts_sent };
-            if (!send_ready(&w))
+            if (!send_satisfied(&w))
                 st = send_block(s, pe, &w, len);
-            else if (!send_acked(&w) && peer_gone(s, pe)) /* acked: done, as in send_block */
-                st = send_failed(s, pe);
         }
     } else {
         size_t off = 0;
@@ -359,6 +352,8 @@ static void shm_abort(zen_transport *t, zen_status status, const char *reason)
         reason = "aborted";
     if (atomic_exchange(&s->aborted, 1))
         return;
+    snprintf(s->abort_why, sizeof s->abort_why, "%s", reason);
+    atomic_store(&s->abort_why_set, 1);
     zen__mailbox_fail_all(s->mb, status == ZEN_OK ? ZEN_EABORTED : status, reason);
     size_t rlen = strlen(reason) < ABORT_REASON_MAX ? strlen(reason) : ABORT_REASON_MAX;
     for (int p = 0; p < t->size; p++) {
@@ -504,6 +499,10 @@ static const zen_transport_ops shm_ops = {
     .abort = shm_abort,
     .destroy = shm_destroy,
     .send_raw = NULL,
+    .slot_cap = zen__shm_slot_cap,
+    .slot_data = zen__shm_slot_data,
+    .slot_post = zen__shm_slot_post,
+    .slot_wait = zen__shm_slot_wait,
 };
 
 static void mailbox_notify(void *arg)

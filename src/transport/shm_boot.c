@@ -271,6 +271,8 @@ static zen_status map_peer(shm_state *s, shm_peer *pe, int memfd, size_t seg_byt
     int me = s->peers[s->base.rank].lidx;
     prefault(s, p, zen_shm_ring_data_off(s->nlocal, s->ring_bytes, 0));
     prefault(s, (char *)p + zen_shm_ring_data_off(s->nlocal, s->ring_bytes, me), s->ring_bytes);
+    prefault(s, (char *)p + zen_shm_slot_off(s->nlocal, s->ring_bytes, 0),
+             2 * ZEN_SHM_SLOT_STRIDE); /* the collective slots, read by every peer */
     return ZEN_OK;
 }
 

@@ -81,6 +81,8 @@ struct shm_state {
     int64_t beat_ns;    /* heartbeat period */
     int64_t suspect_ns; /* silence that a timeout takes as proof */
     int64_t last_tick_ns;
+    char abort_why[400];      /* this rank's abort reason (shm_abort) */
+    atomic_int abort_why_set; /* abort_why is complete */
 };
 
 #define ZEN_SHM_BOUNCE_BYTES ((size_t)256 << 10)
@@ -122,6 +124,13 @@ void zen__shm_heartbeat_tick(shm_state *s);
  * zen__shm_boot_begin right after the setup socket listens, so that a test can connect to it
  * before any peer knows its name, and with stage 1 when this rank's hand-over starts. */
 extern void (*zen__shm_boot_test_hook)(int stage, int rank, const char *sock_name);
+
+/* Collective slots (shm_slots.c; the vtable entries, see transport.h). */
+size_t zen__shm_slot_cap(zen_transport *t);
+void *zen__shm_slot_data(zen_transport *t, int r, uint64_t seq);
+void zen__shm_slot_post(zen_transport *t, uint64_t seq, const zen_slot_desc *d);
+zen_status zen__shm_slot_wait(zen_transport *t, int r, uint64_t seq, int64_t deadline_ns,
+                              zen_slot_desc *d);
 
 /* Mark peer as gone (monitor thread, or a failed read from its memory). */
 void zen__shm_peer_down(shm_state *s, shm_peer *pe, zen_status st, int aborted, const char *why);

@@ -27,6 +27,11 @@
  * publishes its data, then (full fence) reads sleepers. Either the waker sees the sleeper, or
  * the sleeper's re-check sees the data (both sides order a store before a load with seq_cst),
  * so no wake-up is lost and an idle process costs no CPU.
+ *
+ * Collective slots (after the rings; shm_slots.c): two slots, by the parity of the collective
+ * slot sequence number, each a 32-byte header (the sequence number that publishes it, written
+ * last with release order, and a 24-byte descriptor) followed by ZEN_SHM_SLOT_BYTES of payload.
+ * Only the owner writes them; every local peer reads them (src/coll/slots.c has the protocol).
  */
 #ifndef ZEN_TRANSPORT_SHM_SEG_H
 #define ZEN_TRANSPORT_SHM_SEG_H
@@ -97,9 +102,26 @@ static inline size_t zen_shm_ring_data_off(int nlocal, size_t ring_bytes, int i)
     return ctl + (size_t)i * ring_bytes;
 }
 
+#define ZEN_SHM_SLOT_BYTES  ((size_t)64 << 10)
+#define ZEN_SHM_SLOT_STRIDE (ZEN_SHM_SLOT_BYTES + 4096) /* header, payload, page aligned */
+
+typedef struct zen_shm_slot {
+    _Alignas(ZEN_SHM_LINE) _Atomic uint64_t seq; /* 0: never written */
+    uint64_t desc[3];
+    /* payload follows at offset 32: an 8-byte payload shares the header's cache line */
+} zen_shm_slot;
+
+#define ZEN_SHM_SLOT_HDR 32
+
+/* Offset of slot k (0 or 1). */
+static inline size_t zen_shm_slot_off(int nlocal, size_t ring_bytes, int k)
+{
+    return zen_shm_ring_data_off(nlocal, ring_bytes, nlocal) + (size_t)k * ZEN_SHM_SLOT_STRIDE;
+}
+
 static inline size_t zen_shm_seg_bytes(int nlocal, size_t ring_bytes)
 {
-    return zen_shm_ring_data_off(nlocal, ring_bytes, nlocal);
+    return zen_shm_slot_off(nlocal, ring_bytes, 2);
 }
 
 #endif

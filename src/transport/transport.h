@@ -48,6 +48,12 @@ typedef struct zen_combine {
     void *ctx;
 } zen_combine;
 
+/* What a collective slot carries besides its payload (src/coll/slots.c gives the words their
+ * meaning; the transport only moves them). */
+typedef struct zen_slot_desc {
+    uint64_t w[3];
+} zen_slot_desc;
+
 typedef struct zen_transport_ops {
     const char *name;
     /* Start sending len bytes to world rank peer. buf must stay valid until the request
@@ -83,6 +89,24 @@ typedef struct zen_transport_ops {
     /* Optional (NULL: the caller receives and combines itself): irecv with a combine. */
     zen_status (*irecv_combine)(zen_transport *t, int peer, uint64_t tag, void *buf, size_t cap,
                                 const zen_combine *combine, zen_treq **req);
+    /*
+     * Optional (NULL: none): collective slots, a shared flag-and-slot area (shm_slots.c). Each
+     * world rank owns two slots, selected by the parity of a slot sequence number seq (>= 1), that
+     * it alone writes and every rank reads in place; no queueing, no copy by the transport.
+     * slot_cap: payload bytes of a slot, 0 when this transport has no slots (mixed shm, one
+     * rank). slot_data: the payload of world rank r's slot for seq (this rank's: to fill before
+     * slot_post; a peer's: to read after slot_wait returned ZEN_OK, until this rank posts
+     * seq + 1). slot_post: publish this rank's slot for seq with descriptor d (release order) and
+     * wake sleeping peers. slot_wait: until world rank r has published seq (then *d gets its
+     * descriptor), a peer fails (ZEN_EPEER naming it, with an abort's reason), this transport
+     * aborts, or the deadline (ZEN_ETIMEDOUT naming r, or a silent rank). The caller guarantees
+     * the reuse rule: no rank posts seq + 2 before every reader is done with seq.
+     */
+    size_t (*slot_cap)(zen_transport *t);
+    void *(*slot_data)(zen_transport *t, int r, uint64_t seq);
+    void (*slot_post)(zen_transport *t, uint64_t seq, const zen_slot_desc *d);
+    zen_status (*slot_wait)(zen_transport *t, int r, uint64_t seq, int64_t deadline_ns,
+                            zen_slot_desc *d);
 } zen_transport_ops;
 
 struct zen_transport {

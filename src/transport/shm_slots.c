@@ -1,0 +1,131 @@
+/*
+ * Collective slots of the shm transport (the slot_* entries of transport.h; the layout is in
+ * shm_seg.h, the protocol that makes reuse safe in src/coll/slots.c).
+ *
+ * A slot lives in its owner's segment: the owner writes payload and descriptor into its own
+ * memory, then publishes the slot by storing the sequence number with release order; a reader
+ * polls that word in the owner's segment with acquire order and then reads the payload in
+ * place. A small message thus costs the reader one or two cache-line transfers and nothing
+ * else: no record, no mailbox match, no request, no copy out of a ring.
+ *
+ * Waiting: the spin-then-sleep of zen__shm_wait_until, which also keeps draining the rings (so
+ * messages of other communicators progress) and turns dead peers into failures; a poster rings
+ * the doorbell of every local peer that sleeps (shm_seg.h: a bell costs a load when nobody
+ * sleeps). A wait ends early when any local peer is down, not only the one waited for: in a
+ * collective every rank waits for every other, and a peer's abort carries the reason (a
+ * disagreement found by that peer) that every rank must report.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "transport/shm_internal.h"
+
+#define FAST_POLLS 256
+
+static zen_shm_slot *slot_of(shm_state *s, int r, uint64_t seq)
+{
+    char *seg = r == s->base.rank ? s->seg : s->peers[r].seg;
+    return (zen_shm_slot *)(seg + zen_shm_slot_off(s->nlocal, s->ring_bytes, (int)(seq & 1)));
+}
+
+size_t zen__shm_slot_cap(zen_transport *t)
+{
+    shm_state *s = (shm_state *)t;
+    return s->tcp == NULL && s->nlocal >= 2 && s->nlocal == t->size ? ZEN_SHM_SLOT_BYTES : 0;
+}
+
+void *zen__shm_slot_data(zen_transport *t, int r, uint64_t seq)
+{
+    return (char *)slot_of((shm_state *)t, r, seq) + ZEN_SHM_SLOT_HDR;
+}
+
+void zen__shm_slot_post(zen_transport *t, uint64_t seq, const zen_slot_desc *d)
+{
+    shm_state *s = (shm_state *)t;
+    zen_shm_slot *slot = slot_of(s, t->rank, seq);
+    memcpy(slot->desc, d->w, sizeof slot->desc);
+    atomic_store_explicit(&slot->seq, seq, memory_order_release);
+    for (int p = 0; p < t->size; p++)
+        if (p != t->rank)
+            zen__shm_ring_bell(s->peers[p].bell);
+}
+
+/* The peer to blame for a failed wait on r: r itself when down, else a peer that aborted (its
+ * reason explains everything), else any peer that is down; NULL when none is. */
+static shm_peer *down_peer(shm_state *s, int r)
+{
+    shm_peer *any = NULL;
+    if (atomic_load(&s->peers[r].down))
+        return &s->peers[r];
+    for (int p = 0; p < s->base.size; p++) {
+        shm_peer *pe = &s->peers[p];
+        if (p == s->base.rank || !atomic_load_explicit(&pe->down, memory_order_relaxed))
+            continue;
+        if (atomic_load(&pe->down) && pe->down_abort)
+            return pe;
+        any = any ? any : pe;
+    }
+    return any;
+}
+
+typedef struct slot_wait {
+    shm_state *s;
+    const zen_shm_slot *slot;
+    uint64_t seq;
+    int r;
+} slot_wait;
+
+static int slot_ready(const slot_wait *w)
+{
+    return atomic_load_explicit(&w->slot->seq, memory_order_acquire) == w->seq;
+}
+
+static int slot_done(void *arg)
+{
+    slot_wait *w = arg;
+    return slot_ready(w) || atomic_load(&w->s->aborted) || down_peer(w->s, w->r) != NULL;
+}
+
+static zen_status slot_failed(shm_state *s, int r, uint64_t seq, int64_t start)
+{
+    if (atomic_load(&s->aborted))
+        return zen__transport_fail(&s->base, ZEN_EABORTED, "%s",
+                                   atomic_load(&s->abort_why_set) ? s->abort_why
+                                                                  : "this rank aborted");
+    shm_peer *pe = down_peer(s, r);
+    if (pe) {
+        char why[sizeof pe->why];
+        pthread_mutex_lock(&s->drain_lock);
+        snprintf(why, sizeof why, "%s", pe->why);
+        zen_status st = pe->down_status != ZEN_OK ? pe->down_status : ZEN_EPEER;
+        pthread_mutex_unlock(&s->drain_lock);
+        return zen__transport_fail(&s->base, st, "%s", why);
+    }
+    int64_t quiet = 0;
+    int silent = zen__shm_silent_peer(s, &quiet);
+    char msg[400];
+    return zen__transport_fail(
+        &s->base, ZEN_ETIMEDOUT, "%s (collective slot %llu)",
+        zen__liveness_blame(msg, sizeof msg, r, zen_now_ns() - start, 0, silent, quiet),
+        (unsigned long long)seq);
+}
+
+zen_status zen__shm_slot_wait(zen_transport *t, int r, uint64_t seq, int64_t deadline_ns,
+                              zen_slot_desc *d)
+{
+    shm_state *s = (shm_state *)t;
+    slot_wait w = { s, slot_of(s, r, seq), seq, r };
+    /* A peer that is already on its way usually publishes within a few hundred ns: poll the
+     * word alone first, without the clock reads and ring checks of zen__shm_wait_until. */
+    for (int i = 0; i < FAST_POLLS && !slot_ready(&w); i++)
+        ;
+    if (!slot_ready(&w)) {
+        int64_t start = zen_now_ns();
+        zen__shm_wait_until(s, slot_done, &w, deadline_ns);
+        if (!slot_ready(&w))
+            return slot_failed(s, r, seq, start);
+    }
+    memcpy(d->w, w.slot->desc, sizeof d->w);
+    return ZEN_OK;
+}
