@@ -29,11 +29,11 @@ import torch.multiprocessing as mp
 
 def groups():
     """gloo (the default group), zen async and zen sync, over the same ranks."""
+    import zen_torch
     os.environ["ZEN_TORCH_SYNC"] = "1"
     zsync = dist.new_group(backend="zen")
     os.environ["ZEN_TORCH_SYNC"] = "0"
     zasync = dist.new_group(backend="zen")
-    import zen_torch
     assert zen_torch.is_sync(zsync) and not zen_torch.is_sync(zasync)
     return {"zen_async": zasync, "zen_sync": zsync, "gloo": dist.group.WORLD}
 
