@@ -13,21 +13,32 @@ endif()
 # static rendezvous at a free --master_port, and c10d at localhost:0. The script starts torchrun
 # with the --redirects/--tee values that work on Python 3.11 (docs/pytorch.md). "secret": a zen
 # group is refused under ZEN_REQUIRE_SECRET=1 without a secret (the Store path), formed with one.
-foreach(case "ops,sparse,errors,agree,ddp;3;spawn" "ops,sparse,agree;2;spawn" "secret;2;spawn"
-             "ops,sparse,errors,ddp;2;torchrun-static" "ops,sparse,ddp;3;torchrun-c10d")
+# Each case runs in the default asynchronous mode; "sync" cases run the same checks with
+# ZEN_TORCH_SYNC=1 (every collective completes inside its call).
+foreach(case "ops,sparse,errors,agree,ddp,async,monitored;3;spawn;async"
+             "ops,sparse,agree,dtypes;2;spawn;async" "secret;2;spawn;async"
+             "ops,errors,dtypes,async,ddp;2;spawn;sync"
+             "ops,sparse,errors,ddp,dtypes;2;torchrun-static;async"
+             "ops,sparse,ddp;3;torchrun-c10d;async")
   list(GET case 0 suite)
   list(GET case 1 nproc)
   list(GET case 2 launcher)
+  list(GET case 3 mode)
   string(REPLACE "," "_" name "${suite}")
   if(NOT launcher STREQUAL "spawn")
     string(REPLACE "-" "_" name "${launcher}")
+  endif()
+  set(sync 0)
+  if(mode STREQUAL "sync")
+    set(name "sync_${name}")
+    set(sync 1)
   endif()
   add_test(NAME torch_${name}_${nproc}
            COMMAND ${ZEN_TORCH_PY} ${CMAKE_CURRENT_SOURCE_DIR}/torch/zen_backend_check.py
                    ${suite} ${nproc} ${launcher})
   set_tests_properties(torch_${name}_${nproc} PROPERTIES
     LABELS torch TIMEOUT 180 SKIP_RETURN_CODE 77
-    ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;ZEN_TIMEOUT_S=60;OMP_NUM_THREADS=1")
+    ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;ZEN_TIMEOUT_S=60;OMP_NUM_THREADS=1;ZEN_TORCH_SYNC=${sync}")
 endforeach()
 
 # Under mpirun (explicit rank/world_size from OMPI_COMM_WORLD_*, env:// at MASTER_ADDR/PORT).

@@ -8,7 +8,12 @@ mpirun and explicit rank/world_size with MASTER_ADDR/MASTER_PORT all work unchan
 rendezvous needs (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) from
 Slurm's, leaving any already set alone; ``launch_env()`` shows what libzen read.
 
-CPU tensors only; every call runs synchronously (the returned Work is already complete).
+CPU tensors only. Each zen group runs its operations on a worker thread of its own, in the order
+they were issued: ``async_op=True`` returns at once, ``work.wait()`` and ``work.get_future()``
+complete when the worker is done (DDP overlaps its bucket all_reduces with the backward pass).
+ZEN_TORCH_SYNC=1 makes every collective complete inside its call instead (for comparison).
+Every dtype moves through broadcast/all_gather/gather/scatter/all_to_all/send/recv (as bytes);
+float16, bool, uint8, int8 and int16 are reduced too (in float32/int32).
 Sparse COO tensors (e.g. gradients of ``nn.Embedding(sparse=True)``) are summed by
 ``zen_sparse_allreduce``; the scheme is AUTO unless ZEN_TORCH_SPARSE_SCHEME or
 ``set_sparse_scheme(group, name)`` chooses one.
@@ -23,7 +28,7 @@ from . import _C
 __version__ = _C.version()  # the libzen this module runs on, e.g. "0.1.0"
 
 __all__ = ["__version__", "set_sparse_scheme", "last_sparse_scheme", "transport", "all_reduce_sparse",
-           "launch_env"]
+           "launch_env", "is_sync", "monitored_barrier"]
 
 
 def _group(group):
@@ -51,6 +56,27 @@ def all_reduce_sparse(tensor, group=None):
     """Sum a sparse COO tensor over the group, in place; returns the coalesced sum."""
     _dist.all_reduce(tensor, group=group)
     return tensor
+
+
+def is_sync(group=None):
+    """True when the group completes each collective inside its call (ZEN_TORCH_SYNC=1 when the
+    group was made), False when it runs them on its worker thread (the default)."""
+    return _C.is_sync(_group(group))
+
+
+def monitored_barrier(group=None, timeout=None):
+    """A barrier that raises RuntimeError on every rank, naming every rank (not only the first)
+    that did not reach it within ``timeout`` (a datetime.timedelta or seconds; default: the
+    group's timeout). Rank 0 collects the others; a rank that arrives late still
+    reads rank 0's verdict and raises too. torch's ``dist.monitored_barrier`` is gloo-only."""
+    g = _group(group)
+    if timeout is None:
+        seconds = -1.0  # the group's
+    elif hasattr(timeout, "total_seconds"):
+        seconds = timeout.total_seconds()
+    else:
+        seconds = float(timeout)
+    _C.monitored_barrier(g, seconds)
 
 
 if "ZEN" not in _dist.Backend._plugins:

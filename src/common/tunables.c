@@ -270,6 +270,9 @@ static const zen_param_row param_table[] = {
     P_CHOICE(
         "ZEN_TORCH_SPARSE_SCHEME", SCHEMES, "auto",
         "zen_torch: sparse scheme of a new process group (zen_torch.set_sparse_scheme changes it)"),
+    P_LONG("ZEN_TORCH_SYNC", 0, 1, "0",
+           "zen_torch: 1 completes every collective of a new process group inside its call "
+           "(no overlap, for comparison); 0 returns at once and runs it on the group's worker"),
 };
 
 #define PARAM_COUNT (sizeof param_table / sizeof param_table[0])

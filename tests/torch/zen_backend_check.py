@@ -1,8 +1,9 @@
 """Checks of the zen torch.distributed backend against gloo and local references.
 
 Usage: zen_backend_check.py SUITES NPROC [spawn|torchrun-static|torchrun-c10d]
-       (SUITES: a comma list of ops, sparse, errors, agree, ddp; or secret; agree and secret:
-       spawn only)
+       (SUITES: a comma list of ops, sparse, errors, agree, ddp, dtypes, async, monitored; or
+       secret; agree, async and secret: spawn only). ZEN_TORCH_SYNC=1 in the environment runs
+       the same checks against the synchronous mode.
 
 spawn (default): NPROC processes from torch.multiprocessing; each initialises the default group
 with gloo (file rendezvous, no fixed port) and a zen group over the same ranks
@@ -16,6 +17,7 @@ build made zen_torch (tests/torch.cmake runs this only then), so a zen_torch tha
 (no _C, an ABI break) is a failure, not a skip.
 """
 import datetime
+import gc
 import os
 import socket
 import subprocess
@@ -249,24 +251,30 @@ def check_p2p(rank, n, zen, gloo):
 
 
 def check_work(rank, n, zen):
-    """Work objects: a successful one is complete and its future holds the output; a failed one
-    (a root that is no rank: every rank refuses it before sending anything) is complete, not a
-    success, and raises zen's message from wait() and from its future. (Work.exception() of
-    this torch's Python binding cannot return an exception_ptr at all, for any backend.)"""
+    """Work objects: a successful one completes and its future holds the output; a failed one
+    (a root that is no rank: every rank refuses it before sending anything) completes, is not a
+    success, and raises zen's message, naming the rank, from wait() and from its future.
+    (Work.exception() of this torch's Python binding cannot return an exception_ptr at all, for
+    any backend.) In sync mode (ZEN_TORCH_SYNC=1) each Work is complete when returned."""
+    sync = zen_torch.is_sync(zen)
+    assert sync == (os.environ.get("ZEN_TORCH_SYNC") == "1"), sync
     t = torch.full((3,), float(rank))
     w = dist.all_reduce(t, group=zen, async_op=True)
-    assert w.is_completed() and w.is_success() and w.wait()
+    assert not sync or w.is_completed()
+    assert w.wait() and w.is_completed() and w.is_success()
     close(w.get_future().value()[0], torch.full((3,), n * (n - 1) / 2), torch.float32,
           "future value")
     opts = dist.BroadcastOptions()
     opts.rootRank = n + 2
     w = zen.broadcast([torch.ones(3)], opts)
+    assert not sync or w.is_completed()
+    expect_error(w.wait, "broadcast", f"root {n + 2}", f"rank {rank}")
     assert w.is_completed() and not w.is_success()
-    expect_error(w.wait, "broadcast", f"root {n + 2}")
     expect_error(lambda: w.get_future().wait(), "broadcast", f"root {n + 2}")
     t = torch.full((3,), float(rank))  # the group still works: nothing was sent
     dist.all_reduce(t, group=zen)
     close(t, torch.full((3,), n * (n - 1) / 2), torch.float32, "allreduce after a failed Work")
+
 
 def sparse_grad(rank, rows, width, nnz, salt):
     g = torch.Generator().manual_seed(7000 + 31 * salt + rank)
@@ -353,30 +361,233 @@ def expect_error(fn, *words):
 
 
 def suite_errors(rank, n, zen, gloo):
-    expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.float16), group=zen),
-                 "allreduce", "Half")
-    expect_error(lambda: dist.broadcast(torch.ones(4, dtype=torch.uint8), 0, group=zen),
-                 "broadcast", "Byte")
+    # (dist.all_reduce itself sums complex tensors as real pairs; the group refuses them)
+    expect_error(lambda: zen.allreduce([torch.ones(4, dtype=torch.complex64)]),
+                 "allreduce", "ComplexFloat")
     expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int32),
                                          op=dist.ReduceOp.BAND, group=zen), "allreduce", "BAND")
     sp = torch.sparse_coo_tensor(torch.tensor([[1]]), torch.ones(1, 2), (4, 2))
     expect_error(lambda: dist.all_reduce(sp, op=dist.ReduceOp.MAX, group=zen), "sparse", "MAX")
     expect_error(lambda: dist.all_reduce(sp.double(), group=zen), "sparse", "Double")
-    expect_error(lambda: dist.scatter(torch.ones(2), [torch.ones(2)] * n if rank == 0 else None,
-                                      src=0, group=zen), "scatter")
+    so = dist.ScatterOptions()
+    so.rootRank = n + 1
+    expect_error(lambda: zen.scatter([torch.ones(2)], [], so), "scatter", f"root {n + 1}")
     expect_error(lambda: zen_torch.set_sparse_scheme(zen, "nonsense"), "nonsense")
     for name in ("BOR", "BXOR"):
         expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int64),
                                              op=getattr(dist.ReduceOp, name), group=zen),
                      "allreduce", name)
-    expect_error(lambda: dist.all_reduce_coalesced([torch.ones(2)], group=zen),
-                 "allreduce_coalesced")
+    expect_error(lambda: zen.allreduce_coalesced([torch.ones(2), torch.ones(2).double()],
+                                                 dist.AllreduceCoalescedOptions()),
+                 "allreduce_coalesced", "one dtype")  # (dist.* checks that itself)
     expect_error(lambda: dist.recv(torch.zeros(2), group=zen), "recvAnysource")  # no src
     expect_error(lambda: dist.all_reduce(sp.to(torch.int64), group=zen), "sparse", "Long")
     # the group still works after refused calls (nothing was sent)
     t = torch.full((3,), float(rank))
     dist.all_reduce(t, group=zen)
     close(t, torch.full((3,), float(n * (n - 1) / 2)), torch.float32, "allreduce after errors")
+
+
+ALL_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+              torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64]
+
+
+def anydata(rank, n, dtype, salt=0):
+    if dtype == torch.bool:
+        return data(rank, n, torch.int64, salt) % 2 == 0
+    if dtype.is_complex:
+        return torch.complex(data(rank, n, torch.float32, salt), data(rank, n, torch.float32,
+                                                                      salt + 77))
+    return data(rank, n, dtype, salt)
+
+
+def same(a, b, what):
+    if not torch.equal(a, b):
+        raise AssertionError(f"{what}: {a} != {b}")
+
+
+def check_moves(rank, n, zen, dtype, length):
+    """broadcast, all_gather (list, flat), gather, scatter, all_to_all_single, send/recv of one
+    dtype, exact against every rank's input (these ops only move bytes)."""
+    what = f"{dtype} x{length}"
+    inputs = [anydata(r, length, dtype, salt=40) for r in range(n)]
+    root = n - 1
+    t = inputs[rank].clone()
+    dist.broadcast(t, src=root, group=zen)
+    same(t, inputs[root], f"broadcast {what}")
+    m = torch.stack([inputs[rank]] * 2).t()  # non-contiguous
+    dist.broadcast(m, src=root, group=zen)
+    same(m, torch.stack([inputs[root]] * 2).t(), f"broadcast non-contiguous {what}")
+    ts = [torch.zeros_like(inputs[rank]) for _ in range(n)]
+    dist.all_gather(ts, inputs[rank], group=zen)
+    same(torch.cat(ts), torch.cat(inputs), f"all_gather {what}")
+    flat = torch.zeros(n * length, dtype=dtype)
+    dist.all_gather_into_tensor(flat, inputs[rank], group=zen)
+    same(flat, torch.cat(inputs), f"all_gather_into_tensor {what}")
+    ts = [torch.zeros_like(inputs[rank]) for _ in range(n)] if rank == 0 else None
+    dist.gather(inputs[rank], ts, dst=0, group=zen)
+    if rank == 0:
+        same(torch.cat(ts), torch.cat(inputs), f"gather {what}")
+    src = 1 % n
+    pieces = [anydata(src, length, dtype, salt=50 + r) for r in range(n)]
+    out = torch.zeros(length, dtype=dtype)
+    dist.scatter(out, pieces if rank == src else None, src=src, group=zen)
+    same(out, pieces[rank], f"scatter {what}")
+    rows = [anydata(r, 2 * n * length, dtype, salt=60).view(2 * n, length) for r in range(n)]
+    out = torch.zeros(2 * n, length, dtype=dtype)
+    dist.all_to_all_single(out, rows[rank], group=zen)
+    same(out, torch.cat([x[2 * rank:2 * rank + 2] for x in rows]), f"all_to_all_single {what}")
+    got = torch.zeros(length, dtype=dtype)
+    req = dist.isend(inputs[rank], (rank + 1) % n, group=zen, tag=4)
+    dist.recv(got, (rank - 1) % n, group=zen, tag=4)
+    req.wait()
+    same(got, inputs[(rank - 1) % n], f"send/recv {what}")
+
+
+def reduce_reference(inputs, op, dtype):
+    if dtype == torch.bool:
+        x = torch.stack(inputs)
+        return x.any(0) if op in ("SUM", "MAX") else x.all(0)
+    if dtype.is_floating_point:
+        return reference(inputs, op).to(dtype)
+    return reference([t.long() for t in inputs], op).to(dtype)  # wraps like the dtype
+
+
+def check_reductions(rank, n, zen, gloo, dtype):
+    """all_reduce of dtypes zen reduces in a wider type: against the reference and gloo (where
+    this torch's gloo has the dtype and op); reduce and reduce_scatter too."""
+    tol = 1e-2 if dtype == torch.float16 else 0
+    inputs = [anydata(r, 37, dtype, salt=70) for r in range(n)]
+    for name, op in OPS.items():
+        z = inputs[rank].clone()
+        dist.all_reduce(z, op=op, group=zen)
+        want = reduce_reference(inputs, name, dtype)
+        assert z.dtype == dtype and torch.allclose(z.double(), want.double(), rtol=tol,
+                                                   atol=tol), f"allreduce {name} {dtype}: {z}"
+        g = inputs[rank].clone()
+        try:
+            dist.all_reduce(g, op=op, group=gloo)
+        except RuntimeError:
+            assert dtype in (torch.bool, torch.int16), f"gloo refused {dtype}"
+            continue
+        assert torch.allclose(z.double(), g.double(), rtol=tol, atol=tol), \
+            f"allreduce {name} {dtype} vs gloo: {z} {g}"
+    z = inputs[rank].clone()
+    dist.reduce(z, dst=0, group=zen)
+    if rank == 0:
+        assert torch.allclose(z.double(), reduce_reference(inputs, "SUM", dtype).double(),
+                              rtol=tol, atol=tol), f"reduce {dtype}"
+    blocks = [[anydata(r, 5, dtype, salt=80 + b) for b in range(n)] for r in range(n)]
+    out = torch.zeros(5, dtype=dtype)
+    dist.reduce_scatter(out, blocks[rank], group=zen)
+    want = reduce_reference([blocks[r][rank] for r in range(n)], "SUM", dtype)
+    assert torch.allclose(out.double(), want.double(), rtol=tol, atol=tol), f"reduce_scatter {dtype}"
+
+
+def check_coalesced(rank, n, zen, gloo):
+    for dtype in (torch.float32, torch.float16):
+        shapes = [(3,), (2, 5), (7,), (1,)]
+        z = [data(rank, 1, dtype, salt=90 + i).expand(*s).clone() for i, s in enumerate(shapes)]
+        z[1] = torch.rand(5, 2).to(dtype).t()  # non-contiguous
+        g = [t.clone() for t in z]
+        ref = [t.clone() for t in z]
+        dist.all_reduce_coalesced(z, group=zen)
+        dist.all_reduce_coalesced(g, group=gloo)
+        for i, r in enumerate(ref):
+            dist.all_reduce(r, group=gloo)
+            close(z[i].float(), g[i].float(), torch.bfloat16, f"allreduce_coalesced {dtype} vs gloo")
+            close(z[i].float(), r.float(), torch.bfloat16, f"allreduce_coalesced {dtype}")
+
+
+def check_objects(rank, n, zen, gloo):
+    """all_gather_object and broadcast_object_list (uint8 and int64 tensors underneath, odd
+    lengths) through zen, against gloo and the objects every rank knows."""
+    objs = [{"rank": r, "text": "x" * (7 * r + 3), "list": list(range(r))} for r in range(n)]
+    z, g = [None] * n, [None] * n
+    dist.all_gather_object(z, objs[rank], group=zen)
+    dist.all_gather_object(g, objs[rank], group=gloo)
+    assert z == objs and g == objs, (z, g)
+    src = n - 1
+    z = [objs[src], "tail", 3.5] if rank == src else [None, None, None]
+    g = list(z)
+    dist.broadcast_object_list(z, src=src, group=zen)
+    dist.broadcast_object_list(g, src=src, group=gloo)
+    assert z == g == [objs[src], "tail", 3.5], (z, g)
+
+
+def suite_dtypes(rank, n, zen, gloo):
+    for dtype in ALL_DTYPES:
+        for length in (7, 8):
+            check_moves(rank, n, zen, dtype, length)
+    for dtype in (torch.float16, torch.uint8, torch.int8, torch.int16, torch.bool):
+        check_reductions(rank, n, zen, gloo, dtype)
+    check_coalesced(rank, n, zen, gloo)
+    check_objects(rank, n, zen, gloo)
+
+
+def suite_async(rank, n, zen, gloo):
+    """Several operations in flight at once complete in issue order with the right data; futures
+    chain; a Work keeps its tensors alive after the caller dropped them; DDP comm hooks built on
+    get_future() train as gloo does; a failing operation raises on every rank, through wait()
+    and through the future, naming the rank, and so does the one queued behind it."""
+    sums = []
+    works = []
+    for i in range(8):
+        size = (1 << 18) if i % 3 == 0 else 5 + i
+        t = torch.full((size,), float(rank + i))
+        works.append((dist.all_reduce(t, group=zen, async_op=True), t, i))
+        b = torch.full((3,), float(rank * 10 + i))
+        works.append((dist.broadcast(b, src=i % n, group=zen, async_op=True), b, -1 - i))
+    for w, t, i in reversed(works):
+        w.wait()
+        want = float(n * (n - 1) / 2 + n * i) if i >= 0 else float((-1 - i) % n * 10 - 1 - i)
+        close(t, torch.full(t.shape, want), torch.float32, f"async op {i}")
+    fut = dist.all_reduce(torch.ones(4), group=zen, async_op=True).get_future()
+    doubled = fut.then(lambda f: f.value()[0] * 2)
+    close(doubled.wait(), torch.full((4,), 2.0 * n), torch.float32, "chained future")
+    w = dist.all_reduce(torch.ones(1 << 20), group=zen, async_op=True)  # no reference kept
+    gc.collect()
+    w.wait()
+    close(w.result()[0], torch.full((1 << 20,), float(n)), torch.float32, "dropped tensor")
+    check_hooks(rank, n, zen, gloo)
+    g = dist.new_group(backend="zen")  # a failure poisons the group: one of its own
+    op = dist.ReduceOp.MAX if rank == n - 1 else dist.ReduceOp.SUM
+    w1 = dist.all_reduce(torch.ones(4), op=op, group=g, async_op=True)
+    w2 = dist.all_reduce(torch.ones(4), group=g, async_op=True)
+    expect_error(w1.wait, "allreduce", f"rank {rank}")
+    expect_error(lambda: w1.get_future().wait(), "allreduce", f"rank {rank}")
+    expect_error(w2.wait, "allreduce", f"rank {rank}")
+
+
+def check_hooks(rank, n, zen, gloo):
+    """DDP with torch's own comm hooks, which chain on Work.get_future(): allreduce_hook
+    (matches gloo without a hook) and fp16_compress_hook (fp16 all_reduce; matches gloo with the
+    same hook)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    plain, _ = train_losses(gloo, gloo, False, rank, n)
+    hooked, _ = train_losses(zen, gloo, False, rank, n, hook=default_hooks.allreduce_hook)
+    assert max(abs(a - b) for a, b in zip(plain, hooked)) < 1e-5, (plain, hooked)
+    gz, _ = train_losses(zen, gloo, False, rank, n, hook=default_hooks.fp16_compress_hook)
+    gg, _ = train_losses(gloo, gloo, False, rank, n, hook=default_hooks.fp16_compress_hook)
+    assert max(abs(a - b) for a, b in zip(gz, gg)) < 1e-3, (gz, gg)
+
+
+def suite_monitored(rank, n, zen, gloo):
+    """zen_torch.monitored_barrier: on time it passes; when ranks 1..n-1 are all late, every
+    rank raises naming all of them (not only the first); the group is usable afterwards (the
+    late ranks' stale tokens are skipped by the next barrier)."""
+    zen_torch.monitored_barrier(zen, timeout=datetime.timedelta(seconds=30))
+    dist.barrier(group=gloo)
+    if rank > 0:
+        time.sleep(1.0)
+    late = ", ".join(str(r) for r in range(1, n))
+    expect_error(lambda: zen_torch.monitored_barrier(zen, timeout=0.3), "monitored_barrier",
+                 f"rank{'s' if n > 2 else ''} {late} did not reach")
+    dist.barrier(group=gloo)
+    zen_torch.monitored_barrier(zen, timeout=30)
+    t = torch.full((3,), float(rank))
+    dist.all_reduce(t, group=zen)
+    close(t, torch.full((3,), float(n * (n - 1) / 2)), torch.float32, "allreduce after barriers")
 
 
 def suite_agree(rank, n, zen, gloo):
@@ -403,7 +614,7 @@ def suite_agree(rank, n, zen, gloo):
     close(t, torch.full((3,), float(n * (n - 1) / 2)), torch.float32, "allreduce after mismatches")
 
 
-def train_losses(group, gloo, sparse, rank, n, steps=6):
+def train_losses(group, gloo, sparse, rank, n, steps=6, hook=None):
     torch.manual_seed(0)
     if sparse:
         model = torch.nn.Sequential(torch.nn.Embedding(300, 16, sparse=True),
@@ -413,6 +624,8 @@ def train_losses(group, gloo, sparse, rank, n, steps=6):
                                     torch.nn.Linear(64, 300))
     ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group,
                                                     bucket_cap_mb=0.01)
+    if hook is not None:
+        ddp.register_comm_hook(group, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.5)
     g = torch.Generator().manual_seed(100 + rank)
     losses = []
