@@ -342,7 +342,9 @@ static int set_rank_transport(const char *t)
     return ZEN_EXIT_OK;
 }
 
-int zen_cmd_launch(int argc, char **argv)
+/* The options up to the command; *first gets its index. -1: go on; else the exit status
+ * (--help, a usage error). */
+static int parse_options(int argc, char **argv, int *np, int *portp, double *grace_sp, int *first)
 {
     int n = 0, port = 0;
     double grace_s = 3;
@@ -392,6 +394,20 @@ int zen_cmd_launch(int argc, char **argv)
             return zen_usage_error("launch", "unknown option '%s'", a);
         }
     }
+    *np = n;
+    *portp = port;
+    *grace_sp = grace_s;
+    *first = i;
+    return -1;
+}
+
+int zen_cmd_launch(int argc, char **argv)
+{
+    int n = 0, port = 0, i = 1;
+    double grace_s = 3;
+    int prc = parse_options(argc, argv, &n, &port, &grace_s, &i);
+    if (prc >= 0)
+        return prc;
     if (n == 0)
         return zen_usage_error("launch", "missing -n N");
     if (i >= argc)

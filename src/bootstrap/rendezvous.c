@@ -649,6 +649,36 @@ static int await_table(rdv *r, int fd, int64_t until, zen_wait_report *wr)
     }
 }
 
+/* Connect to the master, retrying until the deadline and saying every ZEN_WAIT_REPORT_S that
+ * rank 0 does not listen yet. */
+static zen_status connect_master(rdv *r, uint32_t master, int master_port, const char *host,
+                                 zen_wait_report *wr, int *fdp)
+{
+    for (;;) {
+        int64_t attempt = zen_now_ns() + 2 * (int64_t)1000000000;
+        int fd = zen__sock_connect(master, (uint16_t)master_port,
+                                   attempt < r->deadline ? attempt : r->deadline);
+        if (fd >= 0) {
+            *fdp = fd;
+            return ZEN_OK;
+        }
+        if (zen_now_ns() >= r->deadline)
+            return rdv_fail(r, ZEN_ETIMEDOUT,
+                            "cannot reach rank 0 at %s:%d within %.1f s (%s): is rank 0 "
+                            "running with the same ZEN_MASTER_ADDR and ZEN_MASTER_PORT?",
+                            host, master_port, r->timeout_s, strerror(-fd));
+        if (zen__wait_report_due(wr)) {
+            char times[48];
+            zen__wait_report_times(wr, r->deadline, times, sizeof times);
+            ZEN_WARN("bootstrap",
+                     "rank %d: tcp rendezvous: still waiting for rank 0 to listen at %s:%d "
+                     "(%s: %s)",
+                     r->rank, host, master_port, times, strerror(-fd));
+        }
+        zen__sleep_ns(50 * 1000000);
+    }
+}
+
 /* Ranks > 0: connect to the master (retrying until the deadline), register, read the table. */
 static zen_status register_with_master(rdv *r, uint32_t master, int master_port, int have_ifaddr)
 {
@@ -659,28 +689,10 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
     zen_wait_report wr;
     zen__wait_report_start(&wr);
     for (;;) {
-        int fd;
-        for (;;) {
-            int64_t attempt = zen_now_ns() + 2 * (int64_t)1000000000;
-            fd = zen__sock_connect(master, (uint16_t)master_port,
-                                   attempt < r->deadline ? attempt : r->deadline);
-            if (fd >= 0)
-                break;
-            if (zen_now_ns() >= r->deadline)
-                return rdv_fail(r, ZEN_ETIMEDOUT,
-                                "cannot reach rank 0 at %s:%d within %.1f s (%s): is rank 0 "
-                                "running with the same ZEN_MASTER_ADDR and ZEN_MASTER_PORT?",
-                                host, master_port, r->timeout_s, strerror(-fd));
-            if (zen__wait_report_due(&wr)) {
-                char times[48];
-                zen__wait_report_times(&wr, r->deadline, times, sizeof times);
-                ZEN_WARN("bootstrap",
-                         "rank %d: tcp rendezvous: still waiting for rank 0 to listen at %s:%d "
-                         "(%s: %s)",
-                         r->rank, host, master_port, times, strerror(-fd));
-            }
-            zen__sleep_ns(50 * 1000000);
-        }
+        int fd = -1;
+        zen_status cst = connect_master(r, master, master_port, host, &wr, &fd);
+        if (cst != ZEN_OK)
+            return cst;
         if (!have_ifaddr) {
             struct sockaddr_in sa;
             socklen_t slen = sizeof sa;

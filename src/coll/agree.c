@@ -273,12 +273,8 @@ static int real_rank(int nr, int rem)
     return nr < rem ? 2 * nr + 1 : nr + rem;
 }
 
-zen_status zen__coll_agree(zen_comm *comm, const zen_coll *cc)
+zen_status zen__coll_agree_butterfly(zen_comm *comm, const zen_coll *cc)
 {
-    if (cc->agree.word == 0)
-        return ZEN_OK;
-    if (zen__coll_slot_max(comm) > 0)
-        return zen__coll_slots_exchange(comm, cc);
     int n = comm->size, r = comm->rank, p = 1;
     while (p * 2 <= n)
         p *= 2;

@@ -73,13 +73,17 @@ zen_status zen__coll_check(zen_comm *comm, zen_coll_desc *d);
  * zen__coll_agree_fill: this rank's descriptor into cc->agree from d (algo: allreduce's
  * algorithm, else 0). Leaves cc->agree.word 0 (nothing checked) for a nested collective or a
  * single rank.
- * zen__coll_agree: the butterfly exchange of cc->agree (a no-op when cc->agree.word is 0). On a mismatch
- * the detecting rank fails with ZEN_EMISMATCH naming itself, the peer and both descriptors and
- * aborts the communicator, so every other rank's call fails with that text too.
+ * zen__coll_agree: the exchange of cc->agree (a no-op when cc->agree.word is 0): through the
+ * collective slots where comm has them, else the butterfly (agree_path.c chooses, so that agree.c
+ * and slots.c need not call each other). zen__coll_agree_butterfly: the recursive-doubling
+ * exchange. On a mismatch the detecting rank fails with ZEN_EMISMATCH naming itself, the peer
+ * and both descriptors and aborts the communicator, so every other rank's call fails with that
+ * text too.
  * zen__coll_sendrecv_agreed: zen__coll_sendrecv whose messages carry cc->agree in front.
  */
 void zen__coll_agree_fill(const zen_comm *comm, zen_coll *cc, const zen_coll_desc *d, int algo);
 zen_status zen__coll_agree(zen_comm *comm, const zen_coll *cc);
+zen_status zen__coll_agree_butterfly(zen_comm *comm, const zen_coll *cc);
 zen_status zen__coll_sendrecv_agreed(zen_comm *comm, const zen_coll *cc, int dst, const void *sbuf,
                                      size_t sbytes, int src, void *rbuf, size_t rbytes);
 

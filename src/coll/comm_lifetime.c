@@ -4,6 +4,7 @@
  * (seeds, split, barrier, allgather); the struct's getters and error recording, which the
  * collectives call, are in comm.c below them, so no two files call each other.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,16 +68,25 @@ static zen_status agree_seeds(zen_comm *c)
     zen_status st = zen__coll_begin(c, "create", &cc);
     if (st != ZEN_OK)
         return st;
+    /* the seeds, then rank 0's ZEN_SHM_SLOT_MAX_BYTES: whether a call goes through the
+     * collective slots must be the same on every rank (a rank without them would send messages
+     * to ranks waiting on its slot until the timeout), so one rank's setting is the job's */
+    uint64_t msg[5];
     if (c->rank == 0) {
         uint64_t base = 0;
         if (!zen__param_u64("SEED", &base)) /* unset, or malformed (warned): a random seed */
             base = fresh_seed();
         for (int i = 0; i < 4; i++)
-            c->seeds[i] = zen_hash64((uint64_t)i, base);
+            c->seeds[i] = msg[i] = zen_hash64((uint64_t)i, base);
+        msg[4] = (uint64_t)(c->slot_max_param > 0 ? c->slot_max_param : 0);
         for (int p = 1; p < c->size && st == ZEN_OK; p++)
-            st = zen__coll_sendrecv(c, &cc, p, c->seeds, sizeof c->seeds, -1, NULL, 0);
+            st = zen__coll_sendrecv(c, &cc, p, msg, sizeof msg, -1, NULL, 0);
     } else {
-        st = zen__coll_sendrecv(c, &cc, -1, NULL, 0, 0, c->seeds, sizeof c->seeds);
+        st = zen__coll_sendrecv(c, &cc, -1, NULL, 0, 0, msg, sizeof msg);
+        if (st == ZEN_OK) {
+            memcpy(c->seeds, msg, sizeof c->seeds);
+            c->slot_max_param = msg[4] > (uint64_t)LONG_MAX ? 0 : (long)msg[4];
+        }
     }
     return zen__coll_end(c, &cc, st);
 }

@@ -210,6 +210,56 @@ static zen_status faulty_send_raw(zen_transport *t, int peer, const void *bytes,
     return relay(f, f->inner->ops->send_raw(f->inner, peer, bytes, len));
 }
 
+/*
+ * Collective slots (transport.h): forwarded to the inner transport, so that the faulty rank takes
+ * the same path as its healthy peers (without them it would send messages to ranks waiting on
+ * its slot). A post counts as a send for the fault's position; a killed rank posts nothing, a
+ * dropped post is never published (its peers time out naming this rank), a delayed one waits.
+ * The byte-level faults (truncate, corrupt, garbage) have no meaning for a slot: posted as is.
+ */
+static size_t faulty_slot_cap(zen_transport *t)
+{
+    faulty *f = (faulty *)t;
+    return f->inner->ops->slot_cap ? f->inner->ops->slot_cap(f->inner) : 0;
+}
+
+static void *faulty_slot_data(zen_transport *t, int r, uint64_t seq)
+{
+    faulty *f = (faulty *)t;
+    return f->inner->ops->slot_data(f->inner, r, seq);
+}
+
+static void faulty_slot_post(zen_transport *t, uint64_t seq, const zen_slot_desc *d)
+{
+    faulty *f = (faulty *)t;
+    if (atomic_load(&f->killed))
+        return;
+    long n = f->cfg.peer >= 0 ? -1 : atomic_fetch_add(&f->sends, 1);
+    int hit = n >= f->cfg.after && (f->cfg.count == 0 || n < f->cfg.after + f->cfg.count);
+    if (hit) {
+        ZEN_INFO("transport", "fault injection: slot post %ld (call %llu)", n,
+                 (unsigned long long)seq);
+        if (f->cfg.action == ZEN_FAULT_KILL) {
+            kill_now(f);
+            return;
+        }
+        if (f->cfg.action == ZEN_FAULT_DROP)
+            return;
+        if (f->cfg.action == ZEN_FAULT_DELAY)
+            zen__sleep_ns((int64_t)f->cfg.ms * 1000000);
+    }
+    f->inner->ops->slot_post(f->inner, seq, d);
+}
+
+static zen_status faulty_slot_wait(zen_transport *t, int r, uint64_t seq, int64_t deadline_ns,
+                                   zen_slot_desc *d)
+{
+    faulty *f = (faulty *)t;
+    if (atomic_load(&f->killed))
+        return dead(f, "slot of", r);
+    return relay(f, f->inner->ops->slot_wait(f->inner, r, seq, deadline_ns, d));
+}
+
 static const zen_transport_ops faulty_ops = {
     .name = "faulty",
     .isend = faulty_isend,
@@ -220,6 +270,10 @@ static const zen_transport_ops faulty_ops = {
     .abort = faulty_abort,
     .destroy = faulty_destroy,
     .send_raw = faulty_send_raw,
+    .slot_cap = faulty_slot_cap,
+    .slot_data = faulty_slot_data,
+    .slot_post = faulty_slot_post,
+    .slot_wait = faulty_slot_wait,
 };
 
 zen_status zen__transport_faulty_wrap(zen_transport *inner, const zen_fault_config *cfg,

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/wait_report.h"
 #include "transport/shm_internal.h"
 
 #define FAST_POLLS 256
@@ -122,7 +123,13 @@ zen_status zen__shm_slot_wait(zen_transport *t, int r, uint64_t seq, int64_t dea
         ;
     if (!slot_ready(&w)) {
         int64_t start = zen_now_ns();
-        zen__shm_wait_until(s, slot_done, &w, deadline_ns);
+        zen_wait_report wr;
+        zen__wait_report_start_at(&wr, start, s->report_ns);
+        /* in slices that end at each progress report (ZEN_WAIT_REPORT_S), as a receive does */
+        while (!zen__shm_wait_until(s, slot_done, &w, zen__wait_report_slice(&wr, deadline_ns)) &&
+               zen_now_ns() < deadline_ns)
+            if (zen__wait_report_due(&wr))
+                zen__wait_report_say(&wr, deadline_ns, t->rank, r);
         if (!slot_ready(&w))
             return slot_failed(s, r, seq, start);
     }
