@@ -92,22 +92,6 @@ static void put(void *buf, size_t i, zen_dtype dt, zen_op op, uint64_t k)
     }
 }
 
-static double getf(const void *buf, size_t i, zen_dtype dt)
-{
-    switch (dt) {
-    case ZEN_F32:
-        return ((const float *)buf)[i];
-    case ZEN_F64:
-        return ((const double *)buf)[i];
-    case ZEN_I32:
-        return ((const int32_t *)buf)[i];
-    case ZEN_I64:
-        return (double)((const int64_t *)buf)[i];
-    default:
-        return zen_bf16_to_f32(((const uint16_t *)buf)[i]);
-    }
-}
-
 static int64_t geti(const void *buf, size_t i, zen_dtype dt)
 {
     return dt == ZEN_I32 ? ((const int32_t *)buf)[i] : ((const int64_t *)buf)[i];
@@ -178,7 +162,7 @@ static int check_reduced(zen_comm *comm, const mcase *c, const void *buf, size_t
                 continue;
             snprintf(msg, sizeof msg, "got %lld want %lld", (long long)got, (long long)w.i);
         } else {
-            double got = getf(buf, i, c->dt);
+            double got = zt_dtype_get(buf, c->dt, i);
             if (fabs(got - w.f) <= w.tol)
                 continue;
             snprintf(msg, sizeof msg, "got %.9g want %.9g (tol %.3g)", got, w.f, w.tol);

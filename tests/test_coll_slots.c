@@ -32,43 +32,6 @@ static int val(int r, size_t i, int k)
     return 1 + (int)(((size_t)r * 7 + i * 3 + (size_t)k) % 3);
 }
 
-static void put(void *buf, zen_dtype t, size_t i, double v)
-{
-    switch (t) {
-    case ZEN_F32:
-        ((float *)buf)[i] = (float)v;
-        break;
-    case ZEN_F64:
-        ((double *)buf)[i] = v;
-        break;
-    case ZEN_I32:
-        ((int32_t *)buf)[i] = (int32_t)v;
-        break;
-    case ZEN_I64:
-        ((int64_t *)buf)[i] = (int64_t)v;
-        break;
-    default:
-        ((uint16_t *)buf)[i] = zen_f32_to_bf16((float)v);
-        break;
-    }
-}
-
-static double get(const void *buf, zen_dtype t, size_t i)
-{
-    switch (t) {
-    case ZEN_F32:
-        return ((const float *)buf)[i];
-    case ZEN_F64:
-        return ((const double *)buf)[i];
-    case ZEN_I32:
-        return ((const int32_t *)buf)[i];
-    case ZEN_I64:
-        return (double)((const int64_t *)buf)[i];
-    default:
-        return zen_bf16_to_f32(((const uint16_t *)buf)[i]);
-    }
-}
-
 /* The reduction of element i of call k over n ranks, as the dtype holds it. */
 static double expect(int n, size_t i, int k, zen_dtype t, zen_op op)
 {
@@ -105,14 +68,14 @@ static zen_status one_allreduce(zen_comm *c, char *a, char *b, size_t cnt, zen_d
 {
     int n = zen_comm_size(c), r = zen_comm_rank(c);
     for (size_t i = 0; i < cnt; i++)
-        put(a, t, i, val(r, i, k));
+        zt_dtype_put(a, t, i, val(r, i, k));
     memset(b, 0xab, cnt * zen_dtype_size(t));
     char *out = inplace ? a : b;
     ZT_CHECK(c, zen_allreduce(c, a, out, cnt, t, op) == ZEN_OK);
     for (size_t i = 0; i < cnt; i++)
-        if (!close_to(get(out, t, i), expect(n, i, k, t, op), t)) {
+        if (!close_to(zt_dtype_get(out, t, i), expect(n, i, k, t, op), t)) {
             fprintf(stderr, "rank %d: %s %s count %zu inplace %d: [%zu] = %g, expected %g\n", r,
-                    zen_dtype_name(t), zen_op_name(op), cnt, inplace, i, get(out, t, i),
+                    zen_dtype_name(t), zen_op_name(op), cnt, inplace, i, zt_dtype_get(out, t, i),
                     expect(n, i, k, t, op));
             ZT_CHECK(c, 0);
         }

@@ -121,3 +121,40 @@ void zt_take_result(const char *tag, int rank, char *out, size_t out_size)
     }
     unlink(path);
 }
+
+double zt_dtype_get(const void *buf, zen_dtype dt, size_t i)
+{
+    switch (dt) {
+    case ZEN_F32:
+        return ((const float *)buf)[i];
+    case ZEN_F64:
+        return ((const double *)buf)[i];
+    case ZEN_I32:
+        return ((const int32_t *)buf)[i];
+    case ZEN_I64:
+        return (double)((const int64_t *)buf)[i];
+    default:
+        return zen_bf16_to_f32(((const uint16_t *)buf)[i]);
+    }
+}
+
+void zt_dtype_put(void *buf, zen_dtype dt, size_t i, double v)
+{
+    switch (dt) {
+    case ZEN_F32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case ZEN_F64:
+        ((double *)buf)[i] = v;
+        break;
+    case ZEN_I32:
+        ((int32_t *)buf)[i] = (int32_t)v;
+        break;
+    case ZEN_I64:
+        ((int64_t *)buf)[i] = (int64_t)v;
+        break;
+    default:
+        ((uint16_t *)buf)[i] = zen_f32_to_bf16((float)v);
+        break;
+    }
+}

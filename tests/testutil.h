@@ -52,4 +52,9 @@ void zt_report(zen_comm *comm, const char *file, int line, const char *what);
 void zt_put_result(const char *tag, int rank, const char *line);
 void zt_take_result(const char *tag, int rank, char *out, size_t out_size);
 
+/* Element i of a buffer of dtype dt (f32, f64, i32, i64, bf16) as a double, and back (bf16 through
+ * f32). */
+double zt_dtype_get(const void *buf, zen_dtype dt, size_t i);
+void zt_dtype_put(void *buf, zen_dtype dt, size_t i, double v);
+
 #endif
