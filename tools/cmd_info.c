@@ -1,4 +1,6 @@
-/* zen info: version, build features and the tunables registry. */
+/* zen info: version, build features and the tunables registry.
+ * ZEN_INFO_MPI / ZEN_INFO_TORCH come from CMake (the build this CLI was configured with): the
+ * public API has no feature query, and this is what a user asks before an mpirun or a torchrun. */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,13 +11,36 @@
 static void help(void)
 {
     printf("usage: zen info [--params] [--json]\n\n"
-           "Print the version, the launcher that started this process (srun, torchrun, mpirun,\n"
-           "zen launch: the rank, world size and rendezvous zen takes from it), and every ZEN_*\n"
-           "environment variable zen reads, with its value in effect and where it came from:\n"
-           "env, default, ignored (malformed or out of range: the default is used; the line\n"
-           "below says why) or refused (a malformed identity, address or secret: the job does\n"
-           "not start).\n\n"
-           "  --json   one JSON object per line\n");
+           "Print the version, the build's optional parts (the mpi transport, zen_torch), the\n"
+           "launcher that started this process (srun, torchrun, mpirun, zen launch: the rank,\n"
+           "world size and rendezvous zen takes from it), and every ZEN_* environment variable\n"
+           "zen reads, with its value in effect and where it came from: env, default, ignored\n"
+           "(malformed or out of range: the default is used; the line below says why) or\n"
+           "refused (a malformed identity, address or secret: the job does not start).\n\n"
+           "  --json     one JSON object per line\n"
+           "  --params   accepted and ignored (older scripts pass it): the variable table is\n"
+           "             always printed\n");
+}
+
+#ifndef ZEN_INFO_MPI
+#define ZEN_INFO_MPI 0
+#endif
+#ifndef ZEN_INFO_TORCH
+#define ZEN_INFO_TORCH 0
+#endif
+
+/* The build line: what is in, and for what is not, how to get it. */
+static void print_build(int json)
+{
+    if (json) {
+        printf(",\"mpi\":%s,\"zen_torch\":%s", ZEN_INFO_MPI ? "true" : "false",
+               ZEN_INFO_TORCH ? "true" : "false");
+        return;
+    }
+    printf("build: mpi transport %s; zen_torch %s\n",
+           ZEN_INFO_MPI ? "yes" : "no (configure with an MPI installed: scripts/deps.sh)",
+           ZEN_INFO_TORCH ? "yes (PYTHONPATH=<build>/python, docs/pytorch.md)"
+                          : "no (needs torch, scripts/deps.sh, and ZEN_BUILD_PYTHON on)");
 }
 
 /* Which launcher started this process, named after the variable its rank came from. */
@@ -76,10 +101,12 @@ int zen_cmd_info(int argc, char **argv)
     if (json) {
         printf("{\"version\":\"%s\",\"machine\":", ZEN_VERSION_STRING);
         zen_json_string(stdout, machine);
+        print_build(1);
         print_launcher(1);
         printf("}\n");
     } else {
         printf("zen %s\nmachine: %s\n", ZEN_VERSION_STRING, machine);
+        print_build(0);
         print_launcher(0);
         printf("\n%-26s %-12s %-8s %s\n", "variable", "value", "source", "meaning");
     }
