@@ -64,6 +64,20 @@ int bench_run(const bench_opts *o, bench_rank_fn fn, void *arg);
  * how many were written (at most max). */
 size_t bench_sizes(const bench_opts *o, size_t unit, size_t *out, size_t max);
 
+/* Ranks that share this host's cores: all of them when they are threads (inproc), else the
+ * launcher's ranks on this host (all when it does not say). */
+int bench_ranks_here(zen_comm *comm);
+
+/* Whether ranks_here ranks outnumber the cores they may use: sched_getaffinity's count, or the
+ * host's online cores for process ranks pinned one core each (threads: 1 when the ranks are
+ * threads of this process). *cores receives the count compared with. */
+int bench_oversubscribed(int ranks_here, int threads, int *cores);
+
+/* Header line "# oversubscribed: R ranks on C cores: times include scheduling", printed only
+ * when they are; and the JSON fragment "cores":C,"oversubscribed":true|false, (with the comma). */
+void bench_print_oversub(int ranks_here, int threads);
+void bench_json_oversub(int ranks_here, int threads);
+
 /* Monotonic time in seconds. */
 double bench_now(void);
 

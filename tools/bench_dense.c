@@ -244,6 +244,8 @@ static void print_header(const dense_rank *d, const size_t *sizes, size_t nsizes
            o->kind == BENCH_ALLREDUCE ? zen_allreduce_algo_name(o->algo) : "default",
            nsizes ? sizes[0] : 0, nsizes ? sizes[nsizes - 1] : 0, o->factor, o->warmup, o->iters,
            o->check ? "on" : "off");
+    bench_print_oversub(bench_ranks_here(d->comm),
+                        zen_comm_transport(d->comm) == ZEN_TRANSPORT_INPROC);
     printf("# time: slowest rank per iteration, p50/p99 over iterations (us); GB = 1e9 bytes; "
            "busbw = algbw x %s = %.4f\n#\n",
            factor_text(o->kind), bus_factor(o->kind, d->n));
@@ -269,6 +271,8 @@ static void print_json(const dense_rank *d, size_t bytes, size_t c, int inplace,
            o->name, d->n, zen_transport_name(zen_comm_transport(d->comm)), zen_dtype_name(o->dtype),
            is_reducing(o->kind) ? zen_op_name(o->op) : "none", bytes, c, algo_name(d, c), inplace,
            o->iters, p50 * 1e6, p99 * 1e6, algbw, busbw);
+    bench_json_oversub(bench_ranks_here(d->comm),
+                       zen_comm_transport(d->comm) == ZEN_TRANSPORT_INPROC);
     if (wrong < 0)
         printf("\"wrong\":null}\n");
     else

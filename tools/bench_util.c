@@ -1,12 +1,58 @@
 /* `zen bench` plumbing: the rank runner, the size sweep, timing statistics. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "cli.h"
+
+int bench_ranks_here(zen_comm *comm)
+{
+    int n = zen_comm_size(comm);
+    if (zen_comm_transport(comm) == ZEN_TRANSPORT_INPROC)
+        return n;
+    int here = zen_comm_local_size(comm);
+    return here > 0 ? here : n;
+}
+
+/* The cores this process may run on (sched_getaffinity). A process rank pinned to one core was
+ * placed by its launcher (zen launch pins only when the ranks fit, as mpirun does): the ranks then
+ * share the host's online cores, not this rank's one. */
+static int usable_cores(int threads)
+{
+    cpu_set_t set;
+    int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (mine < 1 || (!threads && mine == 1 && online > 1))
+        return online > 0 ? (int)online : 1;
+    return mine;
+}
+
+int bench_oversubscribed(int ranks_here, int threads, int *cores)
+{
+    *cores = usable_cores(threads);
+    return ranks_here > *cores;
+}
+
+void bench_print_oversub(int ranks_here, int threads)
+{
+    int cores;
+    if (bench_oversubscribed(ranks_here, threads, &cores))
+        printf("# oversubscribed: %d ranks on %d core%s: times include scheduling\n", ranks_here,
+               cores, cores == 1 ? "" : "s");
+}
+
+void bench_json_oversub(int ranks_here, int threads)
+{
+    int cores;
+    int over = bench_oversubscribed(ranks_here, threads, &cores);
+    printf("\"cores\":%d,\"oversubscribed\":%s,", cores, over ? "true" : "false");
+}
 
 double bench_now(void)
 {

@@ -110,6 +110,7 @@ typedef struct sb_shared {
     int nresults;
     int report;              /* print the report from this process */
     zen_transport_kind kind; /* transport actually used */
+    int ranks_here;          /* ranks sharing this host's cores (oversubscription note) */
 } sb_shared;
 
 /* ---- data ---- */
@@ -841,6 +842,7 @@ static zen_status bench_rank(zen_comm *comm, const bench_opts *o, void *arg)
     /* inproc: rank 0's thread publishes; a process publishes its own copy (all are equal) */
     if (st == ZEN_OK && (me == 0 || cfg->transport != ZEN_TRANSPORT_INPROC)) {
         sh->kind = zen_comm_transport(comm);
+        sh->ranks_here = bench_ranks_here(comm);
         memcpy(sh->results, results, sizeof results);
         sh->nresults = nruns;
     }
@@ -904,7 +906,9 @@ static void print_header(const sb_cfg *cfg, const sb_shared *sh, const sb_summar
     if (cfg->hash_k || cfg->hash_r1 > 0 || cfg->pull_format)
         printf(" | ablation: hash k %d r1 %.3g, pull %s", cfg->hash_k ? cfg->hash_k : 3,
                cfg->hash_r1 > 0 ? cfg->hash_r1 : 2.0, pull_format_names[cfg->pull_format]);
-    printf("\n# per call: nnz/rank %.0f, nnz of sum %.0f, %zu tensor(s) | iters %d warmup %d "
+    printf("\n");
+    bench_print_oversub(sh->ranks_here, sh->kind == ZEN_TRANSPORT_INPROC);
+    printf("# per call: nnz/rank %.0f, nnz of sum %.0f, %zu tensor(s) | iters %d warmup %d "
            "| ideal = (n-1)/n (nnz/rank + nnz sum)(4+4w) bytes = %.0f\n",
            m->nnz_avg, m->nnz_sum, sh->ncases, cfg->iters, cfg->warmup, m->ideal);
     printf("%-22s %8s %12s %11s %14s %14s %9s %8s %8s %9s %9s\n", "scheme", "verified", "p50_us",
@@ -935,6 +939,7 @@ static void print_json_row(const sb_cfg *cfg, const sb_shared *sh, const sb_summ
            zen_transport_name(sh->kind), r->verified ? "true" : "false", r->p50_us, r->max_sent,
            r->max_recv, m->ideal, r->imb_push, r->imb_pull, r->run_us,
            r->twin ? "\"twin\":true," : "");
+    bench_json_oversub(sh->ranks_here, sh->kind == ZEN_TRANSPORT_INPROC);
     if (r->twin_paired > 0)
         printf("\"twin_over_paired\":%.4f,", r->twin_paired);
     print_json_num("speedup_vs_dense",
