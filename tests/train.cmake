@@ -42,3 +42,19 @@ add_test(NAME train_cli_tcp COMMAND ${ZEN_CHECK_RUN} -m "\"dp\":2,\"tp\":2.*\"va
          -- $<TARGET_FILE:zen> launch -n 4 -- $<TARGET_FILE:zen> train ${ZEN_TRAIN_TINY} --steps 30 --json)
 set_tests_properties(train_cli_tcp PROPERTIES TIMEOUT 300 LABELS cli
                      ENVIRONMENT "ZEN_TIMEOUT_S=60")
+
+# a straggler run's summary says what the straggler cost and what balancing recovered (#37);
+# a run without one says nothing of stragglers
+add_test(NAME train_cli_straggler_summary COMMAND ${ZEN_CHECK_RUN}
+         -m "^  straggler   slowest rank's tp GEMM time [0-9.]+x the fastest's \\(emulated slowdown 3\\.00x\\); balancing \\(resize\\) recovered -?[0-9]+% of the gap$"
+         -- $<TARGET_FILE:zen> train ${ZEN_TRAIN_TINY} --steps 10 --sample-tokens 0 --slow 1:3
+         --balance resize)
+add_test(NAME train_cli_straggler_json COMMAND ${ZEN_CHECK_RUN}
+         -m "\"straggler_factor\":3,\"straggler_gemm_ratio\":[0-9.]+,\"straggler_recovered\":-?[0-9.e-]+,"
+         -- $<TARGET_FILE:zen> train ${ZEN_TRAIN_TINY} --steps 10 --sample-tokens 0 --slow 1:3
+         --json)
+add_test(NAME train_cli_no_straggler_summary COMMAND ${ZEN_CHECK_RUN} -m "^summary: 10 steps"
+         -n "straggler" -- $<TARGET_FILE:zen> train ${ZEN_TRAIN_TINY} --steps 10 --sample-tokens 0)
+set_tests_properties(train_cli_straggler_summary train_cli_straggler_json
+                     train_cli_no_straggler_summary PROPERTIES TIMEOUT 120 LABELS cli
+                     ENVIRONMENT "ZEN_TIMEOUT_S=60")

@@ -78,6 +78,9 @@ typedef struct zen_train_result {
     size_t nparams;
     int want_params; /* input: 1 to export the final parameters */
     double tokens_per_s;
+    /* tp runs with an emulated straggler (--slow), else 0: the largest slowdown factor, and the
+     * slowest rank's mean tp GEMM time per step over the fastest rank's (docs/training.md) */
+    double straggler_factor, straggler_gemm_ratio;
     char error[256]; /* reason of a failure */
 } zen_train_result;
 

@@ -291,6 +291,8 @@ typedef struct loop_acc {
     double total_ms;
     long timed_steps;
     float last_val;
+    double tp_gemm_ms; /* timed steps: this rank's tp GEMM time (zen_tp_stats.ms_compute) */
+    double slow_max;   /* largest emulated slowdown of this rank (zen_tp_stats.slow_factor) */
 } loop_acc;
 
 /* The monotonic clock that times the phases of a step, in ns. */
@@ -378,6 +380,9 @@ static void accumulate(loop_acc *a, const step_out *s, int timed)
     if (timed) {
         a->total_ms += s->ms_step;
         a->timed_steps++;
+        a->tp_gemm_ms += s->tp.ms_compute;
+        if (s->tp.slow_factor > a->slow_max)
+            a->slow_max = s->tp.slow_factor;
     }
     a->interval.ms_step += s->ms_step;
     a->interval.ms_compute += s->ms_compute;
@@ -460,6 +465,31 @@ static zen_status maybe_evaluate(rank_state *r, long step, long stop, float *val
     return st;
 }
 
+/* The straggler figures of the summary (docs/training.md, "Straggler cost"): F, the largest
+ * emulated slowdown of any rank, and r, the slowest rank's mean tp GEMM time per step over the
+ * fastest rank's. The emulation multiplies a straggler's GEMM time by its factor, so without
+ * balancing r is about F; balancing that prunes or moves the straggler's work brings r towards 1,
+ * and (F - r) / (F - 1) is the share of the gap it recovered. One allreduce (MAX) over the world
+ * of {mean, -mean, F}, on every rank. */
+static zen_status straggler_figures(rank_state *r, const loop_acc *a)
+{
+    zen_train_result *res = r->c->res;
+    if (r->o->tp < 2 || a->timed_steps == 0)
+        return ZEN_OK;
+    double mean = a->tp_gemm_ms / (double)a->timed_steps;
+    double v[3] = { mean, -mean, a->slow_max };
+    zen_status st = zen_allreduce(r->world, v, v, 3, ZEN_F64, ZEN_MAX);
+    if (st != ZEN_OK) {
+        rank_fail(r, st, "straggler figures at the end of the run");
+        return st;
+    }
+    if (r->wrank == 0 && res && v[2] > 1.0 && -v[1] > 0) {
+        res->straggler_factor = v[2];
+        res->straggler_gemm_ratio = v[0] / -v[1];
+    }
+    return ZEN_OK;
+}
+
 /* The training loop: each step runs, is timed and accounted, evaluated when due, reported by
  * rank 0 and checkpointed at the interval; a final checkpoint and the result close the run. */
 static zen_status train_loop(rank_state *r)
@@ -505,6 +535,8 @@ static zen_status train_loop(rank_state *r)
     }
     if (o->checkpoint_dir && stop > r->first_step && (st = save_checkpoint(r, stop)) != ZEN_OK)
         return st;
+    if ((st = straggler_figures(r, &acc)) != ZEN_OK)
+        return st;
     if (lead && res) {
         double tokens_per_step = (double)o->dp * o->batch * o->seq;
         res->steps_done = stop;
@@ -513,6 +545,13 @@ static zen_status train_loop(rank_state *r)
             acc.timed_steps ? tokens_per_step / (acc.total_ms / (double)acc.timed_steps / 1e3) : 0;
     }
     return ZEN_OK;
+}
+
+/* Share of the straggler's GEMM gap that balancing recovered: (F - r) / (F - 1). */
+static double straggler_recovered(const zen_train_result *res)
+{
+    double f = res->straggler_factor;
+    return (f - res->straggler_gemm_ratio) / (f - 1);
 }
 
 static void print_summary(rank_state *r, const char *sample)
@@ -534,6 +573,11 @@ static void print_summary(rank_state *r, const char *sample)
         zen_json_number(stdout, "val_loss", res->final_val_loss);
         zen_json_number(stdout, "unigram_loss", c->unigram);
         zen_json_number(stdout, "tokens_per_s", res->tokens_per_s);
+        if (res->straggler_factor > 1) {
+            zen_json_number(stdout, "straggler_factor", res->straggler_factor);
+            zen_json_number(stdout, "straggler_gemm_ratio", res->straggler_gemm_ratio);
+            zen_json_number(stdout, "straggler_recovered", straggler_recovered(res));
+        }
         printf(",\"sample\":");
         /* minimal JSON string escaping for the sample text */
         putchar('"');
@@ -556,6 +600,11 @@ static void print_summary(rank_state *r, const char *sample)
     printf("  val loss    %.3f   (unigram baseline %.3f: %s)\n", res->final_val_loss, c->unigram,
            res->final_val_loss < c->unigram ? "the model beats it" : "not beaten yet");
     printf("  throughput  %.0f tokens/s\n", res->tokens_per_s);
+    if (res->straggler_factor > 1)
+        printf("  straggler   slowest rank's tp GEMM time %.2fx the fastest's (emulated slowdown "
+               "%.2fx); balancing (%s) recovered %.0f%% of the gap\n",
+               res->straggler_gemm_ratio, res->straggler_factor,
+               zen_tp_balance_name(o->tp_opts.balance), 100 * straggler_recovered(res));
     if (sample && *sample) {
         printf("\nsample (prompt \"%s\"; one verse per line):\n  ", o->prompt ? o->prompt : "");
         for (const char *p = sample; *p; p++) {
