@@ -184,6 +184,47 @@ static void test_other_collectives(void **state)
                 "broadcast", 3, 1.0, 3);
 }
 
+/* The nccl-tests ops zen bench lacked: reduce (busbw = algbw), gather ((n-1)/n), sendrecv (1;
+ * out of place only, rank r receives rank r-1's input), checked element by element at 2 and 4
+ * ranks, with a root that is not rank 0 at 4. */
+static void test_reduce_gather_sendrecv(void **state)
+{
+    (void)state;
+    check_dense("bench reduce --ranks 2 -c -b 1K -e 64K -f 8 -w 1 -n 2 --json", "reduce", 2, 1.0,
+                6);
+    check_dense("bench reduce --ranks 4 --root 3 -c -b 1K -e 64K -f 8 -w 1 -n 2 -o max --json",
+                "reduce", 4, 1.0, 6);
+    check_dense("bench gather --ranks 2 -c -b 1K -e 64K -f 8 -w 1 -n 2 --json", "gather", 2, 0.5,
+                6);
+    check_dense("bench gather --ranks 4 --root 2 -c -b 1K -e 64K -f 8 -w 1 -n 2 -d f64 --json",
+                "gather", 4, 0.75, 6);
+    check_dense("bench sendrecv --ranks 2 -c -b 1K -e 64K -f 8 -w 1 -n 2 --json", "sendrecv", 2,
+                1.0, 3);
+    check_dense("bench sendrecv --ranks 4 -c -b 1K -e 64K -f 8 -w 1 -n 2 -d i64 --json", "sendrecv",
+                4, 1.0, 3);
+}
+
+/* The same three with one process per rank over shm, started by `zen launch`. */
+static void test_reduce_gather_sendrecv_shm(void **state)
+{
+    (void)state;
+
+    static const struct {
+        const char *op;
+        double factor;
+        int results;
+    } ops[] = { { "reduce", 1.0, 4 }, { "gather", 2.0 / 3.0, 4 }, { "sendrecv", 1.0, 2 } };
+
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        char args[1024];
+        snprintf(args, sizeof args,
+                 "launch -n 3 --transport shm -- '%s' bench %s --transport shm -c -b 3K -e 96K "
+                 "-f 32 -w 1 -n 2 --json",
+                 zen_bin(), ops[i].op);
+        check_dense_on(args, "shm", ops[i].op, 3, ops[i].factor, ops[i].results);
+    }
+}
+
 /* One process per rank over tcp, started by `zen launch`. */
 static void test_tcp_launch(void **state)
 {
@@ -242,6 +283,11 @@ static void test_human_output(void **state)
     for (int i = 0; i < out.nlines; i++)
         rows += out.lines[i][0] != '#';
     assert_int_equal(rows, 3); /* 1K, 2K, 4K: one row per size, printed by rank 0 only */
+    /* the placement block: one line per rank, in rank order, with its pid and cpus */
+    const char *p = strstr(out.text, "#  Rank   0 Pid ");
+    assert_non_null(p);
+    assert_non_null(strstr(p, " cpus "));
+    assert_non_null(strstr(p, "#  Rank   1 Pid "));
     free_out(&out);
 }
 
@@ -387,6 +433,8 @@ int main(void)
         cmocka_unit_test(test_allreduce_algos_dtypes),
         cmocka_unit_test(test_other_collectives),
         cmocka_unit_test(test_p2p_json),
+        cmocka_unit_test(test_reduce_gather_sendrecv),
+        cmocka_unit_test(test_reduce_gather_sendrecv_shm),
         cmocka_unit_test(test_tcp_launch),
         cmocka_unit_test(test_human_output),
         cmocka_unit_test(test_help_and_usage_errors),

@@ -18,6 +18,9 @@ typedef enum bench_kind {
     BENCH_REDUCE_SCATTER,
     BENCH_ALLTOALL,
     BENCH_BROADCAST,
+    BENCH_REDUCE,
+    BENCH_GATHER,
+    BENCH_SENDRECV, /* rank r sends to r+1 and receives from r-1 at once */
     BENCH_P2P
 } bench_kind;
 
@@ -41,7 +44,7 @@ typedef struct bench_opts {
     zen_allreduce_algo algo;
     zen_transport_kind transport; /* AUTO: one process per rank from the launcher's env */
     int ranks;                    /* inproc thread count */
-    int root;                     /* broadcast */
+    int root;                     /* broadcast, reduce, gather */
     int json;
     int p2p_modes;  /* P2P_* bits */
     int window;     /* p2p uni/bidir: messages in flight (0: automatic) */
@@ -110,6 +113,10 @@ double bench_ref_at(const bench_ref *ref, size_t i);
 
 /* 1 when got matches want for dtype (exact for integers, a few ulps for floating point). */
 int bench_equal(zen_dtype dt, double got, double want);
+
+/* Rank 0 prints one "#  Rank r Pid p on host cpus c" line per rank (nccl-tests' placement
+ * block); every rank must call it (it gathers). Returns the gather's status. */
+zen_status bench_print_placement(zen_comm *comm);
 
 /* zen bench ALLREDUCE... and zen bench p2p. */
 int bench_dense_main(const bench_opts *o);

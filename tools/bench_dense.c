@@ -1,8 +1,9 @@
 /*
- * zen bench allreduce|allgather|reduce_scatter|alltoall|broadcast: nccl-tests style timing of
- * one dense collective over a size sweep.
+ * zen bench allreduce|allgather|reduce_scatter|alltoall|broadcast|reduce|gather|sendrecv:
+ * nccl-tests style timing of one dense collective over a size sweep.
  *
- * Per size and per placement (out-of-place, then in-place; broadcast has only in-place):
+ * Per size and per placement (out-of-place, then in-place; broadcast has only in-place,
+ * sendrecv only out-of-place: its send and receive overlap in time, so one buffer is a race):
  *   warmup iterations, then iters timed ones; each iteration = (untimed) restore the in-place
  *   input, barrier, time the call. After the loop one allreduce(max) of the iteration times
  *   gives the slowest rank's time per iteration; p50/p99 are taken over those.
@@ -38,7 +39,13 @@ typedef struct dense_rank {
 
 static int is_reducing(bench_kind k)
 {
-    return k == BENCH_ALLREDUCE || k == BENCH_REDUCE_SCATTER;
+    return k == BENCH_ALLREDUCE || k == BENCH_REDUCE_SCATTER || k == BENCH_REDUCE;
+}
+
+/* Only the root's output is defined for these. */
+static int is_rooted(bench_kind k)
+{
+    return k == BENCH_REDUCE || k == BENCH_GATHER;
 }
 
 /* nccl-tests bus bandwidth correction factor. */
@@ -50,6 +57,7 @@ static double bus_factor(bench_kind k, int n)
     case BENCH_ALLGATHER:
     case BENCH_REDUCE_SCATTER:
     case BENCH_ALLTOALL:
+    case BENCH_GATHER:
         return (double)(n - 1) / n;
     default:
         return 1.0;
@@ -62,16 +70,27 @@ static const char *factor_text(bench_kind k)
     case BENCH_ALLREDUCE:
         return "2(n-1)/n";
     case BENCH_BROADCAST:
+    case BENCH_REDUCE:
+    case BENCH_SENDRECV:
         return "1";
     default:
         return "(n-1)/n";
     }
 }
 
-/* S (bytes) is per rank for allreduce/broadcast and the whole array otherwise. */
+/* S (bytes) is per rank for allreduce/broadcast/reduce/sendrecv and the whole array otherwise. */
 static size_t size_unit(bench_kind k, int n, size_t esize)
 {
-    return k == BENCH_ALLREDUCE || k == BENCH_BROADCAST ? esize : esize * (size_t)n;
+    int per_rank =
+        k == BENCH_ALLREDUCE || k == BENCH_BROADCAST || k == BENCH_REDUCE || k == BENCH_SENDRECV;
+    return per_rank ? esize : esize * (size_t)n;
+}
+
+/* Placements run: [*first, *end) of {0 out-of-place, 1 in-place}. */
+static void placements(bench_kind k, int *first, int *end)
+{
+    *first = k == BENCH_BROADCAST ? 1 : 0;
+    *end = k == BENCH_SENDRECV ? 1 : 2;
 }
 
 /* Elements per call argument ("count" of the zen call) for S bytes. */
@@ -96,10 +115,12 @@ static void prepare(dense_rank *d, size_t c, int inplace)
     size_t blk = c * d->esize;
     switch (d->o->kind) {
     case BENCH_ALLREDUCE:
+    case BENCH_REDUCE:
         if (inplace)
             memcpy(d->recv, d->send, blk);
         break;
     case BENCH_ALLGATHER:
+    case BENCH_GATHER:
         if (inplace)
             memcpy(d->recv + (size_t)d->rank * blk, d->send, blk);
         break;
@@ -115,6 +136,28 @@ static void prepare(dense_rank *d, size_t c, int inplace)
     default:
         break;
     }
+}
+
+/*
+ * nccl-tests' sendrecv: rank r sends c elements to r+1 and receives as many from r-1, both at
+ * once (the receive is posted before the blocking send, so no ring position waits on another).
+ */
+static zen_status run_sendrecv(dense_rank *d, size_t c)
+{
+    size_t bytes = c * d->esize;
+    if (d->n == 1) {
+        memcpy(d->recv, d->send, bytes);
+        return ZEN_OK;
+    }
+    int next = (d->rank + 1) % d->n, prev = (d->rank + d->n - 1) % d->n;
+    zen_request *req = NULL;
+    zen_status st = zen_irecv(d->comm, d->recv, bytes, prev, 1, &req);
+    if (st != ZEN_OK)
+        return st;
+    st = zen_send(d->comm, d->send, bytes, next, 1);
+    zen_status wst = st == ZEN_OK ? zen_request_wait(req, -1.0, NULL) : ZEN_OK;
+    zen_request_destroy(req);
+    return st != ZEN_OK ? st : wst;
 }
 
 static zen_status run_op(dense_rank *d, size_t c, int inplace)
@@ -135,6 +178,14 @@ static zen_status run_op(dense_rank *d, size_t c, int inplace)
         return zen_alltoall(d->comm, inplace ? d->recv : d->send, d->recv, c, o->dtype);
     case BENCH_BROADCAST:
         return zen_broadcast(d->comm, d->recv, c, o->dtype, o->root);
+    case BENCH_REDUCE:
+        return zen_reduce(d->comm, inplace ? d->recv : d->send, d->recv, c, o->dtype, o->op,
+                          o->root);
+    case BENCH_GATHER:
+        return zen_gather(d->comm, inplace ? d->recv + (size_t)d->rank * blk : d->send, d->recv, c,
+                          o->dtype, o->root);
+    case BENCH_SENDRECV:
+        return run_sendrecv(d, c);
     default:
         return ZEN_EINVAL;
     }
@@ -153,33 +204,29 @@ static int64_t count_wrong(dense_rank *d, size_t c)
 {
     const bench_opts *o = d->o;
     int64_t wrong = 0;
-    size_t total = 0;
-    switch (o->kind) {
-    case BENCH_ALLREDUCE:
-    case BENCH_BROADCAST:
-        total = c;
-        break;
-    case BENCH_REDUCE_SCATTER:
-        total = c;
-        break;
-    default: /* allgather, alltoall */
-        total = c * (size_t)d->n;
-        break;
-    }
+    if (is_rooted(o->kind) && d->rank != o->root)
+        return 0;
+    int whole = o->kind == BENCH_ALLGATHER || o->kind == BENCH_ALLTOALL || o->kind == BENCH_GATHER;
+    size_t total = whole ? c * (size_t)d->n : c;
     for (size_t i = 0; i < total; i++) {
         double want;
         switch (o->kind) {
         case BENCH_ALLREDUCE:
+        case BENCH_REDUCE:
             want = bench_ref_at(&d->ref, i);
             break;
         case BENCH_REDUCE_SCATTER: /* block `rank` of every input */
             want = bench_ref_at(&d->ref, (size_t)d->rank * c + i);
             break;
         case BENCH_ALLGATHER: /* block b comes from rank b's input [0, c) */
+        case BENCH_GATHER:
             want = bench_value((int)(i / c), i % c, 0, o->op);
             break;
         case BENCH_ALLTOALL: /* block b comes from block `rank` of rank b's input */
             want = bench_value((int)(i / c), (size_t)d->rank * c + i % c, 0, o->op);
+            break;
+        case BENCH_SENDRECV: /* rank-1's input */
+            want = bench_value((d->rank + d->n - 1) % d->n, i, 0, o->op);
             break;
         default: /* broadcast */
             want = bench_value(o->root, i, 0, o->op);
@@ -216,9 +263,9 @@ static zen_status measure(dense_rank *d, size_t c, int inplace, double *p50, dou
     if (!o->check)
         return ZEN_OK;
     /* poison what the call must overwrite, then restore the input and run once more */
-    size_t out_elems = o->kind == BENCH_ALLGATHER || o->kind == BENCH_ALLTOALL
-                           ? c * (size_t)d->n
-                           : (o->kind == BENCH_REDUCE_SCATTER && inplace ? c * (size_t)d->n : c);
+    int whole = o->kind == BENCH_ALLGATHER || o->kind == BENCH_ALLTOALL ||
+                o->kind == BENCH_GATHER || (o->kind == BENCH_REDUCE_SCATTER && inplace);
+    size_t out_elems = whole ? c * (size_t)d->n : c;
     for (size_t i = 0; i < out_elems; i++)
         bench_store(d->recv, o->dtype, i, -999.0);
     prepare(d, c, inplace);
@@ -293,14 +340,20 @@ static zen_status dense_sweep(dense_rank *d, const size_t *sizes, size_t nsizes,
 {
     const bench_opts *o = d->o;
     int root = d->rank == 0;
+    if (!o->json) {
+        zen_status st = bench_print_placement(d->comm);
+        if (st != ZEN_OK)
+            return st;
+    }
     if (root && !o->json)
         print_header(d, sizes, nsizes);
     for (size_t s = 0; s < nsizes; s++) {
         size_t bytes = sizes[s], c = call_count(d, bytes);
         double p50[2] = { 0, 0 }, p99[2] = { 0, 0 };
         int64_t wrong[2] = { -1, -1 };
-        int first = o->kind == BENCH_BROADCAST ? 1 : 0; /* broadcast: in place only */
-        for (int inplace = first; inplace < 2; inplace++) {
+        int first, end;
+        placements(o->kind, &first, &end);
+        for (int inplace = first; inplace < end; inplace++) {
             zen_status st = measure(d, c, inplace, &p50[inplace], &p99[inplace], &wrong[inplace]);
             if (st != ZEN_OK)
                 return st;
@@ -311,7 +364,7 @@ static zen_status dense_sweep(dense_rank *d, const size_t *sizes, size_t nsizes,
             printf("  %12zu %12zu %5s %6s %7s", bytes, c, zen_dtype_name(o->dtype),
                    is_reducing(o->kind) ? zen_op_name(o->op) : "none", algo_name(d, c));
         for (int inplace = 0; inplace < 2; inplace++) {
-            if (inplace < first) {
+            if (inplace < first || inplace >= end) {
                 if (!o->json)
                     printf("   %10s %10s %7s %7s %6s", "-", "-", "-", "-", "-");
                 continue;
@@ -355,9 +408,9 @@ static zen_status dense_rank_main(zen_comm *comm, const bench_opts *o, void *arg
     d.rank = zen_comm_rank(comm);
     d.n = zen_comm_size(comm);
     d.esize = zen_dtype_size(o->dtype);
-    if (o->kind == BENCH_BROADCAST && o->root >= d.n) {
+    if (o->root >= d.n) {
         if (d.rank == 0)
-            fprintf(stderr, "zen bench broadcast: --root %d is not a rank of %d\n", o->root, d.n);
+            fprintf(stderr, "zen bench %s: --root %d is not a rank of %d\n", o->name, o->root, d.n);
         return ZEN_EINVAL;
     }
     size_t sizes[MAX_SIZES];

@@ -12,16 +12,23 @@ static const struct {
     const char *name;
     bench_kind kind;
 } kinds[] = {
-    { "allreduce", BENCH_ALLREDUCE },           { "allgather", BENCH_ALLGATHER },
-    { "reduce_scatter", BENCH_REDUCE_SCATTER }, { "alltoall", BENCH_ALLTOALL },
-    { "broadcast", BENCH_BROADCAST },           { "p2p", BENCH_P2P },
+    { "allreduce", BENCH_ALLREDUCE },
+    { "allgather", BENCH_ALLGATHER },
+    { "reduce_scatter", BENCH_REDUCE_SCATTER },
+    { "alltoall", BENCH_ALLTOALL },
+    { "broadcast", BENCH_BROADCAST },
+    { "reduce", BENCH_REDUCE },
+    { "gather", BENCH_GATHER },
+    { "sendrecv", BENCH_SENDRECV },
+    { "p2p", BENCH_P2P },
 };
 
 int zen_cmd_bench(int argc, char **argv)
 {
     if (argc < 2) {
         return zen_usage_error("bench", "which benchmark? allreduce, allgather, reduce_scatter, "
-                                        "alltoall, broadcast, p2p or sparse");
+                                        "alltoall, broadcast, reduce, gather, sendrecv, p2p or "
+                                        "sparse");
     }
     if (zen_is_help(argv[1])) {
         bench_help(BENCH_ALLREDUCE);
