@@ -3,10 +3,14 @@
  * an open function with its traits (an endpoint) or a wrap function (a wrapper); names and kinds
  * are unique; every public transport kind but AUTO has its row, and the lookups by kind and name
  * and zen_transport_name agree with the table. A row that forgets its traits or its open function
- * fails here, not at a user's first call.
+ * fails here, not at a user's first call. ZEN_TRANSPORT takes its words from the same table
+ * (the tunables row only checks the word's form), so a new row needs no tunables edit.
  */
+#include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "coll/transport_env.h"
 #include "testutil.h"
 #include "transport/registry.h"
 
@@ -92,12 +96,67 @@ static void test_known_traits(void **state)
     assert_false(zen__transport_traits(ZEN_TRANSPORT_SHM)->native_allreduce);
 }
 
+/* zen_param_get's view of ZEN_TRANSPORT=v: its source, and its problem when ignored. */
+static const char *transport_source(const char *v, const char **problem)
+{
+    setenv("ZEN_TRANSPORT", v, 1);
+    for (size_t i = 0; i < zen_param_count(); i++) {
+        zen_param_info p;
+        assert_int_equal(zen_param_get(i, &p), ZEN_OK);
+        if (strcmp(p.name, "ZEN_TRANSPORT") == 0) {
+            *problem = p.problem;
+            return p.source;
+        }
+    }
+    fail_msg("no ZEN_TRANSPORT row in the tunables table");
+    return NULL;
+}
+
+/* Every process transport of the registry is a ZEN_TRANSPORT word (any case) that selects it;
+ * anything else (threads only, a wrapper, no row, not a word) is ignored, means auto, and zen info
+ * says why, naming the transports that exist. */
+static void test_zen_transport_words_from_registry(void **state)
+{
+    (void)state;
+    const char *problem = NULL;
+    for (size_t i = 0; i < zen__transport_count(); i++) {
+        const zen_transport_desc *d = zen__transport_at(i);
+        char upper[32];
+        size_t n = 0;
+        for (; d->name[n] && n + 1 < sizeof upper; n++)
+            upper[n] = (char)toupper((unsigned char)d->name[n]);
+        upper[n] = '\0';
+        int process = d->open && d->traits.reach >= ZEN_REACH_HOST;
+        const char *want = process ? "env" : "ignored";
+        const char *got = transport_source(d->name, &problem);
+        if (strcmp(got, want) != 0)
+            fail_msg("ZEN_TRANSPORT=%s: source %s, want %s", d->name, got, want);
+        assert_string_equal(transport_source(upper, &problem), want);
+        assert_int_equal(zen__coll_transport_from_env(), process ? d->kind : ZEN_TRANSPORT_MIXED);
+    }
+    assert_string_equal(transport_source("carrier-pigeon", &problem), "ignored");
+    for (size_t i = 0; i < zen__transport_count(); i++) {
+        const zen_transport_desc *d = zen__transport_at(i);
+        if (d->open && d->traits.reach >= ZEN_REACH_HOST && !strstr(problem, d->name))
+            fail_msg("the problem \"%s\" does not list the transport %s", problem, d->name);
+    }
+    assert_int_equal(zen__coll_transport_from_env(), ZEN_TRANSPORT_MIXED);
+    assert_string_equal(transport_source("tcp;sh", &problem), "ignored"); /* not a word */
+    assert_int_equal(zen__coll_transport_from_env(), ZEN_TRANSPORT_MIXED);
+    assert_string_equal(transport_source("Auto", &problem), "env");
+    assert_int_equal(zen__coll_transport_from_env(), ZEN_TRANSPORT_MIXED);
+    unsetenv("ZEN_TRANSPORT");
+    assert_string_equal(transport_source("", &problem), "default");
+    assert_int_equal(zen__coll_transport_from_env(), ZEN_TRANSPORT_MIXED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_row_complete),
         cmocka_unit_test(test_every_public_kind_has_a_row),
         cmocka_unit_test(test_known_traits),
+        cmocka_unit_test(test_zen_transport_words_from_registry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -186,7 +186,10 @@ static void check_getter(const zen_param_row *r, const char *v, int valid_value)
                 assert_null(strstr(why, v)); /* a secret is never quoted */
         } else {
             const char *got = zen__param_str(short_name);
-            if (valid_value)
+            char why[160];
+            /* a row may leave the meaning to its reader: ZEN_TRANSPORT takes any word here and
+             * the communicator checks it against the transports (test_transport_registry) */
+            if (valid_value || (*v && !zen__param_problem(r, v, why, sizeof why)))
                 assert_string_equal(got, v);
             else if (r->kind != PK_CHOICE) /* a choice comes back in its table spelling */
                 assert_string_equal(got, r->default_value);

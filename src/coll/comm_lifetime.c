@@ -16,6 +16,7 @@
 #include "bootstrap/env.h"
 #include "bootstrap/services.h"
 #include "coll/comm_internal.h"
+#include "coll/transport_env.h"
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/hash.h"
@@ -91,23 +92,6 @@ static zen_status agree_seeds(zen_comm *c)
     return zen__coll_end(c, &cc, st);
 }
 
-/* ZEN_TRANSPORT for processes: auto (shm+tcp: decided per host at rendezvous) or the name of a
- * process transport of the registry; a word the tunables table does not know is ignored there
- * (warned) and means auto. */
-static zen_status zen_transport_from_env(zen_transport_kind *kind)
-{
-    const char *v = zen__param_str("TRANSPORT");
-    const zen_transport_desc *d = !v || !*v || strcmp(v, "auto") == 0
-                                      ? zen__transport_desc(ZEN_TRANSPORT_MIXED)
-                                      : zen__transport_named(v);
-    if (!d || d->traits.reach < ZEN_REACH_HOST) {
-        ZEN_ERROR("init", "ZEN_TRANSPORT='%s' is not auto or a transport for processes", v);
-        return ZEN_EINVAL;
-    }
-    *kind = d->kind;
-    return ZEN_OK;
-}
-
 /* AUTO: threads when a world is given, else the transport the process was launched for
  * (mpirun: mpi), else ZEN_TRANSPORT. */
 static zen_status pick_transport(const zen_comm_options *o, zen_transport_kind *kind)
@@ -123,7 +107,8 @@ static zen_status pick_transport(const zen_comm_options *o, zen_transport_kind *
             return ZEN_OK;
         }
     }
-    return zen_transport_from_env(kind);
+    *kind = zen__coll_transport_from_env();
+    return ZEN_OK;
 }
 
 /* The row of *kindp brings the transport up; *kindp may be refined (shm+tcp on one host: shm). */
@@ -233,9 +218,8 @@ zen_status zen_comm_create_with_store(const zen_comm_options *opts, const zen_st
         return ZEN_EINVAL;
     }
     zen_comm_options o = *opts;
-    zen_status st = ZEN_OK;
-    if (o.transport == ZEN_TRANSPORT_AUTO && (st = zen_transport_from_env(&o.transport)) != ZEN_OK)
-        return st; /* never mpi: a store means the caller runs the rendezvous */
+    if (o.transport == ZEN_TRANSPORT_AUTO) /* never mpi: a store means the caller's rendezvous */
+        o.transport = zen__coll_transport_from_env();
     if (!zen__transport_traits(o.transport)->store_rendezvous) {
         ZEN_ERROR("init", "the %s transport has no store rendezvous (use auto, tcp or shm)",
                   zen_transport_name(o.transport));

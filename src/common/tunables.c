@@ -42,6 +42,7 @@
 #define check_path    zen__param_check_path
 #define check_secret  zen__param_check_secret
 #define check_fault   zen__param_check_fault
+#define check_word    zen__param_check_word
 
 /* Keep sorted by subsystem; add a row for every new ZEN_* variable. Strict rows (identity,
  * secret, addresses) have no usable fallback: their readers refuse a malformed value. */
@@ -100,9 +101,11 @@ static const zen_param_row param_table[] = {
     P_LONG("ZEN_SOCKET_BUF_BYTES", 0, 1 << 30, "4194304",
            "tcp: SO_SNDBUF/SO_RCVBUF of data connections (0, or above net.core.[rw]mem_max: kernel "
            "autotuning)"),
-    P_CHOICE("ZEN_TRANSPORT", WORDS("auto", "tcp", "shm", "shm+tcp", "mpi"), "auto",
+    /* A word here; whether it names a transport is checked by the communicator, which can see
+     * the transport registry (src/coll/transport_env.c): a new transport adds no word here. */
+    P_STRING("ZEN_TRANSPORT", check_word, "auto",
              "process transport: auto (shm inside a host, tcp across hosts), tcp, shm (all ranks "
-             "on one host), mpi"),
+             "on one host), shm+tcp, mpi (any process transport of the registry, any case)"),
     P_STRING("ZEN_HOST_ID", check_host_id, "",
              "host identity for shm/auto (default: hostname + boot id); ranks with equal ids share "
              "memory (emulated clusters set one per emulated host)"),

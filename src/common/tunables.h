@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <zen/zen.h>
+
 /* long rows: a decimal integer within the row's bounds. */
 long zen__param_long(const char *name);
 
@@ -52,6 +54,10 @@ int zen__param_check_long(const char *name, const char *v, long *out, char *why,
 /* Any value v given for ZEN_<name> (or an alias of it): NULL when the row accepts it, else why
  * not (static text, or written into why). */
 const char *zen__param_check(const char *name, const char *v, char *why, size_t why_size);
+
+/* zen_param_get's answer as far as the table can tell (the communicator's zen_param_get adds the
+ * checks of the layers above, e.g. that ZEN_TRANSPORT names a transport of the registry). */
+zen_status zen__param_info_at(size_t index, zen_param_info *info);
 
 /* Seconds at and above which a timeout means "no deadline": converting more to int64 ns would
  * overflow (2^63 ns is 292 years). */

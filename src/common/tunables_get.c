@@ -73,7 +73,7 @@ size_t zen_param_count(void)
     return zen__param_rows();
 }
 
-zen_status zen_param_get(size_t index, zen_param_info *info)
+zen_status zen__param_info_at(size_t index, zen_param_info *info)
 {
     const zen_param_row *row = zen__param_row_at(index);
     if (!row || !info)

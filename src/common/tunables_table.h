@@ -67,5 +67,7 @@ const char *zen__param_check_host_id(const char *v, char *why, size_t n);
 const char *zen__param_check_path(const char *v, char *why, size_t n);
 const char *zen__param_check_secret(const char *v, char *why, size_t n);
 const char *zen__param_check_fault(const char *v, char *why, size_t n);
+/* A name: 1..31 of [A-Za-z0-9+_-] (what it names is checked by its reader). */
+const char *zen__param_check_word(const char *v, char *why, size_t n);
 
 #endif

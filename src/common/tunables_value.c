@@ -66,3 +66,15 @@ const char *zen__param_check_fault(const char *v, char *why, size_t n)
     zen_fault_config cfg;
     return zen__fault_spec_parse(v, &cfg, why, n) == 0 ? NULL : why;
 }
+
+const char *zen__param_check_word(const char *v, char *why, size_t n)
+{
+    (void)why;
+    (void)n;
+    if (strlen(v) > 31)
+        return "longer than 31 characters";
+    for (const char *p = v; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("+_-", *p))
+            return "not a name (letters, digits, '+', '_', '-')";
+    return NULL;
+}
