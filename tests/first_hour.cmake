@@ -85,6 +85,20 @@ if(NOT ZEN_SANITIZE AND ZEN_DOCS_PKG_CONFIG)
            COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/test-docs.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(docs_readme_recipes PROPERTIES TIMEOUT 180 LABELS docs)
 endif()
+# docs: docs/pytorch.md's Run block as written (zen launch and torchrun by default; mpirun and
+# srun with DOCS_FULL=1), from this build installed into a scratch prefix; skipped (77) without
+# torch or zen_torch. And docs/reproduction.md's first row on a fresh tree, only with
+# DOCS_FULL=1 (many minutes), else reported as skipped.
+if(NOT ZEN_SANITIZE)
+  add_test(NAME docs_pytorch_recipes
+           COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/test-docs.sh ${CMAKE_BINARY_DIR} pytorch)
+  set_tests_properties(docs_pytorch_recipes PROPERTIES TIMEOUT 600 LABELS "docs;torch"
+                       SKIP_RETURN_CODE 77 ENVIRONMENT "OMP_NUM_THREADS=1;ZEN_TIMEOUT_S=120")
+  add_test(NAME docs_reproduction_first_row
+           COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/test-docs.sh ${CMAKE_BINARY_DIR} repro)
+  set_tests_properties(docs_reproduction_first_row PROPERTIES TIMEOUT 3600 LABELS docs
+                       SKIP_RETURN_CODE 77)
+endif()
 
 # docs: zen(1) names only options that the commands' --help list, and the same transports.
 if(EXISTS /usr/bin/python3)

@@ -11,7 +11,7 @@ endif()
 # Launchers: spawn (torch.multiprocessing; gloo the default group, zen a second one) and torchrun
 # of Debian torch 1.13.1 (zen the default group from torchrun's environment, gloo the second):
 # static rendezvous at a free --master_port, and c10d at localhost:0. The script starts torchrun
-# with the --redirects/--tee values that work on Python 3.11 (docs/pytorch.md). "secret": a zen
+# with the --redirects/--tee values that work on Python 3.11 (docs/pytorch-notes.md). "secret": a zen
 # group is refused under ZEN_REQUIRE_SECRET=1 without a secret (the Store path), formed with one.
 # Each case runs in the default asynchronous mode; "sync" cases run the same checks with
 # ZEN_TORCH_SYNC=1 (every collective completes inside its call).

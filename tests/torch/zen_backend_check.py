@@ -723,7 +723,7 @@ def torchrun_worker(suite, n):
 
 def torchrun(suite, n, rendezvous, logs):
     """Debian torch 1.13.1's torchrun on Python 3.11 dies before starting workers unless
-    --redirects and --tee are given a value other than 0 or 3 (docs/pytorch.md); 1 sends each
+    --redirects and --tee are given a value other than 0 or 3 (docs/pytorch-notes.md); 1 sends each
     worker's stdout to a log file and echoes it here with a [defaultN]: prefix. static: the
     agent hosts the store at --master_port (a free port); c10d: --rdzv_endpoint localhost:0 lets
     the kernel pick the rendezvous port and rank 0 hosts the workers' store."""
