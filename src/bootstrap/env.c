@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "bootstrap/env_slurm.h"
+#include "common/launcher.h"
 #include "common/log.h"
 #include "common/tunables.h"
 
@@ -117,11 +118,7 @@ zen_status zen__env_read(zen_env_info *info, const char **bad)
         return st;
     if ((st = read_master(info, step, bad)) != ZEN_OK)
         return st;
-    /* srun --mpi=pmi2 sets PMI_SIZE too, but an MPI library built without Slurm's PMI2 cannot
-     * start there (Debian's Open MPI aborts in MPI_Init): in a Slurm step zen keeps its own
-     * transports unless ZEN_TRANSPORT=mpi asks. */
-    info->launched_by_mpi =
-        getenv("OMPI_COMM_WORLD_SIZE") != NULL || (getenv("PMI_SIZE") != NULL && !step);
+    info->launched_by_mpi = zen__env_mpi_launcher();
     if (info->rank >= 0 && info->world_size > 0 && info->rank >= info->world_size) {
         *bad = "RANK >= WORLD_SIZE";
         return ZEN_EINVAL;

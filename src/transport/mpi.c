@@ -27,6 +27,7 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "common/launcher.h"
 #include "common/log.h"
 #include "transport/mailbox.h"
 
@@ -446,14 +447,10 @@ zen_status zen__transport_mpi_create(zen_transport **out)
     return ZEN_OK;
 }
 
-/* mpirun's variables. srun --mpi=pmi2 sets PMI_SIZE too, but an MPI library built without
- * Slurm's PMI2 cannot start there (Debian's Open MPI aborts in MPI_Init): inside a Slurm step
- * zen keeps its own transports unless ZEN_TRANSPORT=mpi asks (the rule of bootstrap/env.c's
- * launched_by_mpi, tested in test_nodelist). */
+/* An MPI launcher started this process (common/launcher.h has the rule). */
 int zen__transport_mpi_launched(void)
 {
-    return getenv("OMPI_COMM_WORLD_SIZE") != NULL ||
-           (getenv("PMI_SIZE") != NULL && getenv("SLURM_STEP_NUM_TASKS") == NULL);
+    return zen__env_mpi_launcher();
 }
 
 #else /* !ZEN_HAVE_MPI */
