@@ -5,7 +5,8 @@
  * inputs (any rank can regenerate any rank's input). Values are small integers, so every order of
  * additions gives the same floats and results must match exactly.
  *
- * Also: one plan per call asks AUTO's chooser once; AUTO stays flat (and moves the same bytes as OFF) on one host and with one rank per host;
+ * Also: one plan per call asks AUTO's chooser once, per host too; AUTO stays flat (and moves the
+ * same bytes as OFF) on one host and with one rank per host;
  * an AUTO decision on several hosts agrees with its own predictions; the cost model of the
  * hierarchical form on synthetic numbers.
  */
@@ -136,9 +137,15 @@ static zen_status matrix_rank(zen_comm *comm, void *argp)
                 o.ranks_per_host = a->rph;
                 o.average = seed % 5 == 0;
                 zen_sparse_stats stats;
+                uint64_t asked = zen__sparse_auto_consults();
                 zen_status st = one_case(comm, &o, w, seed, dense, &stats);
                 if (st != ZEN_OK)
                     return st;
+                /* per host too, AUTO asks the chooser once (the plan picks the scheme across
+                 * hosts), a fixed scheme never */
+                ZT_CHECK(comm,
+                         zen__sparse_auto_consults() - asked == (schemes[s] == ZEN_SPARSE_AUTO));
+                ZT_CHECK(comm, stats.scheme != ZEN_SPARSE_AUTO);
                 ZT_CHECK(comm, stats.hierarchical == 1);
                 ZT_CHECK(comm, stats.hosts == a->hosts);
                 ZT_CHECK(comm, stats.bytes_sent > 0 && stats.msgs_recv > 0);
@@ -261,11 +268,9 @@ static zen_status auto_rank(zen_comm *comm, void *argp)
         zen_status st = one_case(comm, &o, 8, 301 + (uint64_t)s, s % 2, &st_);
         if (st != ZEN_OK)
             return st;
-        /* the plan compares the forms with the chooser's profile once; the per-host form's
-         * sync across hosts is a plan of its own on the inter-host communicator, which asks
-         * again for AUTO only (its input, the host's shard sum, exists only after the push) */
-        ZT_CHECK(comm, zen__sparse_auto_consults() - asked ==
-                           1 + (uint64_t)(st_.hierarchical && schemes[s] == ZEN_SPARSE_AUTO));
+        /* one plan per call: the chooser's profile is asked once and decides the form and,
+         * per host, the scheme across hosts (from the predicted density of a host's sum) */
+        ZT_CHECK(comm, zen__sparse_auto_consults() - asked == 1);
         ZT_CHECK(comm, st_.hosts == 4 && st_.predicted_hier_s > 0);
         zen_sparse_scheme flat = schemes[s];
         if (flat == ZEN_SPARSE_AUTO) /* the flat choice is the cheapest flat prediction */

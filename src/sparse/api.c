@@ -235,7 +235,7 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
      * collective: such a rank aborts the communicator so that they fail fast too. */
     int local_failure = !agreed;
     /* one plan per call: flat or per host and the scheme, chosen once (plan/plan.h) */
-    zen_sparse_plan plan = { 0, opts->scheme };
+    zen_sparse_plan plan = { 0, opts->scheme, opts->scheme };
     if (st == ZEN_OK) {
         st = zen__sparse_plan_make(&ctx, &plan); /* collective: every rank is here */
         local_failure = st != ZEN_OK;

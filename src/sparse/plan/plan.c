@@ -15,10 +15,17 @@
 #include "sparse/scheme/registry.h"
 #include "sparse/wire/xchg.h"
 
-/* Hierarchy AUTO on several hosts with several ranks on some: the per-host form when its
- * prediction is strictly smaller than the flat one of the scheme the call would run flat (AUTO:
- * the chooser's pick, which a flat plan then keeps). */
-static zen_status compare_forms(zen_sparse_ctx *ctx, const zen_comm_hosts *g, zen_sparse_plan *plan)
+/*
+ * The per-host form's prediction from the chooser's profile of this call (one consult): the
+ * sampled union density over the n ranks gives, interpolated to the L ranks of a host, the
+ * predicted density of a host's shard sum after the push, which is the input of the sync across
+ * hosts (hier_cost.c). The plan takes the scheme that prediction runs across hosts (AUTO: the
+ * cheapest there), so the per-host step runs it without asking the chooser again: the real
+ * post-push density exists only after the push. With hierarchy AUTO the per-host form is taken
+ * when its prediction is strictly smaller than the flat one of the scheme the call would run flat
+ * (AUTO: the chooser's pick, which a flat plan then keeps).
+ */
+static zen_status plan_hosts(zen_sparse_ctx *ctx, const zen_comm_hosts *g, zen_sparse_plan *plan)
 {
     zen_comm *comm = ctx->comm;
     const zen_sparse_options *o = ctx->opts;
@@ -37,10 +44,15 @@ static zen_status compare_forms(zen_sparse_ctx *ctx, const zen_comm_hosts *g, ze
     zen__net_model_intra(&inter, &intra);
     zen_hier_shape sh = { comm->size,       g->hosts,          g->max_local,          g->min_local,
                           ctx->local->rows, ctx->local->width, ctx->dense_out == NULL };
-    double hier_s = zen__sparse_predict_hier(&sh, &p, &inter, &intra,
-                                             zen__param_long("SPARSE_BLOCK_SIZE"), o->scheme, NULL);
+    long block = zen__param_long("SPARSE_BLOCK_SIZE");
+    zen_sparse_scheme across = o->scheme;
+    double hier_s = zen__sparse_predict_hier(&sh, &p, &inter, &intra, block, o->scheme, &across);
     ctx->stats->predicted_hier_s = hier_s;
-    plan->per_host = zen__sparse_hier_pays(&sh, ctx->stats->predicted_s[flat_scheme], hier_s);
+    plan->inter_scheme = across;
+    if (o->hierarchy == ZEN_SPARSE_HIER_ON)
+        plan->per_host = 1;
+    else
+        plan->per_host = zen__sparse_hier_pays(&sh, ctx->stats->predicted_s[flat_scheme], hier_s);
     if (!plan->per_host)
         plan->scheme = flat_scheme;
     return ZEN_OK;
@@ -50,16 +62,16 @@ zen_status zen__sparse_plan_make(zen_sparse_ctx *ctx, zen_sparse_plan *plan)
 {
     const zen_sparse_options *o = ctx->opts;
     plan->per_host = 0;
-    plan->scheme = o->scheme;
+    plan->scheme = plan->inter_scheme = o->scheme;
     zen_status st = ZEN_OK;
     if (o->hierarchy != ZEN_SPARSE_HIER_OFF && ctx->comm->size > 1) {
         const zen_comm_hosts *g = NULL;
         if ((st = zen__sparse_hier_group(ctx, &g)) != ZEN_OK)
             return st;
-        if (o->hierarchy == ZEN_SPARSE_HIER_ON)
-            plan->per_host = 1;
-        else if (g->hosts > 1 && g->max_local > 1) /* else flat without asking: one host */
-            st = compare_forms(ctx, g, plan);
+        if (o->hierarchy == ZEN_SPARSE_HIER_ON && o->scheme != ZEN_SPARSE_AUTO)
+            plan->per_host = 1; /* nothing to choose */
+        else if (o->hierarchy == ZEN_SPARSE_HIER_ON || (g->hosts > 1 && g->max_local > 1))
+            st = plan_hosts(ctx, g, plan); /* else flat without asking: one host */
     }
     if (st == ZEN_OK && !plan->per_host && plan->scheme == ZEN_SPARSE_AUTO)
         st = zen__sparse_choose(ctx, &plan->scheme); /* collective: every rank is here */
@@ -81,30 +93,27 @@ static zen_status run_flat(zen_sparse_ctx *ctx, zen_sparse_scheme scheme)
     return st;
 }
 
-/* Per host, step 2: the sparse sync of this rank's shard sum across hosts, a flat plan of its
- * own on h->inter: the caller's arguments were validated and agreed once for the whole call, and
- * the shard is coalesced by construction. Bracketed as its own collective on inter (its
+/* Per host, step 2: the sparse sync of this rank's shard sum across hosts with the scheme the plan
+ * chose for it, on h->inter: the caller's arguments were validated and agreed once for the whole
+ * call, and the shard is coalesced by construction. Bracketed as its own collective on inter (its
  * deadline, arrival stamps and counters). */
-static zen_status across_hosts(zen_sparse_ctx *ctx, zen_hier_call *h)
+static zen_status across_hosts(zen_sparse_ctx *ctx, zen_sparse_scheme scheme, zen_hier_call *h)
 {
     zen_coo in = { 0 };
     zen_status st = zen__coo_from_dense(h->shard, h->shard_rows, ctx->local->width, &in);
     if (st != ZEN_OK)
         return zen__fail(ctx->comm, st, "sparse hier: out of memory extracting the shard");
     zen_sparse_options o = *ctx->opts;
-    o.average = 0; /* divided by the whole rank count at the end */
+    o.scheme = scheme; /* fixed: no AUTO state is kept or observed on inter */
+    o.average = 0;     /* divided by the whole rank count at the end */
     o.hierarchy = ZEN_SPARSE_HIER_OFF;
     o.ranks_per_host = 0;
     zen_sparse_stats is;
     memset(&is, 0, sizeof is);
     zen_sparse_ctx ic = { h->inter, &in, NULL, &h->res, &o, &is, 0, 0, 0 };
-    zen_sparse_plan inner = { 0, o.scheme };
     zen_coll cc;
     if ((st = zen__coll_begin(h->inter, "sparse_allreduce", &cc)) == ZEN_OK) {
-        if (inner.scheme == ZEN_SPARSE_AUTO)
-            st = zen__sparse_choose(&ic, &inner.scheme);
-        if (st == ZEN_OK)
-            st = run_flat(&ic, inner.scheme);
+        st = run_flat(&ic, scheme);
         st = zen__coll_end(h->inter, &cc, st);
     }
     zen__coo_release(&in);
@@ -126,11 +135,11 @@ zen_status zen__sparse_plan_run(zen_sparse_ctx *ctx, const zen_sparse_plan *plan
 {
     if (!plan->per_host)
         return run_flat(ctx, plan->scheme);
-    ctx->stats->scheme = plan->scheme;
+    ctx->stats->scheme = plan->inter_scheme;
     ctx->stats->nnz_in = ctx->local->nnz;
     zen_hier_call h;
     zen_status st = zen__sparse_hier_push(ctx, &h);
     if (st == ZEN_OK && h.inter)
-        st = across_hosts(ctx, &h);
+        st = across_hosts(ctx, plan->inter_scheme, &h);
     return zen__sparse_hier_pull(ctx, &h, st);
 }

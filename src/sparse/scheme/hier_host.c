@@ -6,9 +6,10 @@
  *   1. every rank densifies its tensor (rows x width floats) and the host reduce-scatters it:
  *      local rank j < S gets the host's sum of shard j; ranks j >= S (uneven hosts) get nothing;
  *   2. the ranks holding shard j on every host (the inter-host communicator of index j, H ranks)
- *      run the sparse scheme (opts->scheme, AUTO over those H ranks) on the shard's non-zero
- *      rows: the planner's step (plan/plan.c), between zen__sparse_hier_push and _pull here
- *      (validation and agreement ran once, in zen_sparse_allreduce, for the whole call);
+ *      run the plan's scheme across hosts (opts->scheme; AUTO: the plan's pick, made before the
+ *      push) on the shard's non-zero rows: the planner's step (plan/plan.c), between
+ *      zen__sparse_hier_push and _pull here (validation and agreement ran once, in
+ *      zen_sparse_allreduce, for the whole call);
  *   3. the host allgathers the S shard sums: first their non-zero counts, then either the COO
  *      entries or the dense shards, whichever is fewer bytes (the same choice on every rank).
  *
