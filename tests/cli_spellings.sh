@@ -53,6 +53,7 @@ check size "8 4K 1m 1G" "4KB 1.5K -1" -- \
     train --bucket @ --steps 0
 check count "40 4e1" "4.5 4x 0x10" -- \
     bench allreduce -w @ -n 0 "|" \
+    bench scatter --root @ -n 0 "|" \
     bench sparse --warmup @ --iters 0 "|" \
     train --batch @ --steps 0 "|" \
     launch --port @ -n 0 -- true

@@ -367,6 +367,27 @@ out:
     return ok;
 }
 
+/* scatter: the root's array holds its keys 0 .. n*count; rank j gets keys j*count .. (in place
+ * at the root its block stays in its slot). sendbuf is NULL off the root. */
+static int run_scatter(zen_comm *comm, const mcase *c)
+{
+    int n = zen_comm_size(comm), r = zen_comm_rank(comm), ok = 1;
+    size_t es = zen_dtype_size(c->dt), cnt = c->count;
+    char *in = r == c->root ? xalloc((size_t)n * cnt, c->dt) : NULL, *out = NULL;
+    MCHECK(comm, r != c->root || in);
+    if (in)
+        fill(in, c, r, 0, (size_t)n * cnt);
+    out = (r == c->root && c->inplace) ? in + (size_t)r * cnt * es : xalloc(cnt, c->dt);
+    MCHECK(comm, out);
+    CALL(comm, c, zen_scatter(comm, in, out, cnt, c->dt, c->root));
+    MCHECK(comm, check_copied(comm, c, out, cnt, c->root, (size_t)r * cnt));
+out:
+    if (!(r == c->root && c->inplace))
+        free(out);
+    free(in);
+    return ok;
+}
+
 /* alltoall: the block rank i sends to rank j holds keys j*count .. of rank i. */
 static int run_alltoall(zen_comm *comm, const mcase *c)
 {
@@ -483,6 +504,9 @@ static zen_status matrix_rank(zen_comm *comm, void *argp)
                             return ZEN_EINTERNAL;
                         c.coll = "gather";
                         if (!run_gather(comm, &c))
+                            return ZEN_EINTERNAL;
+                        c.coll = "scatter";
+                        if (!run_scatter(comm, &c))
                             return ZEN_EINTERNAL;
                         c.coll = "alltoall";
                         if (!run_alltoall(comm, &c))

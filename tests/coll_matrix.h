@@ -17,7 +17,7 @@ enum {
     ZT_COLL_ALLREDUCE = 1u << 0,      /* ring, rhd and auto */
     ZT_COLL_REDUCE_SCATTER = 1u << 1, /* reduce_scatter and reduce_scatterv */
     ZT_COLL_REDUCE = 1u << 2,
-    ZT_COLL_GATHERS = 1u << 3, /* allgather(v), gather, broadcast, alltoall(v), barrier */
+    ZT_COLL_GATHERS = 1u << 3, /* allgather(v), gather, scatter, broadcast, alltoall(v), barrier */
     ZT_COLL_LARGE = 1u << 4,   /* ~1M-element f32 sum allreduce (both algorithms) */
     ZT_COLL_ALL = 0xfu,
 };

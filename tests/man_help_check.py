@@ -69,6 +69,21 @@ def main():
         if in_help != in_man:
             print(f"man_help_check: --transport {word}: in zen(1) {in_man}, in --help {in_help}")
             bad += 1
+    # the dense collectives `zen bench` times: the man page's list is --help's usage list, and each
+    # one runs (a word only in one of them, or one --help names but `zen bench` refuses, fails)
+    man_line = re.search(r"^bench (allreduce\|[a-z_|]+)", text, re.M)
+    man_kinds = set(man_line.group(1).split("|")) if man_line else set()
+    help_kinds = set()
+    for m in re.finditer(r"zen bench ([a-z_|]+) \[OPTIONS\]", help_of(zen, "bench allreduce")):
+        help_kinds |= set(m.group(1).split("|")) - {"p2p"}
+    if not man_kinds or man_kinds != help_kinds:
+        print(f"man_help_check: zen(1) lists the dense benchmarks {sorted(man_kinds)}, "
+              f"--help {sorted(help_kinds)}")
+        bad += 1
+    for kind in sorted(help_kinds):
+        if "usage" not in help_of(zen, f"bench {kind}"):
+            print(f"man_help_check: `zen bench {kind} --help` prints no usage")
+            bad += 1
     print(f"man_help_check: {compared} options in {len(sections)} lists and the transports "
           f"compared, {bad} disagreement(s)")
     return 1 if bad else 0

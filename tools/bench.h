@@ -20,6 +20,7 @@ typedef enum bench_kind {
     BENCH_BROADCAST,
     BENCH_REDUCE,
     BENCH_GATHER,
+    BENCH_SCATTER,  /* root's whole array, block r to rank r */
     BENCH_SENDRECV, /* rank r sends to r+1 and receives from r-1 at once */
     BENCH_P2P
 } bench_kind;

@@ -1,5 +1,5 @@
 /*
- * zen bench allreduce|allgather|reduce_scatter|alltoall|broadcast|reduce|gather|sendrecv:
+ * zen bench allreduce|allgather|reduce_scatter|alltoall|broadcast|reduce|gather|scatter|sendrecv:
  * nccl-tests style timing of one dense collective over a size sweep.
  *
  * Per size and per placement (out-of-place, then in-place; broadcast has only in-place,
@@ -58,6 +58,7 @@ static double bus_factor(bench_kind k, int n)
     case BENCH_REDUCE_SCATTER:
     case BENCH_ALLTOALL:
     case BENCH_GATHER:
+    case BENCH_SCATTER:
         return (double)(n - 1) / n;
     default:
         return 1.0;
@@ -129,6 +130,10 @@ static void prepare(dense_rank *d, size_t c, int inplace)
         if (inplace)
             memcpy(d->recv, d->send, blk * (size_t)d->n);
         break;
+    case BENCH_SCATTER: /* in place: the root's array is recv, its own block stays there */
+        if (inplace && d->rank == d->o->root)
+            memcpy(d->recv, d->send, blk * (size_t)d->n);
+        break;
     case BENCH_BROADCAST:
         if (d->rank == d->o->root)
             memcpy(d->recv, d->send, blk);
@@ -184,6 +189,11 @@ static zen_status run_op(dense_rank *d, size_t c, int inplace)
     case BENCH_GATHER:
         return zen_gather(d->comm, inplace ? d->recv + (size_t)d->rank * blk : d->send, d->recv, c,
                           o->dtype, o->root);
+    case BENCH_SCATTER:
+        return zen_scatter(d->comm, inplace ? d->recv : d->send,
+                           inplace && d->rank == o->root ? d->recv + (size_t)o->root * blk
+                                                         : d->recv,
+                           c, o->dtype, o->root);
     case BENCH_SENDRECV:
         return run_sendrecv(d, c);
     default:
@@ -200,7 +210,7 @@ static void fill_input(dense_rank *d, size_t elems)
 }
 
 /* Elements of the output and their expected values; returns the number that differ. */
-static int64_t count_wrong(dense_rank *d, size_t c)
+static int64_t count_wrong(dense_rank *d, size_t c, int inplace)
 {
     const bench_opts *o = d->o;
     int64_t wrong = 0;
@@ -208,6 +218,8 @@ static int64_t count_wrong(dense_rank *d, size_t c)
         return 0;
     int whole = o->kind == BENCH_ALLGATHER || o->kind == BENCH_ALLTOALL || o->kind == BENCH_GATHER;
     size_t total = whole ? c * (size_t)d->n : c;
+    /* scatter in place: the root's block stays at its slot of the array */
+    size_t at = o->kind == BENCH_SCATTER && inplace && d->rank == o->root ? (size_t)d->rank * c : 0;
     for (size_t i = 0; i < total; i++) {
         double want;
         switch (o->kind) {
@@ -225,6 +237,9 @@ static int64_t count_wrong(dense_rank *d, size_t c)
         case BENCH_ALLTOALL: /* block b comes from block `rank` of rank b's input */
             want = bench_value((int)(i / c), (size_t)d->rank * c + i % c, 0, o->op);
             break;
+        case BENCH_SCATTER: /* block `rank` of the root's input */
+            want = bench_value(o->root, (size_t)d->rank * c + i, 0, o->op);
+            break;
         case BENCH_SENDRECV: /* rank-1's input */
             want = bench_value((d->rank + d->n - 1) % d->n, i, 0, o->op);
             break;
@@ -232,7 +247,7 @@ static int64_t count_wrong(dense_rank *d, size_t c)
             want = bench_value(o->root, i, 0, o->op);
             break;
         }
-        double got = bench_load(d->recv, o->dtype, i);
+        double got = bench_load(d->recv, o->dtype, at + i);
         /* want is exact in the dtype by construction, so store/load round-trips it */
         wrong += !bench_equal(o->dtype, got, want);
     }
@@ -271,7 +286,7 @@ static zen_status measure(dense_rank *d, size_t c, int inplace, double *p50, dou
     prepare(d, c, inplace);
     if ((st = run_op(d, c, inplace)) != ZEN_OK)
         return st;
-    int64_t w = count_wrong(d, c);
+    int64_t w = count_wrong(d, c, inplace);
     if ((st = bench_sum_over_ranks(d->comm, &w)) != ZEN_OK)
         return st;
     *wrong = w;

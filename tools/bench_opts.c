@@ -25,14 +25,14 @@ void bench_help(bench_kind kind)
                "                      between 1 and 16)\n");
     } else {
         printf("usage: zen bench allreduce|allgather|reduce_scatter|alltoall|broadcast [OPTIONS]\n"
-               "       zen bench reduce|gather|sendrecv [OPTIONS]\n"
+               "       zen bench reduce|gather|scatter|sendrecv [OPTIONS]\n"
                "       zen bench p2p [OPTIONS]          (zen bench p2p --help)\n"
                "       zen bench sparse ...             (zen bench sparse --help)\n\n"
                "Time a dense collective over a size sweep with nccl-tests conventions: S is the\n"
                "per-rank buffer for allreduce, broadcast, reduce and sendrecv and the whole\n"
-               "array (per-rank count x ranks) for allgather, reduce_scatter, alltoall and\n"
-               "gather; algbw = S / time; busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n\n"
-               "(allgather, reduce_scatter, alltoall, gather) or 1 (broadcast, reduce,\n"
+               "array (per-rank count x ranks) for allgather, reduce_scatter, alltoall, gather\n"
+               "and scatter; algbw = S / time; busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n\n"
+               "(allgather, reduce_scatter, alltoall, gather, scatter) or 1 (broadcast, reduce,\n"
                "sendrecv). sendrecv: every rank r sends to r+1 and receives from r-1 at once.\n"
                "GB = 1e9 bytes. Each iteration is timed on every\n"
                "rank after a barrier and the slowest rank's time counts; p50 and p99 are over\n"
@@ -42,7 +42,7 @@ void bench_help(bench_kind kind)
                "  -d, --datatype T    f32 (default), f64, i32, i64, bf16\n"
                "  -o, --op OP         sum (default), prod, min, max, avg\n"
                "  --algo A            allreduce: auto (default), ring, rhd, mpi, slots\n"
-               "  --root R            broadcast, reduce, gather root (default 0)\n");
+               "  --root R            broadcast, reduce, gather, scatter root (default 0)\n");
     }
     printf("  -b, --minbytes N    smallest size in bytes, K/M/G suffixes (default 8)\n"
            "  -e, --maxbytes N    largest size (default 64M)\n"
@@ -178,7 +178,8 @@ static int parse_value(const char *a, const char *v, bench_opts *o, int *ranks_g
     if (strcmp(a, "--algo") == 0)
         return kind != BENCH_ALLREDUCE || parse_algo(v, &o->algo);
     if (strcmp(a, "--root") == 0)
-        return (kind != BENCH_BROADCAST && kind != BENCH_REDUCE && kind != BENCH_GATHER) ||
+        return (kind != BENCH_BROADCAST && kind != BENCH_REDUCE && kind != BENCH_GATHER &&
+                kind != BENCH_SCATTER) ||
                parse_int(v, 0, 1 << 20, &o->root);
     if (strcmp(a, "--transport") == 0)
         return zen_opt_transport(v, &o->transport) != 0;

@@ -19,6 +19,7 @@ static const struct {
     { "broadcast", BENCH_BROADCAST },
     { "reduce", BENCH_REDUCE },
     { "gather", BENCH_GATHER },
+    { "scatter", BENCH_SCATTER },
     { "sendrecv", BENCH_SENDRECV },
     { "p2p", BENCH_P2P },
 };
@@ -27,7 +28,8 @@ int zen_cmd_bench(int argc, char **argv)
 {
     if (argc < 2) {
         return zen_usage_error("bench", "which benchmark? allreduce, allgather, reduce_scatter, "
-                                        "alltoall, broadcast, reduce, gather, sendrecv, p2p or "
+                                        "alltoall, broadcast, reduce, gather, scatter, sendrecv, "
+                                        "p2p or "
                                         "sparse");
     }
     if (zen_is_help(argv[1])) {

@@ -318,6 +318,14 @@ ZEN_API zen_status zen_reduce(zen_comm *comm, const void *sendbuf, void *recvbuf
 ZEN_API zen_status zen_gather(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
                               zen_dtype dtype, int root);
 
+/* The inverse of zen_gather: root's sendbuf holds size*count elements in rank order and rank r
+ * receives block r (count elements) in recvbuf; sendbuf is used on root only (may be NULL
+ * elsewhere). In place at root: recvbuf == sendbuf + root*count. Root sends each block once,
+ * (size-1)/size of sendbuf in all. Collective, like every call here: all ranks with the same
+ * count, dtype and root. */
+ZEN_API zen_status zen_scatter(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+                               zen_dtype dtype, int root);
+
 /* Returns on a rank only once every rank has entered the barrier. */
 ZEN_API zen_status zen_barrier(zen_comm *comm);
 

@@ -38,7 +38,7 @@
  *    the same pipeline); the doubling and unfold messages carry nothing. Cost: 16 bytes per
  *    message of the fold and the log2 p halving steps, two copies of at most AGREE_INLINE bytes,
  *    no extra round trip.
- *  - every other dense collective (ring allreduce, broadcast, reduce, gather, allgather(v),
+ *  - every other dense collective (ring allreduce, broadcast, reduce, gather, scatter, allgather(v),
  *    reduce_scatter(v), alltoall(v)): the butterfly above with the descriptor alone, before the
  *    collective's own messages: log2 p (+2 with a fold) messages of 16 bytes per rank, i.e.
  *    log2 p small-message latencies more per call. barrier is that butterfly and nothing else.
@@ -72,7 +72,8 @@ enum {
 
 static const char *const KINDS[] = { "?",         "allreduce",  "reduce_scatter", "reduce_scatterv",
                                      "allgather", "allgatherv", "alltoall",       "alltoallv",
-                                     "broadcast", "reduce",     "gather",         "barrier" };
+                                     "broadcast", "reduce",     "gather",         "barrier",
+                                     "scatter" };
 #define NKINDS (sizeof KINDS / sizeof KINDS[0])
 
 /* The word's fields, 4 bits each but the magic and the root: magic 12 | kind | op | dtype |

@@ -26,7 +26,8 @@
  * instead of repeating a chain of checks. In this order: the communicator; the dtype (with
  * ZEN_DESC_DTYPE) or the dtype and reduction (ZEN_DESC_REDUCE); the root (ZEN_DESC_ROOT);
  * blocks x count and its bytes against overflow; each buffer against NULL with a non-zero count
- * (the receive buffer only at the root with recv_at_root). A failure records the reason on comm
+ * (the send buffer only at the root with send_at_root, the receive buffer only at the root with
+ * recv_at_root). A failure records the reason on comm
  * and returns ZEN_EINVAL; the call then has no effect on this rank.
  */
 enum {
@@ -49,6 +50,7 @@ typedef struct zen_coll_desc {
     const void *sendbuf;
     size_t send_count;     /* elements sendbuf must hold, or ZEN_DESC_TOTAL */
     const char *send_name; /* its name in messages (NULL: "sendbuf") */
+    bool send_at_root;     /* sendbuf matters at the root only */
     const void *recvbuf;
     size_t recv_count; /* elements recvbuf must hold, or ZEN_DESC_TOTAL */
     bool recv_at_root; /* recvbuf matters at the root only */

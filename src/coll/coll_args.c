@@ -82,8 +82,9 @@ zen_status zen__coll_check(zen_comm *comm, zen_coll_desc *d)
     if ((st = count_bytes(comm, op, d->total, d->dtype, &d->total_bytes)) != ZEN_OK)
         return st;
     d->bytes = d->count * zen_dtype_size(d->dtype); /* <= total_bytes: cannot overflow */
-    st = check_buf(comm, op, d->send_name ? d->send_name : "sendbuf", d->sendbuf,
-                   buffer_count(d, d->send_count));
+    if (!d->send_at_root || comm->rank == d->root)
+        st = check_buf(comm, op, d->send_name ? d->send_name : "sendbuf", d->sendbuf,
+                       buffer_count(d, d->send_count));
     if (st == ZEN_OK && (!d->recv_at_root || comm->rank == d->root))
         st = check_buf(comm, op, "recvbuf", d->recvbuf, buffer_count(d, d->recv_count));
     return st;
