@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tunables.h"
+#include "common/wait_report.h"
 #include "transport/shm_hand.h"
 #include "transport/shm_internal.h"
 
@@ -489,28 +490,48 @@ static zen_status read_conn(hand_acc *a, hand_conn *c)
     return st;
 }
 
-/* The overall deadline passed: name every local rank that has not handed over. */
-static zen_status hand_missing(hand_acc *a)
+/* The local ranks that have not handed over yet, as "2, 3" into list; returns their number. */
+static int missing_ranks(const hand_acc *a, char *list, size_t size)
 {
-    shm_state *s = a->s;
-    char list[256];
+    const shm_state *s = a->s;
     size_t used = 0;
     int k = 0;
     list[0] = '\0';
     for (int p = s->base.rank + 1; p < s->base.size; p++) {
-        if (s->peers[p].lidx < 0 || s->peers[p].seg || used >= sizeof list)
+        if (s->peers[p].lidx < 0 || s->peers[p].seg || used >= size)
             continue;
-        int w = snprintf(list + used, sizeof list - used, "%s%d", k ? ", " : "", p);
+        int w = snprintf(list + used, size - used, "%s%d", k ? ", " : "", p);
         used += w > 0 ? (size_t)w : 0;
         k++;
     }
+    return k;
+}
+
+/* The overall deadline passed: name every local rank that has not handed over. */
+static zen_status hand_missing(hand_acc *a)
+{
+    char list[256];
+    int k = missing_ranks(a, list, sizeof list);
     char refused[80] = "";
     if (a->refused)
         snprintf(refused, sizeof refused, " (%u other connection%s to the setup socket refused)",
                  a->refused, a->refused == 1 ? "" : "s");
-    return zen__transport_fail(&s->base, ZEN_ETIMEDOUT,
+    return zen__transport_fail(&a->s->base, ZEN_ETIMEDOUT,
                                "shm: rank%s %s never handed over %s segment%s%s", k > 1 ? "s" : "",
                                list, k > 1 ? "their" : "its", k > 1 ? "s" : "", refused);
+}
+
+/* Every ZEN_WAIT_REPORT_S of the hand-over: whom this rank still waits for. */
+static void hand_report(hand_acc *a, zen_wait_report *w)
+{
+    if (!zen__wait_report_due(w))
+        return;
+    char list[256], times[48];
+    int k = missing_ranks(a, list, sizeof list);
+    zen__wait_report_times(w, a->deadline, times, sizeof times);
+    ZEN_WARN(
+        "shm", "rank %d: shm setup: still waiting for rank%s %s to hand over %s segment%s (%s)",
+        a->s->base.rank, k > 1 ? "s" : "", list, k > 1 ? "their" : "its", k > 1 ? "s" : "", times);
 }
 
 /* Drop the pending connections whose time is up; the earliest time still pending. */
@@ -556,13 +577,16 @@ static zen_status hand_accept(shm_state *s, zen_shm_boot *b, const zen_shm_blob 
         (void)fcntl(b->listen_fd, F_SETFL, fl | O_NONBLOCK);
     zen_status st = ZEN_OK;
     struct pollfd pf[1 + HAND_PENDING_MAX];
+    zen_wait_report w;
+    zen__wait_report_start(&w);
     while (st == ZEN_OK && a->need > 0) {
         int64_t now = zen_now_ns();
         if (now >= deadline) {
             st = hand_missing(a);
             break;
         }
-        int64_t wake = expire_conns(a, now);
+        hand_report(a, &w);
+        int64_t wake = zen__wait_report_slice(&w, expire_conns(a, now));
         compact_conns(a);
         int listen_on = now >= a->accept_pause;
         if (!listen_on && a->accept_pause < wake)
