@@ -428,9 +428,8 @@ class ProcessGroupZen : public c10d::ProcessGroup
         return w;
     }
 
-    // scatter as an alltoallv in which only the root sends: the root sends each rank its
-    // tensor ((n-1) x count bytes from the root), every other pair exchanges empty messages.
-    // zen's argument agreement then covers scatter too (root and counts).
+    // scatter: zen_scatter from the root's concatenated inputs ((n-1) x count bytes from the
+    // root, nothing between other ranks); zen's argument agreement covers root and count.
     c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor> &outs,
                                            std::vector<std::vector<at::Tensor>> &ins,
                                            const c10d::ScatterOptions &o) override
@@ -449,18 +448,11 @@ class ProcessGroupZen : public c10d::ProcessGroup
             x = zt::to_wire(at::cat(flatten_all(ins[0])), wr);
         }
         size_t k = (size_t)y.numel();
-        std::vector<size_t> sc(n, 0), sd(n, 0), rc(n, 0), rd(n, 0);
-        rc[root] = k;
-        for (int r = 0; is_root && r < n; r++) {
-            sc[r] = k;
-            sd[r] = (size_t)r * k;
-        }
         zt::Comm *c = c_.get();
         auto w = work(c10d::OpType::SCATTER, "scatter", outs, { x, y });
-        zt::issue(*c, w, [c, out, x, y, wr, sc, sd, rc, rd]() mutable -> std::exception_ptr {
-            zen_status st =
-                zen_alltoallv(c->comm(), x.defined() ? x.data_ptr() : nullptr, sc.data(), sd.data(),
-                              y.data_ptr(), rc.data(), rd.data(), wr.d);
+        zt::issue(*c, w, [c, out, x, y, wr, k, root]() mutable -> std::exception_ptr {
+            zen_status st = zen_scatter(c->comm(), x.defined() ? x.data_ptr() : nullptr,
+                                        y.data_ptr(), k, wr.d, root);
             if (st != ZEN_OK)
                 return c->error("scatter", st);
             zt::from_wire(out, y, wr);
