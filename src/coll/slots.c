@@ -55,13 +55,14 @@ static zen_status slot_error(zen_comm *comm, const zen_coll *cc, zen_status st)
 }
 
 /* Copy bytes of src into this rank's slot for seq and publish it. */
-static void post(zen_comm *comm, const zen_coll *cc, uint64_t seq, const void *src, size_t bytes)
+static void post(zen_comm *comm, zen_coll *cc, uint64_t seq, const void *src, size_t bytes)
 {
     zen_transport *t = comm->transport;
     if (bytes)
         memcpy(t->ops->slot_data(t, t->rank, seq), src, bytes);
     zen_slot_desc d = { { cc->agree.word, cc->agree.count, bytes } };
     t->ops->slot_post(t, seq, &d);
+    zen__coll_stamp(comm, cc); /* off the peers' critical path (zen__coll_begin_late) */
     comm->stats.bytes_sent += bytes;
     comm->stats.last_bytes_sent += bytes;
 }
@@ -90,7 +91,7 @@ static zen_status wait_rank(zen_comm *comm, const zen_coll *cc, uint64_t seq, in
     return ZEN_OK;
 }
 
-zen_status zen__coll_slots_exchange(zen_comm *comm, const zen_coll *cc)
+zen_status zen__coll_slots_exchange(zen_comm *comm, zen_coll *cc)
 {
     uint64_t seq = ++comm->slot_seq;
     post(comm, cc, seq, NULL, 0);
@@ -104,8 +105,8 @@ zen_status zen__coll_slots_exchange(zen_comm *comm, const zen_coll *cc)
 
 /* Post this rank's vector, then reduce every rank's into out in rank order (out NULL: only
  * wait, for a non-root of reduce). */
-static zen_status reduce_all(zen_comm *comm, const zen_coll *cc, const void *in, char *out,
-                             size_t count, zen_dtype dtype, zen_op op)
+static zen_status reduce_all(zen_comm *comm, zen_coll *cc, const void *in, char *out, size_t count,
+                             zen_dtype dtype, zen_op op)
 {
     size_t bytes = count * zen_dtype_size(dtype);
     uint64_t seq = ++comm->slot_seq;
@@ -132,20 +133,19 @@ static zen_status reduce_all(zen_comm *comm, const zen_coll *cc, const void *in,
     return st;
 }
 
-zen_status zen__allreduce_slots_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+zen_status zen__allreduce_slots_run(zen_comm *comm, zen_coll *cc, const void *sendbuf,
                                     void *recvbuf, size_t count, zen_dtype dtype, zen_op op)
 {
     return reduce_all(comm, cc, sendbuf, recvbuf, count, dtype, op);
 }
 
-zen_status zen__reduce_slots_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
-                                 void *recvbuf, size_t count, zen_dtype dtype, zen_op op, int root)
+zen_status zen__reduce_slots_run(zen_comm *comm, zen_coll *cc, const void *sendbuf, void *recvbuf,
+                                 size_t count, zen_dtype dtype, zen_op op, int root)
 {
     return reduce_all(comm, cc, sendbuf, comm->rank == root ? recvbuf : NULL, count, dtype, op);
 }
 
-zen_status zen__broadcast_slots_run(zen_comm *comm, const zen_coll *cc, void *buf, size_t bytes,
-                                    int root)
+zen_status zen__broadcast_slots_run(zen_comm *comm, zen_coll *cc, void *buf, size_t bytes, int root)
 {
     uint64_t seq = ++comm->slot_seq;
     int me = comm->rank;
