@@ -87,7 +87,8 @@ struct shm_state {
 
 #define ZEN_SHM_BOUNCE_BYTES ((size_t)256 << 10)
 
-/* ZEN_SHM_CMA != 0. */
+/* Whether this process offers its peers single copy (shm_cma.c: ZEN_SHM_CMA, and where it is
+ * -1 whether process_vm_readv is at least half as fast as memcpy here). */
 int zen__shm_cma_allowed(void);
 
 /* Create this segment, probe single copy, exchange segments with every local peer. */
