@@ -91,6 +91,13 @@ static zen_status wait_rank(zen_comm *comm, const zen_coll *cc, uint64_t seq, in
     return ZEN_OK;
 }
 
+/* Wake peers asleep on this rank's post, after the reads (transport.h: slot_wake); returns st. */
+static zen_status wake(zen_comm *comm, zen_status st)
+{
+    comm->transport->ops->slot_wake(comm->transport);
+    return st;
+}
+
 zen_status zen__coll_slots_exchange(zen_comm *comm, zen_coll *cc)
 {
     uint64_t seq = ++comm->slot_seq;
@@ -100,7 +107,7 @@ zen_status zen__coll_slots_exchange(zen_comm *comm, zen_coll *cc)
     for (int j = 0; j < comm->size && st == ZEN_OK; j++)
         if (j != comm->rank)
             st = wait_rank(comm, cc, seq, j, 0, &data);
-    return st;
+    return wake(comm, st);
 }
 
 /* Post this rank's vector, then reduce every rank's into out in rank order (out NULL: only
@@ -130,7 +137,7 @@ static zen_status reduce_all(zen_comm *comm, zen_coll *cc, const void *in, char 
     }
     if (st == ZEN_OK && out)
         zen__reduce_finish_avg(out, count, dtype, op, comm->size);
-    return st;
+    return wake(comm, st);
 }
 
 zen_status zen__allreduce_slots_run(zen_comm *comm, zen_coll *cc, const void *sendbuf,
@@ -159,5 +166,5 @@ zen_status zen__broadcast_slots_run(zen_comm *comm, zen_coll *cc, void *buf, siz
         if (st == ZEN_OK && j == root && bytes)
             memcpy(buf, data, bytes);
     }
-    return st;
+    return wake(comm, st);
 }
