@@ -23,6 +23,16 @@
  * reader to let go of a slot, and call k + 1 of a fast rank can be posted while slow ranks still
  * read call k (the other slot).
  *
+ * What a call costs in cache-line transfers (n ranks, payload up to 224 bytes): the post takes
+ * ownership of this rank's header line (seq, descriptor and the first 32 payload bytes) and of
+ * the payload lines, which every peer holds shared since it read call k - 2 from the same slot:
+ * one invalidation per line, overlapped with the reads because the doorbell's fence comes after
+ * them (shm_slots.c); each wait reads one peer's header line, and its payload lines are
+ * prefetched by the same poll, so the critical path is one transfer per peer, read in rank order.
+ * Nothing else is shared: slot_seq and the statistics are this process's own memory, the peers'
+ * doorbells are only read (a line that stays shared) unless someone sleeps. Nothing on the path
+ * looks up a tunable or reads a clock before the post (zen__coll_begin_late).
+ *
  * Agreement: the descriptor every rank waits for is compared with its own, so every rank sees a
  * disagreement itself (ZEN_EMISMATCH naming the peer and both calls; the communicator is aborted
  * so that ranks blocked elsewhere fail with the same text). With ZEN_COLL_AGREE=0 only the

@@ -10,8 +10,9 @@
  *
  * Waiting: the spin-then-sleep of zen__shm_wait_until, which also keeps draining the rings (so
  * messages of other communicators progress) and turns dead peers into failures; a poster rings
- * the doorbell of every local peer that sleeps (shm_seg.h: a bell costs a load when nobody
- * sleeps). A wait ends early when any local peer is down, not only the one waited for: in a
+ * the doorbell of every local peer that sleeps (shm_seg.h: a bell costs a fence and a load when
+ * nobody sleeps) once it has read the peers' slots, or before it sleeps itself
+ * (zen__shm_slot_wake). A wait ends early when any local peer is down, not only the one waited for: in a
  * collective every rank waits for every other, and a peer's abort carries the reason (a
  * disagreement found by that peer) that every rank must report.
  */
