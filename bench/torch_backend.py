@@ -3,6 +3,7 @@
 
   bench/torch_backend.py sparse --nproc 4      sparse all_reduce of real embedding gradients
   bench/torch_backend.py dense --nproc 4       dense all_reduce, 1-64 MiB float32
+  bench/torch_backend.py dense --nproc 2 --bytes 8 64 512 4K 32K 256K 1M 8M 64M   a size curve
   bench/torch_backend.py overhead --nproc 4    the shim vs libzen called from C, at 1 MiB
 
 --rounds N repeats a run in fresh processes and ends with the median of the per-round medians.
@@ -103,10 +104,31 @@ def run_sparse(rank, world, zen, args):
                    "auto_choices": auto_choices}
 
 
+def size_bytes(text):
+    """'8', '4K', '64M' -> bytes."""
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    return int(text[:-1] if mult > 1 else text) * mult
+
+
+def size_label(b):
+    for unit, v in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= v and b % v == 0:
+            return f"{b // v} {unit}"
+    return f"{b} B"
+
+
+def dense_sizes(args):
+    """--bytes when given, else --sizes (MiB): the byte sizes of the dense curve."""
+    return [size_bytes(b) for b in args.bytes] if args.bytes else [m << 20 for m in args.sizes]
+
+
 def run_dense(rank, world, zen, args):
+    """Both backends on the same float32 tensor, allocated once per size and reused for every
+    call (as DDP reuses its buckets), alternated call by call."""
     times = {}
-    for mib in args.sizes:
-        x = torch.rand(mib * (1 << 18))
+    for nbytes in dense_sizes(args):
+        mib = size_label(nbytes)
+        x = torch.rand(max(1, nbytes // 4))
         t_zen, t_gloo = [], []
         for i in range(args.warmup + args.iters):
             a = timed(lambda: dist.all_reduce(x, group=zen), zen)
@@ -114,8 +136,8 @@ def run_dense(rank, world, zen, args):
             if i >= args.warmup:
                 t_zen.append(a)
                 t_gloo.append(b)
-        times[f"zen {mib} MiB"] = t_zen
-        times[f"gloo {mib} MiB"] = t_gloo
+        times[f"zen {mib}"] = t_zen
+        times[f"gloo {mib}"] = t_gloo
     return times, {}
 
 
@@ -247,6 +269,7 @@ def main():
                    default=["balanced", "hierarchical", "allgather", "block", "ps", "dense"],
                    help="sparse: fixed zen schemes timed besides auto")
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 16, 64], help="dense: MiB")
+    p.add_argument("--bytes", nargs="+", help="dense: sizes in bytes (8 4K 64M), instead of --sizes")
     p.add_argument("--rounds", type=int, default=1,
                    help="fresh process sets, one after the other (overhead: each after a C run)")
     p.add_argument("--zen", default=os.path.join(ROOT, "build", "zen"), help="the zen CLI")
@@ -282,9 +305,10 @@ def report(args, series, line):
             line(f"zen sparse ({name})", series[f"zen sparse ({name})"],
                  [("gloo sparse", gs), ("gloo dense", gd)])
     else:
-        for mib in args.sizes:
-            g = line(f"gloo {mib} MiB", series[f"gloo {mib} MiB"])
-            line(f"zen {mib} MiB", series[f"zen {mib} MiB"], [("gloo", g)])
+        for nbytes in dense_sizes(args):
+            label = size_label(nbytes)
+            g = line(f"gloo {label}", series[f"gloo {label}"])
+            line(f"zen {label}", series[f"zen {label}"], [("gloo", g)])
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ static const struct {
     { "ZEN_SHM_SPIN_US", "-1" },
     { "ZEN_SHM_SPIN_YIELD", "-1" },
     { "ZEN_SHM_PREFAULT", "-1" },
+    { "ZEN_SHM_CMA", "-1" },
     /* a 64-bit seed: 2^63 is one */
     { "ZEN_SEED", "9223372036854775808" },
     /* host names (resolved, and refused if unknown, when the rendezvous uses them) */

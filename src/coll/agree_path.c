@@ -6,7 +6,7 @@
  */
 #include "coll/coll_algos.h"
 
-zen_status zen__coll_agree(zen_comm *comm, const zen_coll *cc)
+zen_status zen__coll_agree(zen_comm *comm, zen_coll *cc)
 {
     if (cc->agree.word == 0)
         return ZEN_OK;

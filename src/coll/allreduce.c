@@ -29,21 +29,28 @@ static int slots_fit(const zen_comm *comm, size_t count, zen_dtype dtype)
     return max > 0 && es > 0 && count <= max / es;
 }
 
+zen_allreduce_algo zen__allreduce_algo_parse(const char *name)
+{
+    static const char *const NAMES[] = { "auto", "ring", "rhd", "mpi", "slots" };
+    for (size_t a = 0; a < sizeof NAMES / sizeof NAMES[0]; a++)
+        if (strcmp(name, NAMES[a]) == 0)
+            return (zen_allreduce_algo)a;
+    return ZEN_ALLREDUCE_AUTO; /* the tunables table admits nothing else */
+}
+
 zen_allreduce_algo zen_allreduce_choice(const zen_comm *comm, size_t count, zen_dtype dtype)
 {
     if (!comm)
         return ZEN_ALLREDUCE_RING;
-    const char *forced = comm->algo_param; /* ZEN_ALLREDUCE_ALGO */
-    if ((strcmp(forced, "auto") == 0 || strcmp(forced, "slots") == 0) &&
+    zen_allreduce_algo forced = comm->algo_forced; /* ZEN_ALLREDUCE_ALGO */
+    if ((forced == ZEN_ALLREDUCE_AUTO || forced == ZEN_ALLREDUCE_SLOTS) &&
         comm->kind != ZEN_TRANSPORT_MPI && slots_fit(comm, count, dtype))
         return ZEN_ALLREDUCE_SLOTS;
-    if (strcmp(forced, "ring") == 0)
-        return ZEN_ALLREDUCE_RING;
-    if (strcmp(forced, "rhd") == 0)
-        return ZEN_ALLREDUCE_RHD;
+    if (forced == ZEN_ALLREDUCE_RING || forced == ZEN_ALLREDUCE_RHD)
+        return forced;
     /* native hooks cover the dtypes MPI has (not bf16: zen reduces it in f32 itself) */
     int native = native_available(comm) && dtype != ZEN_BF16;
-    if (strcmp(forced, "mpi") == 0 && native)
+    if (forced == ZEN_ALLREDUCE_MPI && native)
         return ZEN_ALLREDUCE_MPI;
     if (native && zen__transport_traits(comm->kind)->native_allreduce &&
         zen__param_long("MPI_NATIVE") == 1)
@@ -98,7 +105,9 @@ zen_status zen_allreduce_with(zen_comm *comm, const void *sendbuf, void *recvbuf
     if (algo == ZEN_ALLREDUCE_AUTO)
         algo = zen_allreduce_choice(comm, count, dtype);
     zen_coll cc;
-    st = zen__coll_begin(comm, name, &cc);
+    /* the slot path stamps the call after its post (zen__coll_begin_late) */
+    st = algo == ZEN_ALLREDUCE_SLOTS ? zen__coll_begin_late(comm, name, &cc)
+                                     : zen__coll_begin(comm, name, &cc);
     if (st != ZEN_OK)
         return st;
     /* slots and rhd carry the descriptor in their own messages, the others agree first

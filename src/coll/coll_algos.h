@@ -84,7 +84,7 @@ zen_status zen__coll_check(zen_comm *comm, zen_coll_desc *d);
  * zen__coll_sendrecv_agreed: zen__coll_sendrecv whose messages carry cc->agree in front.
  */
 void zen__coll_agree_fill(const zen_comm *comm, zen_coll *cc, const zen_coll_desc *d, int algo);
-zen_status zen__coll_agree(zen_comm *comm, const zen_coll *cc);
+zen_status zen__coll_agree(zen_comm *comm, zen_coll *cc);
 zen_status zen__coll_agree_butterfly(zen_comm *comm, const zen_coll *cc);
 zen_status zen__coll_sendrecv_agreed(zen_comm *comm, const zen_coll *cc, int dst, const void *sbuf,
                                      size_t sbytes, int src, void *rbuf, size_t rbytes);
@@ -107,13 +107,13 @@ zen_status zen__coll_agree_mismatch(zen_comm *comm, const zen_coll *cc, int peer
  * with the data; count * dtype size <= zen__coll_slot_max):
  */
 size_t zen__coll_slot_max(const zen_comm *comm);
-zen_status zen__coll_slots_exchange(zen_comm *comm, const zen_coll *cc);
-zen_status zen__allreduce_slots_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+zen_status zen__coll_slots_exchange(zen_comm *comm, zen_coll *cc);
+zen_status zen__allreduce_slots_run(zen_comm *comm, zen_coll *cc, const void *sendbuf,
                                     void *recvbuf, size_t count, zen_dtype dtype, zen_op op);
-zen_status zen__broadcast_slots_run(zen_comm *comm, const zen_coll *cc, void *buf, size_t bytes,
+zen_status zen__broadcast_slots_run(zen_comm *comm, zen_coll *cc, void *buf, size_t bytes,
                                     int root);
-zen_status zen__reduce_slots_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
-                                 void *recvbuf, size_t count, zen_dtype dtype, zen_op op, int root);
+zen_status zen__reduce_slots_run(zen_comm *comm, zen_coll *cc, const void *sendbuf, void *recvbuf,
+                                 size_t count, zen_dtype dtype, zen_op op, int root);
 
 /* zen__coll_check, zen__coll_begin(comm, d->op, cc), then the agreement (on its failure the
  * collective is already ended: the caller returns the status without zen__coll_end). */

@@ -93,16 +93,17 @@ zen_status zen__coll_check(zen_comm *comm, zen_coll_desc *d)
 zen_status zen__coll_start(zen_comm *comm, zen_coll_desc *d, zen_coll *cc)
 {
     zen_status st = zen__coll_check(comm, d);
-    if (st == ZEN_OK)
-        st = zen__coll_begin(comm, d->op, cc);
+    if (st != ZEN_OK)
+        return st;
+    int slots = d->slot_path && zen__coll_slot_max(comm) >= (d->bytes ? d->bytes : 1);
+    /* the slot path stamps the call after its post (zen__coll_begin_late) */
+    st = slots ? zen__coll_begin_late(comm, d->op, cc) : zen__coll_begin(comm, d->op, cc);
     if (st != ZEN_OK)
         return st;
     zen__coll_agree_fill(comm, cc, d, 0);
-    cc->slots = 0;
-    if (d->slot_path && zen__coll_slot_max(comm) >= (d->bytes ? d->bytes : 1)) {
-        cc->slots = 1; /* the slots carry the descriptor with the data */
-        return ZEN_OK;
-    }
+    cc->slots = slots;
+    if (slots)
+        return ZEN_OK; /* the slots carry the descriptor with the data */
     st = zen__coll_agree(comm, cc);
     return st == ZEN_OK ? ZEN_OK : zen__coll_end(comm, cc, st);
 }

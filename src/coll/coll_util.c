@@ -25,7 +25,7 @@ const uint64_t *zen__comm_seeds(const zen_comm *comm)
     return comm->seeds;
 }
 
-zen_status zen__coll_begin(zen_comm *comm, const char *op, zen_coll *cc)
+zen_status zen__coll_begin_late(zen_comm *comm, const char *op, zen_coll *cc)
 {
     memset(cc, 0, sizeof *cc);
     cc->op = op;
@@ -35,7 +35,6 @@ zen_status zen__coll_begin(zen_comm *comm, const char *op, zen_coll *cc)
                          zen_status_name(comm->poisoned));
     uint64_t seq = comm->coll_seq++;
     cc->tag = ((uint64_t)comm->ctx << 32) | INTERNAL_TAG_BIT | (uint32_t)(seq & 0x7fffffffu);
-    cc->deadline_ns = zen_deadline_after(comm->timeout_s);
     cc->outermost = comm->depth++ == 0;
     if (cc->outermost) {
         comm->stats.last_bytes_sent = 0;
@@ -46,15 +45,34 @@ zen_status zen__coll_begin(zen_comm *comm, const char *op, zen_coll *cc)
         zen_arrival *a = &comm->arrivals[cc->arrival_slot];
         a->seq = seq;
         a->op = op;
-        a->arrive_ns = zen_wall_ns();
+        a->arrive_ns = 0;
         a->leave_ns = 0;
     }
     return ZEN_OK;
 }
 
+void zen__coll_stamp(zen_comm *comm, zen_coll *cc)
+{
+    if (cc->stamped)
+        return;
+    cc->stamped = 1;
+    cc->deadline_ns = zen_deadline_after(comm->timeout_s);
+    if (cc->outermost)
+        comm->arrivals[cc->arrival_slot].arrive_ns = zen_wall_ns();
+}
+
+zen_status zen__coll_begin(zen_comm *comm, const char *op, zen_coll *cc)
+{
+    zen_status st = zen__coll_begin_late(comm, op, cc);
+    if (st == ZEN_OK)
+        zen__coll_stamp(comm, cc);
+    return st;
+}
+
 zen_status zen__coll_end(zen_comm *comm, zen_coll *cc, zen_status status)
 {
     comm->depth--;
+    zen__coll_stamp(comm, cc); /* a call that failed before its late stamp */
     if (cc->outermost) {
         comm->arrivals[cc->arrival_slot].leave_ns = zen_wall_ns();
         comm->arrival_count++;

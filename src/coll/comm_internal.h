@@ -59,9 +59,10 @@ struct zen_comm {
     void *spare_request; /* p2p.c: one destroyed zen_request kept for the next, freed on destroy */
     int check_args;      /* ZEN_COLL_AGREE: dense collectives agree on their arguments (agree.c) */
     long slot_max_param; /* ZEN_SHM_SLOT_MAX_BYTES, read at creation (slots.c) */
-    char algo_param[8];  /* ZEN_ALLREDUCE_ALGO, read at creation: a tunables lookup costs about
-                            170 ns, a quarter of an 8-byte allreduce */
-    uint64_t slot_seq;   /* collective slot uses so far (slots.c); the same on every rank */
+    zen_allreduce_algo algo_forced; /* ZEN_ALLREDUCE_ALGO (AUTO: auto), parsed at creation: a
+                                       tunables lookup costs about 170 ns, a quarter of an
+                                       8-byte allreduce */
+    uint64_t slot_seq; /* collective slot uses so far (slots.c); the same on every rank */
 };
 
 /*
@@ -85,6 +86,7 @@ typedef struct zen_coll {
     int outermost;
     zen_agree agree; /* this rank's descriptor (agree.c) */
     int slots;       /* the call runs on the shm latency path (slots.c), agreement included */
+    int stamped;     /* deadline and arrival stamp taken (zen__coll_stamp) */
 } zen_coll;
 
 /* Record a detailed error ("rank R: <detail>") as the communicator's last error; returns status. */
@@ -94,8 +96,20 @@ zen_status zen__fail(zen_comm *comm, zen_status status, const char *fmt, ...)
 #endif
     ;
 
+/* ZEN_ALLREDUCE_ALGO's value as an algorithm ("auto": ZEN_ALLREDUCE_AUTO; allreduce.c), parsed
+ * once per communicator. */
+zen_allreduce_algo zen__allreduce_algo_parse(const char *name);
+
 /* Start a collective named op; fails on a poisoned communicator. */
 zen_status zen__coll_begin(zen_comm *comm, const char *op, zen_coll *cc);
+
+/* The same without its clock reads (the deadline, the arrival stamp): the caller calls
+ * zen__coll_stamp as soon as its peers can see its contribution, before it waits on anything.
+ * For the shm latency path (slots.c): two clock reads cost 50-500 ns on a VM's paravirtual
+ * clock, and before the post they delay every peer; after it they overlap the peers' work.
+ * zen__coll_stamp is idempotent; zen__coll_end stamps a call that failed before it did. */
+zen_status zen__coll_begin_late(zen_comm *comm, const char *op, zen_coll *cc);
+void zen__coll_stamp(zen_comm *comm, zen_coll *cc);
 
 /* Finish it with the status of its work; returns that status (after bookkeeping). */
 zen_status zen__coll_end(zen_comm *comm, zen_coll *cc, zen_status status);

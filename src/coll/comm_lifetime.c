@@ -40,7 +40,7 @@ static zen_status comm_alloc(zen_comm **out, int size)
     /* read once per communicator: every call of it checks, or none does (agree.c) */
     c->check_args = zen__param_long("COLL_AGREE") != 0;
     c->slot_max_param = zen__param_long("SHM_SLOT_MAX_BYTES");
-    snprintf(c->algo_param, sizeof c->algo_param, "%s", zen__param_str("ALLREDUCE_ALGO"));
+    c->algo_forced = zen__allreduce_algo_parse(zen__param_str("ALLREDUCE_ALGO"));
     *out = c;
     return ZEN_OK;
 }

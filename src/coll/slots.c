@@ -23,6 +23,16 @@
  * reader to let go of a slot, and call k + 1 of a fast rank can be posted while slow ranks still
  * read call k (the other slot).
  *
+ * What a call costs in cache-line transfers (n ranks, payload up to 224 bytes): the post takes
+ * ownership of this rank's header line (seq, descriptor and the first 32 payload bytes) and of
+ * the payload lines, which every peer holds shared since it read call k - 2 from the same slot:
+ * one invalidation per line, overlapped with the reads because the doorbell's fence comes after
+ * them (shm_slots.c); each wait reads one peer's header line, and its payload lines are
+ * prefetched by the same poll, so the critical path is one transfer per peer, read in rank order.
+ * Nothing else is shared: slot_seq and the statistics are this process's own memory, the peers'
+ * doorbells are only read (a line that stays shared) unless someone sleeps. Nothing on the path
+ * looks up a tunable or reads a clock before the post (zen__coll_begin_late).
+ *
  * Agreement: the descriptor every rank waits for is compared with its own, so every rank sees a
  * disagreement itself (ZEN_EMISMATCH naming the peer and both calls; the communicator is aborted
  * so that ranks blocked elsewhere fail with the same text). With ZEN_COLL_AGREE=0 only the
@@ -55,13 +65,14 @@ static zen_status slot_error(zen_comm *comm, const zen_coll *cc, zen_status st)
 }
 
 /* Copy bytes of src into this rank's slot for seq and publish it. */
-static void post(zen_comm *comm, const zen_coll *cc, uint64_t seq, const void *src, size_t bytes)
+static void post(zen_comm *comm, zen_coll *cc, uint64_t seq, const void *src, size_t bytes)
 {
     zen_transport *t = comm->transport;
     if (bytes)
         memcpy(t->ops->slot_data(t, t->rank, seq), src, bytes);
     zen_slot_desc d = { { cc->agree.word, cc->agree.count, bytes } };
     t->ops->slot_post(t, seq, &d);
+    zen__coll_stamp(comm, cc); /* off the peers' critical path (zen__coll_begin_late) */
     comm->stats.bytes_sent += bytes;
     comm->stats.last_bytes_sent += bytes;
 }
@@ -90,7 +101,14 @@ static zen_status wait_rank(zen_comm *comm, const zen_coll *cc, uint64_t seq, in
     return ZEN_OK;
 }
 
-zen_status zen__coll_slots_exchange(zen_comm *comm, const zen_coll *cc)
+/* Wake peers asleep on this rank's post, after the reads (transport.h: slot_wake); returns st. */
+static zen_status wake(zen_comm *comm, zen_status st)
+{
+    comm->transport->ops->slot_wake(comm->transport);
+    return st;
+}
+
+zen_status zen__coll_slots_exchange(zen_comm *comm, zen_coll *cc)
 {
     uint64_t seq = ++comm->slot_seq;
     post(comm, cc, seq, NULL, 0);
@@ -99,13 +117,13 @@ zen_status zen__coll_slots_exchange(zen_comm *comm, const zen_coll *cc)
     for (int j = 0; j < comm->size && st == ZEN_OK; j++)
         if (j != comm->rank)
             st = wait_rank(comm, cc, seq, j, 0, &data);
-    return st;
+    return wake(comm, st);
 }
 
 /* Post this rank's vector, then reduce every rank's into out in rank order (out NULL: only
  * wait, for a non-root of reduce). */
-static zen_status reduce_all(zen_comm *comm, const zen_coll *cc, const void *in, char *out,
-                             size_t count, zen_dtype dtype, zen_op op)
+static zen_status reduce_all(zen_comm *comm, zen_coll *cc, const void *in, char *out, size_t count,
+                             zen_dtype dtype, zen_op op)
 {
     size_t bytes = count * zen_dtype_size(dtype);
     uint64_t seq = ++comm->slot_seq;
@@ -129,23 +147,22 @@ static zen_status reduce_all(zen_comm *comm, const zen_coll *cc, const void *in,
     }
     if (st == ZEN_OK && out)
         zen__reduce_finish_avg(out, count, dtype, op, comm->size);
-    return st;
+    return wake(comm, st);
 }
 
-zen_status zen__allreduce_slots_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
+zen_status zen__allreduce_slots_run(zen_comm *comm, zen_coll *cc, const void *sendbuf,
                                     void *recvbuf, size_t count, zen_dtype dtype, zen_op op)
 {
     return reduce_all(comm, cc, sendbuf, recvbuf, count, dtype, op);
 }
 
-zen_status zen__reduce_slots_run(zen_comm *comm, const zen_coll *cc, const void *sendbuf,
-                                 void *recvbuf, size_t count, zen_dtype dtype, zen_op op, int root)
+zen_status zen__reduce_slots_run(zen_comm *comm, zen_coll *cc, const void *sendbuf, void *recvbuf,
+                                 size_t count, zen_dtype dtype, zen_op op, int root)
 {
     return reduce_all(comm, cc, sendbuf, comm->rank == root ? recvbuf : NULL, count, dtype, op);
 }
 
-zen_status zen__broadcast_slots_run(zen_comm *comm, const zen_coll *cc, void *buf, size_t bytes,
-                                    int root)
+zen_status zen__broadcast_slots_run(zen_comm *comm, zen_coll *cc, void *buf, size_t bytes, int root)
 {
     uint64_t seq = ++comm->slot_seq;
     int me = comm->rank;
@@ -159,5 +176,5 @@ zen_status zen__broadcast_slots_run(zen_comm *comm, const zen_coll *cc, void *bu
         if (st == ZEN_OK && j == root && bytes)
             memcpy(buf, data, bytes);
     }
-    return st;
+    return wake(comm, st);
 }

@@ -118,9 +118,10 @@ static const zen_param_row param_table[] = {
         "shm: 1 a polling waiter yields its core (sched_yield) between polls: unpinned ranks that "
         "the scheduler puts on one core still progress; 0 it spins; -1 spin only when this process "
         "is pinned to one core and the host's ranks do not outnumber its cores, else yield"),
-    P_LONG("ZEN_SHM_CMA", 0, 1, "1",
+    P_LONG("ZEN_SHM_CMA", -1, 1, "-1",
            "shm: 1 lets large messages be read straight from the sender (process_vm_readv), 0: "
-           "always copy through the ring"),
+           "always copy through the ring, -1: single copy where this host's process_vm_readv is "
+           "at least half as fast as memcpy (measured once per process)"),
     P_LONG("ZEN_SHM_CMA_MIN_BYTES", 0, TIB, "65536",
            "shm: single copy (CMA) from this message size on"),
     P_LONG("ZEN_SHM_PREFAULT", -1, 1, "-1",

@@ -260,6 +260,13 @@ static zen_status faulty_slot_wait(zen_transport *t, int r, uint64_t seq, int64_
     return relay(f, f->inner->ops->slot_wait(f->inner, r, seq, deadline_ns, d));
 }
 
+static void faulty_slot_wake(zen_transport *t)
+{
+    faulty *f = (faulty *)t;
+    if (!atomic_load(&f->killed))
+        f->inner->ops->slot_wake(f->inner);
+}
+
 static const zen_transport_ops faulty_ops = {
     .name = "faulty",
     .isend = faulty_isend,
@@ -274,6 +281,7 @@ static const zen_transport_ops faulty_ops = {
     .slot_data = faulty_slot_data,
     .slot_post = faulty_slot_post,
     .slot_wait = faulty_slot_wait,
+    .slot_wake = faulty_slot_wake,
 };
 
 zen_status zen__transport_faulty_wrap(zen_transport *inner, const zen_fault_config *cfg,

@@ -503,6 +503,7 @@ static const zen_transport_ops shm_ops = {
     .slot_data = zen__shm_slot_data,
     .slot_post = zen__shm_slot_post,
     .slot_wait = zen__shm_slot_wait,
+    .slot_wake = zen__shm_slot_wake,
 };
 
 static void mailbox_notify(void *arg)

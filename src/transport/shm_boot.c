@@ -614,11 +614,6 @@ static zen_status hand_accept(shm_state *s, zen_shm_boot *b, const zen_shm_blob 
     return st;
 }
 
-int zen__shm_cma_allowed(void)
-{
-    return zen__param_long("SHM_CMA") != 0;
-}
-
 zen_status zen__shm_setup_segments(shm_state *s, zen_shm_boot *b, const zen_shm_blob *blobs,
                                    int64_t deadline)
 {

@@ -70,10 +70,11 @@ struct shm_state {
     atomic_int drain_missed; /* a thread found the drain lock taken (see zen__shm_progress) */
     pthread_t monitor;
     int monitor_started;
-    int stop_fd;   /* eventfd: tells the monitor to leave */
-    char *bounce;  /* combining single-copy reads land here first (drain lock) */
-    int *was_down; /* progress scratch: peers down when it started (drain lock) */
-    int *host_of;  /* world rank -> host index */
+    int stop_fd;        /* eventfd: tells the monitor to leave */
+    char *bounce;       /* combining single-copy reads land here first (drain lock) */
+    int slot_bells_due; /* a slot was posted, its peers' doorbells not yet rung (shm_slots.c) */
+    int *was_down;      /* progress scratch: peers down when it started (drain lock) */
+    int *host_of;       /* world rank -> host index */
     int nhosts;
     zen_liveness live;  /* agreed at setup with every rank (liveness.h) */
     uint64_t live_wire; /* this rank's own settings, in its segment head */
@@ -87,7 +88,8 @@ struct shm_state {
 
 #define ZEN_SHM_BOUNCE_BYTES ((size_t)256 << 10)
 
-/* ZEN_SHM_CMA != 0. */
+/* Whether this process offers its peers single copy (shm_cma.c: ZEN_SHM_CMA, and where it is
+ * -1 whether process_vm_readv is at least half as fast as memcpy here). */
 int zen__shm_cma_allowed(void);
 
 /* Create this segment, probe single copy, exchange segments with every local peer. */
@@ -131,6 +133,7 @@ void *zen__shm_slot_data(zen_transport *t, int r, uint64_t seq);
 void zen__shm_slot_post(zen_transport *t, uint64_t seq, const zen_slot_desc *d);
 zen_status zen__shm_slot_wait(zen_transport *t, int r, uint64_t seq, int64_t deadline_ns,
                               zen_slot_desc *d);
+void zen__shm_slot_wake(zen_transport *t);
 
 /* Mark peer as gone (monitor thread, or a failed read from its memory). */
 void zen__shm_peer_down(shm_state *s, shm_peer *pe, zen_status st, int aborted, const char *why);

@@ -96,17 +96,21 @@ typedef struct zen_transport_ops {
      * slot_cap: payload bytes of a slot, 0 when this transport has no slots (mixed shm, one
      * rank). slot_data: the payload of world rank r's slot for seq (this rank's: to fill before
      * slot_post; a peer's: to read after slot_wait returned ZEN_OK, until this rank posts
-     * seq + 1). slot_post: publish this rank's slot for seq with descriptor d (release order) and
-     * wake sleeping peers. slot_wait: until world rank r has published seq (then *d gets its
-     * descriptor), a peer fails (ZEN_EPEER naming it, with an abort's reason), this transport
-     * aborts, or the deadline (ZEN_ETIMEDOUT naming r, or a silent rank). The caller guarantees
-     * the reuse rule: no rank posts seq + 2 before every reader is done with seq.
+     * seq + 1). slot_post: publish this rank's slot for seq with descriptor d (release order).
+     * slot_wait: until world rank r has published seq (then *d gets its descriptor), a peer
+     * fails (ZEN_EPEER naming it, with an abort's reason), this transport aborts, or the
+     * deadline (ZEN_ETIMEDOUT naming r, or a silent rank). slot_wake: wake the peers that sleep
+     * waiting for a slot this rank posted; the caller calls it once it has read what it needs,
+     * before it returns (slot_wait also does before it sleeps itself), so that the fence that
+     * waking needs does not delay the reads. The caller guarantees the reuse rule: no rank
+     * posts seq + 2 before every reader is done with seq.
      */
     size_t (*slot_cap)(zen_transport *t);
     void *(*slot_data)(zen_transport *t, int r, uint64_t seq);
     void (*slot_post)(zen_transport *t, uint64_t seq, const zen_slot_desc *d);
     zen_status (*slot_wait)(zen_transport *t, int r, uint64_t seq, int64_t deadline_ns,
                             zen_slot_desc *d);
+    void (*slot_wake)(zen_transport *t);
 } zen_transport_ops;
 
 struct zen_transport {
