@@ -55,8 +55,9 @@ typedef struct zen_topk_options {
     size_t size;
     zen_topk_mode mode;
     int threads;         /* threads of the compare-and-compact pass; <= 1: the calling thread */
-    double sample_ratio; /* share of n sampled for the threshold, in (0, 1]; 0: automatic (about
-                            400 samples above the threshold, at least 1% of n, at most n/8) */
+    double sample_ratio; /* share of n sampled for the threshold, in (0, 1], clamped to 1/4 (1:
+                            the whole vector); 0: automatic (about 600 sampled keys above the
+                            threshold, at most n/4) */
     uint64_t seed;       /* jitter of the strided sample: same seed and input, same result */
 } zen_topk_options;
 

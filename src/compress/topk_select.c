@@ -1,8 +1,9 @@
 /*
  * zen_topk_select: DGC-style threshold selection.
  *
- *   1. sample: s keys at a jittered stride (stratum j = [j*n/s, (j+1)*n/s), one key at a seeded
- *      random place in it), s about 400 expected hits (auto) or sample_ratio * n;
+ *   1. sample: s keys in runs of 16 at a jittered stride (one run at a seeded random place in each
+ *      of s/16 equal strata), s sized for about 600 keys above the threshold (auto, at most n/4)
+ *      or sample_ratio * n;
  *   2. threshold: the key of rank r = 1.15 * k * s / n in the sample (quickselect), aiming the
  *      count a bit above k so that the exact top-k is inside the selected set;
  *   3. one compare-and-compact pass over x (topk_scan.c), split over threads: each thread fills
@@ -24,6 +25,8 @@
 #define MIN_PER_THREAD 65536
 #define AIM            1.15
 #define MAX_THREADS    256
+#define HITS           600 /* sample keys expected above the threshold (auto size) */
+#define RUN            16  /* consecutive keys per sample run: one cache line of f32 */
 
 void zen_topk_options_init(zen_topk_options *o)
 {
@@ -40,18 +43,22 @@ size_t zen_topk_capacity(size_t k)
     return (13 * k + 9) / 10;
 }
 
+/* Sample size in keys: auto aims at HITS keys above the threshold (count's relative error about
+ * 1/sqrt(HITS)), at most n/4; the whole vector when it is small. */
 static size_t sample_size(size_t n, size_t k, double ratio)
 {
+    double s;
     if (ratio > 0) {
-        double s = ceil(ratio * (double)n);
-        return s < 1 ? 1 : (s > (double)n ? n : (size_t)s);
+        s = ceil(ratio * (double)n);
+    } else {
+        if (n <= 65536)
+            return n;
+        s = HITS * (double)n / (AIM * (double)k);
     }
-    if (n <= 65536)
-        return n;
-    double s = 400.0 * (double)n / (AIM * (double)k);
-    double lo = (double)n / 100, hi = (double)n / 8;
-    s = s < lo ? lo : (s > hi ? hi : s);
-    return (size_t)s;
+    if (s >= (double)n / 4)
+        return ratio > 0 && s >= (double)n ? n : (n / 4 / RUN) * RUN;
+    s = ceil(s / RUN) * RUN;
+    return s < RUN ? RUN : (size_t)s;
 }
 
 zen_status zen__topk_prepare(zen__topk_ctx *c, zen_dtype dtype, size_t n, size_t k,
@@ -109,6 +116,8 @@ void zen__topk_release(zen__topk_ctx *c)
     c->sample = NULL;
 }
 
+/* Runs of RUN consecutive keys, one at a seeded random place in each of s / RUN equal strata:
+ * a run costs one or two cache lines where single keys would cost one each. */
 static void take_sample(zen__topk_ctx *c, const void *x)
 {
     size_t n = c->n, s = c->nsample;
@@ -117,14 +126,16 @@ static void take_sample(zen__topk_ctx *c, const void *x)
             c->sample[i] = zen__topk_key(x, c->dtype, i);
         return;
     }
+    size_t runs = s / RUN; /* s <= n/4, so every stratum holds a run */
     uint64_t r = zen_mix64(c->o.seed ^ 0x746f706bull) | 1;
-    for (size_t j = 0; j < s; j++) {
-        size_t lo = (size_t)((uint64_t)j * n / s), hi = (size_t)((uint64_t)(j + 1) * n / s);
+    for (size_t j = 0; j < runs; j++) {
+        size_t lo = (size_t)((uint64_t)j * n / runs), hi = (size_t)((uint64_t)(j + 1) * n / runs);
         r ^= r >> 12; /* xorshift64* */
         r ^= r << 25;
         r ^= r >> 27;
-        uint64_t h = r * 0x2545f4914f6cdd1dull;
-        c->sample[j] = zen__topk_key(x, c->dtype, lo + zen_hash_range(h, (uint32_t)(hi - lo)));
+        size_t at = lo + zen_hash_range(r * 0x2545f4914f6cdd1dull, (uint32_t)(hi - lo - RUN + 1));
+        for (size_t i = 0; i < RUN; i++)
+            c->sample[j * RUN + i] = zen__topk_key(x, c->dtype, at + i);
     }
 }
 
