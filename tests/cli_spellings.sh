@@ -50,11 +50,13 @@ check transport "auto inproc shm tcp shm+tcp mpi" "AUTO mixed shm-tcp" -- \
 check size "8 4K 1m 1G" "4KB 1.5K -1" -- \
     bench allreduce -b @ -n 0 "|" \
     bench sparse --rows @ --iters 0 "|" \
+    bench topk --size @ --iters 0 "|" \
     train --bucket @ --steps 0
 check count "40 4e1" "4.5 4x 0x10" -- \
     bench allreduce -w @ -n 0 "|" \
     bench scatter --root @ -n 0 "|" \
     bench sparse --warmup @ --iters 0 "|" \
+    bench topk --warmup @ --iters 0 "|" \
     train --batch @ --steps 0 "|" \
     launch --port @ -n 0 -- true
 check duration "0.5 1e-2" "1s inf nan" -- \

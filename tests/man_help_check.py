@@ -41,7 +41,8 @@ def main():
     sections = [
         ("bench allreduce", between(text, "Common to the commands", "A numeric value")),
         ("bench allreduce", between(text, "zen bench\n(dense)", "zen bench sparse")),
-        ("bench sparse", between(text, "zen bench sparse\n:", "zen train")),
+        ("bench sparse", between(text, "zen bench sparse\n:", "zen bench topk")),
+        ("bench topk", between(text, "zen bench topk\n:", "zen train")),
         ("train", between(text, "zen train\n: model shape", "zen simulate")),
         ("simulate", between(text, "zen simulate\n:", ".SH ENVIRONMENT")),
         ("launch", between(text, "launch -n", "simulate")),

@@ -28,7 +28,9 @@ from . import _C
 __version__ = _C.version()  # the libzen this module runs on, e.g. "0.1.0"
 
 __all__ = ["__version__", "set_sparse_scheme", "last_sparse_scheme", "transport", "all_reduce_sparse",
-           "launch_env", "is_sync", "monitored_barrier"]
+           "launch_env", "is_sync", "monitored_barrier", "topk_select"]
+
+topk_select = _C.topk_select  # libzen's top-k selection (zen/compress.h); see its docstring
 
 
 def _group(group):

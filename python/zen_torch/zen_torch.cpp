@@ -779,6 +779,8 @@ ProcessGroupZen *as_zen(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
 
 } // namespace
 
+void zen_torch_register_compress(pybind11::module &m); // compress.cpp
+
 PYBIND11_MODULE(_C, m)
 {
     m.doc() = "zen torch.distributed backend (C++ glue over libzen)";
@@ -791,6 +793,7 @@ PYBIND11_MODULE(_C, m)
         },
         "the loaded libzen's version, MAJOR.MINOR.PATCH");
     m.def("create_process_group", &create, "the creator registered as backend 'zen'");
+    zen_torch_register_compress(m);
     m.def(
         "set_sparse_scheme",
         [](const c10::intrusive_ptr<c10d::ProcessGroup> &pg, const std::string &name) {

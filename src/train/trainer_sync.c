@@ -15,15 +15,19 @@
  * nonzero): its touched rows go through zen_sparse_allreduce (width d_model) and the union of
  * rows is scattered back, so the bytes scale with the rows touched, not the vocabulary.
  *
- * Top-k (--topk P, DGC-style): instead of the buckets, each rank adds its residual to the
- * dense gradient, keeps the k = ceil(P*n) largest magnitudes, sends them as a width-1 sparse
- * tensor through zen_sparse_allreduce and keeps the rest as the next residual (error feedback),
- * so nothing is lost, only delayed.
+ * Top-k (--topk P, DGC-style): instead of the buckets, each rank adds the dense gradient to its
+ * residual, keeps the k = ceil(P*n) largest magnitudes, sends them as a width-1 sparse tensor
+ * through zen_sparse_allreduce and keeps the rest as the next residual (error feedback), so
+ * nothing is lost, only delayed. The selection and the residual are libzen's (zen/compress.h:
+ * zen_topk_compress with momentum 0, EXACT mode: exactly k, ties to the lower index, zeros never
+ * sent), the same choice the trainer's own quickselect made, so a run's losses are unchanged;
+ * the optimizer (AdamW) keeps the momentum, so no momentum correction is done here.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <zen/compress.h>
 #include <zen/sparse.h>
 
 #include "alloc.h"
@@ -42,7 +46,8 @@ struct zen_trainer_sync {
     float *stage;  /* bucket staging (bucket floats), or top-k work (total floats) */
     size_t stage_count;
     /* top-k */
-    float *residual, *mag, *topk_out;
+    zen_topk_state *topk; /* the residual (error feedback) */
+    float *topk_out;
     uint32_t *topk_idx;
     float *topk_val;
     /* sparse embedding */
@@ -82,12 +87,15 @@ zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_opt
     }
     if (o->topk > 0) {
         s->stage_count = s->total;
-        s->residual = zen_train_calloc(s->total, sizeof(float));
-        s->mag = zen_train_malloc_array(s->total, sizeof(float));
+        zen_status st = zen_topk_state_create(s->total, 0.0f, &s->topk);
+        if (st != ZEN_OK) {
+            zen_trainer_sync_destroy(s);
+            return st;
+        }
         s->topk_out = zen_train_malloc_array(s->total, sizeof(float));
         s->topk_idx = zen_train_malloc_array(s->total, sizeof(uint32_t));
         s->topk_val = zen_train_malloc_array(s->total, sizeof(float));
-        if (!s->residual || !s->mag || !s->topk_out || !s->topk_idx || !s->topk_val)
+        if (!s->topk_out || !s->topk_idx || !s->topk_val)
             goto nomem;
     } else {
         size_t b = o->bucket_bytes / sizeof(float);
@@ -109,8 +117,7 @@ void zen_trainer_sync_destroy(zen_trainer_sync *s)
         return;
     free(s->dense);
     free(s->stage);
-    free(s->residual);
-    free(s->mag);
+    zen_topk_state_destroy(s->topk);
     free(s->topk_out);
     free(s->topk_idx);
     free(s->topk_val);
@@ -156,69 +163,30 @@ static zen_status sync_buckets(zen_trainer_sync *s)
     return ZEN_OK;
 }
 
-/* k-th largest value of a[0..n) (0-based k < n), reordering a: quickselect with a three-way
- * (Dutch flag) partition, so runs of equal magnitudes (zeros) cannot make it quadratic. */
-static float kth_largest(float *a, size_t n, size_t k)
-{
-    size_t lo = 0, hi = n; /* the answer is in a[lo..hi) */
-    while (hi - lo > 1) {
-        float pivot = a[lo + (hi - lo) / 2];
-        size_t lt = lo, i = lo, gt = hi; /* [lo,lt) > pivot, [lt,i) == pivot, [gt,hi) < pivot */
-        while (i < gt) {
-            float v = a[i];
-            if (v > pivot) {
-                a[i++] = a[lt];
-                a[lt++] = v;
-            } else if (v < pivot) {
-                a[i] = a[--gt];
-                a[gt] = v;
-            } else {
-                i++;
-            }
-        }
-        if (k < lt)
-            hi = lt;
-        else if (k >= gt)
-            lo = gt;
-        else
-            return pivot;
-    }
-    return a[lo];
-}
-
 static zen_status sync_topk(zen_trainer_sync *s, zen_sync_stats *st)
 {
     size_t n = s->total;
     if (n == 0)
         return ZEN_OK;
-    /* acc = residual + grad, kept in residual */
     move_range(s, 0, n, s->stage, 0);
-    for (size_t i = 0; i < n; i++) {
-        s->residual[i] += s->stage[i];
-        s->mag[i] = fabsf(s->residual[i]);
-    }
     size_t k = (size_t)ceil(s->opts->topk * (double)n);
     if (k < 1)
         k = 1;
     if (k > n)
         k = n;
-    float thr = kth_largest(s->mag, n, k - 1);
-    size_t nnz = 0;
-    for (size_t i = 0; i < n && nnz < k; i++) {
-        if (fabsf(s->residual[i]) >= thr && s->residual[i] != 0.0f) {
-            s->topk_idx[nnz] = (uint32_t)i;
-            s->topk_val[nnz] = s->residual[i];
-            s->residual[i] = 0; /* sent now: no longer owed */
-            nnz++;
-        }
-    }
+    zen_topk_options to = ZEN_TOPK_OPTIONS_INIT;
+    to.mode = ZEN_TOPK_EXACT;
+    size_t nnz = 0; /* residual += grad; the k largest leave it */
+    zen_status rc = zen_topk_compress(s->topk, s->stage, k, &to, s->topk_idx, s->topk_val, n, &nnz);
+    if (rc != ZEN_OK)
+        return rc;
     zen_sparse_tensor t = { n, 1, nnz, ZEN_INDEX_U32, s->topk_idx, ZEN_F32, s->topk_val };
     zen_sparse_options so = ZEN_SPARSE_OPTIONS_INIT;
     so.scheme = s->opts->sparse_scheme;
     so.average = 1;
     so.key = "topk";
     s->topk_nnz = nnz;
-    zen_status rc = zen_sparse_allreduce_dense(s->dp, &t, s->topk_out, &so, NULL);
+    rc = zen_sparse_allreduce_dense(s->dp, &t, s->topk_out, &so, NULL);
     if (rc != ZEN_OK)
         return rc;
     move_range(s, 0, n, s->topk_out, 1);
