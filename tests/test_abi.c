@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include <zen/comm.h>
+#include <zen/compress.h>
 #include <zen/simulate.h>
 #include <zen/sparse.h>
 #include <zen/store.h>
@@ -66,6 +67,8 @@ static void test_struct_sizes(void **state)
         REC(zen_sparsity_profile, 288),
         REC(zen_index_sets, 40),
         REC(zen_cpu_model, 72),
+        /* compress.h */
+        REC(zen_topk_options, 32),
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)

@@ -17,6 +17,8 @@ int zen_cmd_info(int argc, char **argv);
 int zen_cmd_bench(int argc, char **argv);
 /* `zen bench sparse ...` (argv[0] == "sparse"), dispatched from zen_cmd_bench. */
 int zen_cmd_bench_sparse(int argc, char **argv);
+/* `zen bench topk ...` (argv[0] == "topk"): top-k selection on one process. */
+int zen_cmd_bench_topk(int argc, char **argv);
 int zen_cmd_launch(int argc, char **argv);
 int zen_cmd_train(int argc, char **argv);
 int zen_cmd_simulate(int argc, char **argv);

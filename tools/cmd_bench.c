@@ -1,6 +1,7 @@
 /*
  * zen bench: dispatch to the dense collective benchmarks (bench_dense.c), the point-to-point
- * yardstick (bench_p2p.c) and the sparse benchmarks (zen_cmd_bench_sparse, its own file).
+ * yardstick (bench_p2p.c), the sparse benchmarks (zen_cmd_bench_sparse, its own file) and top-k
+ * selection (zen_cmd_bench_topk, cmd_bench_topk.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -27,8 +28,8 @@ int zen_cmd_bench(int argc, char **argv)
 {
     if (argc < 2) {
         return zen_usage_error("bench", "which benchmark? allreduce, allgather, reduce_scatter, "
-                                        "alltoall, broadcast, reduce, gather, sendrecv, p2p or "
-                                        "sparse");
+                                        "alltoall, broadcast, reduce, gather, sendrecv, p2p, "
+                                        "sparse or topk");
     }
     if (zen_is_help(argv[1])) {
         bench_help(BENCH_ALLREDUCE);
@@ -36,6 +37,8 @@ int zen_cmd_bench(int argc, char **argv)
     }
     if (strcmp(argv[1], "sparse") == 0)
         return zen_cmd_bench_sparse(argc - 1, argv + 1);
+    if (strcmp(argv[1], "topk") == 0)
+        return zen_cmd_bench_topk(argc - 1, argv + 1);
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         if (strcmp(argv[1], kinds[i].name) != 0)
             continue;

@@ -802,6 +802,7 @@ std::shared_ptr<Comm> comm_of(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
 } // namespace zen_torch
 
 void zen_torch_register_sparse_coo(pybind11::module &m);
+void zen_torch_register_compress(pybind11::module &m); // compress.cpp
 
 PYBIND11_MODULE(_C, m)
 {
@@ -816,6 +817,7 @@ PYBIND11_MODULE(_C, m)
         },
         "the loaded libzen's version, MAJOR.MINOR.PATCH");
     m.def("create_process_group", &create, "the creator registered as backend 'zen'");
+    zen_torch_register_compress(m);
     m.def(
         "set_sparse_scheme",
         [](const c10::intrusive_ptr<c10d::ProcessGroup> &pg, const std::string &name) {
