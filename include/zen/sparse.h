@@ -126,8 +126,9 @@ typedef struct zen_sparse_options {
     /* -- global top-k (docs/compression.md "Global top-k") --
      * 0: off (every rank gets the union). > 0: element sparsity (width 1) only: every rank
      * receives at most global_topk values, the largest in magnitude of the reduced sum (exactly
-     * min(global_topk, non-zero rows of the sum) of them; exact zeros are never kept). Ties at
-     * the boundary magnitude are kept by owner, then by ascending index, up to the count.
+     * min(global_topk, non-zero rows of the sum) of them; exact zeros are never kept). Which of
+     * the rows tied at the boundary magnitude are kept is the library's choice (the owners
+     * share the places in proportion to their counts), the same on every rank.
      * The owners of BALANCED and PS agree a magnitude threshold after their reduce and pull only
      * what passes it; AUTO then runs one of those two (BALANCED unless it predicts PS cheaper),
      * always flat (hierarchy is ignored). Other schemes, and width > 1, give ZEN_EINVAL on every
