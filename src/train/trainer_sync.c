@@ -18,7 +18,9 @@
  * Top-k (--topk P, DGC-style): instead of the buckets, each rank adds its residual to the
  * dense gradient, keeps the k = ceil(P*n) largest magnitudes, sends them as a width-1 sparse
  * tensor through zen_sparse_allreduce and keeps the rest as the next residual (error feedback),
- * so nothing is lost, only delayed.
+ * so nothing is lost, only delayed. --topk-global: every rank receives only the k largest of the
+ * sum (zen_sparse_options.global_topk) and the sent values the sum dropped go back into the
+ * residual (zen_sparse_topk_dropped).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -186,6 +188,24 @@ static float kth_largest(float *a, size_t n, size_t k)
     return a[lo];
 }
 
+/* --topk-global: every rank receives only the k largest magnitudes of the sum; what this rank
+ * sent and the sum dropped goes back into its residual (zen_sparse_topk_dropped: summed over the
+ * ranks, exactly the dropped part of the sum, in gradient units before the average). */
+static zen_status allreduce_global(zen_trainer_sync *s, const zen_sparse_tensor *t,
+                                   const zen_sparse_options *so)
+{
+    zen_sparse_result r;
+    zen_status rc = zen_sparse_allreduce(s->dp, t, &r, so, NULL);
+    if (rc != ZEN_OK)
+        return rc;
+    memset(s->topk_out, 0, s->total * sizeof *s->topk_out);
+    for (size_t i = 0; i < r.nnz; i++)
+        s->topk_out[r.indices[i]] = r.values[i];
+    rc = zen_sparse_topk_dropped(t, &r, s->residual, s->total);
+    zen_sparse_result_free(&r);
+    return rc;
+}
+
 static zen_status sync_topk(zen_trainer_sync *s, zen_sync_stats *st)
 {
     size_t n = s->total;
@@ -217,8 +237,10 @@ static zen_status sync_topk(zen_trainer_sync *s, zen_sync_stats *st)
     so.scheme = s->opts->sparse_scheme;
     so.average = 1;
     so.key = "topk";
+    so.global_topk = s->opts->topk_global ? k : 0;
     s->topk_nnz = nnz;
-    zen_status rc = zen_sparse_allreduce_dense(s->dp, &t, s->topk_out, &so, NULL);
+    zen_status rc = so.global_topk ? allreduce_global(s, &t, &so)
+                                   : zen_sparse_allreduce_dense(s->dp, &t, s->topk_out, &so, NULL);
     if (rc != ZEN_OK)
         return rc;
     move_range(s, 0, n, s->topk_out, 1);
