@@ -4,6 +4,8 @@
     zen launch -n 4 -- /usr/bin/python3 examples/torch_topk_kjv.py --hook topk --ratio 0.01
     /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node 4 \
         --redirects 1 --tee 1 examples/torch_topk_kjv.py --backend gloo --hook powersgd
+    mpirun -n 4 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29531 -x PYTHONPATH \
+        /usr/bin/python3 examples/torch_topk_kjv.py --hook topk --global
 
 (PYTHONPATH=build/python for a build tree; launchers as for examples/torch_ddp_kjv.py, and
 scripts/cluster.sh run, whose ZEN_RANK etc. stand in for RANK etc.; bench/torch_hooks.sh
@@ -136,10 +138,14 @@ def parse():
 
 def main():
     args = parse()
-    # scripts/cluster.sh run sets zen's names only; torch's env:// reads its own
-    for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        if name not in os.environ and "ZEN_" + name in os.environ:
-            os.environ[name] = os.environ["ZEN_" + name]
+    # scripts/cluster.sh run sets zen's names, mpirun Open MPI's; torch's env:// reads its own
+    # (under mpirun export MASTER_ADDR and MASTER_PORT, as for examples/torch_ddp_kjv.py)
+    for name, alts in (("RANK", ("ZEN_RANK", "OMPI_COMM_WORLD_RANK")),
+                       ("WORLD_SIZE", ("ZEN_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE")),
+                       ("MASTER_ADDR", ("ZEN_MASTER_ADDR",)), ("MASTER_PORT", ("ZEN_MASTER_PORT",))):
+        for alt in alts:
+            if name not in os.environ and alt in os.environ:
+                os.environ[name] = os.environ[alt]
     if args.backend == "zen":
         import zen_torch  # noqa: F401  (registers the backend)
     torch.set_num_threads(1)

@@ -81,7 +81,8 @@ class TopKState:
     warmup, warmup_steps: DGC's warm-up; for the first len(warmup) * warmup_steps steps the ratio
       is warmup[step // warmup_steps] (while that is above ratio). warmup_steps=0: no warm-up.
     mode: "union" (every rank gets the sum over the union of the selections) or "global" (at most
-      k entries, the largest of the sum; zen groups need libzen's global top-k).
+      k entries, the largest of the sum: zen_sparse_options.global_topk, schemes auto, balanced
+      or ps).
     scheme: zen sparse allreduce scheme (auto, balanced, allgather, ...).
     momentum: DGC momentum correction factor (0: off). When on, give the optimizer no momentum.
     min_bucket, min_param, dense_ratio: the dense rule (module docstring).

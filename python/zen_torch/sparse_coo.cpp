@@ -59,9 +59,9 @@ c10::IValue reduce_coo(zt::Comm &c, const CooArgs &a)
     // A hook reduces the same buckets every step: the key lets AUTO keep a measured sparsity
     // profile per bucket size (zen tells tensors of one key apart by rows and width).
     so.key = "zen_torch.topk";
-    // Global top-k (a.global_k > 0) is refused on the caller's thread until this build's
-    // zen_sparse_options has the global_topk field; the lead sets it here at merge:
-    //   so.global_topk = (size_t)a.global_k;
+    // > 0: every rank receives at most global_k entries, the largest of the sum (BALANCED, PS
+    // or AUTO); the hook puts its own dropped contributions back into its residual.
+    so.global_topk = (size_t)a.global_k;
     zen_sparse_result res = {};
     zen_status st = zen_sparse_allreduce(c.comm(), &in, &res, &so, &c.last_sparse);
     if (st != ZEN_OK) {
@@ -94,10 +94,6 @@ CooArgs check_coo(const at::Tensor &indices, const at::Tensor &values, int64_t n
     TORCH_CHECK(numel > 0 && numel < ((int64_t)1 << 32), w, ": numel must be in [1, 2^32), got ",
                 numel);
     TORCH_CHECK(global_k >= 0, w, ": global_k must be >= 0 (0: union), got ", global_k);
-    TORCH_CHECK(
-        global_k == 0, w, ": global top-k (global_k=", global_k,
-        ") needs zen_sparse_options.global_topk (include/zen/sparse.h, branch topk-global), "
-        "which this build of libzen does not have; use global_k=0 (union)");
     CooArgs a;
     TORCH_CHECK(zen_sparse_scheme_parse(scheme.c_str(), &a.scheme) == ZEN_OK,
                 "zen backend: unknown sparse scheme '", scheme,

@@ -6,13 +6,13 @@ NPROC processes from torch.multiprocessing; gloo is the default group, zen a sec
 the same ranks. References are independent of the code under test: gloo's dense all_reduce, DDP
 without a hook, and each rank's plain local gradients summed through gloo.
  - coo: sparse_allreduce_coo (duplicates, empty selections, sum and mean) equals a dense
-   all_reduce of the scattered tensors; bad arguments and global top-k (until libzen has it)
-   raise naming what is wrong.
+   all_reduce of the scattered tensors; global top-k returns the k largest of that sum; bad
+   arguments raise naming what is wrong, an index out of range fails through the future.
  - ratio 1.0 (forced through the sparse path): DDP with the hook gives the same losses and
    parameters as DDP without one.
  - error feedback: at ratio 0.01 with lr 0, the sum of the hook's updates over the steps plus the
-   mean over ranks of the final residuals equals the mean of all ranks' gradients, on zen (union)
-   and on gloo (the all_gather stand-in, union and global); DDP's bucket rebuild after the first
+   mean over ranks of the final residuals equals the mean of all ranks' gradients, on zen and on
+   gloo (the all_gather stand-in), union and global top-k; DDP's bucket rebuild after the first
    step happens inside this run.
  - rebuild: the hook called with buckets whose parameter sets change midway (parameters move
    between buckets) keeps that identity exact: the state follows the parameters.
@@ -78,9 +78,16 @@ def check_coo(rank, n, zen, gloo):
                  "int64 indices")
     expect_error(lambda: zen_torch._C.sparse_allreduce_coo(one, torch.zeros(1), 10, gloo),
                  "not a zen process group")
-    expect_error(lambda: zen_torch._C.sparse_allreduce_coo(one, torch.zeros(1), 10, zen,
-                                                           "auto", True, 5),
-                 "global_topk", "topk-global")
+    # global top-k: at most k entries, the largest |sum| (distinct magnitudes: no ties)
+    k = 40
+    idx = torch.randperm(numel, generator=g)[:200]
+    val = torch.randn(200, generator=g)
+    dense = torch.zeros(numel).index_add_(0, idx, val)
+    dist.all_reduce(dense, group=gloo)
+    ri, rv = zen_torch._C.sparse_allreduce_coo(idx, val, numel, zen, "auto", False, k).wait()
+    assert ri.numel() == k, ri.numel()
+    close(rv, dense[ri], "global top-k values")
+    assert set(ri.tolist()) == set(torch.topk(dense.abs(), k).indices.tolist()), "global top-k"
     # an index out of range fails on every rank, through the future, naming the rank
     bad = torch.tensor([10 if rank == 0 else 1])
     fut = zen_torch._C.sparse_allreduce_coo(bad, torch.ones(1), 10, zen)
@@ -169,7 +176,7 @@ def check_ratio_one(rank, n, zen, gloo):
 def check_error_feedback(rank, n, zen, gloo):
     data = batches(rank, 8)
     reference = dense_mean_grads(gloo, n, data)
-    for group, mode in ((zen, "union"), (gloo, "union"), (gloo, "global")):
+    for group, mode in ((zen, "union"), (zen, "global"), (gloo, "union"), (gloo, "global")):
         state = hooks.TopKState(group, ratio=0.01, min_bucket=0, min_param=40,
                                 warmup_steps=2, mode=mode)
         _, _, applied, model = ddp_run(group, gloo, n, data, 0.0, state)
