@@ -1,5 +1,6 @@
 /* Prediction without communication: profiles measured on index sets, the public predictor and
  * the partition imbalance (zen simulate's building blocks). */
+#include <math.h>
 #include <stdlib.h>
 
 #include <zen/simulate.h>
@@ -145,6 +146,39 @@ static void test_partition_imbalance(void **state)
     free(idx);
 }
 
+/* Global top-k volume (zen_sparse_topk_volume): the pull shrinks to k rows, so a rank sends the
+ * push plus about 2k(n-1)/n values however large the union grows, between the ideal 2k(n-1)/n
+ * and Ok-Topk's 6k; the union's volume grows with n. Also its argument errors. */
+static void test_topk_volume(void **state)
+{
+    (void)state;
+    const uint64_t rows = 1 << 22, k = 41943; /* k = 1% of rows, each rank's local count */
+    double last_union = 0;
+    for (int n = 2; n <= 1024; n *= 2) {
+        zen_sparsity_profile p;
+        assert_int_equal(zen_sparse_profile_synthetic(n, 0.01, "random", &p), ZEN_OK);
+        zen_topk_volume v;
+        assert_int_equal(zen_sparse_topk_volume(n, rows, &p, k, 1, 10, &v), ZEN_OK);
+        double f = (double)(n - 1) / n;
+        assert_float_equal(v.ideal_bytes, 8 * f * k, 1e-6);
+        assert_float_equal(v.bound_bytes, 16 * f * k, 1e-6);
+        assert_true(v.topk_bytes > v.ideal_bytes && v.topk_bytes < v.oktopk_bytes);
+        /* push (n-1)/n k COO entries + pull (n-1)/n k entries + the select's few KB */
+        assert_true(fabs(v.topk_bytes - v.select_bytes - v.bound_bytes) < 0.01 * v.bound_bytes);
+        assert_true(v.select_bytes > 0 && v.select_bytes < 0.05 * v.bound_bytes);
+        assert_true(v.union_bytes >= last_union && v.topk_bytes < v.union_bytes);
+        assert_true(v.topk_s > 0 && v.topk_s < v.union_s);
+        last_union = v.union_bytes;
+    }
+    zen_sparsity_profile p;
+    zen_topk_volume v;
+    assert_int_equal(zen_sparse_profile_synthetic(4, 0.01, "random", &p), ZEN_OK);
+    assert_int_equal(zen_sparse_topk_volume(4, rows, &p, 0, 1, 10, &v), ZEN_EINVAL);
+    assert_int_equal(zen_sparse_topk_volume(0, rows, &p, k, 1, 10, &v), ZEN_EINVAL);
+    assert_int_equal(zen_sparse_topk_volume(4, rows, &p, k, 0, 10, &v), ZEN_EINVAL);
+    assert_int_equal(zen_sparse_topk_volume(4, rows, NULL, k, 1, 10, &v), ZEN_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -152,6 +186,7 @@ int main(void)
         cmocka_unit_test(test_predict_orders_schemes),
         cmocka_unit_test(test_predict_count),
         cmocka_unit_test(test_partition_imbalance),
+        cmocka_unit_test(test_topk_volume),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -171,6 +171,13 @@ static void test_sync_schemes_agree(void **state)
     run(&o, &got);
     assert_close(&ref, &got, "topk 1.0");
     zen_train_result_free(&got);
+    /* and so is global top-k keeping everything (k = every scalar) */
+    tiny_options(&o, 2, 1);
+    o.topk = 1.0;
+    o.topk_global = 1;
+    run(&o, &got);
+    assert_close(&ref, &got, "topk 1.0 global");
+    zen_train_result_free(&got);
     zen_train_result_free(&ref);
 }
 
@@ -189,6 +196,20 @@ static void test_topk_learns(void **state)
     float first = got.losses[0], last = got.losses[29];
     fprintf(stderr, "topk 0.05: loss %.3f -> %.3f\n", first, last);
     assert_true(last < first - 0.5f);
+    zen_train_result_free(&got);
+    /* global top-k with its residual add-back learns as well */
+    o.topk_global = 1;
+    memset(&got, 0, sizeof got);
+    assert_int_equal(zen_train_run(&o, ds, &got), ZEN_OK);
+    first = got.losses[0];
+    last = got.losses[29];
+    fprintf(stderr, "topk 0.05 global: loss %.3f -> %.3f\n", first, last);
+    assert_true(last < first - 0.5f);
+    zen_train_result_free(&got);
+    /* a scheme global top-k does not run in is refused before training */
+    o.sparse_scheme = ZEN_SPARSE_HIERARCHICAL;
+    memset(&got, 0, sizeof got);
+    assert_int_equal(zen_train_run(&o, ds, &got), ZEN_EINVAL);
     zen_train_result_free(&got);
 }
 

@@ -51,3 +51,12 @@ if(ZEN_TORCH_MPIRUN AND NOT ZEN_SANITIZE AND ZEN_BUILD_PYTHON)
     LABELS "torch;mpi" TIMEOUT 180 SKIP_RETURN_CODE 77
     ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;ZEN_TIMEOUT_S=60;OMP_NUM_THREADS=1")
 endif()
+
+# zen_torch.hooks.topk_hook and sparse_allreduce_coo at 3 processes (spawn; gloo the default
+# group): against gloo's dense all_reduce, DDP without a hook, and exact error feedback across
+# bucket rebuilds (tests/torch/topk_hook_check.py says what each check compares).
+add_test(NAME torch_topk_hook_3
+         COMMAND ${ZEN_TORCH_PY} ${CMAKE_CURRENT_SOURCE_DIR}/torch/topk_hook_check.py 3)
+set_tests_properties(torch_topk_hook_3 PROPERTIES
+  LABELS torch TIMEOUT 120 SKIP_RETURN_CODE 77
+  ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;ZEN_TIMEOUT_S=60;OMP_NUM_THREADS=1")

@@ -60,7 +60,9 @@ typedef struct sb_cfg {
     double timeout;
     int hash_k, pull_format; /* BALANCED ablations (zen_sparse_options), 0: defaults */
     double hash_r1;
-    double max_mem_gib; /* --max-mem: the bound of a trace replay's memory, 0: half of RAM */
+    double max_mem_gib;   /* --max-mem: the bound of a trace replay's memory, 0: half of RAM */
+    uint64_t global_topk; /* --global-topk: zen_sparse_options.global_topk, 0: off */
+    int schemes_given;
 } sb_cfg;
 
 static const char *const pull_format_names[] = { "auto", "hash-bitmap", "coo", "plain-bitmap" };
@@ -213,6 +215,28 @@ static int finish_case(sb_case *c)
 static int matches_reference(const sb_case *c, const float *out)
 {
     return bench_sparse_matches_reference(out, c->ref, c->absref, (size_t)c->rows * c->width, c->n);
+}
+
+/* --global-topk: exactly min(k, non-zeros of the sum) rows kept, each the reference's sum, and
+ * no dropped magnitude above a kept one (up to the rounding of recorded values' sums). */
+static int matches_topk(const sb_case *c, const float *out, uint64_t k)
+{
+    size_t len = (size_t)c->rows * c->width, kept = 0, nonzero = 0;
+    float min_kept = INFINITY, max_dropped = 0;
+    for (size_t i = 0; i < len; i++) {
+        nonzero += c->ref[i] != 0;
+        if (out[i] != 0) {
+            kept++;
+            if (!bench_sparse_matches_reference(out + i, c->ref + i,
+                                                c->absref ? c->absref + i : NULL, 1, c->n))
+                return 0;
+            min_kept = fminf(min_kept, fabsf(out[i]));
+        } else if (fabsf(c->ref[i]) > max_dropped) {
+            max_dropped = fabsf(c->ref[i]);
+        }
+    }
+    float slack = c->absref ? 1 - 1e-5f * (float)c->n : 1;
+    return kept == (k < nonzero ? k : nonzero) && (kept == 0 || min_kept >= max_dropped * slack);
 }
 
 /* Synthetic workload: see --help for the models. */
@@ -593,6 +617,7 @@ static zen_status run_call(zen_comm *comm, sb_shared *sh, sb_run *r, int it, flo
     opts.hash_probes = cfg->hash_k;
     opts.hash_r1 = cfg->hash_r1;
     opts.pull_format = cfg->pull_format;
+    opts.global_topk = (size_t)cfg->global_topk;
     /* one key: a trace's steps are successive calls for the same tensors (a key's profile is
      * per shape too), as in training; only AUTO keeps state under it */
     opts.key = "bench";
@@ -614,7 +639,7 @@ static zen_status run_call(zen_comm *comm, sb_shared *sh, sb_run *r, int it, flo
          * per iteration without this wait and 7.5 ms with it (DENSE 17.3 and 12.1). */
         if (st != ZEN_OK || (st = zen_barrier(comm)) != ZEN_OK)
             break;
-        if (!matches_reference(c, out))
+        if (cfg->global_topk ? !matches_topk(c, out, cfg->global_topk) : !matches_reference(c, out))
             r->agg[0] = 1;
         r->ran[it] = stats.scheme;
         if (last) { /* bytes of all tensors, as the ideal and the model */
@@ -911,6 +936,12 @@ static void print_header(const sb_cfg *cfg, const sb_shared *sh, const sb_summar
     printf("# per call: nnz/rank %.0f, nnz of sum %.0f, %zu tensor(s) | iters %d warmup %d "
            "| ideal = (n-1)/n (nnz/rank + nnz sum)(4+4w) bytes = %.0f\n",
            m->nnz_avg, m->nnz_sum, sh->ncases, cfg->iters, cfg->warmup, m->ideal);
+    if (cfg->global_topk) {
+        double k4 = 4.0 * (double)cfg->global_topk, f = (double)(m->n - 1) / m->n;
+        printf("# global top-k %llu: bytes of 4-byte values 2k(n-1)/n = %.0f, 4k(n-1)/n = %.0f, "
+               "Ok-Topk 6k = %.0f\n",
+               (unsigned long long)cfg->global_topk, 2 * f * k4, 4 * f * k4, 6 * k4);
+    }
     printf("%-22s %8s %12s %11s %14s %14s %9s %8s %8s %9s %9s\n", "scheme", "verified", "p50_us",
            "model_us", "max_sent_B", "max_recv_B", "sent/ideal", "imb_push", "imb_pull", "vs_dense",
            "vs_allgth");
@@ -940,6 +971,12 @@ static void print_json_row(const sb_cfg *cfg, const sb_shared *sh, const sb_summ
            r->max_recv, m->ideal, r->imb_push, r->imb_pull, r->run_us,
            r->twin ? "\"twin\":true," : "");
     bench_json_oversub(sh->ranks_here, sh->kind == ZEN_TRANSPORT_INPROC);
+    if (cfg->global_topk) { /* the bounds in bytes of 4-byte values (docs/compression.md) */
+        double k4 = 4.0 * (double)cfg->global_topk, f = (double)(m->n - 1) / m->n;
+        printf("\"global_topk\":%llu,\"topk_2k_bytes\":%.0f,\"topk_4k_bytes\":%.0f,"
+               "\"oktopk_6k_bytes\":%.0f,",
+               (unsigned long long)cfg->global_topk, 2 * f * k4, 4 * f * k4, 6 * k4);
+    }
     if (r->twin_paired > 0)
         printf("\"twin_over_paired\":%.4f,", r->twin_paired);
     print_json_num("speedup_vs_dense",
@@ -1051,6 +1088,10 @@ static void help(void)
         "                     (default 2)\n"
         "  --pull-format F    BALANCED ablation: auto (smaller of hash bitmap and COO),\n"
         "                     hash-bitmap, coo or plain-bitmap (a bitmap over all rows)\n"
+        "  --global-topk K    every rank receives only the K largest magnitudes of the sum\n"
+        "                     (zen_sparse_options.global_topk; width 1; schemes balanced, ps,\n"
+        "                     auto: the default list then); verified: exactly min(K, nnz of\n"
+        "                     sum) rows, each the sum, none dropped above a kept one\n"
         "  --json             one JSON object per scheme instead of the table\n"
         "  --call-times       also print every iteration's time (slowest rank, warm-up\n"
         "                     included) to stderr: `# call SCHEME ITERATION US RAN` lines,\n"
@@ -1187,6 +1228,7 @@ static int parse_value(const char *cmd, const char *a, const char *v, sb_cfg *cf
         if (parse_num(cmd, a, v, 0, 1, &cfg->skew))
             return ZEN_EXIT_USAGE;
     } else if (strcmp(a, "--schemes") == 0) {
+        cfg->schemes_given = 1;
         if (parse_schemes(v, cfg))
             return ZEN_EXIT_USAGE;
     } else if (strcmp(a, "--iters") == 0) {
@@ -1213,6 +1255,10 @@ static int parse_value(const char *cmd, const char *a, const char *v, sb_cfg *cf
         if (k < 0)
             return zen_usage_error(cmd, "--pull-format: auto, hash-bitmap, coo or plain-bitmap");
         cfg->pull_format = k;
+    } else if (strcmp(a, "--global-topk") == 0) {
+        if (parse_count(cmd, a, v, 1, 4294967295.0, &x))
+            return ZEN_EXIT_USAGE;
+        cfg->global_topk = (uint64_t)x;
     } else if (strcmp(a, "--trace") == 0) {
         cfg->trace = v;
     } else if (strcmp(a, "--timeout") == 0) {
@@ -1284,6 +1330,19 @@ static int parse_args(int argc, char **argv, sb_cfg *cfg, int *done)
                                zen_transport_name(cfg->transport));
     if (cfg->transport != ZEN_TRANSPORT_INPROC && ranks_given)
         fprintf(stderr, "zen bench sparse: --ranks ignored: the launcher decides the ranks\n");
+    if (cfg->global_topk && !cfg->schemes_given) { /* the schemes it runs in */
+        cfg->nschemes = 0;
+        cfg->schemes[cfg->nschemes++] = ZEN_SPARSE_PS;
+        cfg->schemes[cfg->nschemes++] = ZEN_SPARSE_BALANCED;
+        cfg->schemes[cfg->nschemes++] = ZEN_SPARSE_AUTO;
+    }
+    for (int i = 0; cfg->global_topk && i < cfg->nschemes; i++)
+        if (cfg->schemes[i] != ZEN_SPARSE_BALANCED && cfg->schemes[i] != ZEN_SPARSE_PS &&
+            cfg->schemes[i] != ZEN_SPARSE_AUTO)
+            return zen_usage_error(cmd, "--global-topk runs in balanced, ps and auto, not %s",
+                                   zen_sparse_scheme_name((zen_sparse_scheme)cfg->schemes[i]));
+    if (cfg->global_topk && cfg->width != 1)
+        return zen_usage_error(cmd, "--global-topk needs --width 1 (element sparsity)");
     /* the dense reference needs rows * width floats per process */
     if ((double)cfg->rows * cfg->width > 1e9)
         return zen_usage_error(cmd, "rows x width above 1e9 elements");

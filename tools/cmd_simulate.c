@@ -41,6 +41,7 @@ typedef struct sim_args {
     int json;
     int calibrate;
     int dense_output;
+    uint64_t global_topk; /* --global-topk K: the volume table of global top-k instead */
     zen_cpu_model cpu;
 } sim_args;
 
@@ -71,7 +72,11 @@ static void help(void)
            "  --no-cpu           network only (the model without compute)\n"
            "  --cpu-share F      fraction of a core per rank, e.g. 0.25 for 8 ranks on 2 cores\n"
            "                     (default 1, or ZEN_SPARSE_CPU_SHARE)\n"
-           "  --dense-output     the caller wants the dense result (zen_sparse_allreduce_dense)\n\n"
+           "  --dense-output     the caller wants the dense result (zen_sparse_allreduce_dense)\n"
+           "  --global-topk K    instead: bytes one rank sends (width 1) for the union and for\n"
+           "                     global top-k K (zen_sparse_options.global_topk) vs 2k(n-1)/n,\n"
+           "                     4k(n-1)/n and Ok-Topk's 6k values, and their predicted times\n"
+           "                     at the first --gbps (network only)\n\n"
            "Columns: ms per scheme; best; cpu%%: compute share of the best scheme's time; push,\n"
            "pull: BALANCED's partition imbalance. JSON adds SCHEME_cpu_ms (compute part of\n"
            "SCHEME_ms), cpu_share, dense_output and best_cpu_frac.\n");
@@ -120,6 +125,10 @@ static int parse_args(int argc, char **argv, sim_args *a)
             takes = 0;
         } else if (!v) {
             return zen_usage_error("simulate", "option '%s' needs a value or is unknown", o);
+        } else if (strcmp(o, "--global-topk") == 0) {
+            if (zen_parse_whole(v, 1, 4294967295.0, &tmp[0]) != 0)
+                return zen_usage_error("simulate", "bad --global-topk '%s' (1..2^32-1)", v);
+            a->global_topk = (uint64_t)tmp[0];
         } else if (strcmp(o, "--ranks") == 0) {
             a->nranks = parse_list(v, 1, 65536, 1, tmp, 64);
             if (a->nranks <= 0)
@@ -449,6 +458,45 @@ static int draw(const char *json_path, const char *png)
     return ZEN_EXIT_OK;
 }
 
+/* --global-topk: the volume of the union and of global top-k at every rank count. */
+static int run_topk(const sim_args *a, const zen_index_sets *sets)
+{
+    if (!a->json)
+        printf("# zen simulate --global-topk %llu | rows %llu width 1 | density %g %s | bytes "
+               "one rank sends; values 4 B\n%6s %12s %12s %10s %12s %12s %12s %8s %10s %10s\n",
+               (unsigned long long)a->global_topk, (unsigned long long)a->rows, a->density,
+               sets ? "(trace)" : a->overlap, "ranks", "union_B", "topk_B", "select_B", "2k(n-1)/n",
+               "4k(n-1)/n", "oktopk_6k", "topk/4k", "union_ms", "topk_ms");
+    for (int i = 0; i < a->nranks; i++) {
+        int n = a->ranks[i];
+        zen_sparsity_profile prof;
+        zen_status st = sets ? zen_sparse_profile_from_sets(sets, n, &prof)
+                             : zen_sparse_profile_synthetic(n, a->density, a->overlap, &prof);
+        zen_topk_volume v;
+        if (st == ZEN_OK)
+            st = zen_sparse_topk_volume(n, a->rows, &prof, a->global_topk, a->gbps[0], a->lat_us,
+                                        &v);
+        if (st != ZEN_OK) {
+            fprintf(stderr, "zen simulate: no prediction for %d ranks: %s\n", n, zen_strerror(st));
+            return ZEN_EXIT_FAIL;
+        }
+        double ratio = v.bound_bytes > 0 ? v.topk_bytes / v.bound_bytes : 0;
+        if (a->json)
+            printf("{\"ranks\":%d,\"rows\":%llu,\"global_topk\":%llu,\"gbps\":%g,"
+                   "\"union_bytes\":%.0f,\"topk_bytes\":%.0f,\"select_bytes\":%.0f,"
+                   "\"topk_2k_bytes\":%.0f,\"topk_4k_bytes\":%.0f,\"oktopk_6k_bytes\":%.0f,"
+                   "\"topk_over_4k\":%.4f,\"union_ms\":%.4f,\"topk_ms\":%.4f}\n",
+                   n, (unsigned long long)a->rows, (unsigned long long)a->global_topk, a->gbps[0],
+                   v.union_bytes, v.topk_bytes, v.select_bytes, v.ideal_bytes, v.bound_bytes,
+                   v.oktopk_bytes, ratio, v.union_s * 1e3, v.topk_s * 1e3);
+        else
+            printf("%6d %12.0f %12.0f %10.0f %12.0f %12.0f %12.0f %8.3f %10.3f %10.3f\n", n,
+                   v.union_bytes, v.topk_bytes, v.select_bytes, v.ideal_bytes, v.bound_bytes,
+                   v.oktopk_bytes, ratio, v.union_s * 1e3, v.topk_s * 1e3);
+    }
+    return ZEN_EXIT_OK;
+}
+
 int zen_cmd_simulate(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -501,7 +549,8 @@ int zen_cmd_simulate(int argc, char **argv)
             return ZEN_EXIT_FAIL;
         }
     }
-    rc = run(&a, have_sets ? &sets : NULL, plot_out);
+    rc = a.global_topk ? run_topk(&a, have_sets ? &sets : NULL)
+                       : run(&a, have_sets ? &sets : NULL, plot_out);
     if (plot_out) {
         fclose(plot_out);
         if (rc == ZEN_EXIT_OK)

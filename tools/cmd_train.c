@@ -49,6 +49,9 @@ static void usage(FILE *f)
         "                      block|ps|dense (auto = cost model; dense = plain allreduce)\n"
         "  --topk P            DGC-style top-k of the dense gradients (fraction, e.g. 0.01)\n"
         "                      with error feedback, synced by the sparse allreduce\n"
+        "  --topk-global       with --topk: every rank receives only the k largest of the\n"
+        "                      sum (global top-k; what the sum dropped goes back into each\n"
+        "                      rank's residual); --sync-scheme auto, balanced or ps\n"
         "  --bucket SIZE       dense allreduce bucket (1M)\n"
         "  --slow RANK:FACTOR,...  emulated tp stragglers (or profile:F0,F1,...)\n"
         "  --slow-mode sleep|spin  --slow-rotate S   --balance none|resize|migrate|semi\n"
@@ -207,6 +210,10 @@ int zen_cmd_train(int argc, char **argv)
         }
         if (strcmp(a, "--quiet") == 0) {
             o.quiet = 1;
+            continue;
+        }
+        if (strcmp(a, "--topk-global") == 0) {
+            o.topk_global = 1;
             continue;
         }
         if (strncmp(a, "--", 2) != 0)

@@ -138,6 +138,27 @@ ZEN_API zen_status zen_sparse_predict_cpu(int nranks, uint64_t rows, uint32_t wi
                                           double lat_us, const zen_cpu_model *cpu, int dense_output,
                                           double *seconds, double *cpu_s, size_t count);
 
+/* Bytes one rank sends in a sparse allreduce of element-sparse gradients (width 1), with and
+ * without global top-k (zen_sparse_options.global_topk), from the cost model: values are 4 bytes,
+ * a COO entry 8. See docs/compression.md "Global top-k". */
+typedef struct zen_topk_volume {
+    double union_bytes;  /* BALANCED, every rank gets the union: push + pull */
+    double topk_bytes;   /* BALANCED with global_topk k: push + pull of min(k, union) + select */
+    double select_bytes; /* the select's part of topk_bytes (bin allreduces, tie allgather) */
+    double ideal_bytes;  /* 2k(n-1)/n values: the lower bound of a global top-k */
+    double bound_bytes;  /* 4k(n-1)/n values: zen's target */
+    double oktopk_bytes; /* 6k values: Ok-Topk's (PPoPP'22) upper bound */
+    double union_s;      /* predicted seconds (network only) of the union ... */
+    double topk_s;       /* ... and of the global top-k, at gbps and lat_us */
+} zen_topk_volume;
+
+/* The volumes of a width-1 tensor of rows rows on nranks ranks, each rank sending its local
+ * density * rows values (profile: its overlap) and receiving the k largest of the sum. ZEN_EINVAL
+ * for nranks < 1, rows 0 or >= 2^32, k 0, gbps <= 0, lat_us < 0 or a NULL pointer. */
+ZEN_API zen_status zen_sparse_topk_volume(int nranks, uint64_t rows,
+                                          const zen_sparsity_profile *profile, uint64_t k,
+                                          double gbps, double lat_us, zen_topk_volume *out);
+
 /* Run the real hierarchical-hash partitioner (BALANCED's push) on indices for nranks owners and
  * return the imbalance ratio n * max owner load / nnz (1 = perfect; 1 for nnz 0). Duplicates
  * count each time. ZEN_EINVAL for nranks < 1, nnz >= 2^32, a NULL imbalance or NULL indices with

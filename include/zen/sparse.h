@@ -123,13 +123,25 @@ typedef struct zen_sparse_options {
     int hash_probes; /* k: slot probes per item of Algorithm 1, 1..3 (0: 3) */
     double hash_r1;  /* parallel-memory slots per item an owner gets, r1 / (nnz / n) (0: 2) */
     zen_sparse_pull_format pull_format; /* format of the pull blobs (AUTO: the smaller per owner) */
+    /* -- global top-k (docs/compression.md "Global top-k") --
+     * 0: off (every rank gets the union). > 0: element sparsity (width 1) only: every rank
+     * receives at most global_topk values, the largest in magnitude of the reduced sum (exactly
+     * min(global_topk, non-zero rows of the sum) of them; exact zeros are never kept). Which of
+     * the rows tied at the boundary magnitude are kept is the library's choice (the owners
+     * share the places in proportion to their counts), the same on every rank.
+     * The owners of BALANCED and PS agree a magnitude threshold after their reduce and pull only
+     * what passes it; AUTO then runs one of those two (BALANCED unless it predicts PS cheaper),
+     * always flat (hierarchy is ignored). Other schemes, and width > 1, give ZEN_EINVAL on every
+     * rank; ranks that disagree on it get ZEN_EMISMATCH. With average, the kept values are
+     * divided as usual. What was dropped: zen_sparse_topk_dropped. */
+    size_t global_topk;
 } zen_sparse_options;
 
-#define ZEN_SPARSE_OPTIONS_INIT                                                            \
-    {                                                                                      \
-        .size = sizeof(zen_sparse_options), .scheme = ZEN_SPARSE_AUTO, .average = false,   \
-        .key = NULL, .threads = 1, .hierarchy = ZEN_SPARSE_HIER_AUTO, .ranks_per_host = 0, \
-        .hash_probes = 0, .hash_r1 = 0.0, .pull_format = ZEN_SPARSE_PULL_AUTO              \
+#define ZEN_SPARSE_OPTIONS_INIT                                                                 \
+    {                                                                                           \
+        .size = sizeof(zen_sparse_options), .scheme = ZEN_SPARSE_AUTO, .average = false,        \
+        .key = NULL, .threads = 1, .hierarchy = ZEN_SPARSE_HIER_AUTO, .ranks_per_host = 0,      \
+        .hash_probes = 0, .hash_r1 = 0.0, .pull_format = ZEN_SPARSE_PULL_AUTO, .global_topk = 0 \
     }
 
 /* Fill *opts with the defaults (the same as ZEN_SPARSE_OPTIONS_INIT). NULL is ignored. */
@@ -207,6 +219,24 @@ ZEN_API zen_status zen_sparse_allreduce_dense(zen_comm *comm, const zen_sparse_t
 ZEN_API zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in,
                                         zen_sparse_result *out, const zen_sparse_options *opts,
                                         zen_sparse_stats *stats);
+
+/*
+ * Error feedback for global top-k (exact): add this rank's own input values at the indices absent
+ * from result into the dense residual (residual[i] += value, for every entry of input, duplicates
+ * included, bf16 widened to f32). Why it is exact: an index absent from the result was dropped
+ * (or its sum was exactly zero), and the sum over ranks of their input values at that index is
+ * the reduced sum there, so summed over ranks the residuals gain exactly (full sum - kept sum),
+ * in the input's units (not divided by the rank count when the call averaged), and exactly for
+ * integer-valued floats. A rank adds only what it contributed, so no extra message is needed.
+ * input: width 1, the tensor passed to the allreduce; result: its result (sorted unique
+ * indices, as the allreduce returns them); residual: residual_len >= input->rows floats.
+ * ZEN_EINVAL for NULL arguments, width != 1, residual_len < rows, a result of other rows, or an
+ * index >= rows (negative for i64); residual is then unchanged. Touches no communicator; thread
+ * safe on distinct residuals.
+ */
+ZEN_API zen_status zen_sparse_topk_dropped(const zen_sparse_tensor *input,
+                                           const zen_sparse_result *result, float *residual,
+                                           uint64_t residual_len);
 
 /* ---- Gradient traces: recorded sparse gradients, one file per rank and training step, written
  * by `zen train --dump-grads DIR` and replayed by `zen bench sparse --trace DIR`. The byte layout

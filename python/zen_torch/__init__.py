@@ -24,11 +24,12 @@ import warnings as _warnings
 import torch.distributed as _dist
 
 from . import _C
+from . import hooks  # noqa: F401  (zen_torch.hooks: top-k DDP comm hook)
 
 __version__ = _C.version()  # the libzen this module runs on, e.g. "0.1.0"
 
 __all__ = ["__version__", "set_sparse_scheme", "last_sparse_scheme", "transport", "all_reduce_sparse",
-           "launch_env", "is_sync", "monitored_barrier", "topk_select"]
+           "launch_env", "is_sync", "monitored_barrier", "topk_select", "hooks"]
 
 topk_select = _C.topk_select  # libzen's top-k selection (zen/compress.h); see its docstring
 

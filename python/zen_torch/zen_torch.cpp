@@ -237,6 +237,11 @@ class ProcessGroupZen : public c10d::ProcessGroup
         return c_->sync();
     }
 
+    std::shared_ptr<zt::Comm> comm() const
+    {
+        return c_;
+    }
+
     // The benchmark baseline for the shim's overhead: one in-place zen_allreduce (SUM) on this
     // group's communicator, timed around the C call alone on the worker, on the same buffer as
     // the dist.all_reduce it is compared with. Returns seconds; raises on failure.
@@ -779,10 +784,21 @@ ProcessGroupZen *as_zen(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
 
 } // namespace
 
+// For bindings in other files (sparse_coo.cpp): the worker of a zen group.
+namespace zen_torch
+{
+std::shared_ptr<Comm> comm_of(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
+{
+    return as_zen(pg)->comm();
+}
+} // namespace zen_torch
+
+void zen_torch_register_sparse_coo(pybind11::module &m);
 void zen_torch_register_compress(pybind11::module &m); // compress.cpp
 
 PYBIND11_MODULE(_C, m)
 {
+    zen_torch_register_sparse_coo(m);
     m.doc() = "zen torch.distributed backend (C++ glue over libzen)";
     m.def(
         "version",

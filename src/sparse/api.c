@@ -50,12 +50,23 @@ enum {
     AG_MODE,
     AG_AUTO_DIGEST, /* AUTO's agreed state for the key (zen__sparse_auto_state), 0: none */
     AG_AUTO_LAST,   /* this rank's seconds of the last keyed AUTO call (double bits) */
+    AG_TOPK,        /* opts->global_topk */
     AG_FIELDS
 };
 
 static zen_status describe_local_failure(zen_comm *comm, zen_status st, const zen_sparse_tensor *in,
-                                         uint64_t bad, int bad_set)
+                                         uint64_t bad, int bad_set, const zen_sparse_options *o)
 {
+    if (st == ZEN_EINVAL && !bad_set && o->global_topk && in && in->width != 1)
+        return zen__fail(comm, st,
+                         "sparse allreduce: global_topk %zu needs element sparsity (width 1), "
+                         "not width %u",
+                         o->global_topk, in->width);
+    if (st == ZEN_EINVAL && !bad_set && o->global_topk && !zen__sparse_topk_scheme(o->scheme))
+        return zen__fail(comm, st,
+                         "sparse allreduce: global_topk runs in the owner schemes only (balanced, "
+                         "ps or auto), not %s",
+                         zen_sparse_scheme_name(o->scheme));
     if (st == ZEN_EINVAL && bad_set && bad > INT64_MAX) /* only an i64 index can be this big */
         return zen__fail(comm, st, "sparse allreduce: negative index %lld",
                          (long long)(int64_t)bad);
@@ -119,7 +130,8 @@ static zen_status agree(zen_comm *comm, const uint64_t *mine, const zen_sparse_t
     zen_status own = (zen_status)(int64_t)mine[AG_STATUS];
     if (own != ZEN_OK) {
         zen__free(all);
-        return describe_local_failure(comm, own, in, mine[AG_BAD_INDEX], (int)mine[AG_BAD_SET]);
+        return describe_local_failure(comm, own, in, mine[AG_BAD_INDEX], (int)mine[AG_BAD_SET],
+                                      ctx->opts);
     }
     for (int r = 0; r < n && st == ZEN_OK; r++) {
         const uint64_t *rec = all + (size_t)r * AG_FIELDS;
@@ -144,6 +156,10 @@ static zen_status agree(zen_comm *comm, const uint64_t *mine, const zen_sparse_t
                            r, (unsigned long long)rec[AG_ROWS], (unsigned long long)rec[AG_WIDTH],
                            (unsigned long long)rec[AG_MODE], (unsigned long long)mine[AG_ROWS],
                            (unsigned long long)mine[AG_WIDTH], (unsigned long long)mine[AG_MODE]);
+        } else if (rec[AG_TOPK] != mine[AG_TOPK]) {
+            st = zen__fail(comm, ZEN_EMISMATCH,
+                           "sparse allreduce: rank %d has global_topk %llu, this rank %llu", r,
+                           (unsigned long long)rec[AG_TOPK], (unsigned long long)mine[AG_TOPK]);
         }
     }
     zen__free(all);
@@ -158,6 +174,8 @@ static zen_status check_local(const zen_sparse_tensor *in, int has_output, int d
     if (!in || !has_output || (unsigned)opts->scheme >= ZEN_SPARSE_SCHEME_COUNT)
         return ZEN_EINVAL;
     if ((unsigned)opts->hierarchy > ZEN_SPARSE_HIER_ON || opts->ranks_per_host < 0) /* hier-host */
+        return ZEN_EINVAL;
+    if (opts->global_topk && (in->width != 1 || !zen__sparse_topk_scheme(opts->scheme)))
         return ZEN_EINVAL;
     /* the structural checks of zen__coo_from_tensor, so that its EINVAL can be told apart from
      * an out-of-range index (which is what its *bad_index then holds) */
@@ -187,6 +205,12 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
         return ZEN_EINVAL;
     zen_sparse_options defaults = ZEN_SPARSE_OPTIONS_INIT;
     const zen_sparse_options *opts = opts_in ? opts_in : &defaults;
+    if (opts_in && opts_in->size == ZEN_SPARSE_OPTIONS_V1_SIZE) {
+        /* a program built before global_topk: its fields, then this version's defaults */
+        memcpy(&defaults, opts_in, ZEN_SPARSE_OPTIONS_V1_SIZE);
+        defaults.size = sizeof defaults;
+        opts = &defaults;
+    }
     if (!ZEN_OPTIONS_SIZE_OK(opts))
         return zen__fail(comm, ZEN_EINVAL,
                          "sparse: zen_sparse_options.size %zu is not this zen's (%zu)", opts->size,
@@ -221,7 +245,8 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
                                      ((uint64_t)(dense_out != NULL) << 9) |
                                      zen__sparse_hier_mode(opts) << 10 /* hier-host */,
                                  0,
-                                 0 };
+                                 0,
+                                 (uint64_t)opts->global_topk };
     zen_sparse_ctx ctx = { comm, &local, dense_out, coo_out, opts, stats, 0, 0, 0 };
     if (lst == ZEN_OK && opts->scheme == ZEN_SPARSE_AUTO) {
         double last_s;

@@ -11,6 +11,7 @@
 #ifndef ZEN_SPARSE_INTERNAL_H
 #define ZEN_SPARSE_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <zen/sparse.h>
@@ -57,6 +58,16 @@ typedef struct zen_sparse_ctx {
 } zen_sparse_ctx;
 
 typedef zen_status (*zen_sparse_scheme_fn)(zen_sparse_ctx *ctx);
+
+/* zen_sparse_options.size of the version before global_topk: accepted, global_topk then 0. */
+#define ZEN_SPARSE_OPTIONS_V1_SIZE offsetof(zen_sparse_options, global_topk)
+
+/* 1 for the schemes global_topk runs in: the owner schemes, whose owners hold disjoint reduced
+ * partitions before the pull (scheme/global_topk.h), and AUTO, which then picks one of them. */
+static inline int zen__sparse_topk_scheme(zen_sparse_scheme s)
+{
+    return s == ZEN_SPARSE_AUTO || s == ZEN_SPARSE_BALANCED || s == ZEN_SPARSE_PS;
+}
 
 /* The schemes themselves (run and cost functions) are listed in scheme/registry.h. */
 

@@ -41,6 +41,7 @@ typedef struct zen_train_options {
     zen_emb_sync emb_sync;
     zen_sparse_scheme sparse_scheme;
     double topk;         /* > 0: keep this fraction of the dense gradient (DGC-style) */
+    int topk_global;     /* 1: with topk, global top-k (zen_sparse_options.global_topk) */
     size_t bucket_bytes; /* dense allreduce bucket size */
     zen_tp_options tp_opts;
     zen_tp_emulation tp_emulation; /* emulated stragglers (benchmarks, tests; none by default) */

@@ -56,6 +56,7 @@ void zen_train_options_default(zen_train_options *o)
     o->emb_sync = ZEN_EMB_SYNC_SPARSE;
     o->sparse_scheme = ZEN_SPARSE_AUTO;
     o->topk = 0;
+    o->topk_global = 0;
     o->bucket_bytes = 1 << 20;
     zen_tp_options tpo = ZEN_TP_OPTIONS_INIT;
     o->tp_opts = tpo;
@@ -802,6 +803,16 @@ static zen_status check_options(const zen_train_options *o, char *err, size_t er
     }
     if (o->topk < 0 || o->topk > 1) {
         snprintf(err, errlen, "--topk must be a fraction in (0, 1]");
+        return ZEN_EINVAL;
+    }
+    if (o->topk_global && !(o->topk > 0)) {
+        snprintf(err, errlen, "--topk-global needs --topk P");
+        return ZEN_EINVAL;
+    }
+    if (o->topk_global && o->sparse_scheme != ZEN_SPARSE_AUTO &&
+        o->sparse_scheme != ZEN_SPARSE_BALANCED && o->sparse_scheme != ZEN_SPARSE_PS) {
+        snprintf(err, errlen, "--topk-global runs with --sync-scheme auto, balanced or ps, not %s",
+                 zen_sparse_scheme_name(o->sparse_scheme));
         return ZEN_EINVAL;
     }
     return ZEN_OK;

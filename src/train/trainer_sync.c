@@ -22,6 +22,9 @@
  * zen_topk_compress with momentum 0, EXACT mode: exactly k, ties to the lower index, zeros never
  * sent), the same choice the trainer's own quickselect made, so a run's losses are unchanged;
  * the optimizer (AdamW) keeps the momentum, so no momentum correction is done here.
+ * --topk-global: every rank receives only the k largest of the sum
+ * (zen_sparse_options.global_topk) and the sent values the sum dropped go back into the residual
+ * (zen_sparse_topk_dropped).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -163,6 +166,33 @@ static zen_status sync_buckets(zen_trainer_sync *s)
     return ZEN_OK;
 }
 
+/* --topk-global: every rank receives only the k largest magnitudes of the sum; what this rank
+ * sent and the sum dropped goes back into its residual (zen_sparse_topk_dropped: summed over the
+ * ranks, exactly the dropped part of the sum, in gradient units before the average). */
+static zen_status allreduce_global(zen_trainer_sync *s, const zen_sparse_tensor *t,
+                                   const zen_sparse_options *so)
+{
+    zen_sparse_result r;
+    zen_status rc = zen_sparse_allreduce(s->dp, t, &r, so, NULL);
+    if (rc != ZEN_OK)
+        return rc;
+    memset(s->topk_out, 0, s->total * sizeof *s->topk_out);
+    for (size_t i = 0; i < r.nnz; i++)
+        s->topk_out[r.indices[i]] = r.values[i];
+    /* The dropped part lands densely in the scratch stage (free after the selection), is
+     * compacted in place to the sent indices, which hold every dropped entry (ascending, so
+     * idx[i] >= i and no entry is overwritten before it is read), and goes back into the
+     * state's residual. topk_idx/topk_val stay as sent (--dump-grads records them). */
+    memset(s->stage, 0, s->total * sizeof *s->stage);
+    rc = zen_sparse_topk_dropped(t, &r, s->stage, s->total);
+    zen_sparse_result_free(&r);
+    if (rc != ZEN_OK)
+        return rc;
+    for (size_t i = 0; i < t->nnz; i++)
+        s->stage[i] = s->stage[s->topk_idx[i]];
+    return zen_topk_state_add(s->topk, s->topk_idx, s->stage, t->nnz);
+}
+
 static zen_status sync_topk(zen_trainer_sync *s, zen_sync_stats *st)
 {
     size_t n = s->total;
@@ -185,8 +215,10 @@ static zen_status sync_topk(zen_trainer_sync *s, zen_sync_stats *st)
     so.scheme = s->opts->sparse_scheme;
     so.average = 1;
     so.key = "topk";
+    so.global_topk = s->opts->topk_global ? k : 0;
     s->topk_nnz = nnz;
-    rc = zen_sparse_allreduce_dense(s->dp, &t, s->topk_out, &so, NULL);
+    rc = so.global_topk ? allreduce_global(s, &t, &so)
+                        : zen_sparse_allreduce_dense(s->dp, &t, s->topk_out, &so, NULL);
     if (rc != ZEN_OK)
         return rc;
     move_range(s, 0, n, s->topk_out, 1);

@@ -46,6 +46,7 @@ void zen__sparse_profile_model(zen_sparse_profile *p, int n, double density,
     p->block_skew = 0.0;
     p->block_skew_n = 0.0;
     p->dense_output = 0;
+    p->global_topk = 0;
 }
 
 double zen__cost_eq1_factor(int n, double gamma_n)
@@ -145,7 +146,12 @@ int zen__cost_terms_init(zen_cost_terms *t, int n, uint64_t rows, uint32_t width
      * with every core busy (more ranks than cores) half a copy put the inproc grid's model /
      * measured at 0.45-0.78 per scheme, a full copy at 0.62-1.02 (docs/algorithms.md). */
     t->zero = t->D * t->cp;
-    t->dense_out = p->dense_output ? t->zero + t->nnz_n * t->V * t->cp : 0;
+    t->keep = 1;
+    if (p->global_topk > 0) {
+        t->keep = t->nnz_n > p->global_topk ? p->global_topk / t->nnz_n : 1;
+        t->topk_steps = 6 * ceil(log2(t->N));
+    }
+    t->dense_out = p->dense_output ? t->zero + t->keep * t->nnz_n * t->V * t->cp : 0;
     return 1;
 }
 

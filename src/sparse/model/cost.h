@@ -12,6 +12,7 @@
  *   ALLGATHER     (n-1) * nnz * (4 + 4w)   (paper: 2(n-1) d M)
  *   PS            push (n-1)/n * s * nnz * E, pull (n-1)/n * s_n * gamma_n * nnz * E
  *   BALANCED      push (n-1)/n * nnz * E, pull (n-1)/n * min(COO, hash bitmap) of the sum (Eq. 1)
+ *                 (global top-k: the pull carries min(k, rows of the sum); PS likewise)
  *   HIERARCHICAL  sum over rounds i < log2 n of min(gamma^(2^i) * nnz * E, 4M)  (Eq. 2), plus a
  *                 fold and an unfold step when n is not a power of two
  *   BLOCK         as PS, counting non-zero blocks of B elements (4 + 4B bytes each)
@@ -45,6 +46,7 @@ typedef struct zen_sparse_profile {
     double block_skew;      /* skew of the non-zero blocks over the n ranges (0: use skew) */
     double block_skew_n;    /* same for the sum (0: use skew_n) */
     int dense_output;       /* 1: the caller wants the dense rows x width result (compute) */
+    double global_topk;     /* > 0: the owner schemes pull at most this many rows of the sum */
 } zen_sparse_profile;
 
 typedef struct zen_net_model {
@@ -134,6 +136,11 @@ typedef struct zen_cost_terms {
     double coalesce;  /* ns to coalesce the input (every scheme) */
     double zero;      /* ns to zero a dense result */
     double dense_out; /* ns to zero and scatter a dense result (0 for a sparse one) */
+    /* global top-k (p->global_topk > 0; BALANCED and PS): the share of the sum's rows the pull
+     * carries, min(1, k / nnz_n), and the select's steps (up to 5 allreduces of <= 512 B and one
+     * allgather, ceil(log2 n) steps each); 1 and 0 without it */
+    double keep;
+    double topk_steps;
 } zen_cost_terms;
 
 /* One scheme's prediction in parts: latency terms, wire bytes of the busiest rank, compute

@@ -64,7 +64,8 @@ zen_status zen__sparse_plan_make(zen_sparse_ctx *ctx, zen_sparse_plan *plan)
     plan->per_host = 0;
     plan->scheme = plan->inter_scheme = o->scheme;
     zen_status st = ZEN_OK;
-    if (o->hierarchy != ZEN_SPARSE_HIER_OFF && ctx->comm->size > 1) {
+    /* global top-k runs flat: per host, each shard would select its own k */
+    if (o->hierarchy != ZEN_SPARSE_HIER_OFF && ctx->comm->size > 1 && !o->global_topk) {
         const zen_comm_hosts *g = NULL;
         if ((st = zen__sparse_hier_group(ctx, &g)) != ZEN_OK)
             return st;
@@ -75,6 +76,10 @@ zen_status zen__sparse_plan_make(zen_sparse_ctx *ctx, zen_sparse_plan *plan)
     }
     if (st == ZEN_OK && !plan->per_host && plan->scheme == ZEN_SPARSE_AUTO)
         st = zen__sparse_choose(ctx, &plan->scheme); /* collective: every rank is here */
+    /* global top-k: the chooser's pick when it is an owner scheme (its cost knows the pull
+     * shrinks), else BALANCED; the pick is agreed, so is this */
+    if (st == ZEN_OK && o->global_topk && !zen__sparse_topk_scheme(plan->scheme))
+        plan->scheme = ZEN_SPARSE_BALANCED;
     return st;
 }
 

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "sparse/model/cost.h"
 #include "sparse/plan/predict.h"
+#include "sparse/scheme/registry.h"
 #include "sparse/sparse_internal.h"
 #include "sparse/wire/hier_hash.h"
 
@@ -338,4 +339,50 @@ zen_status zen_index_sets_from_trace(const char *dir, const char *tensor, zen_in
     if (st != ZEN_OK)
         zen_index_sets_free(out);
     return st;
+}
+
+/* Bytes a rank sends in the select of global top-k (scheme/global_topk.c): bins of 512 B, then
+ * up to 4 rounds of 256 B, each a small allreduce (modelled as recursive doubling, ceil(log2 n)
+ * sends of the whole vector, an upper bound for these sizes), and the ties' allgather of 8 bytes
+ * per rank. */
+static double topk_select_bytes(int n)
+{
+    double lg = ceil(log2((double)n));
+    return lg * (512.0 + 4 * 256.0) + 8.0 * (n - 1);
+}
+
+zen_status zen_sparse_topk_volume(int nranks, uint64_t rows, const zen_sparsity_profile *profile,
+                                  uint64_t k, double gbps, double lat_us, zen_topk_volume *out)
+{
+    if (nranks < 1 || rows == 0 || rows >= ((uint64_t)1 << 32) || k == 0 || !profile ||
+        !(gbps > 0) || lat_us < 0 || !out || profile->levels < 0 || profile->levels > 32)
+        return ZEN_EINVAL;
+    memset(out, 0, sizeof *out);
+    double kv = (double)k, f = (double)(nranks - 1) / nranks;
+    out->ideal_bytes = 2 * f * kv * 4;
+    out->bound_bytes = 4 * f * kv * 4;
+    out->oktopk_bytes = 6 * kv * 4;
+    if (nranks == 1)
+        return ZEN_OK;
+    zen_sparse_profile p;
+    zen__sparse_profile_model(&p, nranks, profile->density, ZEN_OVERLAP_RANDOM);
+    p.levels = profile->levels;
+    memcpy(p.gamma, profile->gamma, (size_t)profile->levels * sizeof p.gamma[0]);
+    p.gamma_n = profile->gamma_n;
+    p.skew = p.skew_n = profile->skew;
+    zen_net_model net = { .bytes_per_s = gbps * 1e9 / 8.0, .latency_s = lat_us * 1e-6 };
+    for (int topk = 0; topk < 2; topk++) {
+        p.global_topk = topk ? kv : 0;
+        zen_cost_terms t;
+        if (!zen__cost_terms_init(&t, nranks, rows, 1, &p, &net, 0))
+            continue;
+        zen_cost_parts part = zen__sparse_cost_balanced(&t);
+        double extra = topk ? topk_select_bytes(nranks) : 0;
+        part.bytes += extra;
+        double s = zen__cost_seconds(&part, &t, NULL);
+        *(topk ? &out->topk_bytes : &out->union_bytes) = part.bytes;
+        *(topk ? &out->topk_s : &out->union_s) = s;
+        out->select_bytes = extra;
+    }
+    return ZEN_OK;
 }

@@ -6,6 +6,8 @@
  *   partition  hierarchical hashing (hier_hash.c) splits the local coalesced COO by owner
  *   push       one exchange of 8-byte sizes, one of per-owner COO slices (indices then rows)
  *   aggregate  the owner coalesces what it received (radix sort + sum; memory ~ received nnz)
+ *   (top-k)    with global_topk, the owners keep only their share of the k largest sums
+ *              (global_topk.c: up to 5 allreduces of <= 512 B and an allgather of 8 B per rank)
  *   encode     hash bitmap of the owner's sum over U_j, or COO when smaller (bitmap.c)
  *   pull       allgather of (blob bytes, push imbalance), allgatherv of the blobs: Bruck's
  *              log2 n rounds up to ZEN_SPARSE_PULL_BRUCK_MAX_BYTES in all, else the ring
@@ -33,6 +35,7 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/tunables.h"
+#include "sparse/scheme/global_topk.h"
 #include "sparse/scheme/registry.h"
 #include "sparse/sparse_internal.h"
 #include "sparse/wire/bitmap.h"
@@ -208,8 +211,14 @@ static zen_status do_aggregate(bal_state *s)
 
 static zen_status do_encode(bal_state *s)
 {
-    zen_status st = zen__universe_get(s->ctx->local->rows, (uint32_t)s->n,
-                                      zen__comm_seeds(s->comm)[0], &s->uni);
+    /* global top-k: the owners agree a magnitude threshold and keep only their share of the k
+     * largest sums, so the pull below carries at most k rows in all (global_topk.c) */
+    size_t k = zen__sparse_topk_k(s->ctx);
+    zen_status st = k ? zen__sparse_global_topk(s->ctx, &s->agg, k) : ZEN_OK;
+    if (st != ZEN_OK)
+        return st;
+    st = zen__universe_get(s->ctx->local->rows, (uint32_t)s->n, zen__comm_seeds(s->comm)[0],
+                           &s->uni);
     if (st != ZEN_OK)
         return zen__fail(s->comm, st, "sparse balanced: owner universes of %llu rows",
                          (unsigned long long)s->ctx->local->rows);
@@ -388,14 +397,15 @@ zen_status zen__sparse_run_balanced(zen_sparse_ctx *ctx)
     return st;
 }
 
-/* One exchange of sizes and one of the packed per-owner COO slices, then an allgather of the
+/* One exchange of sizes and one of the packed per-owner COO slices, (global top-k: the select's
+ * small collectives, and the sum's rows pulled shrink to t->keep of them) then an allgather of the
  * 16-byte blob sizes and the allgatherv of the blobs, each in Bruck's ceil(log2 n) rounds or the
  * ring's n - 1 steps (whichever run_pull and zen_allgather take for that size); the pull blob of
  * an owner is the smaller of its hash bitmap (+ values) and its COO. */
 zen_cost_parts zen__sparse_cost_balanced(const zen_cost_terms *t)
 {
     const zen_cpu_model *c = &t->net->cpu;
-    double nnz = t->nnz, nnz_n = t->nnz_n, E = t->E, V = t->V, cp = t->cp, N = t->N;
+    double nnz = t->nnz, nnz_n = t->nnz_n * t->keep, E = t->E, V = t->V, cp = t->cp, N = t->N;
     double coo_blob = nnz_n * E, bitmap_blob = t->R / 8 + nnz_n * 4 * t->w;
     double pull_bytes = zen_cost_min2(coo_blob, bitmap_blob);
     double blob_work = bitmap_blob < coo_blob ? (nnz_n / N + nnz_n) * c->bitmap : 0;
@@ -404,10 +414,10 @@ zen_cost_parts zen__sparse_cost_balanced(const zen_cost_terms *t)
         t->n > 2 && info_bytes <= (double)zen__param_long("ALLGATHER_BRUCK_MAX_BYTES") ? lg : t->n1;
     double pull_steps = zen__sparse_pull_uses_bruck(t->n, pull_bytes) ? lg : t->n1;
     double out = t->p->dense_output ? t->dense_out : nnz_n * (c->merge * t->lgn + V * cp);
-    return (zen_cost_parts){ 2 * t->conc + (info_steps + pull_steps) * t->a,
+    return (zen_cost_parts){ 2 * t->conc + (info_steps + pull_steps + t->topk_steps) * t->a,
                              t->frac * (nnz * E + pull_bytes),
                              t->coalesce + nnz * (c->hash + (4 + V) * cp) + nnz * E * cp +
                                  nnz * (c->sort + V * cp) + blob_work +
                                  (nnz_n / N + nnz_n) * E * cp + out,
-                             2 * t->n1 + info_steps + pull_steps };
+                             2 * t->n1 + info_steps + pull_steps + t->topk_steps };
 }

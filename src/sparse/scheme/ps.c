@@ -10,6 +10,8 @@
  *     push:  every rank --slice j--> owner j       pull: owner j --sum of range j--> everyone
  *
  * Bytes rank j sends: push sum_{k != j} |I_j^k| (4 + 4w), pull (n-1) |sum of range j| (4 + 4w).
+ * With global_topk the owners keep only their share of the k largest sums before the pull
+ * (global_topk.c), so the pull moves at most k rows in all.
  * With skewed indices (paper C3) one owner receives and sends most of the traffic.
  */
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "sparse/model/imbalance.h"
+#include "sparse/scheme/global_topk.h"
 #include "sparse/scheme/registry.h"
 #include "sparse/wire/xchg.h"
 
@@ -71,6 +74,9 @@ static zen_status aggregate(zen_sparse_ctx *ctx, ps_call *c, size_t *pbytes)
                            lo, hi, &c->runs[p]);
     if (st == ZEN_OK)
         st = zen__coo_merge(c->runs, (size_t)n, &c->agg);
+    /* global top-k: only this owner's share of the k largest sums is pulled (global_topk.c) */
+    if (st == ZEN_OK && zen__sparse_topk_k(ctx))
+        st = zen__sparse_global_topk(ctx, &c->agg, zen__sparse_topk_k(ctx));
     *pbytes = zen_coo_wire_bytes(c->agg.nnz, c->agg.width);
     if (st == ZEN_OK && !(c->pbuf = zen__malloc(*pbytes ? *pbytes : 1)))
         st = zen__fail(comm, ZEN_ENOMEM, "ps: cannot allocate %zu bytes", *pbytes);
@@ -180,10 +186,11 @@ zen_status zen__sparse_run_ps(zen_sparse_ctx *ctx)
 zen_cost_parts zen__sparse_cost_ps(const zen_cost_terms *t)
 {
     const zen_cpu_model *c = &t->net->cpu;
-    double out = t->p->dense_output ? t->dense_out : t->nnz_n * t->E * t->cp;
-    return (zen_cost_parts){ 4 * t->conc, t->n1 * (t->hot + t->hot_n) * t->E,
+    double hot_n = t->hot_n * t->keep; /* global top-k: the owners pull their kept share */
+    double out = t->p->dense_output ? t->dense_out : t->keep * t->nnz_n * t->E * t->cp;
+    return (zen_cost_parts){ 4 * t->conc + t->topk_steps * t->a, t->n1 * (t->hot + hot_n) * t->E,
                              t->coalesce + t->nnz * t->E * t->cp +
                                  t->N * t->hot * (c->merge * t->lgn + t->V * t->cp) +
-                                 t->hot_n * t->E * t->cp + out,
-                             4 * t->n1 };
+                                 hot_n * t->E * t->cp + out,
+                             4 * t->n1 + t->topk_steps };
 }

@@ -1,0 +1,148 @@
+// zen_torch._C.sparse_allreduce_coo: the element-sparse allreduce a top-k DDP comm hook
+// (zen_torch.hooks) sends its selected gradient entries through.
+//
+// Why a binding of its own rather than dist.all_reduce of a sparse COO tensor: the hook has the
+// selection as (indices, values) over a flat bucket of numel elements, wants the reduced sum back
+// in the same form (to scatter into the bucket and, for global top-k, to tell which of its own
+// entries were dropped), and must return a future DDP can chain on before the sum exists. Going
+// through a COO tensor would coalesce (sort) the selection on the caller's thread and copy the
+// result into a sparse tensor nobody needs.
+//
+// Execution: like every collective of a zen group, on the group's worker thread in issue order
+// (worker.hpp), so the hook's allreduces interleave with DDP's dense ones identically on every
+// rank. Element sparsity: rows = numel, width = 1; the wire format and scheme choice are
+// zen_sparse_allreduce's (include/zen/sparse.h). The future completes with [indices int64,
+// values float32] of the reduced sum (sorted by index; an entry whose sum cancels to exactly zero
+// may be absent), or with an error naming this rank and zen's reason.
+#include <stdexcept>
+#include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/jit/python/pybind_utils.h>
+#include <torch/extension.h>
+
+#include "worker.hpp"
+
+namespace zen_torch
+{
+// zen_torch.cpp: the worker of a zen process group (raises for any other backend's group).
+std::shared_ptr<Comm> comm_of(const c10::intrusive_ptr<c10d::ProcessGroup> &pg);
+} // namespace zen_torch
+
+namespace zt = zen_torch;
+
+namespace
+{
+
+struct CooArgs {
+    at::Tensor idx, val;
+    int64_t numel;
+    zen_sparse_scheme scheme;
+    bool average;
+    int64_t global_k;
+};
+
+// The worker's half: zen_sparse_allreduce of (idx, val) over [0, numel), the result widened to
+// torch's int64 indices. Returns the [indices, values] list or throws the error the future gets.
+c10::IValue reduce_coo(zt::Comm &c, const CooArgs &a)
+{
+    zen_sparse_tensor in = {};
+    in.rows = (uint64_t)a.numel;
+    in.width = 1;
+    in.nnz = (size_t)a.idx.numel();
+    in.index_type = ZEN_INDEX_I64;
+    in.indices = a.idx.data_ptr();
+    in.value_type = ZEN_F32;
+    in.values = a.val.data_ptr();
+    zen_sparse_options so = ZEN_SPARSE_OPTIONS_INIT;
+    so.scheme = a.scheme;
+    so.average = a.average;
+    // A hook reduces the same buckets every step: the key lets AUTO keep a measured sparsity
+    // profile per bucket size (zen tells tensors of one key apart by rows and width).
+    so.key = "zen_torch.topk";
+    // > 0: every rank receives at most global_k entries, the largest of the sum (BALANCED, PS
+    // or AUTO); the hook puts its own dropped contributions back into its residual.
+    so.global_topk = (size_t)a.global_k;
+    zen_sparse_result res = {};
+    zen_status st = zen_sparse_allreduce(c.comm(), &in, &res, &so, &c.last_sparse);
+    if (st != ZEN_OK) {
+        zen_sparse_result_free(&res);
+        std::rethrow_exception(c.error("sparse allreduce (top-k hook)", st));
+    }
+    at::Tensor ri = at::empty({ (int64_t)res.nnz }, at::kLong);
+    int64_t *rip = ri.data_ptr<int64_t>();
+    for (size_t i = 0; i < res.nnz; i++)
+        rip[i] = (int64_t)res.indices[i];
+    at::Tensor rv = at::empty({ (int64_t)res.nnz }, at::kFloat);
+    if (res.nnz)
+        std::memcpy(rv.data_ptr<float>(), res.values, res.nnz * sizeof(float));
+    zen_sparse_result_free(&res);
+    return c10::IValue(std::vector<at::Tensor>{ ri, rv });
+}
+
+CooArgs check_coo(const at::Tensor &indices, const at::Tensor &values, int64_t numel,
+                  const std::string &scheme, bool average, int64_t global_k)
+{
+    const char *w = "zen backend: sparse_allreduce_coo";
+    TORCH_CHECK(indices.device().is_cpu() && values.device().is_cpu(), w, " needs CPU tensors");
+    TORCH_CHECK(indices.dim() == 1 && values.dim() == 1 && indices.numel() == values.numel(), w,
+                " needs 1-D indices and values of the same length, got ", indices.sizes(), " and ",
+                values.sizes());
+    TORCH_CHECK(indices.scalar_type() == at::kLong, w, " needs int64 indices, got ",
+                indices.scalar_type());
+    TORCH_CHECK(values.scalar_type() == at::kFloat, w, " needs float32 values, got ",
+                values.scalar_type());
+    TORCH_CHECK(numel > 0 && numel < ((int64_t)1 << 32), w, ": numel must be in [1, 2^32), got ",
+                numel);
+    TORCH_CHECK(global_k >= 0, w, ": global_k must be >= 0 (0: union), got ", global_k);
+    CooArgs a;
+    TORCH_CHECK(zen_sparse_scheme_parse(scheme.c_str(), &a.scheme) == ZEN_OK,
+                "zen backend: unknown sparse scheme '", scheme,
+                "' (auto, balanced, hierarchical, allgather, block, ps, dense)");
+    a.idx = indices.contiguous();
+    a.val = values.contiguous();
+    a.numel = numel;
+    a.average = average;
+    a.global_k = global_k;
+    return a;
+}
+
+pybind11::object sparse_allreduce_coo(const at::Tensor &indices, const at::Tensor &values,
+                                      int64_t numel,
+                                      const c10::intrusive_ptr<c10d::ProcessGroup> &pg,
+                                      const std::string &scheme, bool average, int64_t global_k)
+{
+    CooArgs a = check_coo(indices, values, numel, scheme, average, global_k);
+    std::shared_ptr<zt::Comm> comm = zt::comm_of(pg);
+    zt::Comm *c = comm.get(); // the group outlives its queued tasks (its destructor drains them)
+    auto fut =
+        c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+    {
+        // The worker runs callbacks chained on fut, which take the GIL; in sync mode this thread
+        // waits for it.
+        pybind11::gil_scoped_release nogil;
+        c->post([c, a, fut] {
+            try {
+                fut->markCompleted(reduce_coo(*c, a));
+            } catch (...) {
+                if (!fut->completed())
+                    fut->setError(std::current_exception());
+            }
+        });
+        if (c->sync())
+            fut->wait();
+    }
+    return torch::jit::toPyObject(c10::IValue(fut));
+}
+
+} // namespace
+
+void zen_torch_register_sparse_coo(pybind11::module &m)
+{
+    m.def("sparse_allreduce_coo", &sparse_allreduce_coo, pybind11::arg("indices"),
+          pybind11::arg("values"), pybind11::arg("numel"), pybind11::arg("group"),
+          pybind11::arg("scheme") = "auto", pybind11::arg("average") = true,
+          pybind11::arg("global_k") = 0,
+          "element-sparse allreduce of (indices int64, values float32) over [0, numel) on a zen "
+          "group's worker; returns a torch.futures.Future of [indices, values] of the sum "
+          "(the mean when average)");
+}
