@@ -15,6 +15,7 @@ import os
 import sys
 import tempfile
 import traceback
+import warnings
 
 try:
     import torch
@@ -139,18 +140,21 @@ def suite_layers(rank, n):
     close(y, inputs(1, 4, IN) @ col.canonical_weight().t(), "none: no bias, no_grad")
 
 
-def warm_until_plan(tpg, model, want, steps=60):
-    """Train-mode passes with rank 1 4x slow (spin) until the plan shows `want` ("migrated" or
-    "pruned"); weights are not updated (grads zeroed), so the reference stays valid."""
+def warm_until_plan(tpg, model, want, steps=80):
+    """Train-mode passes with rank 1 4x slow (spin) until the plan (the same on every rank)
+    flags rank 1 and shows `want` ("migrated" or "pruned"); weights are not updated (grads
+    zeroed), so the reference stays valid. On a loaded host scheduling noise may flag other
+    ranks too, or rank 1 only after a few rounds: the checks hold for any plan."""
     tpg.set_straggler(1, 4.0, "spin")
-    x = inputs(7, 16, IN)
+    x = inputs(7, 256, IN)
     for _ in range(steps):
         model(x).sum().backward()
         model.zero_grad()
         tpg.step()
         s = tpg.stats()
-        if (want == "migrated" and s["migrated_cols"] > 0) or \
-                (want == "pruned" and s["min_keep_fraction"] < 1.0):
+        if 1 in s["straggler_ranks"] and (
+                (want == "migrated" and s["rank_migrated"][1] > 0) or
+                (want == "pruned" and s["rank_pruned"][1] > 0)):
             return s
     raise AssertionError(f"no {want} plan after {steps} steps: {tpg.stats()}")
 
@@ -158,8 +162,7 @@ def warm_until_plan(tpg, model, want, steps=60):
 def suite_migrate(rank, n):
     tpg = ztp.TPGroup(balance="migrate", period=2)
     model = MLP(tpg)
-    s = warm_until_plan(tpg, model, "migrated")
-    assert 1 in s["straggler_ranks"], s
+    warm_until_plan(tpg, model, "migrated")
     check_column(tpg, rank, n, "migrate")
     check_row(tpg, rank, n, "migrate", parallel_input=True)
     ref = MLP()
@@ -193,8 +196,6 @@ def suite_resize(rank, n):
     keep[perm[:computed]] = 1.0
     if rank == 1:
         assert computed < IN, (computed, IN)
-    else:
-        assert computed == IN, (rank, computed)
     y = col(x)  # training pass
     w = rows_of(ref.fc1.weight, rank, n)
     close(y, (x * keep) @ w.t() + rows_of(ref.fc1.bias, rank, n), "resize: column forward")
@@ -207,8 +208,9 @@ def suite_resize(rank, n):
 
 
 def suite_state(rank, n):
-    """state_dict in canonical order while a migration plan permutes the straggler's columns."""
-    tpg = ztp.TPGroup(balance="migrate", period=2)
+    """state_dict in canonical order while a migration plan permutes the straggler's columns
+    (random priority: the columns it keeps are not a prefix, whatever the weights do)."""
+    tpg = ztp.TPGroup(balance="migrate", period=2, priority="random")
     model = MLP(tpg)
     warm_until_plan(tpg, model, "migrated")
     ref = MLP()
@@ -308,6 +310,8 @@ SUITES = {"layers": suite_layers, "migrate": suite_migrate, "resize": suite_resi
 def worker(rank, n, suites, init, failed):
     try:
         torch.set_num_threads(1)
+        # the warm-up passes run without an optimizer on purpose
+        warnings.filterwarnings("ignore", "zen_torch.tp: balance")
         dist.init_process_group("zen", init_method=init, rank=rank, world_size=n)
         for name in suites:
             SUITES[name](rank, n)
