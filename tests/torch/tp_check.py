@@ -259,6 +259,26 @@ def train(model, ref, opt, opt_ref, tpg, rank, n, steps, what):
         check_mlp_state(model, ref, rank, n, f"{what} step {s}")
 
 
+def check_optimizer_checkpoint(tpg, model, opt, rank, n):
+    """optimizer_state_dict is canonical: a fresh (unpermuted) model restored from the weights'
+    and the optimizer's checkpoints takes the same next step as the permuted one."""
+    other_tpg = ztp.TPGroup()
+    other = MLP(other_tpg)
+    other.load_state_dict(model.state_dict())
+    opt2 = torch.optim.Adam(other.parameters(), lr=0.01)
+    buf = io.BytesIO()
+    torch.save(tpg.optimizer_state_dict(opt), buf)
+    buf.seek(0)
+    other_tpg.load_optimizer_state_dict(opt2, torch.load(buf))
+    x = inputs(40, B, T, IN)
+    for m, o in ((model, opt), (other, opt2)):
+        o.zero_grad()
+        m(x).square().mean().backward()
+        o.step()
+    close(model.fc1.canonical_weight(), other.fc1.canonical_weight(), "optimizer checkpoint fc1")
+    close(model.fc2.canonical_weight(), other.fc2.canonical_weight(), "optimizer checkpoint fc2")
+
+
 def suite_optim(rank, n):
     for balance in ("none", "migrate"):
         for name in ("sgd", "adam"):
@@ -274,6 +294,8 @@ def suite_optim(rank, n):
                 opt_ref = torch.optim.Adam(ref.parameters(), lr=0.01)
             tpg.attach_optimizer(opt)
             train(model, ref, opt, opt_ref, tpg, rank, n, 6, f"{balance} {name}")
+            if balance == "migrate" and name == "adam":
+                check_optimizer_checkpoint(tpg, model, opt, rank, n)
             tpg.set_straggler(1, 1.0)
 
 
