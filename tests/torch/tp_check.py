@@ -14,6 +14,7 @@ import io
 import os
 import sys
 import tempfile
+import time
 import traceback
 import warnings
 
@@ -336,8 +337,11 @@ def worker(rank, n, suites, init, failed):
         warnings.filterwarnings("ignore", "zen_torch.tp: balance")
         dist.init_process_group("zen", init_method=init, rank=rank, world_size=n)
         for name in suites:
+            t0 = time.perf_counter()
             SUITES[name](rank, n)
             dist.barrier()
+            if rank == 0:
+                print(f"{name}: {time.perf_counter() - t0:.1f} s", flush=True)
         dist.destroy_process_group()
     except Exception:
         traceback.print_exc()
