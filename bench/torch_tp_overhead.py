@@ -139,6 +139,9 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
+    # libzen's GEMMs run in OpenBLAS, which reads its thread count when the children load it
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(a.threads))
+    os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
     with tempfile.TemporaryDirectory() as d:
         mp.spawn(worker, args=(a, "file://" + os.path.join(d, "rdv")), nprocs=a.tp, join=True)
     return 0
