@@ -206,6 +206,15 @@ def suite_resize(rank, n):
     col.train()
     model.zero_grad()
     tpg.set_straggler(1, 1.0)
+    # semi: rank 1 gets a plan (resized to the cap, maybe migrating the rest), evaluation exact
+    semi = ztp.TPGroup(balance="semi", period=2)
+    model = MLP(semi)
+    s = warm_until_plan(semi, model, "pruned")
+    assert s["balance"] == "semi" and s["rank_local"][1] < 1.0, s
+    model.eval()
+    with torch.no_grad():
+        close(model(x), ref(x), "semi: eval forward is exact")
+    semi.set_straggler(1, 1.0)
 
 
 def suite_state(rank, n):
