@@ -11,6 +11,8 @@
 
 #include <zen/compress.h>
 
+#include "bindings.hpp"
+
 namespace
 {
 

@@ -20,13 +20,7 @@
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/extension.h>
 
-#include "worker.hpp"
-
-namespace zen_torch
-{
-// zen_torch.cpp: the worker of a zen process group (raises for any other backend's group).
-std::shared_ptr<Comm> comm_of(const c10::intrusive_ptr<c10d::ProcessGroup> &pg);
-} // namespace zen_torch
+#include "bindings.hpp"
 
 namespace zt = zen_torch;
 

@@ -25,6 +25,7 @@
 #include <zen/store.h>
 
 #include "dtypes.hpp"
+#include "bindings.hpp"
 #include "worker.hpp"
 
 namespace zt = zen_torch;
@@ -784,17 +785,10 @@ ProcessGroupZen *as_zen(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
 
 } // namespace
 
-// For bindings in other files (sparse_coo.cpp): the worker of a zen group.
-namespace zen_torch
-{
-std::shared_ptr<Comm> comm_of(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
+std::shared_ptr<zt::Comm> zen_torch::comm_of(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
 {
     return as_zen(pg)->comm();
 }
-} // namespace zen_torch
-
-void zen_torch_register_sparse_coo(pybind11::module &m);
-void zen_torch_register_compress(pybind11::module &m); // compress.cpp
 
 PYBIND11_MODULE(_C, m)
 {
@@ -845,6 +839,7 @@ PYBIND11_MODULE(_C, m)
         },
         "benchmarks only: seconds of one in-place zen_allreduce (SUM) called directly from C");
     m.def("zen_version", &zen_version);
+    zen_torch_register_tp(m);
     m.def(
         "launch_env",
         [] {
