@@ -13,6 +13,9 @@
 #              --impl zen --balance MODE with --straggler SLOW --straggler-mode SLOW_MODE
 #   megatron_slow  --impl megatron with the same straggler (what Megatron does with a slow rank)
 #   MODE_sleep / MODE_spin   the mode with the other emulation (e.g. none_sleep, semi_sleep)
+#   thr_MODE   --balance MODE with no emulation: the rank of SLOW is a real slow process,
+#              SIGSTOP/SIGCONT duty-cycled by scripts/throttle.sh PID 1/FACTOR (it runs a
+#              FACTOR-th of the time, all its work, not only the tp GEMMs; not in the default)
 #
 # Each run: `zen launch -n TP -- python3 examples/torch_tp_gpt.py --tp TP --json ...`; its JSON
 # lines go to $OUT/runs/CASE.rROUND.jsonl with the 1-minute load average when it started. The
@@ -60,11 +63,23 @@ case_args() {
         none | resize | migrate | semi)
             echo "--impl zen --balance $1 --straggler $SLOW --straggler-mode $SLOW_MODE" ;;
         megatron_slow) echo "--impl megatron --straggler $SLOW --straggler-mode $SLOW_MODE" ;;
+        thr_*) echo "--impl zen --balance ${1#thr_} --pid-dir $OUT/pids.$1" ;;
         *_sleep | *_spin)
             mode=${1##*_}
             echo "--impl zen --balance ${1%_*} --straggler $SLOW --straggler-mode $mode" ;;
         *) echo "torch_tp.sh: unknown case '$1'" >&2; exit 2 ;;
     esac
+}
+
+# Throttle the rank whose pid file appears (the example writes it at start) while JOB runs;
+# throttle.sh stops by itself when that process exits.
+throttle() {
+    while [ ! -s "$1" ]; do
+        kill -0 "$2" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    duty=$(awk -v f="${SLOW#*:}" 'BEGIN { printf "%.4f", 1 / f }')
+    "$here/../scripts/throttle.sh" "$(cat "$1")" "$duty" 2>>"$OUT/throttle.log" &
 }
 
 echo "torch_tp.sh: tp $TP, $STEPS steps (median from $WARM), $ROUNDS rounds, straggler $SLOW" \
@@ -75,9 +90,13 @@ for round in $(seq 1 "$ROUNDS"); do
         load=$(cut -d' ' -f1 /proc/loadavg)
         f=$OUT/runs/$c.r$round.jsonl
         echo "{\"case\": \"$c\", \"round\": $round, \"load1\": $load}" >"$f"
+        rm -rf "$OUT/pids.$c"
         # shellcheck disable=SC2086  # the option lists are meant to split
         "$ZEN" launch -n "$TP" -- "$PY" "$here/../examples/torch_tp_gpt.py" --tp "$TP" \
-            --steps "$STEPS" --warm "$WARM" --json $a $ARGS >>"$f" 2>"$OUT/runs/$c.r$round.err" ||
+            --steps "$STEPS" --warm "$WARM" --json $a $ARGS >>"$f" 2>"$OUT/runs/$c.r$round.err" &
+        job=$!
+        case $c in thr_*) throttle "$OUT/pids.$c/rank${SLOW%%:*}.pid" "$job" ;; esac
+        wait "$job" ||
             { echo "torch_tp.sh: case $c round $round failed, see $OUT/runs/$c.r$round.err" >&2; exit 1; }
         echo "round $round $c: load $load, $(tail -1 "$f" | cut -c1-160)" >&2
     done

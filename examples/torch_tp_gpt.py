@@ -301,6 +301,9 @@ def init_weights(model, seed, tp_rank, tp):
         if hasattr(m, "tp_kind"):
             out_f, in_f = m.full_shape
             w = torch.randn(out_f, in_f, generator=g) * 0.02
+            if hasattr(m, "load_full_weight"):  # zen_torch.tp: its shard, canonical order
+                m.load_full_weight(w, torch.zeros(out_f))
+                continue
             if m.tp_kind == "column":
                 rows = out_f // tp
                 m.weight.copy_(w[tp_rank * rows:(tp_rank + 1) * rows])
@@ -426,8 +429,12 @@ def make_tp_group(args, tp_group, tp_rank, dp_rank):
 
 # ----------------------------------------------------------------------------- training
 
-def sync_dp_gradients(params, dp_group, dp):
-    """Average every gradient over the dp replicas: one flat all_reduce."""
+def sync_dp_gradients(params, dp_group, dp, tpg):
+    """Average every gradient over the dp replicas: one flat all_reduce. A zen tp group under
+    a balance plan keeps its weights' columns permuted, each tp group its own way: the gradients
+    go to canonical order for the sum and back for the optimizer."""
+    if tpg is not None:
+        tpg.canonical_grads(True)
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
     flat = torch.cat([g.reshape(-1) for g in grads])
     dist.all_reduce(flat, group=dp_group)
@@ -439,6 +446,8 @@ def sync_dp_gradients(params, dp_group, dp):
             p.grad = g
         p.grad.copy_(flat[offset:offset + n].view_as(g))
         offset += n
+    if tpg is not None:
+        tpg.canonical_grads(False)
 
 
 def dp_mean(value, dp_group, dp):
@@ -470,6 +479,8 @@ def train(args, model, tpg, ids, dp_group, dp, dp_rank):
     rank = dist.get_rank()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=args.lr)
+    if tpg is not None:
+        tpg.attach_optimizer(opt)  # Adam's moments follow the columns a balance plan permutes
     split = len(ids) * 9 // 10  # the last tenth is held out
     span = split // dp  # each dp replica samples its own slice of the training text
     g = torch.Generator().manual_seed(args.seed + dp_rank)
@@ -483,7 +494,7 @@ def train(args, model, tpg, ids, dp_group, dp, dp_rank):
         opt.zero_grad(set_to_none=False)
         loss.backward()
         if dp > 1:
-            sync_dp_gradients(params, dp_group, dp)
+            sync_dp_gradients(params, dp_group, dp, tpg)
         opt.step()
         if tpg is not None:
             tpg.step()

@@ -1,19 +1,23 @@
 """examples/torch_tp_gpt.py must keep training the same model whichever way it is split.
 
-Usage: tp_gpt_check.py   (tests/torch_tp_gpt.cmake; PYTHONPATH has the built zen_torch)
+Usage: tp_gpt_check.py [launch ZEN_BIN]  (tests/torch_tp_gpt.cmake; PYTHONPATH has zen_torch)
 
-Runs a few steps of a small configuration of the example at tp 2 (two processes from
+Default: runs a few steps of a small configuration of the example at tp 2 (two processes from
 torch.multiprocessing, env:// as under torchrun or `zen launch`) and compares the per-step
 training losses, to 1e-4:
   megatron (gloo)          == one process with plain nn.Linear layers (tp 1, run here)
   megatron, rank 1 3x slow == the same (the spin emulation's hand-written backward)
   zen, balance none        == megatron
   zen, migrate, rank 1 4x  == zen none, and the group did migrate (exact migration)
+launch: the example as a user starts it, `ZEN_BIN launch -n 4 -- python3 torch_tp_gpt.py --tp 2
+--json`, dp 2 x tp 2 on zen_torch.tp, against dp 2 x tp 1 with plain nn.Linear layers on gloo
+(`launch -n 2`): the same per-step losses (the dp replicas average their gradients either way).
 Exit 0 pass, 1 fail, 77 when torch itself cannot be imported.
 """
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import traceback
@@ -87,9 +91,31 @@ def migrated(stats):
     return any(isinstance(v, (int, float)) and v > 0 for v in flat)
 
 
+def launched_losses(zen, n, extra):
+    """Run the example under `zen launch -n N`; rank 0's per-step losses from its JSON lines."""
+    cmd = [zen, "launch", "-n", str(n), "--", sys.executable, ex.__file__] + SMALL + extra
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=150)
+    if p.returncode != 0:
+        print(f"FAIL: {' '.join(cmd)} exited {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-3000:]}")
+        sys.exit(1)
+    steps = [json.loads(line) for line in p.stdout.splitlines() if line.startswith('{"step"')]
+    return [s["loss"] for s in steps]
+
+
+def check_launch(zen):
+    got = launched_losses(zen, 4, ["--tp", "2", "--impl", "zen"])
+    want = launched_losses(zen, 2, ["--tp", "1", "--impl", "megatron", "--backend", "gloo"])
+    ok = len(got) == 6 and compare("zen launch dp 2 x tp 2 (zen) vs dp 2 x tp 1 (nn.Linear)",
+                                   got, want)
+    print("pass" if ok else "FAIL")
+    sys.exit(0 if ok else 1)
+
+
 def main():
     os.environ.setdefault("ZEN_TIMEOUT_S", "60")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if sys.argv[1:2] == ["launch"]:
+        check_launch(sys.argv[2])
     ports = {name: free_port() for name in RUNS}
     with tempfile.TemporaryDirectory() as d:
         failed = mp.get_context("spawn").Array("i", 2)
