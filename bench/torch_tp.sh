@@ -83,7 +83,7 @@ throttle() {
 }
 
 echo "torch_tp.sh: tp $TP, $STEPS steps (median from $WARM), $ROUNDS rounds, straggler $SLOW" \
-     "($SLOW_MODE), $(nproc) cores; output in $OUT" >&2
+     "($SLOW_MODE), $(getconf _NPROCESSORS_ONLN) cores; output in $OUT" >&2
 for round in $(seq 1 "$ROUNDS"); do
     for c in $CASES; do
         a=$(case_args "$c")
