@@ -3,7 +3,8 @@
 
     export PYTHONPATH=$PWD/build/python OMP_NUM_THREADS=1
     zen launch -n 4 -- /usr/bin/python3 examples/torch_tp_gpt.py --tp 4
-    zen launch -n 4 -- /usr/bin/python3 examples/torch_tp_gpt.py --tp 4 --straggler 1:4 --balance semi
+    zen launch -n 4 -- /usr/bin/python3 examples/torch_tp_gpt.py --tp 4 --straggler 1:4 \\
+        --balance semi
     zen launch -n 4 -- /usr/bin/python3 examples/torch_tp_gpt.py --tp 2          # dp 2 x tp 2
     /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node 2 --redirects 1 \\
         --tee 1 examples/torch_tp_gpt.py --tp 2
