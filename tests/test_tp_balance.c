@@ -720,14 +720,94 @@ static void test_spike_filter(void **state)
     zt_run_inproc(1, spikes_rank, NULL);
 }
 
+/* ---- zen_tp_linear_layout, zen_tp_linear_detach_state, zen_tp_group_plan (one rank) ---- */
+
+static zen_status layout_rank(zen_comm *c, void *arg)
+{
+    (void)arg;
+
+    enum {
+        IN = 8,
+        OUT = 2
+    };
+
+    zen_tp_options o = ZEN_TP_OPTIONS_INIT;
+    o.balance = ZEN_BALANCE_RESIZE;
+    o.period = 1000;
+    zen_tp_group *g = NULL;
+    zen_tp_linear *l = NULL;
+    ZT_CHECK(c, zen_tp_group_create(c, &o, &g) == ZEN_OK);
+    ZT_CHECK(c, zen_tp_linear_create(g, ZEN_TP_COLUMN, IN, OUT, 0, &l) == ZEN_OK);
+    int perm[IN], computed = -1;
+    ZT_CHECK(c, zen_tp_linear_layout(l, perm, &computed) == ZEN_OK && computed == IN);
+    for (int p = 0; p < IN; p++)
+        ZT_CHECK(c, perm[p] == p);
+    zen_tp_rank_plan rp;
+    ZT_CHECK(c, zen_tp_group_plan(g, &rp, 1) == ZEN_OK);
+    ZT_CHECK(c, rp.local == 1.0 && rp.pruned == 0.0 && rp.migrated == 0.0 && rp.t_ms == 0.0);
+    ZT_CHECK(c, zen_tp_group_plan(g, &rp, 0) == ZEN_EINVAL);
+
+    zen_tp_param w;
+    zen_tp_linear_weight(l, &w);
+    float w0[OUT * IN], on[OUT * IN], off[OUT * IN], x[IN], y[OUT];
+    tpt_fill(w0, OUT * IN, 7);
+    memcpy(w.data, w0, sizeof w0);
+    memcpy(on, w0, sizeof w0);
+    memcpy(off, w0, sizeof w0);
+    ZT_CHECK(c, zen_tp_linear_attach_state(l, on) == ZEN_OK);
+    ZT_CHECK(c, zen_tp_linear_attach_state(l, off) == ZEN_OK);
+    ZT_CHECK(c, zen_tp_linear_detach_state(l, off) == ZEN_OK);
+    ZT_CHECK(c, zen_tp_linear_detach_state(l, off) == ZEN_EINVAL); /* not attached any more */
+    tpt_fill(x, IN, 8);
+    ZT_CHECK(c, zen_tp_linear_forward(l, x, 1, y, 1) == ZEN_OK); /* captures W_ref */
+    /* the odd columns change most: a score-kept half that is not the prefix */
+    for (int j = 1; j < IN; j += 2)
+        for (int i = 0; i < OUT; i++)
+            w.data[i * IN + j] += 1.0f;
+    zen__tp_layer_refresh_scores(l);
+    tp_plan p;
+    ZT_CHECK(c, zen__tp_plan_init(&p, 1) == ZEN_OK);
+    p.local[0] = 0.5;
+    p.prune[0] = 0.5;
+    ZT_CHECK(c, zen__tp_group_force_plan(g, &p) == ZEN_OK);
+    ZT_CHECK(c, zen_tp_linear_layout(l, perm, &computed) == ZEN_OK && computed == IN / 2);
+    for (int q = 0; q < IN; q++) {
+        ZT_CHECK(c, perm[q] == l->perm[q]);
+        ZT_CHECK(c, (q < computed) == (perm[q] % 2 == 1)); /* the odd columns are computed */
+        for (int i = 0; i < OUT; i++) {
+            ZT_CHECK(c, on[i * IN + q] == w0[i * IN + perm[q]]); /* attached: moved */
+            ZT_CHECK(c, off[i * IN + q] == w0[i * IN + q]);      /* detached: untouched */
+        }
+    }
+    ZT_CHECK(c, zen_tp_linear_layout(l, NULL, NULL) == ZEN_OK);
+    ZT_CHECK(c, zen_tp_group_plan(g, &rp, 1) == ZEN_OK);
+    ZT_CHECK(c, rp.local == 0.5 && rp.pruned == 0.5 && rp.migrated == 0.0 && rp.helped == 0.0);
+    zen__tp_plan_free(&p);
+    zen_tp_linear_destroy(l);
+    zen_tp_group_destroy(g);
+    return ZEN_OK;
+}
+
+static void test_layout_and_companions(void **state)
+{
+    (void)state;
+    zt_run_inproc(1, layout_rank, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_migrate_exact),       cmocka_unit_test(test_resize_column),
-        cmocka_unit_test(test_resize_row),          cmocka_unit_test(test_priority),
-        cmocka_unit_test(test_dynamic_migrate),     cmocka_unit_test(test_dynamic_resize_semi),
-        cmocka_unit_test(test_emulation),           cmocka_unit_test(test_waits_for_late_rank),
-        cmocka_unit_test(test_plan_mismatch_fails), cmocka_unit_test(test_spike_filter),
+        cmocka_unit_test(test_migrate_exact),
+        cmocka_unit_test(test_resize_column),
+        cmocka_unit_test(test_resize_row),
+        cmocka_unit_test(test_priority),
+        cmocka_unit_test(test_dynamic_migrate),
+        cmocka_unit_test(test_dynamic_resize_semi),
+        cmocka_unit_test(test_emulation),
+        cmocka_unit_test(test_waits_for_late_rank),
+        cmocka_unit_test(test_plan_mismatch_fails),
+        cmocka_unit_test(test_spike_filter),
+        cmocka_unit_test(test_layout_and_companions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -200,6 +200,20 @@ ZEN_API zen_status zen_tp_linear_export_grad(const zen_tp_linear *l, float *dst)
  * permutation moves it too. Up to 4 per layer; the caller owns the memory. */
 ZEN_API zen_status zen_tp_linear_attach_state(zen_tp_linear *l, float *companion);
 
+/* Unregister a companion attached with zen_tp_linear_attach_state (e.g. an optimizer replaced its
+ * state buffer): later permutations leave it alone. ZEN_EINVAL when it is not attached. */
+ZEN_API zen_status zen_tp_linear_detach_state(zen_tp_linear *l, const float *companion);
+
+/*
+ * The layer's physical column layout along K (K = cols of the weight shard): perm[p] is the
+ * canonical column held at physical column p (the identity without a plan), for p < K; perm may
+ * be NULL. *computed (may be NULL) is how many leading physical columns this rank computes itself
+ * in a training pass: K without a plan, fewer while it is resized (the rest is pruned) or
+ * migrating (the rest goes to helpers). Local; it changes only in zen_tp_group_step. Lets a
+ * caller keep other weight-shaped data in step with the layer, or check what resizing dropped.
+ */
+ZEN_API zen_status zen_tp_linear_layout(const zen_tp_linear *l, int *perm, int *computed);
+
 /* training = 0 for evaluation passes (never resized, never migrated). x and y must not alias. */
 ZEN_API zen_status zen_tp_linear_forward(zen_tp_linear *l, const float *x, int rows, float *y,
                                          int training);
@@ -244,6 +258,22 @@ typedef struct zen_tp_stats {
 } zen_tp_stats;
 
 ZEN_API zen_status zen_tp_group_stats(const zen_tp_group *g, zen_tp_stats *out);
+
+/* One rank's share of the current plan (fractions of that rank's own K). */
+typedef struct zen_tp_rank_plan {
+    double t_ms;     /* its full-K tp GEMM time per step as the last decision round saw it (the
+                        detector's whole-step view included; 0 before the first round) */
+    double local;    /* computed by the rank itself (1 without a plan) */
+    double pruned;   /* dropped: zero gradients, left out of the output (resizing) */
+    double migrated; /* computed by helpers on its behalf (exact) */
+    double helped;   /* what it computes for stragglers, in units of one rank's K */
+} zen_tp_rank_plan;
+
+/*
+ * The plan per tp rank, identical on all ranks: out[r] for r < tp size (n >= tp size entries,
+ * else ZEN_EINVAL). Local, no communication; call between steps.
+ */
+ZEN_API zen_status zen_tp_group_plan(const zen_tp_group *g, zen_tp_rank_plan *out, int n);
 
 #ifdef __cplusplus
 }

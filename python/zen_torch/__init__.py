@@ -28,7 +28,7 @@ from . import _C
 __version__ = _C.version()  # the libzen this module runs on, e.g. "0.1.0"
 
 __all__ = ["__version__", "set_sparse_scheme", "last_sparse_scheme", "transport", "all_reduce_sparse",
-           "launch_env", "is_sync", "monitored_barrier"]
+           "launch_env", "is_sync", "monitored_barrier", "all_gather_v", "reduce_scatter_v"]
 
 
 def _group(group):
@@ -77,6 +77,18 @@ def monitored_barrier(group=None, timeout=None):
     else:
         seconds = float(timeout)
     _C.monitored_barrier(g, seconds)
+
+
+def all_gather_v(tensor, sizes, group=None):
+    """Concatenation along dim 0 of every rank's tensor, rank r contributing sizes[r] rows (0
+    allowed; tensor has sizes[rank] rows, the other dims agree): one zen_allgatherv. Blocks."""
+    return _C.all_gather_v(_group(group), tensor, [int(s) for s in sizes])
+
+
+def reduce_scatter_v(tensor, sizes, group=None):
+    """tensor has sum(sizes) rows; rank r gets the sum over ranks of rows
+    [sum(sizes[:r]), sum(sizes[:r+1])): one zen_reduce_scatterv (SUM). Blocks."""
+    return _C.reduce_scatter_v(_group(group), tensor, [int(s) for s in sizes])
 
 
 if "ZEN" not in _dist.Backend._plugins:

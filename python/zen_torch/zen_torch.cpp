@@ -25,6 +25,7 @@
 #include <zen/store.h>
 
 #include "dtypes.hpp"
+#include "tp.hpp"
 #include "worker.hpp"
 
 namespace zt = zen_torch;
@@ -235,6 +236,11 @@ class ProcessGroupZen : public c10d::ProcessGroup
     bool sync() const
     {
         return c_->sync();
+    }
+
+    std::shared_ptr<zt::Comm> comm() const
+    {
+        return c_;
     }
 
     // The benchmark baseline for the shim's overhead: one in-place zen_allreduce (SUM) on this
@@ -787,6 +793,11 @@ ProcessGroupZen *as_zen(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
 
 } // namespace
 
+std::shared_ptr<zt::Comm> zen_torch::comm_of(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
+{
+    return as_zen(pg)->comm();
+}
+
 PYBIND11_MODULE(_C, m)
 {
     m.doc() = "zen torch.distributed backend (C++ glue over libzen)";
@@ -834,6 +845,7 @@ PYBIND11_MODULE(_C, m)
         },
         "benchmarks only: seconds of one in-place zen_allreduce (SUM) called directly from C");
     m.def("zen_version", &zen_version);
+    zen_torch_register_tp(m);
     m.def(
         "launch_env",
         [] {

@@ -480,6 +480,7 @@ static zen_status decision_round(zen_tp_group *g)
     double gemm_t[TP_MAX_RANKS];
     memcpy(gemm_t, t, (size_t)n * sizeof *t);
     zen__tp_detect_round(g, all, NG, 3, t);
+    memcpy(g->round_ms, t, (size_t)n * sizeof *t);
     in.gemm_ms = gemm_t;
     mig_cost_terms(g, &in);
     if (g->opts.balance >= ZEN_BALANCE_MIGRATE && (st = learn_round(g, &in)) != ZEN_OK)
@@ -585,5 +586,24 @@ zen_status zen_tp_group_stats(const zen_tp_group *g, zen_tp_stats *out)
     out->t_norm_ms = g->ema_valid ? g->t_norm_ema_ms : 0.0;
     out->last_arrival_rank = g->last_arrival_rank;
     out->arrival_spread_ms = g->arrival_spread_ms;
+    return ZEN_OK;
+}
+
+zen_status zen_tp_group_plan(const zen_tp_group *g, zen_tp_rank_plan *out, int n)
+{
+    if (!g || !out || n < g->size)
+        return ZEN_EINVAL;
+    const tp_plan *p = &g->plan;
+    for (int r = 0; r < g->size; r++) {
+        zen_tp_rank_plan *o = &out[r];
+        memset(o, 0, sizeof *o);
+        o->t_ms = g->round_ms[r];
+        o->local = r < p->n ? p->local[r] : 1.0;
+        o->pruned = r < p->n ? p->prune[r] : 0.0;
+        for (int a = 0; a < p->n; a++) {
+            o->migrated += p->mig[r * p->n + a];
+            o->helped += p->mig[a * p->n + r];
+        }
+    }
     return ZEN_OK;
 }

@@ -235,6 +235,34 @@ zen_status zen_tp_linear_attach_state(zen_tp_linear *l, float *companion)
     return ZEN_OK;
 }
 
+zen_status zen_tp_linear_detach_state(zen_tp_linear *l, const float *companion)
+{
+    if (!l || !companion)
+        return ZEN_EINVAL;
+    for (int c = 0; c < l->ncompanions; c++) {
+        if (l->companions[c] == companion) {
+            memmove(&l->companions[c], &l->companions[c + 1],
+                    (size_t)(l->ncompanions - c - 1) * sizeof *l->companions);
+            l->ncompanions--;
+            return ZEN_OK;
+        }
+    }
+    return l->g ? zen__fail(l->g->comm, ZEN_EINVAL, "tp linear: companion %p is not attached",
+                            (const void *)companion)
+                : ZEN_EINVAL;
+}
+
+zen_status zen_tp_linear_layout(const zen_tp_linear *l, int *perm, int *computed)
+{
+    if (!l)
+        return ZEN_EINVAL;
+    for (int p = 0; perm && p < l->K; p++)
+        perm[p] = l->permuted ? l->perm[p] : p;
+    if (computed)
+        *computed = l->n_local;
+    return ZEN_OK;
+}
+
 void zen__tp_gather_cols(const zen_tp_linear *l, const float *x, int rows, int first, int count,
                          float *dst)
 {

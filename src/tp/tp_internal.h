@@ -153,6 +153,7 @@ struct zen_tp_group {
     double step_ms[TP_STEP_SAMPLES];
     int nstep_ms;
     tp_learn learn;
+    double round_ms[TP_MAX_RANKS]; /* per-rank GEMM times the last decision round used */
 };
 
 struct zen_tp_linear {
