@@ -52,7 +52,7 @@ OUT=${OUT:-$(mktemp -d /tmp/zen-torch-tp.XXXXXX)}
 "$PY" -c 'import torch' 2>/dev/null ||
     { echo "torch_tp.sh: $PY cannot import torch (apt-get install python3-torch)" >&2; exit 2; }
 [ "$WARM" -lt "$STEPS" ] || { echo "torch_tp.sh: WARM ($WARM) must be < STEPS ($STEPS)" >&2; exit 2; }
-export PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1
+export PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 mkdir -p "$OUT/runs"
 
 # The example's options for one case.

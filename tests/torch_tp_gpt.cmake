@@ -14,4 +14,4 @@ add_test(NAME torch_tp_gpt_launch_dp2x2
                  launch $<TARGET_FILE:zen>)
 set_tests_properties(torch_tp_gpt_2 torch_tp_gpt_launch_dp2x2 PROPERTIES
   LABELS torch TIMEOUT 180 SKIP_RETURN_CODE 77
-  ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;ZEN_TIMEOUT_S=60;OMP_NUM_THREADS=1")
+  ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;ZEN_TIMEOUT_S=60;OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")
