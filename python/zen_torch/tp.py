@@ -123,6 +123,47 @@ class TPGroup:
         for layer in self.layers():
             layer._attach_from([opt.state.get(layer.weight, {}) for opt in self._optimizers])
 
+    def _weights_of(self, optimizer):
+        """{index in optimizer.state_dict()['state']: layer} for this group's weights."""
+        layers = {id(m.weight): m for m in self.layers()}
+        out, i = {}, 0
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if id(p) in layers:
+                    out[i] = layers[id(p)]
+                i += 1
+        return out
+
+    def optimizer_state_dict(self, optimizer):
+        """optimizer.state_dict() with the state of this group's weights (weight-shaped tensors:
+        momentum, Adam's moments) in canonical column order, like the layers' state_dict: a
+        checkpoint that load_optimizer_state_dict restores under any plan."""
+        sd = optimizer.state_dict()
+        state = dict(sd["state"])
+        for i, layer in self._weights_of(optimizer).items():
+            if i not in state:
+                continue
+            perm, _ = layer.column_layout()
+            entry = dict(state[i])
+            for k, t in entry.items():
+                if torch.is_tensor(t) and t.shape == layer.weight.shape:
+                    canon = torch.empty_like(t)
+                    canon[:, perm] = t
+                    entry[k] = canon
+            state[i] = entry
+        return {**sd, "state": state}
+
+    def load_optimizer_state_dict(self, optimizer, state_dict):
+        """optimizer.load_state_dict of a dict from optimizer_state_dict, the weights' state
+        put into each layer's current physical order (and attached, if the optimizer is)."""
+        optimizer.load_state_dict(state_dict)
+        for layer in self._weights_of(optimizer).values():
+            perm, _ = layer.column_layout()
+            for t in optimizer.state.get(layer.weight, {}).values():
+                if torch.is_tensor(t) and t.shape == layer.weight.shape:
+                    t.copy_(t[:, perm])
+        self._sync_state()
+
     def step(self):
         """Once per training step, after optimizer.step(): straggler detection and the balance
         controller (zen_tp_group_step; collective every `period` steps)."""

@@ -14,7 +14,9 @@ import io
 import os
 import sys
 import tempfile
+import time
 import traceback
+import warnings
 
 try:
     import torch
@@ -139,18 +141,21 @@ def suite_layers(rank, n):
     close(y, inputs(1, 4, IN) @ col.canonical_weight().t(), "none: no bias, no_grad")
 
 
-def warm_until_plan(tpg, model, want, steps=60):
-    """Train-mode passes with rank 1 4x slow (spin) until the plan shows `want` ("migrated" or
-    "pruned"); weights are not updated (grads zeroed), so the reference stays valid."""
+def warm_until_plan(tpg, model, want, steps=80):
+    """Train-mode passes with rank 1 4x slow (spin) until the plan (the same on every rank)
+    flags rank 1 and shows `want` ("migrated" or "pruned"); weights are not updated (grads
+    zeroed), so the reference stays valid. On a loaded host scheduling noise may flag other
+    ranks too, or rank 1 only after a few rounds: the checks hold for any plan."""
     tpg.set_straggler(1, 4.0, "spin")
-    x = inputs(7, 16, IN)
+    x = inputs(7, 256, IN)
     for _ in range(steps):
         model(x).sum().backward()
         model.zero_grad()
         tpg.step()
         s = tpg.stats()
-        if (want == "migrated" and s["migrated_cols"] > 0) or \
-                (want == "pruned" and s["min_keep_fraction"] < 1.0):
+        if 1 in s["straggler_ranks"] and (
+                (want == "migrated" and s["rank_migrated"][1] > 0) or
+                (want == "pruned" and s["rank_pruned"][1] > 0)):
             return s
     raise AssertionError(f"no {want} plan after {steps} steps: {tpg.stats()}")
 
@@ -158,8 +163,7 @@ def warm_until_plan(tpg, model, want, steps=60):
 def suite_migrate(rank, n):
     tpg = ztp.TPGroup(balance="migrate", period=2)
     model = MLP(tpg)
-    s = warm_until_plan(tpg, model, "migrated")
-    assert 1 in s["straggler_ranks"], s
+    warm_until_plan(tpg, model, "migrated")
     check_column(tpg, rank, n, "migrate")
     check_row(tpg, rank, n, "migrate", parallel_input=True)
     ref = MLP()
@@ -193,8 +197,6 @@ def suite_resize(rank, n):
     keep[perm[:computed]] = 1.0
     if rank == 1:
         assert computed < IN, (computed, IN)
-    else:
-        assert computed == IN, (rank, computed)
     y = col(x)  # training pass
     w = rows_of(ref.fc1.weight, rank, n)
     close(y, (x * keep) @ w.t() + rows_of(ref.fc1.bias, rank, n), "resize: column forward")
@@ -204,11 +206,21 @@ def suite_resize(rank, n):
     col.train()
     model.zero_grad()
     tpg.set_straggler(1, 1.0)
+    # semi: rank 1 gets a plan (resized to the cap, maybe migrating the rest), evaluation exact
+    semi = ztp.TPGroup(balance="semi", period=2)
+    model = MLP(semi)
+    s = warm_until_plan(semi, model, "pruned")
+    assert s["balance"] == "semi" and s["rank_local"][1] < 1.0, s
+    model.eval()
+    with torch.no_grad():
+        close(model(x), ref(x), "semi: eval forward is exact")
+    semi.set_straggler(1, 1.0)
 
 
 def suite_state(rank, n):
-    """state_dict in canonical order while a migration plan permutes the straggler's columns."""
-    tpg = ztp.TPGroup(balance="migrate", period=2)
+    """state_dict in canonical order while a migration plan permutes the straggler's columns
+    (random priority: the columns it keeps are not a prefix, whatever the weights do)."""
+    tpg = ztp.TPGroup(balance="migrate", period=2, priority="random")
     model = MLP(tpg)
     warm_until_plan(tpg, model, "migrated")
     ref = MLP()
@@ -257,6 +269,26 @@ def train(model, ref, opt, opt_ref, tpg, rank, n, steps, what):
         check_mlp_state(model, ref, rank, n, f"{what} step {s}")
 
 
+def check_optimizer_checkpoint(tpg, model, opt, rank, n):
+    """optimizer_state_dict is canonical: a fresh (unpermuted) model restored from the weights'
+    and the optimizer's checkpoints takes the same next step as the permuted one."""
+    other_tpg = ztp.TPGroup()
+    other = MLP(other_tpg)
+    other.load_state_dict(model.state_dict())
+    opt2 = torch.optim.Adam(other.parameters(), lr=0.01)
+    buf = io.BytesIO()
+    torch.save(tpg.optimizer_state_dict(opt), buf)
+    buf.seek(0)
+    other_tpg.load_optimizer_state_dict(opt2, torch.load(buf))
+    x = inputs(40, B, T, IN)
+    for m, o in ((model, opt), (other, opt2)):
+        o.zero_grad()
+        m(x).square().mean().backward()
+        o.step()
+    close(model.fc1.canonical_weight(), other.fc1.canonical_weight(), "optimizer checkpoint fc1")
+    close(model.fc2.canonical_weight(), other.fc2.canonical_weight(), "optimizer checkpoint fc2")
+
+
 def suite_optim(rank, n):
     for balance in ("none", "migrate"):
         for name in ("sgd", "adam"):
@@ -272,6 +304,8 @@ def suite_optim(rank, n):
                 opt_ref = torch.optim.Adam(ref.parameters(), lr=0.01)
             tpg.attach_optimizer(opt)
             train(model, ref, opt, opt_ref, tpg, rank, n, 6, f"{balance} {name}")
+            if balance == "migrate" and name == "adam":
+                check_optimizer_checkpoint(tpg, model, opt, rank, n)
             tpg.set_straggler(1, 1.0)
 
 
@@ -308,10 +342,15 @@ SUITES = {"layers": suite_layers, "migrate": suite_migrate, "resize": suite_resi
 def worker(rank, n, suites, init, failed):
     try:
         torch.set_num_threads(1)
+        # the warm-up passes run without an optimizer on purpose
+        warnings.filterwarnings("ignore", "zen_torch.tp: balance")
         dist.init_process_group("zen", init_method=init, rank=rank, world_size=n)
         for name in suites:
+            t0 = time.perf_counter()
             SUITES[name](rank, n)
             dist.barrier()
+            if rank == 0:
+                print(f"{name}: {time.perf_counter() - t0:.1f} s", flush=True)
         dist.destroy_process_group()
     except Exception:
         traceback.print_exc()
