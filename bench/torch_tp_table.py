@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""Summarise bench/torch_tp.sh's runs: torch_tp_table.py RUNS_DIR [--json]
+
+Each RUNS_DIR/CASE.rROUND.jsonl holds a header ({"case", "round", "load1"}) and the example's
+--json lines (per step {"step", "loss", "step_s"}, then the summary). Per case: the median over
+rounds of the run's median step time, the median over rounds of its ratio to the same round's
+`hom` run, the validation loss, the largest per-step training-loss difference to `hom` in the
+same round (over all rounds), and the load averages seen. --json: one object per case instead.
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def read_runs(d):
+    runs = {}  # (case, round) -> {"load1", "losses", "summary"}
+    for path in sorted(glob.glob(os.path.join(d, "*.jsonl"))):
+        run = {"losses": []}
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                obj = json.loads(line)
+                if "case" in obj:
+                    key = (obj["case"], obj["round"])
+                    run["load1"] = obj["load1"]
+                elif "step" in obj:
+                    run["losses"].append(obj["loss"])
+                elif obj.get("summary"):
+                    run["summary"] = obj
+        if "summary" in run:
+            runs[key] = run
+        else:
+            print(f"torch_tp_table.py: {path} has no summary (the run failed?)", file=sys.stderr)
+    return runs
+
+
+def case_rows(runs):
+    cases = list(dict.fromkeys(c for c, _ in runs))
+    rows = []
+    for c in cases:
+        mine = {r: run for (cc, r), run in runs.items() if cc == c}
+        ms = [run["summary"]["median_step_s"] * 1e3 for run in mine.values()]
+        ratios, diffs = [], []
+        for r, run in mine.items():
+            hom = runs.get(("hom", r))
+            if hom is None:
+                continue
+            ratios.append(run["summary"]["median_step_s"] / hom["summary"]["median_step_s"])
+            n = min(len(run["losses"]), len(hom["losses"]))
+            diffs.append(max(abs(a - b) for a, b in zip(run["losses"][:n], hom["losses"][:n])))
+        last = mine[max(mine)]["summary"]
+        rows.append({"case": c, "rounds": len(mine), "ms_step": statistics.median(ms),
+                     "ms_each": [round(x, 1) for x in ms],
+                     "x_hom": statistics.median(ratios) if ratios else None,
+                     "x_hom_each": [round(x, 3) for x in ratios],
+                     "max_loss_diff_vs_hom": max(diffs) if diffs else None,
+                     "val_loss": last.get("val_loss"), "final_loss": last.get("final_loss"),
+                     "load1": [run["load1"] for run in mine.values()],
+                     "tp_stats": last.get("tp_stats")})
+    return rows
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(sys.argv) > 1 else 2
+    rows = case_rows(read_runs(sys.argv[1]))
+    if "--json" in sys.argv[2:]:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    print("| case | ms/step (median of rounds) | x hom (per round) | max abs loss diff vs hom "
+          "| val loss | load1 |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        ratio = (f"{r['x_hom']:.2f} ({', '.join(f'{x:.2f}' for x in r['x_hom_each'])})"
+                 if r["x_hom"] is not None else "-")
+        diff = f"{r['max_loss_diff_vs_hom']:.1e}" if r["max_loss_diff_vs_hom"] is not None else "-"
+        val = f"{r['val_loss']:.4f}" if r["val_loss"] is not None else "-"
+        print(f"| {r['case']} | {r['ms_step']:.1f} ({', '.join(map(str, r['ms_each']))}) | "
+              f"{ratio} | {diff} | {val} | {', '.join(map(str, r['load1']))} |")
+    for r in rows:
+        if r["tp_stats"]:
+            print(f"{r['case']} tp stats (last round, rank 0): {json.dumps(r['tp_stats'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
