@@ -66,6 +66,24 @@ class Timing:
         return fut.then(done)
 
 
+def thread_cpu():
+    """CPU seconds of this process's threads so far, by kind: "main" (the training thread),
+    zen's threads by name (zen-worker, zen-tcp-rx, ...; zen names them), "other" (gloo's, torch's).
+    From /proc/self/task/*/schedstat (nanoseconds on the CPU)."""
+    out, me = {}, os.getpid()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                ns = int(f.read().split()[0])
+        except OSError:
+            continue  # the thread ended
+        key = "main" if int(tid) == me else (name if name.startswith("zen-") else "other")
+        out[key] = out.get(key, 0.0) + ns * 1e-9
+    return out
+
+
 def make_models(gs, args):
     plain, timed, timing = {}, {}, {}
     for name in CANDIDATES:
@@ -87,6 +105,8 @@ def run(rank, world, args):
     steps = {name: [] for name in CANDIDATES + ["compute"]}
     cpus = {name: [] for name in CANDIDATES + ["compute"]}
     ready = {name: [] for name in CANDIDATES}
+    by_thread = {name: [] for name in CANDIDATES + ["compute"]}
+    threads = []
     lines = []
 
     def cpu_s():
@@ -96,6 +116,7 @@ def run(rank, world, args):
     def step(ddp, sync, tm=None):
         ids = torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=gen)
         dist.barrier(group=gs["gloo"])
+        th0 = thread_cpu()
         c0 = cpu_s()
         t0 = time.perf_counter()
         ctx = torch.enable_grad() if sync else ddp.no_sync()
@@ -108,6 +129,9 @@ def run(rank, world, args):
             loss.backward()
         t1 = time.perf_counter()
         cpu = cpu_s() - c0
+        th1 = thread_cpu()
+        if tm is None:
+            threads.append({k: v - th0.get(k, 0.0) for k, v in th1.items()})
         ddp.zero_grad(set_to_none=True)
         fwd_s, total_s = t_bwd - t0, t1 - t0
         return fwd_s, total_s, slowest([total_s, cpu], gs["gloo"])
@@ -120,6 +144,8 @@ def run(rank, world, args):
             fwd, total, _ = step(timed[name], True, timing[name])
             if r < args.warmup:
                 continue
+            by_thread[name].append(threads[-2])
+            by_thread["compute"].append(threads[-1])
             steps[name].append(s[0])
             cpus[name].append(s[1])
             steps["compute"].append(c[0])
@@ -139,7 +165,10 @@ def run(rank, world, args):
         med = statistics.median(v)
         row = {"kind": "step", "group": name, "world": world, "params": params,
                "step_ms": med * 1e3, "step_min_ms": min(v) * 1e3, "step_max_ms": max(v) * 1e3,
-               "cpu_ms": statistics.median(cpus[name]) * 1e3, "rounds": len(v)}
+               "cpu_ms": statistics.median(cpus[name]) * 1e3, "rounds": len(v),
+               "rank0_thread_cpu_ms": {k: round(statistics.median(t.get(k, 0.0)
+                                                                  for t in by_thread[name]) * 1e3, 1)
+                                       for k in sorted(set().union(*by_thread[name]))}}
         if name != "compute":
             row["grads_ready_ms"] = statistics.median(ready[name]) * 1e3
             row["exposed_ms"] = (med - compute) * 1e3
@@ -173,7 +202,7 @@ def report(out, args):
             print(f"world {r['world']}, load {r['load']}")
         elif r["group"] == "compute":
             print(f"  compute-only: step {r['step_ms']:7.1f} ms  cpu {r['cpu_ms']:.0f} ms"
-                  f"  ({r['params']} parameters)")
+                  f"  ({r['params']} parameters)  rank 0 by thread: {r['rank0_thread_cpu_ms']}")
         else:
             vs = r["exposed_vs_zen_sync"]
             vs = f"{100 * vs:5.1f} %" if vs is not None else "  n/a"
@@ -182,6 +211,7 @@ def report(out, args):
                   f"({100 * r['exposed_share']:4.1f} % of the step, {vs} of zen sync's)"
                   f"  cpu {r['cpu_ms']:.0f} ms"
                   f"  grads ready {r['grads_ready_ms']:.0f} ms", flush=True)
+            print(f"{'':>12}rank 0 CPU by thread (ms): {r['rank0_thread_cpu_ms']}")
     if args.timeline:
         with open(args.timeline, "w") as f:
             json.dump(out, f)
