@@ -257,22 +257,25 @@ def plot(path, sources):
         for y, name in enumerate(CANDIDATES):
             r = pick[name]
             fwd = r["forward_s"] * 1e3
-            ax.barh(y + 0.25, fwd, left=-fwd, height=0.3, color="lightgray")
-            for b in r["buckets"]:
+            ax.barh(y + 0.32, fwd, left=-fwd, height=0.12, color="lightgray")
+            bs = sorted(r["buckets"], key=lambda b: b["bucket"])
+            for k, b in enumerate(bs):  # one thin row per bucket, bucket 0 at the top
                 a, d = b["ready_s"] * 1e3, b["done_s"] * 1e3
-                ax.barh(y - 0.12, d - a, left=a, height=0.3, color=colors[name], alpha=0.75,
-                        edgecolor="black", linewidth=0.5)
-                ax.plot([a], [y + 0.12], marker="v", color="black", markersize=4)
-            ax.plot([r["step_s"] * 1e3 - fwd] * 2, [y - 0.4, y + 0.4], color="red", linewidth=1.5)
+                row = y + 0.22 - 0.6 * k / max(1, len(bs) - 1)
+                ax.barh(row, d - a, left=a, height=0.6 / max(1, len(bs)), color=colors[name],
+                        edgecolor="black", linewidth=0.3)
+                ax.plot([a], [row], marker="|", color="black", markersize=5)
+            ax.plot([r["step_s"] * 1e3 - fwd] * 2, [y - 0.42, y + 0.42], color="red", linewidth=1.5)
         bwd = compute["step_ms"] - statistics.median(
             pick[n]["forward_s"] * 1e3 for n in CANDIDATES)
         ax.axvline(bwd, color="gray", linestyle="--", linewidth=1)
         ax.set_yticks(range(len(CANDIDATES)), CANDIDATES)
-        ax.set_title(f"{run_row['world']} ranks, {run_row.get('label', '')} (load "
-                     f"{run_row['load'][0]:.1f}): gray = forward, bars = bucket all_reduce "
-                     "from grads ready (v) to done, red = step end, dashed = compute-only end",
+        ax.set_title(f"{run_row.get('label') or str(run_row['world']) + ' ranks'} (load "
+                     f"{run_row['load'][0]:.1f}): rank 0's median timeline step",
                      fontsize=8)
         ax.set_xlabel("ms since backward started")
+    fig.suptitle("gray: forward; one row per DDP bucket: its all_reduce from gradients ready (|) "
+                 "to done; red: step end; dashed: compute-only step", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"wrote {path}")
@@ -282,16 +285,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nproc", type=int, default=0,
                     help="spawn N local processes (default: take the rank from the environment)")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1, help="torch threads per process")
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--dim", type=int, default=256)
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--seq", type=int, default=64)
-    ap.add_argument("--batch", type=int, default=4)
-    ap.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb")
+    ap.add_argument("--seq", type=int, default=32)
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--bucket-mb", type=float, default=2.0,
+                    help="DDP bucket_cap_mb (torch default 25: see docs/pytorch.md)")
     ap.add_argument("--timeline", help="write rank 0's results and timeline steps here (JSON)")
     ap.add_argument("--label", default="", help="text for the plot's panel title")
     ap.add_argument("--plot", help="draw the timelines of --from files into this PNG and exit")
