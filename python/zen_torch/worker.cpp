@@ -4,6 +4,7 @@
 #include <Python.h>
 #include <algorithm>
 #include <stdexcept>
+#include <sys/prctl.h>
 
 namespace zen_torch
 {
@@ -153,6 +154,7 @@ std::exception_ptr Comm::error(const std::string &what, zen_status st) const
 // nonblocking sends and receives are tested, backing off from 10 us to 1 ms while none moves.
 void Comm::loop()
 {
+    (void)prctl(PR_SET_NAME, "zen-worker"); // top -H, bench/torch_overlap.py's CPU by thread
     auto backoff = std::chrono::microseconds(10);
     for (;;) {
         std::function<void()> task;

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -410,6 +411,7 @@ static void *monitor_main(void *arg)
 {
     shm_state *s = arg;
     zen__log_set_thread_rank(s->base.rank);
+    (void)prctl(PR_SET_NAME, "zen-shm-monitor"); /* top -H, /proc/PID/task/TID/comm */
     int n = 0;
     struct pollfd *pf = zen__calloc((size_t)s->nlocal, sizeof *pf);
     watch *w = zen__calloc((size_t)s->nlocal, sizeof *w);

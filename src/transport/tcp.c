@@ -35,6 +35,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -244,6 +245,7 @@ static void *reader_main(void *arg)
     tcp_peer *pe = arg;
     tcp_state *s = pe->s;
     zen__log_set_thread_rank(s->base.rank);
+    (void)prctl(PR_SET_NAME, "zen-tcp-rx"); /* top -H, /proc/PID/task/TID/comm */
     unsigned char h[ZEN_TCP_HEADER_BYTES];
     int aborted_by_peer = 0;
     for (;;) {
@@ -499,6 +501,7 @@ static void *heartbeat_main(void *arg)
     tcp_state *s = arg;
     zen_transport *t = &s->base;
     zen__log_set_thread_rank(t->rank);
+    (void)prctl(PR_SET_NAME, "zen-tcp-beat");
     int64_t period = s->beat_ns;
     int64_t look_ns = period < 50000000 ? period : 50000000;
     int64_t next = zen_now_ns(), last_look = next;
