@@ -152,6 +152,20 @@ static int parse_named(const char *a, const char *v, zen_train_options *o, const
     return bad ? -1 : 0;
 }
 
+/* The options without a value; 1 when a was one of them. */
+static int set_flag(const char *a, zen_train_options *o)
+{
+    if (strcmp(a, "--json") == 0)
+        o->json = o->quiet = 1;
+    else if (strcmp(a, "--quiet") == 0)
+        o->quiet = 1;
+    else if (strcmp(a, "--topk-global") == 0)
+        o->topk_global = 1;
+    else
+        return 0;
+    return 1;
+}
+
 int zen_cmd_train(int argc, char **argv)
 {
     zen_train_options o;
@@ -203,19 +217,8 @@ int zen_cmd_train(int argc, char **argv)
             usage(stdout);
             return ZEN_EXIT_OK;
         }
-        if (strcmp(a, "--json") == 0) {
-            o.json = 1;
-            o.quiet = 1;
+        if (set_flag(a, &o))
             continue;
-        }
-        if (strcmp(a, "--quiet") == 0) {
-            o.quiet = 1;
-            continue;
-        }
-        if (strcmp(a, "--topk-global") == 0) {
-            o.topk_global = 1;
-            continue;
-        }
         if (strncmp(a, "--", 2) != 0)
             return zen_usage_error("train", "unexpected argument '%s'", a);
         if (i + 1 >= argc)
