@@ -4,6 +4,7 @@
 
 #include "coll/coll_algos.h"
 #include "coll/comm_internal.h"
+#include "common/alloc.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -190,4 +191,32 @@ void *zen__coll_nonnull(const void *p)
 {
     static _Alignas(16) char empty[16];
     return p ? (void *)p : empty;
+}
+
+zen_status zen__coll_root_fan(zen_comm *comm, const zen_coll *cc, const void *send_blocks,
+                              void *recv_blocks, size_t bytes)
+{
+    int n = comm->size, r = comm->rank, send = send_blocks != NULL;
+    const char *in = send_blocks;
+    char *out = recv_blocks;
+    if (n == 1)
+        return ZEN_OK;
+    zen_treq **reqs = zen__calloc((size_t)n, sizeof *reqs);
+    if (!reqs)
+        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for %d requests", cc->op, n);
+    zen_status st = ZEN_OK;
+    for (int j = 0; j < n && st == ZEN_OK; j++)
+        if (j != r)
+            st = send ? zen__coll_isend(comm, cc, j, in + (size_t)j * bytes, bytes, &reqs[j])
+                      : zen__coll_irecv(comm, cc, j, out + (size_t)j * bytes, bytes, &reqs[j]);
+    for (int j = 0; j < n; j++) {
+        if (j == r)
+            continue;
+        if (st == ZEN_OK)
+            st = zen__coll_wait(comm, cc, reqs[j], j, send ? SIZE_MAX : bytes, NULL);
+        else
+            zen__coll_req_drop(comm, reqs[j]);
+    }
+    zen__free(reqs);
+    return st;
 }

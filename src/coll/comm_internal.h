@@ -143,6 +143,13 @@ zen_status zen__coll_sendrecv(zen_comm *comm, const zen_coll *cc, int dst, const
 zen_status zen__coll_irecv_combine(zen_comm *comm, const zen_coll *cc, int peer, void *buf,
                                    size_t bytes, const zen_combine *combine, zen_treq **req);
 
+/* The root's side of a linear rooted collective: scatter sends block j of send_blocks to each
+ * other rank j, gather receives it into recv_blocks (pass the other NULL); block j starts at
+ * j * bytes. All are posted at once so the copies run concurrently, then waited for in rank
+ * order. The root's own block is the caller's. */
+zen_status zen__coll_root_fan(zen_comm *comm, const zen_coll *cc, const void *send_blocks,
+                              void *recv_blocks, size_t bytes);
+
 /* Free a request without waiting (error paths). */
 void zen__coll_req_drop(zen_comm *comm, zen_treq *req);
 

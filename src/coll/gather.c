@@ -14,33 +14,14 @@
 #include <string.h>
 
 #include "coll/coll_algos.h"
-#include "common/alloc.h"
 
 static zen_status root_side(zen_comm *comm, const zen_coll *cc, const char *sendbuf, char *out,
                             size_t bytes)
 {
-    int n = comm->size, r = comm->rank;
+    int r = comm->rank;
     if (bytes && sendbuf != out + (size_t)r * bytes)
         memmove(out + (size_t)r * bytes, sendbuf, bytes);
-    if (n == 1)
-        return ZEN_OK;
-    zen_treq **reqs = zen__calloc((size_t)n, sizeof *reqs);
-    if (!reqs)
-        return zen__fail(comm, ZEN_ENOMEM, "%s: no memory for %d requests", cc->op, n);
-    zen_status st = ZEN_OK;
-    for (int j = 0; j < n && st == ZEN_OK; j++)
-        if (j != r)
-            st = zen__coll_irecv(comm, cc, j, out + (size_t)j * bytes, bytes, &reqs[j]);
-    for (int j = 0; j < n; j++) {
-        if (j == r)
-            continue;
-        if (st == ZEN_OK)
-            st = zen__coll_wait(comm, cc, reqs[j], j, bytes, NULL);
-        else
-            zen__coll_req_drop(comm, reqs[j]);
-    }
-    zen__free(reqs);
-    return st;
+    return zen__coll_root_fan(comm, cc, NULL, out, bytes);
 }
 
 zen_status zen_gather(zen_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
