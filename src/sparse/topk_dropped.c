@@ -1,18 +1,12 @@
 /* zen_sparse_topk_dropped (zen/sparse.h): the error feedback of global top-k. */
 #include "sparse/sparse_internal.h"
+#include "sparse/wire/xchg.h"
 
 /* 1 when idx is among the sorted unique kept indices. */
 static int kept(const uint32_t *ids, size_t n, uint64_t idx)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ids[mid] < idx)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && ids[lo] == idx;
+    size_t at = zen__lower_bound_u32(ids, n, idx);
+    return at < n && ids[at] == idx;
 }
 
 static uint64_t index_at(const zen_sparse_tensor *in, size_t i)
