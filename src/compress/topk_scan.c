@@ -13,7 +13,10 @@
 
 #define BLOCK 32
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
+/* Not under ThreadSanitizer: the loader picks a clone through an ifunc resolver, and with TSan's
+ * runtime every program linking libzen crashed at load (segfault before main). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute) && \
+    !defined(__SANITIZE_THREAD__)
 #if __has_attribute(target_clones)
 #define ZEN_TOPK_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
