@@ -39,6 +39,7 @@
 typedef struct shared_log {
     atomic_int n;
     char line[NRANKS][512];
+    atomic_int waiting; /* progress lines naming both stalled ranks */
 } shared_log;
 
 static shared_log *shared;
@@ -61,6 +62,8 @@ static void sink(zen_log_level level, const char *subsys, const char *line, void
         refused_lines++;
     if (strstr(line, "belongs to another user"))
         other_user_lines++;
+    if (strstr(line, "shm setup: still waiting for ranks 2, 3 to hand over their segments ("))
+        atomic_fetch_add(&shared->waiting, 1);
     if (strstr(line, "never handed over")) {
         int k = atomic_fetch_add(&shared->n, 1);
         if (k < NRANKS)
@@ -269,16 +272,19 @@ static zen_status sc_nothing(zen_comm *c, void *arg)
 }
 
 /* Ranks 2 and 3 sleep 5 s before handing over, the timeout is 2 s: ranks 0 and 1 fail naming
- * both of them, and no other rank. */
+ * both of them, and no other rank. While they wait they say every ZEN_WAIT_REPORT_S (0.5 s
+ * here) whom they wait for. */
 static void test_timeout_names_every_missing_rank(void **state)
 {
     (void)state;
     memset(shared, 0, sizeof *shared);
     stall_rank_from = 2;
     zen__shm_boot_test_hook = hook;
+    setenv("ZEN_WAIT_REPORT_S", "0.5", 1);
     zt_job j = { ZEN_TRANSPORT_SHM, NRANKS, 0, 2, NULL };
     int status[64];
     zt_job_run(&j, sc_nothing, NULL, status);
+    unsetenv("ZEN_WAIT_REPORT_S");
     zen__shm_boot_test_hook = NULL;
     stall_rank_from = -1;
     for (int r = 0; r < 2; r++)
@@ -294,6 +300,7 @@ static void test_timeout_names_every_missing_rank(void **state)
         assert_null(strstr(shared->line[k], "rank 1 never"));
     }
     assert_true(named_both >= 2); /* rank 0 and rank 1 */
+    assert_true(atomic_load(&shared->waiting) >= 2);
 }
 
 int main(void)
