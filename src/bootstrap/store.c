@@ -23,6 +23,9 @@ enum {
     ENDPOINT_CAP = 48 /* "255.255.255.255:65535 +<ms>" and a NUL */
 };
 
+/* The most milliseconds a rank publishes as its time left (11.6 days); it means "no deadline". */
+#define LEFT_MS_MAX 1000000000LL
+
 /* How often a rank that waits republishes how long it will still wait. */
 #define REFRESH_NS 500000000LL
 
@@ -94,9 +97,9 @@ static int parse_endpoint(const char *text, uint32_t *addr, uint16_t *port, int6
         if (space[1] != '+' || space[2] < '0' || space[2] > '9')
             return -1;
         unsigned long long ms = strtoull(space + 2, &end, 10);
-        if (errno || *end != '\0' || ms > 1000000000ULL)
+        if (errno || *end != '\0' || ms > LEFT_MS_MAX)
             return -1;
-        *left_ns = (int64_t)ms * 1000000;
+        *left_ns = ms < LEFT_MS_MAX ? (int64_t)ms * 1000000 : -1; /* the cap: no deadline */
     }
     struct in_addr in;
     if (inet_pton(AF_INET, host, &in) != 1)
@@ -158,7 +161,7 @@ static zen_status publish_left(store_wait *w, int64_t now)
     char key[32], value[ENDPOINT_CAP];
     long long ms = w->end > now ? (w->end - now) / 1000000 : 0;
     snprintf(key, sizeof key, "zen/tcp/%d", w->rank);
-    snprintf(value, sizeof value, "%s +%lld", w->mine, ms < 1000000000LL ? ms : 1000000000LL);
+    snprintf(value, sizeof value, "%s +%lld", w->mine, ms < LEFT_MS_MAX ? ms : LEFT_MS_MAX);
     zen_status st = w->store->set(w->store->ctx, key, value, strlen(value));
     if (st != ZEN_OK)
         return store_fail(w->rank, w->err, w->err_size, st, "publishing key '%s' in the store: %s",
