@@ -39,13 +39,17 @@
 typedef struct shared_log {
     atomic_int n;
     char line[NRANKS][512];
+    atomic_int waiting;    /* progress lines naming both stalled ranks */
+    atomic_int answering;  /* progress lines of ranks 2, 3 waiting for rank 1's answer */
+    atomic_int unanswered; /* their errors at the deadline */
 } shared_log;
 
 static shared_log *shared;
 /* Test settings, set before the ranks are forked. */
 static int stranger_uid = -1; /* -1: the test's own user */
 static int stranger_gid = -1;
-static int stall_rank_from = -1; /* ranks >= this sleep before handing over (-1: none) */
+static int stall_rank_from = -1; /* ranks >= this sleep 5 s before handing over (-1: none) */
+static int stall_rank_only = -1; /* this rank sleeps 3 s before handing over (-1: none) */
 /* In a rank: its stranger, the pipe on which it reports, and the refusals the rank logged. */
 static pid_t stranger_pid = -1;
 static int report_fd = -1;
@@ -61,6 +65,12 @@ static void sink(zen_log_level level, const char *subsys, const char *line, void
         refused_lines++;
     if (strstr(line, "belongs to another user"))
         other_user_lines++;
+    if (strstr(line, "shm setup: still waiting for ranks 2, 3 to hand over their segments ("))
+        atomic_fetch_add(&shared->waiting, 1);
+    if (strstr(line, "shm setup: still waiting for rank 1 to answer the hand-over ("))
+        atomic_fetch_add(&shared->answering, 1);
+    if (strstr(line, "shm: rank 1 never answered the hand-over"))
+        atomic_fetch_add(&shared->unanswered, 1);
     if (strstr(line, "never handed over")) {
         int k = atomic_fetch_add(&shared->n, 1);
         if (k < NRANKS)
@@ -157,10 +167,14 @@ static void hook(int stage, int rank, const char *sock_name)
             struct timespec t = { 5, 0 };
             nanosleep(&t, NULL);
         }
+        if (rank == stall_rank_only) {
+            struct timespec t = { 3, 0 };
+            nanosleep(&t, NULL);
+        }
         return;
     }
     zen_log_set_sink(sink, NULL);
-    if (stall_rank_from >= 0)
+    if (stall_rank_from >= 0 || stall_rank_only >= 0)
         return;
     int ready[2], report[2];
     if (pipe(ready) != 0 || pipe(report) != 0)
@@ -269,16 +283,19 @@ static zen_status sc_nothing(zen_comm *c, void *arg)
 }
 
 /* Ranks 2 and 3 sleep 5 s before handing over, the timeout is 2 s: ranks 0 and 1 fail naming
- * both of them, and no other rank. */
+ * both of them, and no other rank. While they wait they say every ZEN_WAIT_REPORT_S (0.5 s
+ * here) whom they wait for. */
 static void test_timeout_names_every_missing_rank(void **state)
 {
     (void)state;
     memset(shared, 0, sizeof *shared);
     stall_rank_from = 2;
     zen__shm_boot_test_hook = hook;
+    setenv("ZEN_WAIT_REPORT_S", "0.5", 1);
     zt_job j = { ZEN_TRANSPORT_SHM, NRANKS, 0, 2, NULL };
     int status[64];
     zt_job_run(&j, sc_nothing, NULL, status);
+    unsetenv("ZEN_WAIT_REPORT_S");
     zen__shm_boot_test_hook = NULL;
     stall_rank_from = -1;
     for (int r = 0; r < 2; r++)
@@ -294,6 +311,30 @@ static void test_timeout_names_every_missing_rank(void **state)
         assert_null(strstr(shared->line[k], "rank 1 never"));
     }
     assert_true(named_both >= 2); /* rank 0 and rank 1 */
+    assert_true(atomic_load(&shared->waiting) >= 2);
+}
+
+/* Rank 1 sleeps 3 s before its hand-over, the timeout is 2 s: ranks 2 and 3, which connect to
+ * it and wait for its answer, say every ZEN_WAIT_REPORT_S (0.5 s) that they wait for rank 1 and
+ * at the deadline that rank 1 never answered; every rank but rank 1 fails. */
+static void test_connect_side_says_whom_it_waits_for(void **state)
+{
+    (void)state;
+    memset(shared, 0, sizeof *shared);
+    stall_rank_only = 1;
+    zen__shm_boot_test_hook = hook;
+    setenv("ZEN_WAIT_REPORT_S", "0.5", 1);
+    zt_job j = { ZEN_TRANSPORT_SHM, NRANKS, 0, 2, NULL };
+    int status[64];
+    zt_job_run(&j, sc_nothing, NULL, status);
+    unsetenv("ZEN_WAIT_REPORT_S");
+    zen__shm_boot_test_hook = NULL;
+    stall_rank_only = -1;
+    for (int r = 0; r < NRANKS; r++)
+        if (r != 1)
+            assert_true(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) != 0);
+    assert_true(atomic_load(&shared->answering) >= 2);
+    assert_true(atomic_load(&shared->unanswered) >= 2);
 }
 
 int main(void)
@@ -305,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_strangers_during_handover),
         cmocka_unit_test(test_other_user_refused),
         cmocka_unit_test(test_timeout_names_every_missing_rank),
+        cmocka_unit_test(test_connect_side_says_whom_it_waits_for),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

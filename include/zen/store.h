@@ -22,7 +22,9 @@ extern "C" {
  *       value into value and the value's full length into *bytes. ZEN_ETIMEDOUT when the key did
  *       not appear in time; ZEN_EPROTO when the value is longer than capacity.
  * zen calls them from the thread that creates the communicator only, and only during
- * zen_comm_create_with_store; ctx is passed through untouched. A store (or a key prefix of one)
+ * zen_comm_create_with_store; ctx is passed through untouched. While a rank waits, zen calls get
+ * with timeouts of at most 0.5 s and rewrites that rank's own key every 0.5 s (the time it will
+ * still wait, so that late ranks give up together with it). A store (or a key prefix of one)
  * serves one communicator creation: keys of an earlier creation would be read as this one's.
  */
 typedef struct zen_store {

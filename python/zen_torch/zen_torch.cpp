@@ -7,6 +7,7 @@
 // non-CPU tensor), then queues the zen call on the group's worker thread and returns a Work that
 // the worker completes (worker.hpp: threading and tensor lifetime). ZEN_TORCH_SYNC=1 makes every
 // collective complete inside its call, for comparison. dtypes.hpp: how torch dtypes travel.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <pybind11/chrono.h>
 #include <string>
+#include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -46,18 +48,28 @@ zen_status store_set(void *ctx, const char *key, const void *value, size_t bytes
     }
 }
 
+// Waits by polling check() against zen's own deadline (1 ms, doubling up to 100 ms; torch's own
+// store barrier polls every 10 ms) rather than c10d's wait(keys, timeout): check answers at once
+// and leaves nothing pending on the server, while a wait that times out on the client can still
+// be answered later, and zen waits in short slices (it republishes its key every 0.5 s).
 zen_status store_get(void *ctx, const char *key, void *value, size_t capacity, size_t *bytes,
                      double timeout_s)
 {
+    using clock = std::chrono::steady_clock;
     auto *store = static_cast<c10d::Store *>(ctx);
+    // saturating at ~30 years: a double too large for int64 (inf) is undefined when cast, and
+    // steady_clock counts nanoseconds in an int64
+    double us = timeout_s < 1e9 ? timeout_s * 1e6 : 1e15;
+    auto deadline = clock::now() + std::chrono::microseconds(static_cast<int64_t>(us));
+    auto pause = std::chrono::microseconds(1000);
     try {
-        // saturating: a double too large for int64 (inf) is undefined when cast
-        double ms = timeout_s < 1e15 ? timeout_s * 1000 : 1e18;
-        store->wait({ key }, std::chrono::milliseconds(static_cast<int64_t>(ms) + 1));
-    } catch (const std::exception &) {
-        return ZEN_ETIMEDOUT; // c10d's wait throws only when the key did not appear in time
-    }
-    try {
+        while (!store->check({ key })) {
+            auto now = clock::now();
+            if (now >= deadline)
+                return ZEN_ETIMEDOUT;
+            std::this_thread::sleep_for(std::min<clock::duration>(pause, deadline - now));
+            pause = std::min(pause * 2, std::chrono::microseconds(100000));
+        }
         std::vector<uint8_t> v = store->get(key);
         *bytes = v.size();
         if (v.size() > capacity)

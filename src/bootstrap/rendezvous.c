@@ -559,6 +559,34 @@ static const char *refused_note(const rdv *r, char *buf, size_t n)
     return buf;
 }
 
+/*
+ * Rank 0: send the rank table to every registered rank. At the deadline the same table is the
+ * verdict: the entries of the ranks that never registered are zero (port 0 is no listener), so
+ * that every registered rank names them too instead of only learning that rank 0 gave up.
+ */
+static zen_status send_table(rdv *r, int64_t deadline)
+{
+    size_t tbytes = ZEN_RDV_TABLE_HEAD_BYTES + (size_t)r->size * ZEN_RDV_TABLE_ENTRY_BYTES;
+    unsigned char *tb = zen__calloc(1, tbytes);
+    if (!tb)
+        return rdv_fail(r, ZEN_ENOMEM, "no memory for a rank table of %zu bytes", tbytes);
+    zen__rdv_encode_ack(tb, ZEN_RDV_TABLE, 0, (uint32_t)r->size);
+    for (int p = 0; p < r->size; p++) {
+        int in = p == 0 || r->reg[p] >= 0;
+        zen__rdv_encode_entry(tb + ZEN_RDV_TABLE_HEAD_BYTES + (size_t)p * ZEN_RDV_TABLE_ENTRY_BYTES,
+                              in ? r->table[p].addr : 0, in ? r->table[p].port : 0);
+    }
+    zen_status st = ZEN_OK;
+    for (int p = 1; p < r->size && st == ZEN_OK; p++) {
+        int rc = r->reg[p] >= 0 ? write_bytes(r->reg[p], tb, tbytes, deadline) : 0;
+        if (rc < 0)
+            st = rdv_fail(r, ZEN_EPEER, "sending the rank table to rank %d failed: %s", p,
+                          why_rc(rc));
+    }
+    zen__free(tb);
+    return st;
+}
+
 /* Rank 0: collect size-1 registrations on the master port, then send everyone the table. */
 static zen_status serve_registrations(rdv *r, uint32_t master, int master_port)
 {
@@ -590,30 +618,16 @@ static zen_status serve_registrations(rdv *r, uint32_t master, int master_port)
         int arrived = 1;
         for (int p = 1; p < r->size; p++)
             arrived += r->reg[p] >= 0;
+        (void)send_table(r, zen_deadline_after(0.5)); /* the verdict, best effort */
         st = rdv_fail(r, ZEN_ETIMEDOUT,
-                      "timed out after %.1f s: %d of %d ranks registered with rank 0 on port %d; "
-                      "missing rank(s) %s%s",
-                      r->timeout_s, arrived, r->size, master_port, missing,
+                      "%d of %d ranks arrived (registered with rank 0 on port %d) within %.1f s; "
+                      "missing: %s %s%s",
+                      arrived, r->size, master_port, r->timeout_s,
+                      r->size - arrived > 1 ? "ranks" : "rank", missing,
                       refused_note(r, note, sizeof note));
+    } else if (st == ZEN_OK) {
+        st = send_table(r, r->deadline);
     }
-    size_t tbytes = ZEN_RDV_TABLE_HEAD_BYTES + (size_t)r->size * ZEN_RDV_TABLE_ENTRY_BYTES;
-    unsigned char *tb = st == ZEN_OK ? zen__calloc(1, tbytes) : NULL;
-    if (st == ZEN_OK && !tb)
-        st = rdv_fail(r, ZEN_ENOMEM, "no memory for a rank table of %zu bytes", tbytes);
-    if (st == ZEN_OK) {
-        zen__rdv_encode_ack(tb, ZEN_RDV_TABLE, 0, (uint32_t)r->size);
-        for (int p = 0; p < r->size; p++)
-            zen__rdv_encode_entry(tb + ZEN_RDV_TABLE_HEAD_BYTES +
-                                      (size_t)p * ZEN_RDV_TABLE_ENTRY_BYTES,
-                                  r->table[p].addr, r->table[p].port);
-        for (int p = 1; p < r->size && st == ZEN_OK; p++) {
-            int rc = write_bytes(r->reg[p], tb, tbytes, r->deadline);
-            if (rc < 0)
-                st = rdv_fail(r, ZEN_EPEER, "sending the rank table to rank %d failed: %s", p,
-                              why_rc(rc));
-        }
-    }
-    zen__free(tb);
     for (int p = 0; p < r->size; p++)
         close_fd(&r->reg[p]);
     zen__free(r->reg);
@@ -677,6 +691,34 @@ static zen_status connect_master(rdv *r, uint32_t master, int master_port, const
         }
         zen__sleep_ns(50 * 1000000);
     }
+}
+
+/* Ranks > 0: a table with zero entries is rank 0's verdict at the deadline (send_table): name
+ * the ranks that never registered, as rank 0 does. */
+static zen_status table_verdict(rdv *r)
+{
+    char missing[160];
+    size_t used = 0;
+    int absent = 0;
+    missing[0] = '\0';
+    for (int p = 1; p < r->size; p++) {
+        if (r->table[p].port != 0)
+            continue;
+        if (absent++ < 16 && used < sizeof missing) {
+            int n = snprintf(missing + used, sizeof missing - used, "%s%d", used ? ", " : "", p);
+            used += n > 0 ? (size_t)n : 0;
+        }
+    }
+    if (absent == 0)
+        return ZEN_OK;
+    if (absent > 16 && used < sizeof missing)
+        snprintf(missing + used, sizeof missing - used, " and %d more", absent - 16);
+    return rdv_fail(r, ZEN_ETIMEDOUT,
+                    "%d of %d ranks arrived (registered with rank 0) within %.1f s; missing: %s %s "
+                    "(fewer ranks started than the world size %d, or they failed before the "
+                    "rendezvous: see their logs)",
+                    r->size - absent, r->size, r->timeout_s, absent > 1 ? "ranks" : "rank", missing,
+                    r->size);
 }
 
 /* Ranks > 0: connect to the master (retrying until the deadline), register, read the table. */
@@ -761,7 +803,7 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
             st = rdv_fail(r, ZEN_EPROTO, "rank 0 sent a malformed rank table");
         for (int p = 0; p < r->size && st == ZEN_OK; p++) {
             unsigned char e[ZEN_RDV_TABLE_ENTRY_BYTES];
-            if ((rc = zen__sock_read_all(fd, e, sizeof e, r->deadline)) < 0) {
+            if ((rc = zen__sock_read_all(fd, e, sizeof e, until)) < 0) {
                 st = rdv_fail(r, ZEN_EPEER, "reading the rank table from rank 0 failed: %s",
                               why_rc(rc));
                 break;
@@ -769,7 +811,7 @@ static zen_status register_with_master(rdv *r, uint32_t master, int master_port,
             zen__rdv_parse_entry(e, &r->table[p].addr, &r->table[p].port);
         }
         close(fd);
-        return st;
+        return st == ZEN_OK ? table_verdict(r) : st;
     }
 }
 

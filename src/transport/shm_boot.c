@@ -285,6 +285,45 @@ static int peer_pid_ok(int fd, uint32_t pid)
     return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && (uint32_t)cr.pid == pid;
 }
 
+/* Wait until rank peer answers the hand-over (it does from its accept loop, after its own
+ * connects), saying every ZEN_WAIT_REPORT_S that this rank waits. 0, or -1 with errno
+ * (ETIMEDOUT at the deadline). */
+static int await_answer(const shm_state *s, int fd, int peer, int64_t deadline)
+{
+    zen_wait_report w;
+    zen__wait_report_start(&w);
+    for (;;) {
+        int64_t now = zen_now_ns();
+        if (now >= deadline) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        int64_t ms = (zen__wait_report_slice(&w, deadline) - now) / 1000000 + 1;
+        struct pollfd pf = { .fd = fd, .events = POLLIN };
+        int k = poll(&pf, 1, ms > 1000 ? 1000 : (int)ms);
+        if (k > 0)
+            return 0;
+        if (k < 0 && errno != EINTR)
+            return -1;
+        if (zen__wait_report_due(&w)) {
+            char times[48];
+            zen__wait_report_times(&w, deadline, times, sizeof times);
+            ZEN_WARN("shm",
+                     "rank %d: shm setup: still waiting for rank %d to answer the hand-over "
+                     "(%s)",
+                     s->base.rank, peer, times);
+        }
+    }
+}
+
+/* A hand-over with rank peer failed: errno says why. */
+static zen_status hand_failed(shm_state *s, int peer)
+{
+    return zen__transport_fail(&s->base, ZEN_EPEER,
+                               "shm: handing segments over with rank %d failed (%s)", peer,
+                               errno == EPROTO ? "a malformed reply" : strerror(errno));
+}
+
 /* Higher ranks connect to lower ones: connect, send ours, receive theirs. */
 static zen_status hand_connect(shm_state *s, const zen_shm_blob *blob, shm_peer *pe, int memfd,
                                int64_t deadline)
@@ -308,11 +347,17 @@ static zen_status hand_connect(shm_state *s, const zen_shm_blob *blob, shm_peer 
     else if (!peer_pid_ok(fd, blob->pid))
         st = zen__transport_fail(&s->base, ZEN_EPROTO,
                                  "shm: the socket of rank %d belongs to another process", pe->rank);
-    else if (send_seg(fd, s->base.rank, memfd, s->seg_bytes) != 0 ||
-             recv_seg(fd, (uint32_t)pe->rank, &m, &theirs) != 0)
-        st = zen__transport_fail(&s->base, ZEN_EPEER,
-                                 "shm: handing segments over with rank %d failed (%s)", pe->rank,
-                                 errno == EPROTO ? "a malformed reply" : strerror(errno));
+    else if (send_seg(fd, s->base.rank, memfd, s->seg_bytes) != 0)
+        st = hand_failed(s, pe->rank);
+    else if (await_answer(s, fd, pe->rank, deadline) != 0)
+        st = errno != ETIMEDOUT ? hand_failed(s, pe->rank)
+                                : zen__transport_fail(&s->base, ZEN_ETIMEDOUT,
+                                                      "shm: rank %d never answered the hand-over "
+                                                      "(stalled, or still handing over with lower "
+                                                      "ranks)",
+                                                      pe->rank);
+    else if (recv_seg(fd, (uint32_t)pe->rank, &m, &theirs) != 0)
+        st = hand_failed(s, pe->rank);
     if (st == ZEN_OK)
         st = map_peer(s, pe, theirs, (size_t)m.seg_bytes);
     if (theirs >= 0)
