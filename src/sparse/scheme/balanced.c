@@ -232,6 +232,13 @@ static zen_status do_encode(bal_state *s)
                                           : "sparse balanced: aggregated rows exceed the universe "
                                             "(pull_format %d)",
                          forced);
+    /* global top-k leaves an owner about k / n rows spread over all rows, n rows / k apart:
+     * gap-coded indices (1-2 bytes) beat COO's 4 bytes and the bitmap's |U_j| / 8 */
+    size_t gap_bytes = k && forced == ZEN_SPARSE_PULL_AUTO ? zen__hb_gap_bytes(&s->agg) : 0;
+    if (gap_bytes && gap_bytes < s->blob_bytes) {
+        format = ZEN_HB_GAP;
+        s->blob_bytes = gap_bytes;
+    }
     if (format == ZEN_HB_BITMAP && (st = zen__universe_members(s->uni)) != ZEN_OK)
         return zen__fail(s->comm, st, "sparse balanced: universe members of %llu rows",
                          (unsigned long long)s->ctx->local->rows);
@@ -239,7 +246,7 @@ static zen_status do_encode(bal_state *s)
                        ZEN_HB_COO == ZEN_SPARSE_PULL_COO &&
                        ZEN_HB_PLAIN == ZEN_SPARSE_PULL_PLAIN_BITMAP,
                    "the blob format codes are the zen_sparse_pull_format values");
-    s->ctx->stats->pull_format = format;
+    s->ctx->stats->pull_format = format == ZEN_HB_GAP ? ZEN_HB_COO : format; /* a coded COO */
     s->blob = zen__malloc(s->blob_bytes);
     if (!s->blob)
         return ZEN_ENOMEM;
