@@ -413,7 +413,7 @@ zen_cost_parts zen__sparse_cost_balanced(const zen_cost_terms *t)
 {
     const zen_cpu_model *c = &t->net->cpu;
     double nnz = t->nnz, nnz_n = t->nnz_n * t->keep, E = t->E, V = t->V, cp = t->cp, N = t->N;
-    double coo_blob = nnz_n * E, bitmap_blob = t->R / 8 + nnz_n * 4 * t->w;
+    double coo_blob = nnz_n * t->E_pull_bal, bitmap_blob = t->R / 8 + nnz_n * 4 * t->w;
     double pull_bytes = zen_cost_min2(coo_blob, bitmap_blob);
     double blob_work = bitmap_blob < coo_blob ? (nnz_n / N + nnz_n) * c->bitmap : 0;
     double lg = ceil(log2(N)), info_bytes = 16 * N;

@@ -254,7 +254,8 @@ zen_cost_parts zen__sparse_cost_ps(const zen_cost_terms *t)
     const zen_cpu_model *c = &t->net->cpu;
     double hot_n = t->hot_n * t->keep; /* global top-k: the owners pull their kept share */
     double out = t->p->dense_output ? t->dense_out : t->keep * t->nnz_n * t->E * t->cp;
-    return (zen_cost_parts){ 4 * t->conc + t->topk_steps * t->a, t->n1 * (t->hot + hot_n) * t->E,
+    return (zen_cost_parts){ 4 * t->conc + t->topk_steps * t->a,
+                             t->n1 * (t->hot * t->E + hot_n * t->E_pull_ps),
                              t->coalesce + t->nnz * t->E * t->cp +
                                  t->N * t->hot * (c->merge * t->lgn + t->V * t->cp) +
                                  hot_n * t->E * t->cp + out,
