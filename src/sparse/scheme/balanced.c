@@ -8,7 +8,8 @@
  *   aggregate  the owner coalesces what it received (radix sort + sum; memory ~ received nnz)
  *   (top-k)    with global_topk, the owners keep only their share of the k largest sums
  *              (global_topk.c: up to 5 allreduces of <= 512 B and an allgather of 8 B per rank)
- *   encode     hash bitmap of the owner's sum over U_j, or COO when smaller (bitmap.c)
+ *   encode     hash bitmap of the owner's sum over U_j, or COO when smaller (bitmap.c); with
+ *              global top-k also COO with gap-coded indices (ZEN_HB_GAP), when smaller still
  *   pull       allgather of (blob bytes, push imbalance), allgatherv of the blobs: Bruck's
  *              log2 n rounds up to ZEN_SPARSE_PULL_BRUCK_MAX_BYTES in all, else the ring
  *   decode     every rank expands each owner's blob with that owner's universe
@@ -21,7 +22,8 @@
  *   r0 -[I_0^3]-> r3    encode b0 r0 <-[b3]- r3
  *
  * Bytes (d = this rank's nnz after coalescing, w = width, B_j = owner j's blob,
- * B_j = min(8 + 8 ceil(|U_j|/64) + 4 c_j w, 8 + 4 c_j + 4 c_j w) for c_j rows in its sum):
+ * B_j = min(8 + 8 ceil(|U_j|/64) + 4 c_j w, 8 + 4 c_j + 4 c_j w) for c_j rows in its sum, and
+ * with global top-k also ~8 + 4 c_j w + 2 c_j, the gap-coded indices' blob):
  *   push  sends ~ (n-1)/n * d * (4 + 4w), plus 8-byte sizes to each peer, in two steps
  *   pull  receives sum_{j != self} B_j; Bruck and the ring alike make each rank send about as
  *         much (Bruck in ceil(log2 n) messages, the ring in n - 1 dependent steps). With bitmaps
