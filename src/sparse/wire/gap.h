@@ -28,9 +28,29 @@ size_t zen__gap_encode(const uint32_t *idx, size_t c, uint32_t base, unsigned ch
  * smallest index the varint may give (base first, then the previous index + 1) and is advanced
  * too. ZEN_EPROTO when the stream ends inside the varint, the varint is longer than 5 bytes or
  * the index reaches hi (>= 2^32 included). Reads only [in, in + len).
+ * Inline: the decoders' inner loop.
  */
-zen_status zen__gap_next(const unsigned char *in, size_t len, size_t *at, uint64_t *next,
-                         uint64_t hi, uint32_t *x);
+static inline zen_status zen__gap_next(const unsigned char *in, size_t len, size_t *at,
+                                       uint64_t *next, uint64_t hi, uint32_t *x)
+{
+    uint64_t g = 0;
+    size_t a = *at;
+    for (int shift = 0;; shift += 7) {
+        if (a == len || shift > 28)
+            return ZEN_EPROTO; /* the stream ends inside a varint, or it runs past 5 bytes */
+        unsigned char b = in[a++];
+        g |= (uint64_t)(b & 0x7fu) << shift;
+        if (!(b & 0x80u))
+            break;
+    }
+    uint64_t v = *next + g;
+    if (v >= hi || v > UINT32_MAX)
+        return ZEN_EPROTO;
+    *x = (uint32_t)v;
+    *next = v + 1;
+    *at = a;
+    return ZEN_OK;
+}
 
 /* Decode c indices from in[0..len) into idx (zen__gap_next c times from base); *used gets the
  * bytes they took (the caller checks what follows them). */
