@@ -147,7 +147,7 @@ static void test_partition_imbalance(void **state)
 }
 
 /* Global top-k volume (zen_sparse_topk_volume): the pull shrinks to k rows, so a rank sends the
- * push plus about 2k(n-1)/n values however large the union grows, between the ideal 2k(n-1)/n
+ * push plus about 1.5k(n-1)/n values however large the union grows, between the ideal 2k(n-1)/n
  * and Ok-Topk's 6k; the union's volume grows with n. Also its argument errors. */
 static void test_topk_volume(void **state)
 {
@@ -163,8 +163,10 @@ static void test_topk_volume(void **state)
         assert_float_equal(v.ideal_bytes, 8 * f * k, 1e-6);
         assert_float_equal(v.bound_bytes, 16 * f * k, 1e-6);
         assert_true(v.topk_bytes > v.ideal_bytes && v.topk_bytes < v.oktopk_bytes);
-        /* push (n-1)/n k COO entries + pull (n-1)/n k entries + the select's few KB */
-        assert_true(fabs(v.topk_bytes - v.select_bytes - v.bound_bytes) < 0.01 * v.bound_bytes);
+        /* push (n-1)/n k COO entries of 8 bytes + pull (n-1)/n k entries of 5-6 bytes (gap-coded
+         * indices) + the select's few KB: under 4k(n-1)/n values' worth, above 5/8 of the COO */
+        assert_true(v.topk_bytes < v.bound_bytes);
+        assert_true(v.topk_bytes - v.select_bytes > 0.8 * v.bound_bytes);
         assert_true(v.select_bytes > 0 && v.select_bytes < 0.05 * v.bound_bytes);
         assert_true(v.union_bytes >= last_union && v.topk_bytes < v.union_bytes);
         assert_true(v.topk_s > 0 && v.topk_s < v.union_s);

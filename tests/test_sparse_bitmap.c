@@ -1,10 +1,12 @@
-/* Hash-bitmap / COO pull encoding: round trips, format choice, and rejection of malformed blobs. */
+/* Hash-bitmap / COO / gap-coded pull encoding: round trips, format choice, and rejection of
+ * malformed blobs and gap streams. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "sparse/wire/bitmap.h"
 #include "sparse/wire/coo.h"
+#include "sparse/wire/gap.h"
 #include "sparse/wire/universe.h"
 #include "testutil.h"
 
@@ -40,8 +42,11 @@ static void roundtrip(const zen_universe *u, uint32_t j, size_t every, uint32_t 
     size_t bm = zen__hb_bitmap_bytes(ulen, sum.nnz, w), co = zen__hb_coo_bytes(sum.nnz, w);
     assert_int_equal(bytes, bm < co ? bm : co);
     assert_int_equal(format, co < bm ? ZEN_HB_COO : ZEN_HB_BITMAP);
-    for (uint32_t f = ZEN_HB_BITMAP; f <= ZEN_HB_COO; f++) { /* both formats decode the same */
-        size_t b = f == ZEN_HB_COO ? co : bm;
+    const uint32_t formats[] = { ZEN_HB_BITMAP, ZEN_HB_COO, ZEN_HB_GAP };
+    for (int fi = 0; fi < 3; fi++) { /* every format decodes the same */
+        uint32_t f = formats[fi];
+        size_t b = f == ZEN_HB_COO ? co : f == ZEN_HB_GAP ? zen__hb_gap_bytes(&sum) : bm;
+        assert_true(b % 4 == 0);
         void *blob = malloc(b);
         assert_int_equal(zen__hb_encode(&sum, u, j, f, blob, b), ZEN_OK);
         assert_int_equal(zen__hb_decode_coo(blob, b, u, j, w, 1.0f, &back), ZEN_OK);
@@ -192,12 +197,88 @@ static void test_malformed(void **state)
     zen__universe_free(u);
 }
 
+/* The gap codec: a round trip over gaps of every varint length, then streams it refuses. */
+static void test_gap_codec(void **state)
+{
+    (void)state;
+    const uint32_t idx[] = { 5, 6, 133, 16517, 2113669, 270549125, 0xfffffffeu };
+    unsigned char s[64];
+    size_t c = sizeof idx / sizeof idx[0], used;
+    /* gaps from 5: 0, 0, 126, 16383, 2097151, 2^28 - 1 + ..., one of each length */
+    assert_int_equal(zen__gap_bytes(idx, c, 5), 1 + 1 + 1 + 2 + 3 + 4 + 5);
+    assert_int_equal(zen__gap_encode(idx, c, 5, s), 17);
+    uint32_t back[8];
+    assert_int_equal(zen__gap_decode(s, 17, c, 5, 0xffffffffu, back, &used), ZEN_OK);
+    assert_int_equal(used, 17);
+    assert_memory_equal(back, idx, sizeof idx);
+    /* truncated; an index reaching the bound; a bound past 2^32 does not let it wrap */
+    assert_int_equal(zen__gap_decode(s, 16, c, 5, 0xffffffffu, back, &used), ZEN_EPROTO);
+    assert_int_equal(zen__gap_decode(s, 17, c, 5, 0xfffffffeu, back, &used), ZEN_EPROTO);
+    assert_int_equal(zen__gap_decode(s, 17, c, 7, (uint64_t)1 << 40, back, &used), ZEN_EPROTO);
+    /* a sixth continuation byte, and a 5-byte varint above 2^32 */
+    unsigned char over[6] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x00 };
+    assert_int_equal(zen__gap_decode(over, 6, 1, 0, (uint64_t)1 << 40, back, &used), ZEN_EPROTO);
+    unsigned char big[5] = { 0xff, 0xff, 0xff, 0xff, 0x1f };
+    assert_int_equal(zen__gap_decode(big, 5, 1, 0, (uint64_t)1 << 40, back, &used), ZEN_EPROTO);
+    assert_int_equal(zen__gap_decode(big, 5, 0, 0, 1, back, &used), ZEN_OK);
+    assert_int_equal(used, 0);
+}
+
+/* GAP blobs: a valid one, then padding, length, ownership and stream errors. */
+static void test_gap_malformed(void **state)
+{
+    (void)state;
+    zen_universe *u;
+    assert_int_equal(zen__universe_build(300, 2, seed0, &u), ZEN_OK);
+    const uint32_t *U = u->members;
+    size_t ulen = u->offsets[1], count;
+    uint32_t rows3[3] = { U[0], U[5], U[ulen - 1] };
+    float vals[3] = { 1, -2, 3 };
+    zen_coo sum = { 300, 1, 3, 3, rows3, vals }, out = { 300, 1, 0, 0, NULL, NULL };
+    size_t len = zen__hb_gap_bytes(&sum);
+    unsigned char b[64];
+    assert_true(len <= sizeof b && len == 8 + 12 + ((zen__gap_bytes(rows3, 3, 0) + 3) & ~3u));
+    assert_int_equal(zen__hb_encode(&sum, u, 0, ZEN_HB_GAP, b, len), ZEN_OK);
+    assert_int_equal(zen__hb_check(b, len, u, 0, 1, &count), ZEN_OK);
+    assert_int_equal(zen__hb_decode_coo(b, len, u, 0, 1, 1.0f, &out), ZEN_OK);
+    assert_memory_equal(out.idx, rows3, sizeof rows3);
+    assert_memory_equal(out.val, vals, sizeof vals);
+    size_t stream = zen__gap_bytes(rows3, 3, 0);
+    /* the wrong length either way; the wrong owner; the wrong encode size */
+    assert_int_equal(zen__hb_check(b, len - 4, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, len + 4, u, 0, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_check(b, len, u, 1, 1, &count), ZEN_EPROTO);
+    assert_int_equal(zen__hb_encode(&sum, u, 0, ZEN_HB_GAP, b, len + 4), ZEN_EINVAL);
+    if (stream % 4 != 0) { /* padding that is not zero */
+        b[8 + 12 + stream] = 1;
+        assert_int_equal(zen__hb_check(b, len, u, 0, 1, &count), ZEN_EPROTO);
+        b[8 + 12 + stream] = 0;
+    }
+    /* a gap that lands on a row owner 0 does not own, or past the rows */
+    uint32_t foreign[3] = { U[0], U[5], u->members[u->offsets[2] - 1] };
+    sum.idx = foreign;
+    assert_int_equal(zen__hb_encode(&sum, u, 0, ZEN_HB_GAP, b, zen__hb_gap_bytes(&sum)),
+                     ZEN_EPROTO);
+    put32(b, ZEN_HB_GAP); /* hand-made: the foreign row's gap after U[5] */
+    put32(b + 4, 3);
+    size_t at = 20 + zen__gap_encode(foreign, 3, 0, b + 20);
+    memset(b + at, 0, 4);
+    size_t flen = (at + 3) & ~(size_t)3;
+    assert_int_equal(zen__hb_check(b, flen, u, 0, 1, &count), ZEN_EPROTO);
+    foreign[2] = 300;
+    at = 20 + zen__gap_encode(foreign, 3, 0, b + 20);
+    memset(b + at, 0, 4);
+    assert_int_equal(zen__hb_check(b, (at + 3) & ~(size_t)3, u, 0, 1, &count), ZEN_EPROTO);
+    zen__coo_release(&out);
+    zen__universe_free(u);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_index_not_owned),
-        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_roundtrip),     cmocka_unit_test(test_index_not_owned),
+        cmocka_unit_test(test_malformed),     cmocka_unit_test(test_gap_codec),
+        cmocka_unit_test(test_gap_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,8 @@
  * residuals of zen_sparse_topk_dropped, summed over ranks, must equal the reference minus the
  * kept part exactly (integer-valued floats). Values come from a small range so that ties at the
  * boundary are common. Also: the argument errors agreed on every rank, the pre-global_topk
- * options size, and the pull's bytes shrinking.
+ * options size, the pull's bytes shrinking, and the busiest rank's bytes within 4k(n-1)/n
+ * values' worth at 8 and 16 ranks.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -304,6 +305,59 @@ static void test_pull_shrinks(void **state)
     zt_run_inproc(8, run_bytes, NULL);
 }
 
+/* Issue #35's bound: with every rank sending its local top-k (k entries) and asking for the
+ * global top-k, the busiest rank sends at most the bytes of 4k(n-1)/n 4-byte values in the
+ * whole call (push, select, pull and their control messages; docs/compression.md). The plain
+ * COO payload alone is exactly that, so this needs the pull's gap-coded indices. */
+static zen_status run_bound(zen_comm *comm, void *arg)
+{
+    zen_sparse_scheme scheme = *(const zen_sparse_scheme *)arg;
+
+    enum {
+        ROWS = 1 << 20,
+        K = 8192
+    };
+
+    int n = zen_comm_size(comm);
+    uint32_t *idx = malloc(K * sizeof *idx);
+    float *val = malloc(K * sizeof *val);
+    ZT_CHECK(comm, idx && val);
+    uint64_t rng = 11 + (uint64_t)zen_comm_rank(comm);
+    for (int i = 0; i < K; i++) { /* distinct rows per rank, like a local top-k */
+        idx[i] = (uint32_t)(i * (ROWS / K) + zt_rand(&rng) % (ROWS / K));
+        val[i] = (float)(zt_rand(&rng) % 100000) - 50000.0f;
+    }
+    zen_sparse_tensor t = { ROWS, 1, K, ZEN_INDEX_U32, idx, ZEN_F32, val };
+    zen_sparse_options o = ZEN_SPARSE_OPTIONS_INIT;
+    o.scheme = scheme;
+    o.global_topk = K;
+    zen_sparse_stats st;
+    zen_sparse_result out = { 0 };
+    ZT_CHECK(comm, zen_sparse_allreduce(comm, &t, &out, &o, &st) == ZEN_OK);
+    ZT_CHECK(comm, out.nnz == K);
+    uint64_t bound = (uint64_t)16 * K * (uint64_t)(n - 1) / (uint64_t)n, most = 0;
+    ZT_CHECK(comm, zen_allreduce(comm, &st.bytes_sent, &most, 1, ZEN_I64, ZEN_MAX) == ZEN_OK);
+    if (getenv("ZT_VERBOSE") && zen_comm_rank(comm) == 0)
+        printf("%s n %d: busiest rank sent %llu bytes, bound %llu (%.4f)\n",
+               zen_sparse_scheme_name(scheme), n, (unsigned long long)most,
+               (unsigned long long)bound, (double)most / (double)bound);
+    ZT_CHECK(comm, most <= bound);
+    zen_sparse_result_free(&out);
+    free(idx);
+    free(val);
+    return ZEN_OK;
+}
+
+static void test_bytes_bound(void **state)
+{
+    (void)state;
+    zen_sparse_scheme schemes[] = { ZEN_SPARSE_BALANCED, ZEN_SPARSE_PS };
+    for (int s = 0; s < 2; s++) {
+        zt_run_inproc(8, run_bound, &schemes[s]);
+        zt_run_inproc(16, run_bound, &schemes[s]);
+    }
+}
+
 static void test_dropped_args(void **state)
 {
     (void)state;
@@ -330,7 +384,7 @@ int main(void)
         cmocka_unit_test(test_reference),        cmocka_unit_test(test_ties),
         cmocka_unit_test(test_wide_magnitudes),  cmocka_unit_test(test_errors),
         cmocka_unit_test(test_old_options_size), cmocka_unit_test(test_pull_shrinks),
-        cmocka_unit_test(test_dropped_args),
+        cmocka_unit_test(test_dropped_args),     cmocka_unit_test(test_bytes_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the pull-phase decoders of BALANCED (hash bitmap and COO blobs,
+ * libFuzzer target for the pull-phase decoders of BALANCED (hash bitmap, COO and GAP blobs,
  * src/sparse/wire/bitmap.c). Also linked into fuzz_decode_replay (replay.c), which replays the seed
  * corpus in ordinary (gcc, ASan) builds.
  *

@@ -147,12 +147,24 @@ int zen__cost_terms_init(zen_cost_terms *t, int n, uint64_t rows, uint32_t width
      * measured at 0.45-0.78 per scheme, a full copy at 0.62-1.02 (docs/algorithms.md). */
     t->zero = t->D * t->cp;
     t->keep = 1;
+    t->E_pull_bal = t->E_pull_ps = t->E;
     if (p->global_topk > 0) {
         t->keep = t->nnz_n > p->global_topk ? p->global_topk / t->nnz_n : 1;
         t->topk_steps = 6 * ceil(log2(t->N));
+        double kept = t->keep * t->nnz_n > 1 ? t->keep * t->nnz_n : 1;
+        t->E_pull_bal = t->V + zen_cost_min2(4, zen__cost_gap_bytes(t->R / kept * t->N));
+        t->E_pull_ps = t->V + zen__cost_gap_bytes(t->R / kept); /* always gap-coded */
     }
     t->dense_out = p->dense_output ? t->zero + t->keep * t->nnz_n * t->V * t->cp : 0;
     return 1;
+}
+
+double zen__cost_gap_bytes(double g)
+{
+    double b = 1;
+    for (int m = 1; m <= 4 && g > 0; m++)
+        b += exp(-ldexp(1.0, 7 * m) / g);
+    return b;
 }
 
 int zen__sparse_pull_uses_bruck(int n, double total_bytes)

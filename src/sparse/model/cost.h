@@ -141,7 +141,15 @@ typedef struct zen_cost_terms {
      * allgather, ceil(log2 n) steps each); 1 and 0 without it */
     double keep;
     double topk_steps;
+    /* bytes per pulled entry: E, or with global top-k 4w + the expected gap-coded index
+     * (scheme/global_topk.h; zen__cost_gap_bytes) over the owners' hashed rows (BALANCED) or
+     * ranges (PS) */
+    double E_pull_bal, E_pull_ps;
 } zen_cost_terms;
+
+/* Expected bytes of one LEB128 varint gap (wire/gap.h) between rows kept independently with mean
+ * gap g: 1 + the chance that the gap needs a 2nd, 3rd... byte, exp(-2^(7m) / g) each. */
+double zen__cost_gap_bytes(double g);
 
 /* One scheme's prediction in parts: latency terms, wire bytes of the busiest rank, compute
  * nanoseconds at a full core, and the messages a rank receives. */

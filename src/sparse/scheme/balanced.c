@@ -8,7 +8,8 @@
  *   aggregate  the owner coalesces what it received (radix sort + sum; memory ~ received nnz)
  *   (top-k)    with global_topk, the owners keep only their share of the k largest sums
  *              (global_topk.c: up to 5 allreduces of <= 512 B and an allgather of 8 B per rank)
- *   encode     hash bitmap of the owner's sum over U_j, or COO when smaller (bitmap.c)
+ *   encode     hash bitmap of the owner's sum over U_j, or COO when smaller (bitmap.c); with
+ *              global top-k also COO with gap-coded indices (ZEN_HB_GAP), when smaller still
  *   pull       allgather of (blob bytes, push imbalance), allgatherv of the blobs: Bruck's
  *              log2 n rounds up to ZEN_SPARSE_PULL_BRUCK_MAX_BYTES in all, else the ring
  *   decode     every rank expands each owner's blob with that owner's universe
@@ -21,7 +22,8 @@
  *   r0 -[I_0^3]-> r3    encode b0 r0 <-[b3]- r3
  *
  * Bytes (d = this rank's nnz after coalescing, w = width, B_j = owner j's blob,
- * B_j = min(8 + 8 ceil(|U_j|/64) + 4 c_j w, 8 + 4 c_j + 4 c_j w) for c_j rows in its sum):
+ * B_j = min(8 + 8 ceil(|U_j|/64) + 4 c_j w, 8 + 4 c_j + 4 c_j w) for c_j rows in its sum, and
+ * with global top-k also ~8 + 4 c_j w + 2 c_j, the gap-coded indices' blob):
  *   push  sends ~ (n-1)/n * d * (4 + 4w), plus 8-byte sizes to each peer, in two steps
  *   pull  receives sum_{j != self} B_j; Bruck and the ring alike make each rank send about as
  *         much (Bruck in ceil(log2 n) messages, the ring in n - 1 dependent steps). With bitmaps
@@ -232,6 +234,13 @@ static zen_status do_encode(bal_state *s)
                                           : "sparse balanced: aggregated rows exceed the universe "
                                             "(pull_format %d)",
                          forced);
+    /* global top-k leaves an owner about k / n rows spread over all rows, n rows / k apart:
+     * gap-coded indices (1-2 bytes) beat COO's 4 bytes and the bitmap's |U_j| / 8 */
+    size_t gap_bytes = k && forced == ZEN_SPARSE_PULL_AUTO ? zen__hb_gap_bytes(&s->agg) : 0;
+    if (gap_bytes && gap_bytes < s->blob_bytes) {
+        format = ZEN_HB_GAP;
+        s->blob_bytes = gap_bytes;
+    }
     if (format == ZEN_HB_BITMAP && (st = zen__universe_members(s->uni)) != ZEN_OK)
         return zen__fail(s->comm, st, "sparse balanced: universe members of %llu rows",
                          (unsigned long long)s->ctx->local->rows);
@@ -239,7 +248,7 @@ static zen_status do_encode(bal_state *s)
                        ZEN_HB_COO == ZEN_SPARSE_PULL_COO &&
                        ZEN_HB_PLAIN == ZEN_SPARSE_PULL_PLAIN_BITMAP,
                    "the blob format codes are the zen_sparse_pull_format values");
-    s->ctx->stats->pull_format = format;
+    s->ctx->stats->pull_format = format == ZEN_HB_GAP ? ZEN_HB_COO : format; /* a coded COO */
     s->blob = zen__malloc(s->blob_bytes);
     if (!s->blob)
         return ZEN_ENOMEM;
@@ -406,7 +415,7 @@ zen_cost_parts zen__sparse_cost_balanced(const zen_cost_terms *t)
 {
     const zen_cpu_model *c = &t->net->cpu;
     double nnz = t->nnz, nnz_n = t->nnz_n * t->keep, E = t->E, V = t->V, cp = t->cp, N = t->N;
-    double coo_blob = nnz_n * E, bitmap_blob = t->R / 8 + nnz_n * 4 * t->w;
+    double coo_blob = nnz_n * t->E_pull_bal, bitmap_blob = t->R / 8 + nnz_n * 4 * t->w;
     double pull_bytes = zen_cost_min2(coo_blob, bitmap_blob);
     double blob_work = bitmap_blob < coo_blob ? (nnz_n / N + nnz_n) * c->bitmap : 0;
     double lg = ceil(log2(N)), info_bytes = 16 * N;

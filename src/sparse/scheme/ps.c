@@ -11,7 +11,9 @@
  *
  * Bytes rank j sends: push sum_{k != j} |I_j^k| (4 + 4w), pull (n-1) |sum of range j| (4 + 4w).
  * With global_topk the owners keep only their share of the k largest sums before the pull
- * (global_topk.c), so the pull moves at most k rows in all.
+ * (global_topk.c), so the pull moves at most k rows in all, and an owner's pull message is
+ * [u32 c][c w f32 values][c indices gap-coded from its range's first row (gap.h)]: the kept rows
+ * lie about rows / k apart, so most gaps take one byte instead of an index's 4.
  * With skewed indices (paper C3) one owner receives and sends most of the traffic.
  */
 #include <string.h>
@@ -21,6 +23,7 @@
 #include "sparse/model/imbalance.h"
 #include "sparse/scheme/global_topk.h"
 #include "sparse/scheme/registry.h"
+#include "sparse/wire/gap.h"
 #include "sparse/wire/xchg.h"
 
 /* The buffers of one call. */
@@ -31,6 +34,7 @@ typedef struct ps_call {
     size_t *rbytes, *roff; /* received blocks */
     zen_coo *runs;         /* views of the received blocks */
     uint8_t *sbuf, *rbuf, *pbuf, *gbuf;
+    uint32_t *pidx; /* global top-k: the pulled indices, decoded (runs view them) */
     zen_coo agg, sum;
 } ps_call;
 
@@ -77,11 +81,75 @@ static zen_status aggregate(zen_sparse_ctx *ctx, ps_call *c, size_t *pbytes)
     /* global top-k: only this owner's share of the k largest sums is pulled (global_topk.c) */
     if (st == ZEN_OK && zen__sparse_topk_k(ctx))
         st = zen__sparse_global_topk(ctx, &c->agg, zen__sparse_topk_k(ctx));
-    *pbytes = zen_coo_wire_bytes(c->agg.nnz, c->agg.width);
+    size_t nnz = c->agg.nnz, vbytes = 4 * nnz * local->width;
+    int gap = zen__sparse_topk_k(ctx) != 0;
+    *pbytes = gap ? 4 + vbytes + zen__gap_bytes(c->agg.idx, nnz, (uint32_t)lo)
+                  : zen_coo_wire_bytes(nnz, c->agg.width);
     if (st == ZEN_OK && !(c->pbuf = zen__malloc(*pbytes ? *pbytes : 1)))
         st = zen__fail(comm, ZEN_ENOMEM, "ps: cannot allocate %zu bytes", *pbytes);
+    if (st == ZEN_OK && !gap)
+        zen__coo_pack(&c->agg, 0, nnz, c->pbuf);
+    if (st == ZEN_OK && gap) { /* nnz <= the range's rows < 2^32 */
+        uint32_t c32 = (uint32_t)nnz;
+        memcpy(c->pbuf, &c32, sizeof c32);
+        if (nnz)
+            memcpy(c->pbuf + 4, c->agg.val, vbytes);
+        zen__gap_encode(c->agg.idx, nnz, (uint32_t)lo, c->pbuf + 4 + vbytes);
+    }
+    return st;
+}
+
+/* View owner p's gap-coded pull message (aggregate) as a zen_coo: the values in place, the
+ * indices decoded into idx. Checks the count against the range, every index inside
+ * [lo_row, hi_row) and the size exactly; ZEN_EPROTO naming p otherwise. */
+static zen_status gap_view(zen_comm *comm, int p, const uint8_t *buf, size_t bytes, uint64_t lo_row,
+                           uint64_t hi_row, uint32_t *idx, zen_coo *view)
+{
+    uint32_t c32 = 0;
+    if (bytes >= 4)
+        memcpy(&c32, buf, sizeof c32);
+    size_t nnz = c32, vbytes = 4 * nnz * view->width, used = 0;
+    zen_status st =
+        bytes >= 4 && nnz <= hi_row - lo_row && vbytes <= bytes - 4 ? ZEN_OK : ZEN_EPROTO;
     if (st == ZEN_OK)
-        zen__coo_pack(&c->agg, 0, c->agg.nnz, c->pbuf);
+        st = zen__gap_decode(buf + 4 + vbytes, bytes - 4 - vbytes, nnz, (uint32_t)lo_row, hi_row,
+                             idx, &used);
+    if (st != ZEN_OK || used != bytes - 4 - vbytes)
+        return zen__fail(comm, ZEN_EPROTO,
+                         "ps: rank %d sent a malformed %zu-byte top-k pull message for rows "
+                         "[%llu, %llu)",
+                         p, bytes, (unsigned long long)lo_row, (unsigned long long)hi_row);
+    view->nnz = nnz;
+    view->idx = idx;
+    view->val = (float *)(uintptr_t)(buf + 4);
+    return ZEN_OK;
+}
+
+/* The pulled owners' messages as c->runs (views), plain COO or (global top-k) gap-coded. */
+static zen_status view_pulled(zen_sparse_ctx *ctx, ps_call *c, size_t *nnz_all)
+{
+    const zen_coo *local = ctx->local;
+    int n = ctx->comm->size, gap = zen__sparse_topk_k(ctx) != 0;
+    size_t room = 0;
+    for (int p = 0; p < n && gap; p++) /* a bound on the indices: the messages' sizes / 4 */
+        room += c->rbytes[p] / 4;
+    if (gap && !(c->pidx = zen__malloc_array(room ? room : 1, sizeof *c->pidx)))
+        return zen__fail(ctx->comm, ZEN_ENOMEM, "ps: cannot allocate %zu indices", room);
+    zen_status st = ZEN_OK;
+    *nnz_all = 0;
+    for (int p = 0; p < n && st == ZEN_OK; p++) {
+        uint64_t lo = zen_range_lo(local->rows, n, p), hi = zen_range_lo(local->rows, n, p + 1);
+        const uint8_t *buf = c->gbuf + c->roff[p];
+        if (gap) {
+            c->runs[p].rows = local->rows;
+            c->runs[p].width = local->width;
+            st = gap_view(ctx->comm, p, buf, c->rbytes[p], lo, hi, c->pidx + *nnz_all, &c->runs[p]);
+        } else {
+            st = zen__coo_view(ctx->comm, p, buf, c->rbytes[p], local->rows, local->width, lo, hi,
+                               &c->runs[p]);
+        }
+        *nnz_all += c->runs[p].nnz;
+    }
     return st;
 }
 
@@ -132,6 +200,7 @@ static void release(ps_call *c)
     zen__free(c->rbuf);
     zen__free(c->pbuf);
     zen__free(c->gbuf);
+    zen__free(c->pidx);
 }
 
 zen_status zen__sparse_run_ps(zen_sparse_ctx *ctx)
@@ -164,17 +233,14 @@ zen_status zen__sparse_run_ps(zen_sparse_ctx *ctx)
     if (st == ZEN_OK && (st = aggregate(ctx, &c, &pbytes)) == ZEN_OK)
         zen_sparse_lap(ctx, ZEN_PHASE_AGGREGATE, &lap);
     if (st == ZEN_OK) { /* (4) pull */
-        st = zen__xchg_allgatherv(comm, &cc, c.pbuf, pbytes,
-                                  zen__coo_wire_max(local->rows, local->width), &c.gbuf, c.rbytes,
-                                  c.roff);
+        /* gap-coded (top-k): up to 5 bytes an index, one more than COO's 4, and the count */
+        size_t max = zen__coo_wire_max(local->rows, local->width);
+        max = max > SIZE_MAX - local->rows - 4 ? SIZE_MAX : max + local->rows + 4;
+        st = zen__xchg_allgatherv(comm, &cc, c.pbuf, pbytes, max, &c.gbuf, c.rbytes, c.roff);
         zen_sparse_lap(ctx, ZEN_PHASE_PULL, &lap);
     }
-    for (int p = 0; p < n && st == ZEN_OK; p++) {
-        st = zen__coo_view(comm, p, c.gbuf + c.roff[p], c.rbytes[p], local->rows, local->width,
-                           zen_range_lo(local->rows, n, p), zen_range_lo(local->rows, n, p + 1),
-                           &c.runs[p]);
-        nnz_all += c.runs[p].nnz;
-    }
+    if (st == ZEN_OK)
+        st = view_pulled(ctx, &c, &nnz_all);
     if (st == ZEN_OK && (st = deliver(ctx, &c, nnz_all)) == ZEN_OK)
         zen_sparse_lap(ctx, ZEN_PHASE_DECODE, &lap);
     release(&c);
@@ -188,7 +254,8 @@ zen_cost_parts zen__sparse_cost_ps(const zen_cost_terms *t)
     const zen_cpu_model *c = &t->net->cpu;
     double hot_n = t->hot_n * t->keep; /* global top-k: the owners pull their kept share */
     double out = t->p->dense_output ? t->dense_out : t->keep * t->nnz_n * t->E * t->cp;
-    return (zen_cost_parts){ 4 * t->conc + t->topk_steps * t->a, t->n1 * (t->hot + hot_n) * t->E,
+    return (zen_cost_parts){ 4 * t->conc + t->topk_steps * t->a,
+                             t->n1 * (t->hot * t->E + hot_n * t->E_pull_ps),
                              t->coalesce + t->nnz * t->E * t->cp +
                                  t->N * t->hot * (c->merge * t->lgn + t->V * t->cp) +
                                  hot_n * t->E * t->cp + out,

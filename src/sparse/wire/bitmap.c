@@ -16,6 +16,7 @@
 
 #include "common/checked.h"
 #include "sparse/wire/coo.h"
+#include "sparse/wire/gap.h"
 #include "sparse/wire/hier_hash.h"
 #include "sparse/wire/xchg.h"
 
@@ -35,6 +36,17 @@ size_t zen__hb_coo_bytes(size_t c, uint32_t w)
 size_t zen__hb_plain_bytes(uint64_t rows, size_t c, uint32_t w)
 {
     return ZEN_HB_HEADER_BYTES + 8 * (size_t)((rows + 63) / 64) + 4 * c * (size_t)w;
+}
+
+static size_t round4(size_t bytes)
+{
+    return (bytes + 3) & ~(size_t)3;
+}
+
+size_t zen__hb_gap_bytes(const zen_coo *sum)
+{
+    return ZEN_HB_HEADER_BYTES + 4 * sum->nnz * (size_t)sum->width +
+           round4(zen__gap_bytes(sum->idx, sum->nnz, 0));
 }
 
 static uint32_t load_u32(const unsigned char *p)
@@ -145,15 +157,27 @@ zen_status zen__hb_encode(const zen_coo *sum, const zen_universe *u, uint32_t j,
     size_t ulen = universe_len(u, j);
     size_t want = format == ZEN_HB_COO     ? zen__hb_coo_bytes(c, w)
                   : format == ZEN_HB_PLAIN ? zen__hb_plain_bytes(u->rows, c, w)
+                  : format == ZEN_HB_GAP   ? zen__hb_gap_bytes(sum)
                                            : zen__hb_bitmap_bytes(ulen, c, w);
     if (bytes != want ||
-        (format != ZEN_HB_COO && format != ZEN_HB_BITMAP && format != ZEN_HB_PLAIN) ||
+        (format != ZEN_HB_COO && format != ZEN_HB_BITMAP && format != ZEN_HB_PLAIN &&
+         format != ZEN_HB_GAP) ||
         (format == ZEN_HB_BITMAP && !zen__universe_has_members(u)))
         return ZEN_EINVAL;
     unsigned char *p = blob;
     uint32_t hdr[2] = { format, (uint32_t)c };
     memcpy(p, hdr, sizeof hdr);
     p += sizeof hdr;
+    if (format == ZEN_HB_GAP) { /* values first, then the indices' gaps and zero padding */
+        if (!all_owned(sum, u, j))
+            return ZEN_EPROTO;
+        if (c > 0)
+            memcpy(p, sum->val, c * w * sizeof(float));
+        p += 4 * c * (size_t)w;
+        size_t used = zen__gap_encode(sum->idx, c, 0, p);
+        memset(p + used, 0, round4(used) - used);
+        return ZEN_OK;
+    }
     if (format == ZEN_HB_COO) {
         if (!all_owned(sum, u, j))
             return ZEN_EPROTO;
@@ -209,6 +233,30 @@ static zen_status check_plain(const unsigned char *p, size_t len, const zen_univ
     return set == c ? ZEN_OK : ZEN_EPROTO;
 }
 
+/* A GAP blob (after the header at p): c varints after the values, each a row < rows that j
+ * owns (ascending by construction), then zero padding to the blob's whole 4-byte length. */
+static zen_status check_gap(const unsigned char *p, size_t len, const zen_universe *u, uint32_t j,
+                            uint32_t c, size_t vbytes)
+{
+    if (len < ZEN_HB_HEADER_BYTES + vbytes)
+        return ZEN_EPROTO;
+    const unsigned char *gaps = p + vbytes;
+    size_t glen = len - ZEN_HB_HEADER_BYTES - vbytes, at = 0;
+    uint64_t next = 0;
+    for (uint32_t i = 0; i < c; i++) {
+        uint32_t x;
+        if (zen__gap_next(gaps, glen, &at, &next, u->rows, &x) != ZEN_OK ||
+            zen_hh_owner(x, u->seed0, u->n) != j)
+            return ZEN_EPROTO;
+    }
+    if (round4(at) != glen)
+        return ZEN_EPROTO;
+    for (; at < glen; at++)
+        if (gaps[at] != 0)
+            return ZEN_EPROTO;
+    return ZEN_OK;
+}
+
 zen_status zen__hb_check(const void *blob, size_t len, const zen_universe *u, uint32_t j,
                          uint32_t w, size_t *count)
 {
@@ -239,6 +287,9 @@ zen_status zen__hb_check(const void *blob, size_t len, const zen_universe *u, ui
     } else if (format == ZEN_HB_PLAIN) {
         if (check_plain(p, len, u, j, c, vbytes) != ZEN_OK)
             return ZEN_EPROTO;
+    } else if (format == ZEN_HB_GAP) {
+        if (check_gap(p, len, u, j, c, vbytes) != ZEN_OK)
+            return ZEN_EPROTO;
     } else if (format == ZEN_HB_COO) {
         if (len != ZEN_HB_HEADER_BYTES + 4 * (size_t)c + vbytes)
             return ZEN_EPROTO;
@@ -258,7 +309,7 @@ zen_status zen__hb_check(const void *blob, size_t len, const zen_universe *u, ui
 /* Call visit(k, row index, value row) for each row of a checked blob, in ascending order. */
 typedef void (*row_visit)(void *ctx, size_t k, uint32_t x, const unsigned char *vals);
 
-static void walk(const unsigned char *p, const zen_universe *u, uint32_t j, uint32_t w,
+static void walk(const unsigned char *p, size_t len, const zen_universe *u, uint32_t j, uint32_t w,
                  row_visit visit, void *ctx)
 {
     uint32_t format = load_u32(p), c = load_u32(p + 4);
@@ -278,6 +329,16 @@ static void walk(const unsigned char *p, const zen_universe *u, uint32_t j, uint
                 k++;
                 v &= v - 1;
             }
+        }
+    } else if (format == ZEN_HB_GAP) { /* checked: every varint decodes */
+        const unsigned char *gaps = p + (size_t)c * row_bytes;
+        size_t at = 0;
+        uint64_t next = 0;
+        for (k = 0; k < c; k++) {
+            uint32_t x = 0;
+            (void)zen__gap_next(gaps, len - ZEN_HB_HEADER_BYTES - (size_t)c * row_bytes, &at, &next,
+                                u->rows, &x);
+            visit(ctx, k, x, p + k * row_bytes);
         }
     } else {
         const unsigned char *vals = p + 4 * (size_t)c;
@@ -326,7 +387,7 @@ zen_status zen__hb_decode_dense(const void *blob, size_t len, const zen_universe
     if (st != ZEN_OK)
         return st;
     dense_sink s = { w, divisor, dense };
-    walk(blob, u, j, w, visit_dense, &s);
+    walk(blob, len, u, j, w, visit_dense, &s);
     return ZEN_OK;
 }
 
@@ -353,7 +414,7 @@ zen_status zen__hb_decode_coo(const void *blob, size_t len, const zen_universe *
     if ((st = zen__coo_reserve(out, c)) != ZEN_OK)
         return st;
     coo_sink s = { divisor, out };
-    walk(blob, u, j, w, visit_coo, &s);
+    walk(blob, len, u, j, w, visit_coo, &s);
     out->nnz = c;
     return ZEN_OK;
 }

@@ -5,7 +5,7 @@
  * Owner j holds a sorted unique sum whose indices all lie in its universe U_j (universe.h).
  * Blob layout (little-endian, every field 4-byte aligned relative to the blob start):
  *
- *   u32 format      ZEN_HB_BITMAP, ZEN_HB_COO or ZEN_HB_PLAIN
+ *   u32 format      ZEN_HB_BITMAP, ZEN_HB_COO, ZEN_HB_PLAIN or ZEN_HB_GAP
  *   u32 count       non-zero rows c in this partition
  *   BITMAP: ceil(|U_j| / 64) u64 words; bit t (word t / 64, bit t % 64, LSB first) is set iff
  *           U_j[t] holds a non-zero row; exactly c bits set, none at t >= |U_j|
@@ -14,9 +14,13 @@
  *           the plain bitmap the paper's hash bitmap replaces (ablation only, never chosen
  *           by size: summed over owners it costs n rows / 8 bytes)
  *   then    c * width f32 values, rows in ascending index order (= ascending t)
+ *   GAP:    (values first) c * width f32 values, then the c indices gap-coded from 0 (gap.h),
+ *           each < rows and owned by j, then 0-3 zero bytes to a whole 4-byte word: chosen for
+ *           global top-k only (balanced.c), where it is smaller than COO
  *
- * Sizes: bitmap 8 + 8 * ceil(|U_j| / 64) + 4 c w bytes; COO 8 + 4 c + 4 c w bytes. The encoder
- * picks the smaller, so the bitmap is used once more than about 1 in 32 of U_j is non-zero.
+ * Sizes: bitmap 8 + 8 * ceil(|U_j| / 64) + 4 c w bytes; COO 8 + 4 c + 4 c w bytes; GAP
+ * 8 + 4 c w + (1 to 5 bytes per index, rounded up to 4). zen__hb_plan picks the smaller of
+ * bitmap and COO, so the bitmap is used once more than about 1 in 32 of U_j is non-zero.
  * Summed over owners the bitmaps cost about rows / 8 bytes whatever n is.
  *
  * Decoders accept only blobs that satisfy every rule above and return ZEN_EPROTO otherwise; they
@@ -36,12 +40,15 @@
 #define ZEN_HB_BITMAP       1u
 #define ZEN_HB_COO          2u
 #define ZEN_HB_PLAIN        3u
+#define ZEN_HB_GAP          4u /* not a zen_sparse_pull_format: stats report it as COO */
 #define ZEN_HB_HEADER_BYTES 8u
 
 /* Encoded size (bytes) of c rows of width w over a universe of ulen, in each format. */
 size_t zen__hb_bitmap_bytes(size_t ulen, size_t c, uint32_t w);
 size_t zen__hb_coo_bytes(size_t c, uint32_t w);
 size_t zen__hb_plain_bytes(uint64_t rows, size_t c, uint32_t w);
+/* The GAP format's size depends on the indices: sum's (sorted unique). */
+size_t zen__hb_gap_bytes(const zen_coo *sum);
 
 /* zen__hb_plan with a forced format (zen_sparse_pull_format; 0: the smaller). rows is the tensor's,
  * for the plain bitmap. */
