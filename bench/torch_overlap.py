@@ -68,20 +68,40 @@ class Timing:
 
 def thread_cpu():
     """CPU seconds of this process's threads so far, by kind: "main" (the training thread),
-    zen's threads by name (zen-worker, zen-tcp-rx, ...; zen names them), "other" (gloo's, torch's).
-    From /proc/self/task/*/schedstat (nanoseconds on the CPU)."""
+    zen's threads by name (zen-worker, zen-tcp-rx, ...; zen names them), "other" (gloo's, torch's);
+    and under "<kind> waited" the seconds they were runnable but waited for a CPU (the run
+    queue delay: a communication thread that waits there holds up the wire).
+    From /proc/self/task/*/schedstat (nanoseconds on the CPU, nanoseconds waiting to run)."""
     out, me = {}, os.getpid()
     for tid in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{tid}/comm") as f:
                 name = f.read().strip()
             with open(f"/proc/self/task/{tid}/schedstat") as f:
-                ns = int(f.read().split()[0])
+                ns, wait_ns = (int(x) for x in f.read().split()[:2])
         except OSError:
             continue  # the thread ended
         key = "main" if int(tid) == me else (name if name.startswith("zen-") else "other")
         out[key] = out.get(key, 0.0) + ns * 1e-9
+        out[key + " waited"] = out.get(key + " waited", 0.0) + wait_ns * 1e-9
     return out
+
+
+def renice_helpers(nice):
+    """--comm-nice: give every thread of this process but the training thread (zen's worker,
+    transport readers and heartbeat; gloo's workers and its socket loop) the nice value `nice`
+    (Linux nice is per thread; below the process's own value needs CAP_SYS_NICE). Applies to
+    all candidates alike. Returns how many threads it changed."""
+    me, n = os.getpid(), 0
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) == me:
+            continue
+        try:
+            os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+            n += 1
+        except OSError:
+            pass  # ended, or not permitted
+    return n
 
 
 def make_models(gs, args):
@@ -101,19 +121,32 @@ def make_models(gs, args):
 def run(rank, world, args):
     gs = groups()
     plain, timed, timing = make_models(gs, args)
+    if args.comm_nice is not None:
+        # the groups' threads exist by now (gloo's and zen's are made with the group)
+        renice_helpers(args.comm_nice)
     gen = torch.Generator().manual_seed(rank)
     steps = {name: [] for name in CANDIDATES + ["compute"]}
     cpus = {name: [] for name in CANDIDATES + ["compute"]}
     ready = {name: [] for name in CANDIDATES}
     by_thread = {name: [] for name in CANDIDATES + ["compute"]}
     threads = []
+    ops = []  # zen's per-bucket trace of each zen plain step, ms since its backward began
+    t_bwd_abs = []  # when that backward began (perf_counter: one clock for all ranks of a host)
+    traces = []
+    wire = {name: [] for name in CANDIDATES}
     lines = []
 
     def cpu_s():
         u = resource.getrusage(resource.RUSAGE_SELF)
         return u.ru_utime + u.ru_stime
 
-    def step(ddp, sync, tm=None):
+    def trace(name, on):
+        """zen's all_reduce trace (zen_torch._op_trace): (issued, started, ended, bytes) per
+        bucket, taken around backward of a zen candidate's plain step."""
+        import zen_torch
+        return zen_torch._C._op_trace(on)
+
+    def step(ddp, sync, tm=None, name=""):
         ids = torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=gen)
         dist.barrier(group=gs["gloo"])
         th0 = thread_cpu()
@@ -126,8 +159,16 @@ def run(rank, world, args):
             t_bwd = time.perf_counter()
             if tm is not None:
                 tm.t0, tm.events = t_bwd, []
+            traced = sync and tm is None and name.startswith("zen")
+            if traced:
+                trace(name, True)
             loss.backward()
         t1 = time.perf_counter()
+        if traced:
+            t_bwd_abs.append(t_bwd)
+            ops.append([{"issued_s": a - t_bwd, "started_s": b - t_bwd, "ended_s": c - t_bwd,
+                         "bytes": n} for a, b, c, n in trace(name, False)])
+            ops[-1].append({"step_end_s": t1 - t_bwd})
         cpu = cpu_s() - c0
         th1 = thread_cpu()
         if tm is None:
@@ -139,7 +180,7 @@ def run(rank, world, args):
     for r in range(args.warmup + args.rounds):
         order = CANDIDATES[r % 3:] + CANDIDATES[:r % 3]
         for name in order:
-            s = step(plain[name], True)[2]
+            s = step(plain[name], True, name=name)[2]
             c = step(plain[name], False)[2]
             fwd, total, _ = step(timed[name], True, timing[name])
             if r < args.warmup:
@@ -151,11 +192,18 @@ def run(rank, world, args):
             steps["compute"].append(c[0])
             cpus["compute"].append(c[1])
             ready[name].append(max(e["ready_s"] for e in timing[name].events))
+            if name.startswith("zen"):
+                wire[name].append(summarize_ops(ops[-1]))
+                traces.append({"kind": "optrace", "rank": rank, "round": r - args.warmup,
+                               "group": name, "t_bwd": t_bwd_abs[-1], "ops": ops[-1]})
             if rank == 0:
                 lines.append({"kind": "timeline", "round": r - args.warmup, "group": name,
                               "forward_s": fwd, "step_s": total, "buckets": timing[name].events})
+    everyone = [None] * world
+    dist.all_gather_object(everyone, traces, group=gs["gloo"])
     if rank != 0:
         return []
+    lines += [t for per_rank in everyone for t in per_rank]
     params = sum(p.numel() for p in plain["gloo"].parameters())
     compute = statistics.median(steps["compute"])
     sync_ms = (statistics.median(steps["zen_sync"]) - compute) * 1e3
@@ -169,6 +217,9 @@ def run(rank, world, args):
                "rank0_thread_cpu_ms": {k: round(statistics.median(t.get(k, 0.0)
                                                                   for t in by_thread[name]) * 1e3, 1)
                                        for k in sorted(set().union(*by_thread[name]))}}
+        if wire.get(name):
+            row["zen_ops_ms"] = {k: round(statistics.median(w[k] for w in wire[name]), 1)
+                                 for k in wire[name][0]}
         if name != "compute":
             row["grads_ready_ms"] = statistics.median(ready[name]) * 1e3
             row["exposed_ms"] = (med - compute) * 1e3
@@ -176,12 +227,31 @@ def run(rank, world, args):
             row["exposed_vs_zen_sync"] = row["exposed_ms"] / sync_ms if sync_ms > 0 else None
         out.append(row)
     load = os.getloadavg()
-    out.append({"kind": "run", "world": world, "label": args.label,
+    out.append({"kind": "run", "world": world, "label": args.label, "comm_nice": args.comm_nice,
                 "load": [round(x, 2) for x in load],
                 "bucket_mb": args.bucket_mb, "model": {"vocab": args.vocab, "dim": args.dim,
                                                        "layers": args.layers, "seq": args.seq,
                                                        "batch": args.batch}})
     return out + lines
+
+
+def summarize_ops(ops):
+    """One zen plain step's trace in ms since backward started: first bucket issued, last one
+    issued, first started, the worker's time inside zen_allreduce (sum, and as MB/s), the time
+    buckets waited in the queue (sum), the last one's end and the step's end."""
+    end = ops[-1]["step_end_s"]
+    rows = ops[:-1]
+    if not rows:
+        return {"step_end": end * 1e3}
+    busy = sum(o["ended_s"] - o["started_s"] for o in rows)
+    return {"first_issued": rows[0]["issued_s"] * 1e3,
+            "last_issued": max(o["issued_s"] for o in rows) * 1e3,
+            "first_started": rows[0]["started_s"] * 1e3,
+            "in_zen": busy * 1e3,
+            "queued": sum(o["started_s"] - o["issued_s"] for o in rows) * 1e3,
+            "MB_per_s": sum(o["bytes"] for o in rows) / busy / 1e6 if busy > 0 else 0.0,
+            "last_ended": max(o["ended_s"] for o in rows) * 1e3,
+            "step_end": end * 1e3}
 
 
 def env_fallback():
@@ -194,7 +264,7 @@ def env_fallback():
 
 def report(out, args):
     for r in out:
-        if r["kind"] == "timeline":
+        if r["kind"] not in ("step", "run"):
             continue
         if args.json:
             print(json.dumps(r), flush=True)
@@ -212,6 +282,8 @@ def report(out, args):
                   f"  cpu {r['cpu_ms']:.0f} ms"
                   f"  grads ready {r['grads_ready_ms']:.0f} ms", flush=True)
             print(f"{'':>12}rank 0 CPU by thread (ms): {r['rank0_thread_cpu_ms']}")
+            if "zen_ops_ms" in r:
+                print(f"{'':>12}zen buckets (ms since backward began): {r['zen_ops_ms']}")
     if args.timeline:
         with open(args.timeline, "w") as f:
             json.dump(out, f)
@@ -296,6 +368,9 @@ def main():
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--bucket-mb", type=float, default=2.0,
                     help="DDP bucket_cap_mb (torch default 25: see docs/pytorch.md)")
+    ap.add_argument("--comm-nice", type=int, default=None,
+                    help="nice value for every thread but the training thread (communication "
+                         "threads of all candidates), e.g. -5 (needs CAP_SYS_NICE below 0)")
     ap.add_argument("--timeline", help="write rank 0's results and timeline steps here (JSON)")
     ap.add_argument("--label", default="", help="text for the plot's panel title")
     ap.add_argument("--plot", help="draw the timelines of --from files into this PNG and exit")
