@@ -12,7 +12,10 @@ a shared machine hits them alike):
     dist.all_reduce(async_op=True) and records when the hook ran (the bucket's gradients are
     ready) and when the all_reduce completed (a callback chained on its future).
 exposed communication = median step - median compute-only step (all candidates' compute-only
-steps pooled: they run the same computation). Times are the slowest rank's (gloo all_reduce MAX
+steps pooled: they run the same computation). For the zen candidates the plain step is also
+traced on zen's side (zen_torch._C._op_trace, every rank): when each bucket was issued, when the
+worker entered and left zen_allreduce; and every step records each thread kind's CPU time and
+run-queue delay. Times are the slowest rank's (gloo all_reduce MAX
 after each step); medians over the rounds after --warmup.
 
   one host:   PYTHONPATH=build/python bench/torch_overlap.py --nproc 2
@@ -20,6 +23,7 @@ after each step); medians over the rounds after --warmup.
               GLOO_SOCKET_IFNAME=eth0 PYTHONPATH=build/python ZEN_CLUSTER_NAME=zovl \\
                 scripts/cluster.sh run 2 -- /usr/bin/python3 bench/torch_overlap.py
   plot:       bench/torch_overlap.py --plot docs/img/x.png --from timeline.json [more.json ...]
+  buckets:    bench/torch_overlap.py --show-trace timeline.json   (zen's side, every rank)
 
 Launched without --nproc it takes RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (or zen's ZEN_* names,
 which cluster.sh run sets) from the environment. --timeline FILE writes rank 0's timeline
@@ -305,6 +309,27 @@ def worker(rank, n, args, init, results):
     dist.destroy_process_group()
 
 
+def show_trace(src):
+    """Print each zen plain step of a --timeline file bucket by bucket, every rank side by side,
+    in ms since the earliest rank began backward: when DDP issued the bucket, when zen's worker
+    entered zen_allreduce and when it left it."""
+    with open(src) as f:
+        rows = [r for r in json.load(f) if r["kind"] == "optrace"]
+    for key in sorted({(r["group"], r["round"]) for r in rows}):
+        rs = sorted((r for r in rows if (r["group"], r["round"]) == key), key=lambda r: r["rank"])
+        base = min(r["t_bwd"] for r in rs)
+        ends = [(r["t_bwd"] - base + r["ops"][-1]["step_end_s"]) * 1e3 for r in rs]
+        print(f"{key[0]} round {key[1]}: step end per rank " + ", ".join(f"{e:.1f}" for e in ends))
+        for k in range(len(rs[0]["ops"]) - 1):
+            cells = []
+            for r in rs:
+                o, off = r["ops"][k], (r["t_bwd"] - base) * 1e3
+                cells.append(" ".join(f"{o[f] * 1e3 + off:7.1f}"
+                                      for f in ("issued_s", "started_s", "ended_s")))
+            print(f"  bucket {k:2d} {rs[0]['ops'][k]['bytes'] / 1e6:5.2f} MB  issued started ended: "
+                  + " | ".join(cells))
+
+
 def plot(path, sources):
     """One panel per source (a run's --timeline file), one row per candidate: each bucket's
     all_reduce from its gradients being ready to its completion, against backward."""
@@ -365,7 +390,9 @@ def main():
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--seq", type=int, default=32)
-    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=16,
+                    help="sequences per step (16: backward about as long as the 27 MB take at "
+                         "1 Gbit/s, so overlap can hide them; at 2 it cannot: docs/pytorch.md)")
     ap.add_argument("--bucket-mb", type=float, default=2.0,
                     help="DDP bucket_cap_mb (torch default 25: see docs/pytorch.md)")
     ap.add_argument("--comm-nice", type=int, default=None,
@@ -375,10 +402,15 @@ def main():
     ap.add_argument("--label", default="", help="text for the plot's panel title")
     ap.add_argument("--plot", help="draw the timelines of --from files into this PNG and exit")
     ap.add_argument("--from", dest="sources", nargs="+", default=[])
+    ap.add_argument("--show-trace", metavar="FILE",
+                    help="print the zen buckets of a --timeline file, every rank, and exit")
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
     args = ap.parse_args()
     if args.plot:
         plot(args.plot, args.sources)
+        return
+    if args.show_trace:
+        show_trace(args.show_trace)
         return
     try:
         import zen_torch  # noqa: F401  (registers "zen"; fails early when PYTHONPATH is wrong)
