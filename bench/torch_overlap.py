@@ -132,6 +132,7 @@ def run(rank, world, args):
     steps = {name: [] for name in CANDIDATES + ["compute"]}
     cpus = {name: [] for name in CANDIDATES + ["compute"]}
     ready = {name: [] for name in CANDIDATES}
+    paired = {name: [] for name in CANDIDATES}  # step - the compute-only step right after it
     by_thread = {name: [] for name in CANDIDATES + ["compute"]}
     threads = []
     ops = []  # zen's per-bucket trace of each zen plain step, ms since its backward began
@@ -191,6 +192,7 @@ def run(rank, world, args):
                 continue
             by_thread[name].append(threads[-2])
             by_thread["compute"].append(threads[-1])
+            paired[name].append(s[0] - c[0])
             steps[name].append(s[0])
             cpus[name].append(s[1])
             steps["compute"].append(c[0])
@@ -212,6 +214,7 @@ def run(rank, world, args):
     compute = statistics.median(steps["compute"])
     sync_ms = (statistics.median(steps["zen_sync"]) - compute) * 1e3
     out = []
+    sync_paired = statistics.median(paired["zen_sync"])
     for name in CANDIDATES + ["compute"]:
         v = steps[name]
         med = statistics.median(v)
@@ -229,6 +232,11 @@ def run(rank, world, args):
             row["exposed_ms"] = (med - compute) * 1e3
             row["exposed_share"] = (med - compute) / med
             row["exposed_vs_zen_sync"] = row["exposed_ms"] / sync_ms if sync_ms > 0 else None
+            # the same difference taken step by step (each step minus the compute-only step that
+            # ran right after it, same load), then the median: less sensitive to load drift
+            row["exposed_paired_ms"] = statistics.median(paired[name]) * 1e3
+            row["paired_vs_zen_sync"] = (statistics.median(paired[name]) / sync_paired
+                                         if sync_paired > 0 else None)
         out.append(row)
     load = os.getloadavg()
     out.append({"kind": "run", "world": world, "label": args.label, "comm_nice": args.comm_nice,
@@ -285,6 +293,10 @@ def report(out, args):
                   f"({100 * r['exposed_share']:4.1f} % of the step, {vs} of zen sync's)"
                   f"  cpu {r['cpu_ms']:.0f} ms"
                   f"  grads ready {r['grads_ready_ms']:.0f} ms", flush=True)
+            pv = r["paired_vs_zen_sync"]
+            pv = f"{100 * pv:5.1f} %" if pv is not None else "  n/a"
+            print(f"{'':>12}exposed, paired step by step: {r['exposed_paired_ms']:7.1f} ms "
+                  f"({pv} of zen sync's)")
             print(f"{'':>12}rank 0 CPU by thread (ms): {r['rank0_thread_cpu_ms']}")
             if "zen_ops_ms" in r:
                 print(f"{'':>12}zen buckets (ms since backward began): {r['zen_ops_ms']}")
