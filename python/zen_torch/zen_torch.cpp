@@ -8,6 +8,7 @@
 // the worker completes (worker.hpp: threading and tensor lifetime). ZEN_TORCH_SYNC=1 makes every
 // collective complete inside its call, for comparison. dtypes.hpp: how torch dtypes travel.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/extension.h>
+#include <tuple>
 #include <vector>
 
 #include <zen/comm.h>
@@ -212,6 +214,31 @@ std::exception_ptr sparse_reduce_into(zt::Comm &c, at::Tensor &t, const at::Tens
     return nullptr;
 }
 
+// Benchmarks only (bench/torch_overlap.py): when on, every dense all_reduce records when it was
+// issued (caller's thread), when the worker entered and left zen_allreduce, and its bytes, in
+// CLOCK_MONOTONIC seconds (Python's time.perf_counter), so a DDP step's timeline shows queueing
+// (issued -> started) apart from the wire (started -> ended). Off: one relaxed atomic load.
+struct OpTrace {
+    std::atomic<bool> on{ false };
+    std::mutex m;
+    std::vector<std::tuple<double, double, double, int64_t>> rows;
+
+    static double now()
+    {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    }
+
+    void add(double issued, double started, int64_t bytes)
+    {
+        double ended = now();
+        std::lock_guard<std::mutex> g(m);
+        rows.emplace_back(issued, started, ended, bytes);
+    }
+};
+
+OpTrace op_trace;
+
 class ProcessGroupZen : public c10d::ProcessGroup
 {
   public:
@@ -288,9 +315,13 @@ class ProcessGroupZen : public c10d::ProcessGroup
         at::Tensor t = ts[0], x = zt::to_compute(t, r);
         zt::Comm *c = c_.get();
         auto w = work(c10d::OpType::ALLREDUCE, "allreduce", ts, { x });
-        zt::issue(*c, w, [c, t, x, d = r.d, op]() mutable -> std::exception_ptr {
+        double issued = op_trace.on.load(std::memory_order_relaxed) ? OpTrace::now() : 0.0;
+        zt::issue(*c, w, [c, t, x, d = r.d, op, issued]() mutable -> std::exception_ptr {
+            double started = issued > 0 ? OpTrace::now() : 0.0;
             zen_status st =
                 zen_allreduce(c->comm(), x.data_ptr(), x.data_ptr(), (size_t)x.numel(), d, op);
+            if (issued > 0)
+                op_trace.add(issued, started, (int64_t)(x.numel() * x.element_size()));
             if (st != ZEN_OK)
                 return c->error("allreduce", st);
             zt::from_compute(t, x);
@@ -850,6 +881,17 @@ PYBIND11_MODULE(_C, m)
             return as_zen(pg)->time_raw_allreduce(t);
         },
         "benchmarks only: seconds of one in-place zen_allreduce (SUM) called directly from C");
+    m.def(
+        "_op_trace",
+        [](bool on) {
+            std::lock_guard<std::mutex> g(op_trace.m);
+            auto rows = std::move(op_trace.rows);
+            op_trace.rows.clear();
+            op_trace.on.store(on);
+            return rows;
+        },
+        "benchmarks only: turn the all_reduce trace on or off and take what it recorded: "
+        "(issued, started, ended, bytes) per dense all_reduce, time.perf_counter seconds");
     m.def("zen_version", &zen_version);
     zen_torch_register_tp(m);
     m.def(

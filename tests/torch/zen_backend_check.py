@@ -549,6 +549,7 @@ def suite_async(rank, n, zen, gloo):
     gc.collect()
     w.wait()
     close(w.result()[0], torch.full((1 << 20,), float(n)), torch.float32, "dropped tensor")
+    check_op_trace(zen)
     check_hooks(rank, n, zen, gloo)
     g = dist.new_group(backend="zen")  # a failure poisons the group: one of its own
     op = dist.ReduceOp.MAX if rank == n - 1 else dist.ReduceOp.SUM
@@ -557,6 +558,25 @@ def suite_async(rank, n, zen, gloo):
     expect_error(w1.wait, "allreduce", f"rank {rank}")
     expect_error(lambda: w1.get_future().wait(), "allreduce", f"rank {rank}")
     expect_error(w2.wait, "allreduce", f"rank {rank}")
+
+
+def check_op_trace(zen):
+    """zen_torch._C._op_trace (bench/torch_overlap.py's bucket timeline): one row per dense
+    all_reduce while on, issued <= started <= ended on time.perf_counter's clock, its bytes;
+    nothing once off."""
+    import zen_torch
+    zen_torch._C._op_trace(True)
+    t0 = time.perf_counter()
+    works = [dist.all_reduce(torch.ones(k), group=zen, async_op=True) for k in (1000, 7)]
+    for w in works:
+        w.wait()
+    t1 = time.perf_counter()
+    rows = zen_torch._C._op_trace(False)
+    assert [r[3] for r in rows] == [4000, 28], f"op trace bytes {rows}"
+    for issued, started, ended, _ in rows:
+        assert t0 <= issued <= started <= ended <= t1, f"op trace times {rows} ({t0}, {t1})"
+    dist.all_reduce(torch.ones(3), group=zen)
+    assert zen_torch._C._op_trace(False) == [], "op trace recorded while off"
 
 
 def check_hooks(rank, n, zen, gloo):
