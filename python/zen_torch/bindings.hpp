@@ -6,6 +6,9 @@
 #include <memory>
 #include <pybind11/pybind11.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <zen/store.h>
 
 #include "worker.hpp"
 
@@ -23,4 +26,7 @@ namespace zen_torch
 // The communicator and worker of a zen process group (defined in zen_torch.cpp); raises for a
 // group of another backend.
 std::shared_ptr<Comm> comm_of(const c10::intrusive_ptr<c10d::ProcessGroup> &pg);
+// A c10d::Store as a zen_store (zen_torch.cpp), for zen_comm_create_with_store: the process
+// group's rendezvous and TPGroup's. The store must outlive the rendezvous.
+zen_store store_of(c10d::Store *store);
 } // namespace zen_torch

@@ -15,8 +15,6 @@
 // own buffers (torch::from_blob). Each such tensor keeps the layer alive (the deleter holds a
 // reference), and the layer keeps its group and communicator alive, so a Parameter that outlives
 // its Module still points at valid memory.
-#include "bindings.hpp"
-
 #include <cstring>
 #include <memory>
 #include <string>
@@ -28,45 +26,12 @@
 #include <zen/store.h>
 #include <zen/tp.h>
 
+#include "bindings.hpp"
+
 namespace
 {
 
 namespace py = pybind11;
-
-// ---- c10d::Store as a zen_store (the TPGroup's own rendezvous) ----
-
-zen_status tp_store_set(void *ctx, const char *key, const void *value, size_t bytes)
-{
-    try {
-        const auto *p = static_cast<const uint8_t *>(value);
-        static_cast<c10d::Store *>(ctx)->set(key, std::vector<uint8_t>(p, p + bytes));
-        return ZEN_OK;
-    } catch (const std::exception &) {
-        return ZEN_EIO;
-    }
-}
-
-zen_status tp_store_get(void *ctx, const char *key, void *value, size_t capacity, size_t *bytes,
-                        double timeout_s)
-{
-    auto *store = static_cast<c10d::Store *>(ctx);
-    try {
-        double ms = timeout_s < 1e15 ? timeout_s * 1000 : 1e18;
-        store->wait({ key }, std::chrono::milliseconds(static_cast<int64_t>(ms) + 1));
-    } catch (const std::exception &) {
-        return ZEN_ETIMEDOUT;
-    }
-    try {
-        std::vector<uint8_t> v = store->get(key);
-        *bytes = v.size();
-        if (v.size() > capacity)
-            return ZEN_EPROTO;
-        std::memcpy(value, v.data(), v.size());
-        return ZEN_OK;
-    } catch (const std::exception &) {
-        return ZEN_EIO;
-    }
-}
 
 // ---- the group ----
 
@@ -76,7 +41,7 @@ class Group
     Group(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size, double timeout_s,
           const zen_tp_options &opts)
     {
-        zen_store zs = { store.get(), tp_store_set, tp_store_get };
+        zen_store zs = zen_torch::store_of(store.get());
         zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
         o.rank = rank;
         o.world_size = size;

@@ -28,8 +28,8 @@
 #include <zen/sparse.h>
 #include <zen/store.h>
 
-#include "dtypes.hpp"
 #include "bindings.hpp"
+#include "dtypes.hpp"
 #include "worker.hpp"
 
 namespace zt = zen_torch;
@@ -798,7 +798,7 @@ c10::intrusive_ptr<c10d::ProcessGroup> create(const c10::intrusive_ptr<c10d::Sto
                                               int rank, int size,
                                               const std::chrono::duration<float> &timeout)
 {
-    zen_store zs = { store.get(), store_set, store_get };
+    zen_store zs = zt::store_of(store.get());
     zen_comm_options o = ZEN_COMM_OPTIONS_INIT;
     o.rank = rank;
     o.world_size = size;
@@ -827,6 +827,11 @@ ProcessGroupZen *as_zen(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
 }
 
 } // namespace
+
+zen_store zen_torch::store_of(c10d::Store *store)
+{
+    return zen_store{ store, store_set, store_get };
+}
 
 std::shared_ptr<zt::Comm> zen_torch::comm_of(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
 {
