@@ -36,6 +36,7 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 import zen_torch
 
 WATCHDOG_S = 90
+main_thread = None  # the rank's main thread (worker sets it)
 
 
 def close(a, b, what, tol=1e-6):
@@ -59,7 +60,7 @@ def check_callback(rank, n, zen, gloo):
         seen = {}
 
         def cb(fut):
-            threads.add(threading.get_ident() == main)
+            threads.add(threading.get_ident() == main_thread)
             x = fut.value()[0]
             y = x[:1000] * 2
             seen["y"] = dist.all_reduce(y, group=zen, async_op=True).get_future().wait()[0]
@@ -139,8 +140,8 @@ def check_powersgd(rank, n, zen, zen_sync, gloo):
 
 
 def worker(rank, n, init, failed):
-    global main
-    main = threading.get_ident()
+    global main_thread
+    main_thread = threading.get_ident()
     try:
         torch.set_num_threads(1)
         dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n)
@@ -166,7 +167,7 @@ def worker(rank, n, init, failed):
         os._exit(1)
 
 
-def main_():
+def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     os.environ.setdefault("ZEN_TIMEOUT_S", "60")
     ctx = mp.get_context("spawn")
@@ -193,4 +194,4 @@ def main_():
 
 
 if __name__ == "__main__":
-    main_()
+    main()
