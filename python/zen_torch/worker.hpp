@@ -19,10 +19,11 @@
 // whether the callback ran on the worker (chained before completion) or on the caller's thread
 // (chained after, then() runs it at once, before the caller issues anything else). A separate
 // callback thread would race the caller's next issue (DDP's next bucket) and the ranks would
-// disagree on the order. NCCL gives the same sequence: its futures complete at issue, so callbacks
-// run at once in the issuing thread. Limits: a callback must not wait for an operation issued
-// earlier by another thread that is still queued (it runs after the callback returns), nor for an
-// isend/irecv of the same group (polled by the worker between tasks).
+// disagree on the order. NCCL gives the same sequence: its futures are marked complete once the
+// kernels are enqueued, so callbacks run at once in the issuing thread. Limits: a callback must
+// not wait for an operation another thread issued after the one it is chained on (still queued,
+// it runs once the callback returns), nor for an isend/irecv of the same group (polled by the
+// worker between tasks).
 //
 // Lifetime rules (what torch asks of a backend, and what this file guarantees):
 //  - a Work holds references to every tensor its operation reads or writes (and to staging copies)
