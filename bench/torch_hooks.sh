@@ -12,14 +12,15 @@
 #                                                    unless set; brought up and taken down here)
 # Environment: NPROC (4), ROUNDS (2), STEPS (60), RATIO (0.01), GBPS (1), BACKENDS ("zen gloo"),
 # HOOKS ("none topk topk-global powersgd fp16"), OUT (a directory for the logs; default a new
-# temporary one), EXTRA (more example options, e.g. "--layers 4"). A run that fails (e.g.
+# temporary one), EXTRA (more example options, e.g. "--layers 4"), RUN_TIMEOUT (seconds one run
+# may take, default 900: then it is killed and reported as "did not exit"). A run that fails (e.g.
 # topk-global before libzen has global top-k) is reported as failed and the rest go on.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$here/build}" && pwd)
 py=/usr/bin/python3
 nproc=${NPROC:-4} rounds=${ROUNDS:-2} steps=${STEPS:-60} ratio=${RATIO:-0.01} gbps=${GBPS:-1}
-hosts=${HOSTS:-0}
+hosts=${HOSTS:-0} limit=${RUN_TIMEOUT:-900}
 out=${OUT:-$(mktemp -d /tmp/torch_hooks.XXXXXX)}
 mkdir -p "$out"
 export PYTHONPATH="$build/python" OMP_NUM_THREADS=1
@@ -29,13 +30,19 @@ if [ "$hosts" -gt 0 ]; then
     export ZEN_BUILD="$build"
     "$cluster" up "$hosts" --gbps "$gbps" >"$out/cluster.log" 2>&1 ||
         { echo "torch_hooks.sh: cluster up failed (see $out/cluster.log)" >&2; exit 1; }
-    trap '"$cluster" down >/dev/null 2>&1 || true' EXIT INT TERM
+    trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
     where="$hosts emulated hosts at $gbps Gbit/s"
 else
     where="1 host, $nproc ranks"
 fi
 echo "# torch_hooks.sh: $where, $steps steps, ratio $ratio, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "# load: $(uptime)"
+# timeout puts the run in its own process group, out of reach of a Ctrl-C at the terminal: pass
+# INT and TERM on to it (timeout hands them to `zen launch`, which hands them to the ranks) and
+# stop, instead of leaving the run going on (and, on a trap that does not exit, going on to the
+# next one).
+child=
+trap '[ -z "$child" ] || kill -TERM "$child" 2>/dev/null; exit 130' INT TERM
 results="$out/results.jsonl"
 : >"$results"
 r=1
@@ -54,12 +61,22 @@ while [ "$r" -le "$rounds" ]; do
             else
                 set -- "$build/zen" launch -n "$nproc" -- "$@"
             fi
-            if timeout 900 "$@" >"$log" 2>&1 && grep -q '^result ' "$log"; then
+            rc=0
+            timeout -k 10 "$limit" "$@" >"$log" 2>&1 &
+            child=$!
+            wait "$child" || rc=$?
+            child=
+            if [ "$rc" = 0 ] && grep -q '^result ' "$log"; then
                 line=$(grep '^result ' "$log" | sed 's/^result //')
                 echo "$line" | sed "s/^{/{\"round\": $r, \"case\": \"$hook\", /" >>"$results"
                 echo "$backend $hook round $r: $line" | cut -c1-160
+            elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+                # a run that printed its result but did not exit is not a result either
+                echo "$backend $hook round $r: did not exit within $limit s ($(tail -n1 "$log" |
+                    cut -c1-160)); log $log"
             else
-                echo "$backend $hook round $r: failed ($(grep -m1 -i 'error' "$log" | cut -c1-200))"
+                why=$(grep -m1 -i 'error' "$log" || tail -n1 "$log")
+                echo "$backend $hook round $r: failed, exit $rc ($(echo "$why" | cut -c1-200))"
             fi
         done
     done

@@ -105,11 +105,21 @@ def batch(ids, lo, hi, n, context, g):
     return x[:, :-1], x[:, 1:]
 
 
+# The tensors validate() all_reduces, alive until the process ends. Torch 1.13's gloo worker
+# drops its last reference to a finished Work under the process group's lock; when that Work holds
+# the only reference to a tensor whose Python object is gone, freeing it takes the GIL. The main
+# thread, which holds the GIL while DDP's reducer destroys the group at exit, then waits for that
+# lock forever: a gloo run that printed its result did not exit (seen under load, stacks:
+# ~ProcessGroupGloo on the main thread, PyEval_AcquireThread on a gloo worker).
+_reduced = []
+
+
 def validate(model, val, world):
     with torch.no_grad():
         total = sum(torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
                     for x, y in val)
     t = torch.tensor([total / len(val)])
+    _reduced.append(t)
     dist.all_reduce(t)
     return t.item() / world
 

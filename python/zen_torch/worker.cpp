@@ -128,6 +128,12 @@ Comm::~Comm()
 
 void Comm::post(std::function<void()> task)
 {
+    // From the worker (a callback chained on one of this group's futures): run it now, ahead of
+    // the queue (worker.hpp says why this keeps the order the same on every rank).
+    if (std::this_thread::get_id() == thread_.get_id()) {
+        task();
+        return;
+    }
     {
         std::lock_guard<std::mutex> g(m_);
         queue_.push_back(std::move(task));
@@ -207,10 +213,13 @@ bool Comm::poll_pending()
             i++;
             continue;
         }
-        zen_request_destroy(p.req);
-        p.work->complete(e);
-        pending_[i] = std::move(pending_.back());
+        // Out of the list before completing it: its callbacks may post (inline) a new one.
+        PendingP2P fin = std::move(p);
+        if (i + 1 < pending_.size())
+            pending_[i] = std::move(pending_.back());
         pending_.pop_back();
+        zen_request_destroy(fin.req);
+        fin.work->complete(e);
         moved = true;
     }
     return moved;
@@ -218,13 +227,17 @@ bool Comm::poll_pending()
 
 void Comm::cancel_pending()
 {
-    for (PendingP2P &p : pending_) {
-        zen_request_destroy(p.req);
-        p.work->complete(std::make_exception_ptr(
-            std::runtime_error("zen backend: rank " + std::to_string(rank_) + ": " + p.what +
-                               " was cancelled: its process group was destroyed")));
+    // A callback of a cancelled one may post another (inline): cancel until none is left.
+    while (!pending_.empty()) {
+        std::vector<PendingP2P> ps = std::move(pending_);
+        pending_.clear();
+        for (PendingP2P &p : ps) {
+            zen_request_destroy(p.req);
+            p.work->complete(std::make_exception_ptr(
+                std::runtime_error("zen backend: rank " + std::to_string(rank_) + ": " + p.what +
+                                   " was cancelled: its process group was destroyed")));
+        }
     }
-    pending_.clear();
 }
 
 void issue(Comm &c, const c10::intrusive_ptr<ZenWork> &w, std::function<std::exception_ptr()> fn)

@@ -7,6 +7,24 @@
 // thread that ever touches the group's communicator, so issue order is execution order on every
 // rank and zen's ordering contract holds.
 //
+// Callbacks and collectives issued from them: a future completed by the worker runs the callbacks
+// chained on it on the worker, and torch's users (PowerSGD's DDP hook, any hook that chains
+// `then()`) issue a collective from such a callback and wait() on its future. Queued behind the
+// running task, that collective would wait for the very thread that waits for it. So an operation
+// posted from the worker thread runs inline, at once, before the worker takes the next queued
+// task (Comm::post). Why inline rather than callbacks on another thread (gloo has several
+// workers and tags each collective with its issue number, so its order is free; zen matches
+// collectives by order alone): the callback runs at a fixed point in the worker's sequence, right
+// after the operation it is chained on, so what it issues lands at the same place on every rank,
+// whether the callback ran on the worker (chained before completion) or on the caller's thread
+// (chained after, then() runs it at once, before the caller issues anything else). A separate
+// callback thread would race the caller's next issue (DDP's next bucket) and the ranks would
+// disagree on the order. NCCL gives the same sequence: its futures are marked complete once the
+// kernels are enqueued, so callbacks run at once in the issuing thread. Limits: a callback must
+// not wait for an operation another thread issued after the one it is chained on (still queued,
+// it runs once the callback returns), nor for an isend/irecv of the same group (polled by the
+// worker between tasks).
+//
 // Lifetime rules (what torch asks of a backend, and what this file guarantees):
 //  - a Work holds references to every tensor its operation reads or writes (and to staging copies)
 //    until it completes, so a caller that drops its tensors early does not free memory the worker
@@ -113,7 +131,8 @@ class Comm
         return timeout_s_;
     }
 
-    // Queue a task (FIFO). Runs on the worker thread; must not throw.
+    // Queue a task (FIFO). Runs on the worker thread; must not throw. Called on the worker thread
+    // itself (from a callback a task ran), the task runs inline before post returns.
     void post(std::function<void()> task);
     // Worker thread only: keep polling a posted nonblocking request.
     void add_pending(PendingP2P p);
