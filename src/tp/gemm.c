@@ -16,10 +16,9 @@
  *          The deadline, not the repeat count, sets the slowdown, so SPIN and SLEEP slow a rank
  *          by the same wall time and differ only in whether the core stays busy. (Counting
  *          repeats instead made a spinning rank less slow than its factor whenever ranks share
- *          cores: the first GEMM ran at a shared core's speed, t_gemm, but the repeats ran while
- *          the peers were already waiting, at a whole core's; at tp 4 on 2 cores rank "4x" was
- *          about 2.5x -- docs/pytorch-tp.md, "What the emulation means".) The timers account
- *          the measured wall time.
+ *          cores: the first GEMM ran at a shared core's speed, t_gemm, but the repeats could run
+ *          while the peers were already waiting, at a whole core's -- docs/pytorch-tp.md, "What
+ *          the emulation means".) The timers account the measured wall time.
  */
 #include <cblas.h>
 #include <stdlib.h>
