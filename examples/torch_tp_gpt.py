@@ -30,9 +30,9 @@ is the same model on plain nn.Linear-shaped shards and two torch.distributed all
 functions written below: the baseline the zen layers are compared with (same weights, same
 losses at --balance none).
 
---straggler RANK:FACTOR makes the tp GEMMs of world rank RANK take FACTOR times as long (zen:
-TPGroup.set_straggler; megatron: the same emulation below, the GEMM repeated (spin) or its extra
-time slept (sleep)). A real slow process instead: start with --pid-dir DIR and throttle the rank
+--straggler RANK:FACTOR makes the tp GEMMs of world rank RANK (and nothing else) take FACTOR
+times their wall time (zen: TPGroup.set_straggler; megatron: the same emulation below): spin
+holds the core meanwhile (the GEMM repeated, then a busy wait), sleep frees it. A real slow process instead: start with --pid-dir DIR and throttle the rank
 from outside with scripts/throttle.sh "$(cat DIR/rank1.pid)" 0.25 (docs/pytorch-tp.md).
 
 Prints the loss (mean over dp) and rank 0's step time; --json gives one JSON object per line.
@@ -355,8 +355,8 @@ def parse_args(argv=None):
                    help="zen impl: which columns resize drops first")
     p.add_argument("--period", type=int, default=10, help="zen impl: steps between decisions")
     p.add_argument("--straggler", type=parse_straggler, action="append", default=[],
-                   metavar="RANK:FACTOR", help="world rank RANK's tp GEMMs take FACTOR x as "
-                   "long (repeatable)")
+                   metavar="RANK:FACTOR", help="world rank RANK's tp GEMMs take FACTOR x their "
+                   "wall time (repeatable)")
     p.add_argument("--straggler-mode", choices=["spin", "sleep"], default="spin")
     p.add_argument("--backend", choices=["zen", "gloo"], default="zen",
                    help="process groups (--impl zen needs zen)")
