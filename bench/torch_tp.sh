@@ -12,10 +12,16 @@
 #   none resize migrate semi
 #              --impl zen --balance MODE with --straggler SLOW --straggler-mode SLOW_MODE
 #   megatron_slow  --impl megatron with the same straggler (what Megatron does with a slow rank)
+#   share      --impl megatron --time-gemms, no straggler: the tp GEMMs' share of a rank's CPU
+#              time per step (what --straggler slows; docs/pytorch-tp.md, "What the emulation
+#              means")
 #   MODE_sleep / MODE_spin   the mode with the other emulation (e.g. none_sleep, semi_sleep)
 #   thr_MODE   --balance MODE with no emulation: the rank of SLOW is a real slow process,
-#              SIGSTOP/SIGCONT duty-cycled by scripts/throttle.sh PID 1/FACTOR (it runs a
-#              FACTOR-th of the time, all its work, not only the tp GEMMs; not in the default)
+#              throttled from outside by scripts/throttle.sh with DUTY (default 1/FACTOR): all
+#              its work, not only the tp GEMMs; not in the default. THROTTLE=signal (default):
+#              SIGSTOP/SIGCONT, it runs DUTY of the wall time; THROTTLE=cgroup: a CPU quota of
+#              DUTY of one core (note: with more ranks than cores a rank gets less than a core
+#              anyway, so a quota of 1/FACTOR slows it by less than FACTOR)
 #
 # Each run: `zen launch -n TP -- python3 examples/torch_tp_gpt.py --tp TP --json ...`; its JSON
 # lines go to $OUT/runs/CASE.rROUND.jsonl with the 1-minute load average when it started. The
@@ -25,7 +31,7 @@
 # of the last round.
 #
 # Environment: TP (4), STEPS (100), WARM (20), ROUNDS (2), SLOW ("1:4": world rank 1, 4x),
-# SLOW_MODE (spin), CASES ("megatron hom none resize migrate semi megatron_slow none_sleep
+# SLOW_MODE (spin), THROTTLE (signal), DUTY (1/FACTOR), CASES ("megatron hom none resize migrate semi megatron_slow none_sleep
 # semi_sleep"), ARGS (extra example options, e.g. "--d-model 128"), OUT (a fresh mktemp -d),
 # PYTHON (/usr/bin/python3: the interpreter with torch). OMP_NUM_THREADS=1 (the example also
 # calls torch.set_num_threads(1)): TP ranks share the host's cores, and a 2-core host is
@@ -63,6 +69,7 @@ case_args() {
         none | resize | migrate | semi)
             echo "--impl zen --balance $1 --straggler $SLOW --straggler-mode $SLOW_MODE" ;;
         megatron_slow) echo "--impl megatron --straggler $SLOW --straggler-mode $SLOW_MODE" ;;
+        share) echo "--impl megatron --time-gemms" ;;
         thr_*) echo "--impl zen --balance ${1#thr_} --pid-dir $OUT/pids.$1" ;;
         *_sleep | *_spin)
             mode=${1##*_}
@@ -78,8 +85,11 @@ throttle() {
         kill -0 "$2" 2>/dev/null || return 0
         sleep 0.1
     done
-    duty=$(awk -v f="${SLOW#*:}" 'BEGIN { printf "%.4f", 1 / f }')
-    "$here/../scripts/throttle.sh" "$(cat "$1")" "$duty" 2>>"$OUT/throttle.log" &
+    duty=${DUTY:-$(awk -v f="${SLOW#*:}" 'BEGIN { printf "%.4f", 1 / f }')}
+    flag=
+    [ "${THROTTLE:-signal}" = cgroup ] && flag=--cgroup
+    # shellcheck disable=SC2086  # flag is empty or one word
+    "$here/../scripts/throttle.sh" $flag "$(cat "$1")" "$duty" 2>>"$OUT/throttle.log" &
 }
 
 echo "torch_tp.sh: tp $TP, $STEPS steps (median from $WARM), $ROUNDS rounds, straggler $SLOW" \

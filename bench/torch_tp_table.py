@@ -5,7 +5,10 @@ Each RUNS_DIR/CASE.rROUND.jsonl holds a header ({"case", "round", "load1"}) and 
 --json lines (per step {"step", "loss", "step_s"}, then the summary). Per case: the median over
 rounds of the run's median step time, the median over rounds of its ratio to the same round's
 `hom` run, the validation loss, the largest per-step training-loss difference to `hom` in the
-same round (over all rounds), and the load averages seen. --json: one object per case instead.
+same round (over all rounds), the load averages seen, rank 0's main-thread CPU ms per step,
+the tp GEMMs' share of it (the `share` case, --time-gemms) and, zen impl, how much longer the
+slowest rank's tp GEMMs took per step than the median rank's (wall time, medians over steps:
+the emulated or throttled slowdown as it came out). --json: one object per case instead.
 """
 import glob
 import json
@@ -38,6 +41,19 @@ def read_runs(d):
     return runs
 
 
+def median_of(mine, key, scale=1.0):
+    """The median over rounds of a summary value (None when a round lacks it)."""
+    if not all(key in run["summary"] for run in mine.values()):
+        return None
+    return statistics.median(run["summary"][key] for run in mine.values()) * scale
+
+
+def slow_gemm_x(ms):
+    """The slowest rank's tp GEMM wall time per step over the median rank's (None without)."""
+    ms = [t for t in ms or [] if t > 0]
+    return max(ms) / statistics.median(ms) if len(ms) > 1 else None
+
+
 def case_rows(runs):
     cases = list(dict.fromkeys(c for c, _ in runs))
     rows = []
@@ -53,6 +69,8 @@ def case_rows(runs):
             n = min(len(run["losses"]), len(hom["losses"]))
             diffs.append(max(abs(a - b) for a, b in zip(run["losses"][:n], hom["losses"][:n])))
         last = mine[max(mine)]["summary"]
+        slow = [x for x in (slow_gemm_x(run["summary"].get("rank_gemm_wall_ms")) for run in mine.values())
+                if x is not None]
         rows.append({"case": c, "rounds": len(mine), "ms_step": statistics.median(ms),
                      "ms_each": [round(x, 1) for x in ms],
                      "x_hom": statistics.median(ratios) if ratios else None,
@@ -60,6 +78,10 @@ def case_rows(runs):
                      "max_loss_diff_vs_hom": max(diffs) if diffs else None,
                      "val_loss": last.get("val_loss"), "final_loss": last.get("final_loss"),
                      "load1": [run["load1"] for run in mine.values()],
+                     "cpu_ms_step": median_of(mine, "median_step_cpu_s", 1e3),
+                     "gemm_share": median_of(mine, "gemm_share"),
+                     "gemm_share_proc": median_of(mine, "gemm_share_proc"),
+                     "slow_gemm_x_each": [round(x, 2) for x in slow],
                      "tp_stats": last.get("tp_stats")})
     return rows
 
@@ -74,15 +96,22 @@ def main():
             print(json.dumps(row))
         return 0
     print("| case | ms/step (median of rounds) | x hom (per round) | max abs loss diff vs hom "
-          "| val loss | load1 |")
-    print("|---|---|---|---|---|---|")
+          "| val loss | load1 | CPU ms/step | slowest rank's GEMMs x median's |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         ratio = (f"{r['x_hom']:.2f} ({', '.join(f'{x:.2f}' for x in r['x_hom_each'])})"
                  if r["x_hom"] is not None else "-")
         diff = f"{r['max_loss_diff_vs_hom']:.1e}" if r["max_loss_diff_vs_hom"] is not None else "-"
         val = f"{r['val_loss']:.4f}" if r["val_loss"] is not None else "-"
+        cpu = f"{r['cpu_ms_step']:.1f}" if r["cpu_ms_step"] is not None else "-"
+        slow = ", ".join(map(str, r["slow_gemm_x_each"])) or "-"
         print(f"| {r['case']} | {r['ms_step']:.1f} ({', '.join(map(str, r['ms_each']))}) | "
-              f"{ratio} | {diff} | {val} | {', '.join(map(str, r['load1']))} |")
+              f"{ratio} | {diff} | {val} | {', '.join(map(str, r['load1']))} | {cpu} | {slow} |")
+    for r in rows:
+        if r["gemm_share"] is not None:
+            print(f"{r['case']}: the tp GEMMs are {100 * r['gemm_share']:.1f}% of rank 0's "
+                  f"main-thread CPU time per step, {100 * r['gemm_share_proc']:.1f}% of its "
+                  "process's (medians)")
     for r in rows:
         if r["tp_stats"]:
             print(f"{r['case']} tp stats (last round, rank 0): {json.dumps(r['tp_stats'])}")

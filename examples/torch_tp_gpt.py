@@ -30,9 +30,9 @@ is the same model on plain nn.Linear-shaped shards and two torch.distributed all
 functions written below: the baseline the zen layers are compared with (same weights, same
 losses at --balance none).
 
---straggler RANK:FACTOR makes the tp GEMMs of world rank RANK take FACTOR times as long (zen:
-TPGroup.set_straggler; megatron: the same emulation below, the GEMM repeated (spin) or its extra
-time slept (sleep)). A real slow process instead: start with --pid-dir DIR and throttle the rank
+--straggler RANK:FACTOR makes the tp GEMMs of world rank RANK (and nothing else) take FACTOR
+times their wall time (zen: TPGroup.set_straggler; megatron: the same emulation below): spin
+holds the core meanwhile (the GEMM repeated, then a busy wait), sleep frees it. A real slow process instead: start with --pid-dir DIR and throttle the rank
 from outside with scripts/throttle.sh "$(cat DIR/rank1.pid)" 0.25 (docs/pytorch-tp.md).
 
 Prints the loss (mean over dp) and rank 0's step time; --json gives one JSON object per line.
@@ -82,9 +82,10 @@ def batch_at(ids, starts, seq):
 # ----------------------------------------------------------------------------- megatron baseline
 
 class Straggler:
-    """Emulate a slow device for the megatron impl, GEMM by GEMM: after a GEMM that took t,
-    spin repeats it floor(F-1) times and busy-waits the fractional rest (the core stays busy);
-    sleep adds (F-1) x t to a debt slept before the next collective (the core is free)."""
+    """Emulate a slow device for the megatron impl, GEMM by GEMM, as libzen does for the zen
+    impl (src/tp/gemm.c): a GEMM that took t takes F x t of wall time. spin holds the core until
+    then (repeating the GEMM at most floor(F-1) times while a repeat still fits, busy-waiting the
+    rest); sleep adds (F-1) x t to a debt slept before the next collective (the core is free)."""
 
     def __init__(self, factor, mode):
         self.factor, self.mode, self.debt, self.credit = factor, mode, 0.0, 0.0
@@ -94,11 +95,11 @@ class Straggler:
         if self.mode == "sleep":
             self.debt += extra
             return
-        t0 = time.perf_counter()
+        end = time.perf_counter() + extra
         for _ in range(int(self.factor - 1.0)):
+            if time.perf_counter() + seconds > end:
+                break
             gemm()
-        rest = extra - (time.perf_counter() - t0)
-        end = time.perf_counter() + rest
         while time.perf_counter() < end:
             pass
 
@@ -115,6 +116,7 @@ class Straggler:
 
 
 _STRAGGLER = None  # this rank's Straggler in the megatron impl, None when not slow
+_GEMM_CPU = None  # --time-gemms: [thread CPU seconds in the shard GEMMs this step]
 
 
 def _pay_debt():
@@ -154,15 +156,16 @@ class _ReduceFromTP(torch.autograd.Function):
 
 
 class _SlowLinear(torch.autograd.Function):
-    """F.linear whose forward and backward GEMMs go through the straggler emulation."""
+    """F.linear whose forward and backward GEMMs go through the straggler emulation and the
+    --time-gemms clock."""
 
     @staticmethod
     def forward(ctx, x, weight, bias):
         ctx.save_for_backward(x, weight)
         ctx.has_bias = bias is not None
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         y = F.linear(x, weight, bias)
-        _STRAGGLER.after_gemm(time.perf_counter() - t0, lambda: F.linear(x, weight, bias))
+        _after_gemm(t0, c0, lambda: F.linear(x, weight, bias))
         return y
 
     @staticmethod
@@ -173,14 +176,21 @@ class _SlowLinear(torch.autograd.Function):
         def gemms():
             return grad.matmul(weight), g2.t().mm(x2)
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         dx, dw = gemms()
-        _STRAGGLER.after_gemm(time.perf_counter() - t0, gemms)
+        _after_gemm(t0, c0, gemms)
         return dx, dw, (g2.sum(0) if ctx.has_bias else None)
 
 
+def _after_gemm(t0, c0, gemm):
+    if _GEMM_CPU is not None:
+        _GEMM_CPU[0] += time.thread_time() - c0
+    if _STRAGGLER is not None:
+        _STRAGGLER.after_gemm(time.perf_counter() - t0, gemm)
+
+
 def _linear(x, weight, bias):
-    if _STRAGGLER is None:
+    if _STRAGGLER is None and _GEMM_CPU is None:
         return F.linear(x, weight, bias)
     return _SlowLinear.apply(x, weight, bias)
 
@@ -345,8 +355,8 @@ def parse_args(argv=None):
                    help="zen impl: which columns resize drops first")
     p.add_argument("--period", type=int, default=10, help="zen impl: steps between decisions")
     p.add_argument("--straggler", type=parse_straggler, action="append", default=[],
-                   metavar="RANK:FACTOR", help="world rank RANK's tp GEMMs take FACTOR x as "
-                   "long (repeatable)")
+                   metavar="RANK:FACTOR", help="world rank RANK's tp GEMMs take FACTOR x their "
+                   "wall time (repeatable)")
     p.add_argument("--straggler-mode", choices=["spin", "sleep"], default="spin")
     p.add_argument("--backend", choices=["zen", "gloo"], default="zen",
                    help="process groups (--impl zen needs zen)")
@@ -367,6 +377,9 @@ def parse_args(argv=None):
     p.add_argument("--corpus", help="a text file instead of the KJV from `bible`")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument("--pid-dir", help="write DIR/rank<R>.pid (for scripts/throttle.sh)")
+    p.add_argument("--time-gemms", action="store_true",
+                   help="megatron impl, tp >= 2: measure the thread CPU time of the tp GEMMs "
+                   "(the work --straggler slows) and its share of the step's")
     args = p.parse_args(argv)
     if args.tp < 1 or args.steps < 1 or args.warm < 0:
         p.error("--tp and --steps must be >= 1, --warm >= 0")
@@ -377,6 +390,9 @@ def parse_args(argv=None):
         p.error("--impl zen runs its layers on zen process groups: use --backend zen")
     if args.impl == "megatron" and args.balance != "none":
         p.error("--balance is a zen_torch.tp feature: use --impl zen")
+    if args.time_gemms and (args.impl != "megatron" or args.tp < 2):
+        p.error("--time-gemms times the megatron impl's shard GEMMs: use --impl megatron and "
+                "--tp >= 2")
     return args
 
 
@@ -408,8 +424,9 @@ def make_groups(world, tp, backend):
 
 def make_tp_group(args, tp_group, tp_rank, dp_rank):
     """The zen_torch.tp group (zen impl) or this rank's Straggler (megatron impl)."""
-    global _STRAGGLER
+    global _STRAGGLER, _GEMM_CPU
     _STRAGGLER = None
+    _GEMM_CPU = [0.0] if args.time_gemms else None
     mine = [(r % args.tp, f) for r, f in args.straggler if r // args.tp == dp_rank]
     if args.impl == "megatron":
         for r, f in mine:
@@ -476,7 +493,16 @@ def emit(args, rank, obj, text):
     print(json.dumps(obj) if args.json else text, flush=True)
 
 
-def train(args, model, tpg, ids, dp_group, dp, dp_rank):
+def rank_medians(values, tpg, tp_group):
+    """Every tp rank's median of its values (collective over the tp group): here each rank's
+    tp GEMM wall time per step, emulated slowness included (what a straggler's factor does)."""
+    t = torch.zeros(tpg.size, dtype=torch.float64)
+    t[tpg.rank] = statistics.median(values) if values else 0.0
+    dist.all_reduce(t, group=tp_group)
+    return t.tolist()
+
+
+def train(args, model, tpg, ids, tp_group, dp_group, dp, dp_rank):
     rank = dist.get_rank()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=args.lr)
@@ -485,12 +511,14 @@ def train(args, model, tpg, ids, dp_group, dp, dp_rank):
     split = len(ids) * 9 // 10  # the last tenth is held out
     span = split // dp  # each dp replica samples its own slice of the training text
     g = torch.Generator().manual_seed(args.seed + dp_rank)
-    times, losses = [], []
+    times, losses, cpu, proc_cpu, gemm_cpu, gemm_wall = [], [], [], [], [], []
     for step in range(args.steps):
         starts = dp_rank * span + torch.randint(0, span - args.seq - 1, (args.batch,),
                                                 generator=g)
         x, y = batch_at(ids, starts, args.seq)
-        t0 = time.perf_counter()
+        t0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
+        if _GEMM_CPU is not None:
+            _GEMM_CPU[0] = 0.0
         loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
         opt.zero_grad(set_to_none=False)
         loss.backward()
@@ -499,22 +527,35 @@ def train(args, model, tpg, ids, dp_group, dp, dp_rank):
         opt.step()
         if tpg is not None:
             tpg.step()
+            gemm_wall.append(tpg.stats()["ms_compute"])
         _pay_debt()
         dt = time.perf_counter() - t0
         times.append(dt)
+        cpu.append(time.thread_time() - c0)
+        proc_cpu.append(time.process_time() - p0)  # with the backend's threads
+        if _GEMM_CPU is not None:
+            gemm_cpu.append(_GEMM_CPU[0])
         losses.append(dp_mean(loss.item(), dp_group, dp))
         emit(args, rank, {"step": step, "loss": losses[-1], "step_s": dt},
              f"step {step:4d}  loss {losses[-1]:.6f}  {dt * 1e3:8.2f} ms")
-    steady = times[args.warm:] if args.warm < len(times) else times
+    w = args.warm if args.warm < len(times) else 0
     summary = {"summary": True, "impl": args.impl, "balance": args.balance,
                "tp": args.tp, "dp": dp, "steps": args.steps,
                "straggler": [f"{r}:{f}" for r, f in args.straggler],
                "straggler_mode": args.straggler_mode,
-               "median_step_s": statistics.median(steady), "final_loss": losses[-1]}
+               "median_step_s": statistics.median(times[w:]),
+               "median_step_cpu_s": statistics.median(cpu[w:]),
+               "median_step_proc_cpu_s": statistics.median(proc_cpu[w:]), "final_loss": losses[-1]}
+    if gemm_cpu:  # the share of the main thread's (process's) CPU time per step in the tp GEMMs
+        summary["median_gemm_cpu_s"] = statistics.median(gemm_cpu[w:])
+        summary["gemm_share"] = statistics.median(g / c for g, c in zip(gemm_cpu[w:], cpu[w:]))
+        summary["gemm_share_proc"] = statistics.median(
+            g / c for g, c in zip(gemm_cpu[w:], proc_cpu[w:]))
     if args.eval_batches > 0:
         summary["val_loss"] = dp_mean(evaluate(model, ids, split, len(ids), args), dp_group, dp)
     if tpg is not None:
         summary["tp_stats"] = tpg.stats()
+        summary["rank_gemm_wall_ms"] = rank_medians(gemm_wall[w:], tpg, tp_group)
     summary["losses"] = losses
     return summary
 
@@ -549,7 +590,7 @@ def run(args):
          f"{args.impl}: dp {dp} x tp {args.tp}, {len(ids)} words, vocab {args.vocab}, "
          f"{nparams} parameters per rank, balance {args.balance}, straggler "
          f"{args.straggler or 'none'} ({args.straggler_mode})")
-    summary = train(args, model, tpg, ids, dp_group, dp, dp_rank)
+    summary = train(args, model, tpg, ids, tp_group, dp_group, dp, dp_rank)
     emit(args, rank, {k: v for k, v in summary.items() if k != "losses"},
          f"median {summary['median_step_s'] * 1e3:.2f} ms/step (steps {args.warm}..), final "
          f"loss {summary['final_loss']:.6f}" +

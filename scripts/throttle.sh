@@ -66,8 +66,11 @@ if [ "$mode" = cgroup ]; then
     done
     echo "$pid" >"$cg/cgroup.procs"
     echo "throttle.sh: pid $pid limited to $quota_us us per $period_us us (cgroup $cg)" >&2
-    trap 'for t in $(cat "$cg/tasks" 2>/dev/null); do echo "$t" >"$root/tasks" 2>/dev/null; done;
-          echo "$pid" >"$root/cgroup.procs" 2>/dev/null; rmdir "$cg" 2>/dev/null' EXIT
+    # "|| true": under set -e a failed move (the process has exited, the usual case) would end
+    # the trap before the rmdir and leave the cgroup behind
+    trap 'for t in $(cat "$cg/tasks" 2>/dev/null); do echo "$t" >"$root/tasks" 2>/dev/null || true; done
+          echo "$pid" >"$root/cgroup.procs" 2>/dev/null || true
+          rmdir "$cg" 2>/dev/null || echo "throttle.sh: could not remove $cg" >&2' EXIT
     while kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
     exit 0
 fi

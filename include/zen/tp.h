@@ -121,9 +121,10 @@ ZEN_API void zen_tp_group_destroy(zen_tp_group *g);
  *
  * Makes chosen ranks of a tp group behave like slower devices so the balancing policies can be
  * exercised on identical hardware: rank r's tp GEMM work takes `factor` (>= 1) times as long.
- *  mode    SLEEP: sleep (factor-1) x the measured GEMM time (accumulated, slept before the next
- *          wait on peers); SPIN: repeat the GEMM (the fractional rest busy-waits), which keeps
- *          the core busy like a real slow device.
+ *  mode    Either way each tp GEMM takes factor x its measured wall time. SLEEP: sleep the
+ *          (factor-1) x extra (accumulated, slept before the next wait on peers; the core is
+ *          free). SPIN: hold the core for it, repeating the GEMM while a repeat still fits and
+ *          busy-waiting the rest, like a real slow device sharing the host.
  *  rotate  S > 0: every entry moves to the next rank every S steps (entry rank + step/S, mod tp);
  *          0: fixed.
  *  nslow, slow[]: the emulated stragglers (rank < tp size, factor >= 1; a rank listed twice takes

@@ -102,7 +102,8 @@ class TPGroup:
 
     def set_straggler(self, rank, factor, mode="spin"):
         """TEST AND BENCHMARK EMULATION: make tp rank `rank`'s GEMMs take `factor` (>= 1) times
-        as long ("spin": repeat the work; "sleep": sleep the difference). 1.0 clears it. Every
+        as long in wall time ("spin": hold the core, repeating the work and busy-waiting;
+        "sleep": sleep the difference, the core is free). 1.0 clears it. Every
         rank must make the same calls (zen_tp_group_set_emulation); call between steps."""
         if factor == 1.0:
             self._slow.pop(int(rank), None)

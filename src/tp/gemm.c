@@ -10,9 +10,15 @@
  *          instead of one per GEMM, and the oversleep of nanosleep (tens of microseconds, as
  *          long as a small GEMM) is credited against the next debt, so the emulated total stays
  *          close to factor x t_gemm. The timers account factor x t_gemm.
- *   SPIN:  repeat the GEMM floor(factor - 1) times into a scratch output (results discarded),
- *          then busy-wait the fractional rest -- keeps the core busy like a real slow device.
- *          The timers account the measured wall time.
+ *   SPIN:  hold the core until factor x t_gemm of wall time has passed since the GEMM started:
+ *          repeat the GEMM into a scratch output (results discarded; at most floor(factor - 1)
+ *          times, and only while a repeat of t_gemm still fits), then busy-wait to the deadline.
+ *          The deadline, not the repeat count, sets the slowdown, so SPIN and SLEEP slow a rank
+ *          by the same wall time and differ only in whether the core stays busy. (Counting
+ *          repeats instead made a spinning rank less slow than its factor whenever ranks share
+ *          cores: the first GEMM ran at a shared core's speed, t_gemm, but the repeats could run
+ *          while the peers were already waiting, at a whole core's -- docs/pytorch-tp.md, "What
+ *          the emulation means".) The timers account the measured wall time.
  */
 #include <cblas.h>
 #include <stdlib.h>
@@ -65,22 +71,21 @@ void zen__tp_pay_sleep_debt(zen_tp_group *g)
         g->sleep_debt_ns = -2000000;
 }
 
-/* Spin mode: repeat the GEMM into a scratch output, then busy-wait the fractional rest. */
+/* Spin mode: GEMM repeats while one more fits before factor x real_ns after t0, then a busy
+ * wait to that deadline. */
 static void spin(zen_tp_group *g, int m, int n, int k, int trans_a, int trans_b, const float *a,
-                 int lda, const float *b, int ldb, int64_t real_ns)
+                 int lda, const float *b, int ldb, int64_t t0, int64_t real_ns)
 {
-    double extra = g->slow_factor - 1.0;
-    int repeats = (int)extra;
+    int64_t end = t0 + (int64_t)(g->slow_factor * (double)real_ns);
+    int repeats = (int)(g->slow_factor - 1.0);
     size_t need = (size_t)m * (size_t)n;
     if (repeats > 0 && zen__tp_scratch(&g->spin_scratch, &g->spin_cap, need) == ZEN_OK) {
-        for (int i = 0; i < repeats; i++)
+        for (int i = 0; i < repeats && zen_now_ns() + real_ns <= end; i++)
             cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                         trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f,
                         g->spin_scratch, n);
-    } else {
-        repeats = 0;
     }
-    busy_wait_ns((int64_t)((extra - repeats) * (double)real_ns));
+    busy_wait_ns(end - zen_now_ns());
 }
 
 void zen__tp_gemm(zen_tp_group *g, int timed, int own, double full_scale, int trans_a, int trans_b,
@@ -102,7 +107,7 @@ void zen__tp_gemm(zen_tp_group *g, int timed, int own, double full_scale, int tr
     int64_t real = zen_now_ns() - t0;
     int64_t total = real;
     if (g->slow_factor > 1.0 && g->emu.mode == ZEN_TP_SLOW_SPIN) {
-        spin(g, m, n, k, trans_a, trans_b, a, lda, b, ldb, real);
+        spin(g, m, n, k, trans_a, trans_b, a, lda, b, ldb, t0, real);
         total = zen_now_ns() - t0;
     } else if (g->slow_factor > 1.0) {
         total = (int64_t)(g->slow_factor * (double)real);
