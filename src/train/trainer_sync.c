@@ -20,8 +20,16 @@
  * through zen_sparse_allreduce and keeps the rest as the next residual (error feedback), so
  * nothing is lost, only delayed. The selection and the residual are libzen's (zen/compress.h:
  * zen_topk_compress with momentum 0, EXACT mode: exactly k, ties to the lower index, zeros never
- * sent), the same choice the trainer's own quickselect made, so a run's losses are unchanged;
- * the optimizer (AdamW) keeps the momentum, so no momentum correction is done here.
+ * sent), the same choice the trainer's own quickselect made, so a run's losses are unchanged.
+ * DGC's two corrections for what a sparse update loses are options:
+ *  - sparsity warm-up (--topk-warmup W): k follows zen_trainer_topk_keep, decaying exponentially
+ *    from --topk-start (25%) of n to P x n over the first W steps, so the early steps, where the
+ *    gradient changes direction fastest and a delayed coordinate hurts most, are nearly dense;
+ *  - momentum correction (--topk-momentum M): the state accumulates the velocity
+ *    u = M u + g (zen_topk_compress with momentum M, factor masking on the sent entries) instead
+ *    of the raw gradient, and AdamW runs with beta1 = 0, so the momentum is applied once, before
+ *    the selection, as DGC does for SGD with momentum. Without it (M = 0) the residual holds raw
+ *    gradients and AdamW keeps its own first moment.
  * --topk-global: every rank receives only the k largest of the sum
  * (zen_sparse_options.global_topk) and the sent values the sum dropped go back into the residual
  * (zen_sparse_topk_dropped).
@@ -90,7 +98,7 @@ zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_opt
     }
     if (o->topk > 0) {
         s->stage_count = s->total;
-        zen_status st = zen_topk_state_create(s->total, 0.0f, &s->topk);
+        zen_status st = zen_topk_state_create(s->total, o->topk_momentum, &s->topk);
         if (st != ZEN_OK) {
             zen_trainer_sync_destroy(s);
             return st;
@@ -193,13 +201,23 @@ static zen_status allreduce_global(zen_trainer_sync *s, const zen_sparse_tensor 
     return zen_topk_state_add(s->topk, s->topk_idx, s->stage, t->nnz);
 }
 
-static zen_status sync_topk(zen_trainer_sync *s, zen_sync_stats *st)
+double zen_trainer_topk_keep(const zen_train_options *o, long step)
+{
+    if (!(o->topk > 0))
+        return 1.0;
+    if (o->topk_warmup <= 0 || step >= o->topk_warmup || o->topk_start <= o->topk)
+        return o->topk;
+    double t = step < 0 ? 0.0 : (double)step / (double)o->topk_warmup;
+    return o->topk_start * pow(o->topk / o->topk_start, t);
+}
+
+static zen_status sync_topk(zen_trainer_sync *s, long step, zen_sync_stats *st)
 {
     size_t n = s->total;
     if (n == 0)
         return ZEN_OK;
     move_range(s, 0, n, s->stage, 0);
-    size_t k = (size_t)ceil(s->opts->topk * (double)n);
+    size_t k = (size_t)ceil(zen_trainer_topk_keep(s->opts, step) * (double)n);
     if (k < 1)
         k = 1;
     if (k > n)
@@ -292,7 +310,7 @@ static zen_status sync_embedding(zen_trainer_sync *s, zen_sync_stats *st)
     return ZEN_OK;
 }
 
-zen_status zen_trainer_sync_grads(zen_trainer_sync *s, zen_sync_stats *st)
+zen_status zen_trainer_sync_grads(zen_trainer_sync *s, long step, zen_sync_stats *st)
 {
     memset(st, 0, sizeof *st);
     st->keep_fraction = 1.0;
@@ -311,7 +329,7 @@ zen_status zen_trainer_sync_grads(zen_trainer_sync *s, zen_sync_stats *st)
     zen_comm_stats a, b;
     zen_comm_get_stats(s->dp, &a);
     st->bytes_dense = (uint64_t)(2.0 * (n - 1) / n * (double)s->nlocal * sizeof(float));
-    zen_status rc = s->opts->topk > 0 ? sync_topk(s, st) : sync_buckets(s);
+    zen_status rc = s->opts->topk > 0 ? sync_topk(s, step, st) : sync_buckets(s);
     if (rc == ZEN_OK && s->emb >= 0)
         rc = sync_embedding(s, st);
     zen_comm_get_stats(s->dp, &b);
