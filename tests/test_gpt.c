@@ -254,6 +254,9 @@ static zen_status adamw_rank(zen_comm *c, void *arg)
     ZT_CHECK(c, zen_gpt_export(m, tmp) == ZEN_OK);
     for (size_t i = 0; i < n; i++)
         w[i] = tmp[i];
+    /* every other param's squared gradient enters its second moment times 1/4 (top-k rescale) */
+    for (size_t i = 0; i < np; i++)
+        zen_adamw_set_moment_scale(o, i, i % 2 ? 0.25f : 1.0f);
     int32_t tok[B_ * T_], tgt[B_ * T_];
     for (int step = 0; step < 2; step++) {
         batch(tok, tgt, B_ * T_, tiny.vocab, 20 + (uint64_t)step);
@@ -278,7 +281,7 @@ static zen_status adamw_rank(zen_comm *c, void *arg)
                 size_t q = off + j;
                 double gq = tmp[q] * scale;
                 m1[q] = 0.9 * m1[q] + 0.1 * gq;
-                m2[q] = 0.95 * m2[q] + 0.05 * gq * gq;
+                m2[q] = 0.95 * m2[q] + 0.05 * (i % 2 ? 0.25 : 1.0) * gq * gq;
                 double upd =
                     (m1[q] / (1 - pow(0.9, t))) / (sqrt(m2[q] / (1 - pow(0.95, t))) + 1e-8);
                 w[q] = w[q] * (p[i].decay ? 1 - lr * ac.weight_decay : 1.0) - lr * upd;

@@ -53,6 +53,9 @@ static void usage(FILE *f)
         "                      --topk-start X (%g) to P over the first N steps (DGC warm-up)\n"
         "  --topk-momentum M   with --topk: DGC momentum correction, velocity M accumulated\n"
         "                      before the selection, AdamW beta1 0 (0: error feedback only)\n"
+        "  --topk-rescale      with --topk: AdamW's second moment of the top-k'd gradients\n"
+        "                      takes P x g^2 (a coordinate arrives every ~1/P steps with 1/P\n"
+        "                      steps of gradient), restoring the dense step size\n"
         "  --topk-global       with --topk: every rank receives only the k largest of the\n"
         "                      sum (global top-k; what the sum dropped goes back into each\n"
         "                      rank's residual); --sync-scheme auto, balanced or ps\n"
@@ -165,6 +168,8 @@ static int set_flag(const char *a, zen_train_options *o)
         o->quiet = 1;
     else if (strcmp(a, "--topk-global") == 0)
         o->topk_global = 1;
+    else if (strcmp(a, "--topk-rescale") == 0)
+        o->topk_rescale = 1;
     else
         return 0;
     return 1;

@@ -54,6 +54,15 @@ void zen_adamw_destroy(zen_adamw *o);
  */
 zen_status zen_adamw_step(zen_adamw *o, float *grad_norm, float *lr);
 
+/*
+ * From the next step on, the squared gradient of registry param `param` enters its second moment
+ * times scale (1 at creation): v = b2 v + (1-b2) scale g^2. The trainer's top-k sets its kept
+ * fraction P here: a coordinate sent about every 1/P steps carries 1/P steps of gradient, whose
+ * square over-states the per-step variance by 1/P (src/train/trainer_sync.c). Out of range: no
+ * effect. Not saved in checkpoints (the caller sets it every step).
+ */
+void zen_adamw_set_moment_scale(zen_adamw *o, size_t param, float scale);
+
 /* Steps taken so far (the next step's index). */
 long zen_adamw_steps(const zen_adamw *o);
 

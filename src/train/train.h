@@ -47,6 +47,7 @@ typedef struct zen_train_options {
     double topk_start;   /* kept fraction at step 0 of the warm-up (0.25) */
     float topk_momentum; /* > 0: DGC momentum correction (the velocity is accumulated before the
                             selection and AdamW's beta1 becomes 0); 0: plain error feedback */
+    int topk_rescale;    /* 1: AdamW's second moment of the top-k'd params takes P x g^2 */
     size_t bucket_bytes; /* dense allreduce bucket size */
     zen_tp_options tp_opts;
     zen_tp_emulation tp_emulation; /* emulated stragglers (benchmarks, tests; none by default) */
