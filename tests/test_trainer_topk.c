@@ -4,6 +4,7 @@
  *    a closed form and against what each rank actually sent (the --dump-grads "topk" tensor);
  *  - a warm-up that starts at 100% makes the first update the dense one: the loss after it
  *    equals the single-rank dense run's, while plain top-k's differs;
+ *  - the AdamW second-moment rescale is the dense run when nothing is delayed;
  *  - momentum correction still learns, and bad values are refused before training.
  */
 #include <math.h>
@@ -181,6 +182,42 @@ static void test_warmup_from_dense(void **state)
     zen_train_result_free(&plain);
 }
 
+/* --topk-rescale divides g^2 by tau^2, tau the steps a value accumulated: keeping everything,
+ * every tau is 1 and the run is the dense one; at 5% it changes the run. */
+static void test_rescale(void **state)
+{
+    (void)state;
+    zen_train_options o;
+    zen_train_result ref, all, some, plain;
+    tiny_options(&o, 1, 4);
+    run(&o, &ref);
+    tiny_options(&o, 2, 4);
+    o.topk = 1.0;
+    o.topk_rescale = 1;
+    run(&o, &all);
+    o.topk = 0.05;
+    run(&o, &some);
+    o.topk_rescale = 0;
+    run(&o, &plain);
+    for (int i = 0; i < 4; i++) {
+        fprintf(stderr, "step %d: dense %.6f, rescale at 100%% %.6f, at 5%% %.6f, plain %.6f\n", i,
+                (double)ref.losses[i], (double)all.losses[i], (double)some.losses[i],
+                (double)plain.losses[i]);
+        assert_true(fabs((double)all.losses[i] - (double)ref.losses[i]) <
+                    1e-4 * (1 + fabs((double)ref.losses[i])));
+    }
+    assert_true(fabs((double)some.losses[3] - (double)plain.losses[3]) > 1e-4);
+    /* the ages are canonical-layout, a tp balance plan permutes AdamW's: refused */
+    o.topk_rescale = 1;
+    o.tp_opts.balance = ZEN_BALANCE_RESIZE;
+    memset(&plain, 0, sizeof plain);
+    assert_int_equal(zen_train_run(&o, ds, &plain), ZEN_EINVAL);
+    zen_train_result_free(&ref);
+    zen_train_result_free(&all);
+    zen_train_result_free(&some);
+    zen_train_result_free(&plain);
+}
+
 /* Momentum correction (with a warm-up) learns; out-of-range values are refused up front. */
 static void test_momentum(void **state)
 {
@@ -212,9 +249,8 @@ static void test_momentum(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_keep_schedule),
-        cmocka_unit_test(test_warmup_sent_per_step),
-        cmocka_unit_test(test_warmup_from_dense),
+        cmocka_unit_test(test_keep_schedule),     cmocka_unit_test(test_warmup_sent_per_step),
+        cmocka_unit_test(test_warmup_from_dense), cmocka_unit_test(test_rescale),
         cmocka_unit_test(test_momentum),
     };
     return cmocka_run_group_tests(tests, make_dataset, free_dataset);

@@ -315,21 +315,6 @@ static int64_t step_clock_ns(void)
     return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
-/* --topk-rescale: the params top-k syncs feed AdamW's second moment with P x g^2, P the step's
- * kept fraction. A coordinate is sent about once every 1/P steps carrying the sum of those steps'
- * gradients, so E[g^2] of what arrives is about g_step^2 / P and plain AdamW would take steps
- * sqrt(P) times the dense ones (4.5x smaller at P = 5%); the sparse embedding rows are sent
- * every step they are touched and keep scale 1. */
-static void set_topk_moment_scale(rank_state *r, long step)
-{
-    float keep = (float)zen_trainer_topk_keep(r->o, step);
-    size_t np = zen_gpt_param_count(r->model);
-    const zen_gpt_param *p = zen_gpt_params(r->model);
-    for (size_t i = 0; i < np; i++)
-        if (!(p[i].kind == ZEN_GPT_PARAM_EMBEDDING && r->o->emb_sync == ZEN_EMB_SYNC_SPARSE))
-            zen_adamw_set_moment_scale(r->opt, i, keep);
-}
-
 /* Forward and backward on this rank's batch; wait for the dp replicas (the wait is timed apart
  * from the sync so stragglers show as wait, not communication); sync the gradients; optional
  * dump; optimizer step; the global batch's loss. t[0..4] are the boundaries of those phases. */
@@ -372,8 +357,6 @@ static zen_status run_step(rank_state *r, long step, step_out *out, int64_t t[5]
         rank_fail(r, st, "writing gradients to %s", o->dump_grads_dir);
         return st;
     }
-    if (o->topk > 0 && o->topk_rescale && o->dp > 1)
-        set_topk_moment_scale(r, step);
     if ((st = zen_adamw_step(r->opt, &out->grad_norm, &out->lr)) != ZEN_OK) {
         rank_fail(r, st, "optimizer step %ld", step);
         return st;
@@ -723,6 +706,7 @@ static zen_status setup_rank(rank_state *r, zen_gpt_config *g)
         rank_fail(r, st, "creating the optimizer");
         return st;
     }
+    zen_trainer_sync_attach_moment_scales(r->sync, r->opt);
     size_t nxy = (size_t)o->batch * (size_t)o->seq;
     r->x = zen_train_malloc_array(nxy, sizeof *r->x);
     r->y = zen_train_malloc_array(nxy, sizeof *r->y);
@@ -840,6 +824,11 @@ static zen_status check_options(const zen_train_options *o, char *err, size_t er
         snprintf(err, errlen,
                  "need 0 < --topk-start <= 1, --topk-warmup >= 0 and "
                  "0 <= --topk-momentum < 1");
+        return ZEN_EINVAL;
+    }
+    if (o->topk_rescale && o->tp_opts.balance != ZEN_BALANCE_NONE) {
+        /* the ages are kept in the canonical layout, AdamW runs in the balanced one */
+        snprintf(err, errlen, "--topk-rescale runs with --balance none");
         return ZEN_EINVAL;
     }
     if (o->topk_global && !(o->topk > 0)) {

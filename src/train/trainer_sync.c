@@ -30,6 +30,13 @@
  *    of the raw gradient, and AdamW runs with beta1 = 0, so the momentum is applied once, before
  *    the selection, as DGC does for SGD with momentum. Without it (M = 0) the residual holds raw
  *    gradients and AdamW keeps its own first moment.
+ * --topk-rescale corrects what error feedback does to AdamW's second moment: a coordinate that
+ * was last sent tau steps ago arrives as the sum of tau steps of gradient, so its square over-states
+ * the per-step v about tau^2-fold (for a steady gradient) and AdamW's normalised step shrinks.
+ * Each scalar's age (steps since the synced gradient was last non-zero there, the same on every
+ * replica because it is read from the synced result) gives tau, and AdamW adds g^2 / tau^2
+ * (zen_adamw_set_moment_scales): a coordinate sent every step is updated exactly as in the dense
+ * run, one sent every tau steps takes about tau dense steps at once.
  * --topk-global: every rank receives only the k largest of the sum
  * (zen_sparse_options.global_topk) and the sent values the sum dropped go back into the residual
  * (zen_sparse_topk_dropped).
@@ -66,6 +73,9 @@ struct zen_trainer_sync {
     float *emb_val;
     size_t emb_cap, emb_n;
     size_t topk_nnz; /* this step's top-k selection (topk_idx, topk_val) */
+    /* --topk-rescale */
+    uint32_t *age; /* per scalar of the concatenation: steps since it was last synced non-zero */
+    float *vscale; /* 1 / (age + 1)^2 before this step's reset: AdamW's g^2 factor */
 };
 
 zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_options *o,
@@ -108,6 +118,14 @@ zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_opt
         s->topk_val = zen_train_malloc_array(s->total, sizeof(float));
         if (!s->topk_out || !s->topk_idx || !s->topk_val)
             goto nomem;
+        if (o->topk_rescale) {
+            s->age = zen_train_calloc(s->total, sizeof *s->age);
+            s->vscale = zen_train_malloc_array(s->total, sizeof *s->vscale);
+            if (!s->age || !s->vscale)
+                goto nomem;
+            for (size_t i = 0; i < s->total; i++)
+                s->vscale[i] = 1.0f;
+        }
     } else {
         size_t b = o->bucket_bytes / sizeof(float);
         s->stage_count = b < 1024 ? 1024 : b;
@@ -132,6 +150,8 @@ void zen_trainer_sync_destroy(zen_trainer_sync *s)
     free(s->topk_out);
     free(s->topk_idx);
     free(s->topk_val);
+    free(s->age);
+    free(s->vscale);
     free(s->emb_idx);
     free(s->emb_val);
     free(s);
@@ -240,8 +260,23 @@ static zen_status sync_topk(zen_trainer_sync *s, long step, zen_sync_stats *st)
     if (rc != ZEN_OK)
         return rc;
     move_range(s, 0, n, s->topk_out, 1);
+    for (size_t i = 0; s->age && i < n; i++) {
+        float tau = (float)s->age[i] + 1.0f;
+        s->vscale[i] = 1.0f / (tau * tau);
+        s->age[i] = s->topk_out[i] != 0.0f ? 0 : s->age[i] + (s->age[i] < UINT32_MAX);
+    }
     st->keep_fraction = (double)nnz / (double)n;
     return ZEN_OK;
+}
+
+void zen_trainer_sync_attach_moment_scales(zen_trainer_sync *s, zen_adamw *opt)
+{
+    const zen_gpt_param *p = zen_gpt_params(s->model);
+    size_t off = 0;
+    for (size_t k = 0; s->vscale && k < s->ndense; k++) {
+        zen_adamw_set_moment_scales(opt, s->dense[k], s->vscale + off);
+        off += p[s->dense[k]].count;
+    }
 }
 
 /* Copy this rank's touched embedding rows and their gradients (the row-sparse tensor). */
