@@ -210,6 +210,7 @@ static void test_rescale(void **state)
     /* the ages are canonical-layout, a tp balance plan permutes AdamW's: refused */
     o.topk_rescale = 1;
     o.tp_opts.balance = ZEN_BALANCE_RESIZE;
+    zen_train_result_free(&plain);
     memset(&plain, 0, sizeof plain);
     assert_int_equal(zen_train_run(&o, ds, &plain), ZEN_EINVAL);
     zen_train_result_free(&ref);
