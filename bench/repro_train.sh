@@ -10,6 +10,7 @@
 #   dense           every gradient through the dense allreduce (the AllReduce baseline)
 #   S               the embedding gradient's touched rows through scheme S, the rest dense
 #   topk:S          also the dense gradients as DGC top-TOPK (0.01) with error feedback, through S
+#                   (plus TOPK_OPTS, e.g. "--topk-warmup 20 --topk-rescale")
 # LAUNCH picks the ranks: inproc (threads, default), tcp (zen launch, one process per rank) or
 # cluster (scripts/cluster.sh run DP: the emulated hosts, which must be up already; run as root).
 # REPS (2) rounds, the syncs interleaved in each, numbered from REP_FROM (1); REP_FROM > 1 appends
@@ -48,7 +49,7 @@ while [ "$rep" -lt $((REP_FROM + REPS)) ]; do
         topk=
         scheme=$s
         case $s in topk:*)
-            topk="--topk $TOPK"
+            topk="--topk $TOPK ${TOPK_OPTS:-}"
             scheme=${s#topk:}
             ;;
         esac

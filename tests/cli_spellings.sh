@@ -58,6 +58,7 @@ check count "40 4e1" "4.5 4x 0x10" -- \
     bench sparse --warmup @ --iters 0 "|" \
     bench topk --warmup @ --iters 0 "|" \
     train --batch @ --steps 0 "|" \
+    train --topk-warmup @ --steps 0 "|" \
     launch --port @ -n 0 -- true
 check duration "0.5 1e-2" "1s inf nan" -- \
     bench allreduce --timeout @ -n 0 "|" \

@@ -254,6 +254,14 @@ static zen_status adamw_rank(zen_comm *c, void *arg)
     ZT_CHECK(c, zen_gpt_export(m, tmp) == ZEN_OK);
     for (size_t i = 0; i < n; i++)
         w[i] = tmp[i];
+    /* every third scalar's squared gradient enters its second moment times 1/4 (top-k rescale) in
+     * every other param; the others keep 1 */
+    float *vs = malloc(n * sizeof(float));
+    ZT_CHECK(c, vs != NULL);
+    for (size_t i = 0; i < n; i++)
+        vs[i] = i % 3 == 0 ? 0.25f : 1.0f;
+    for (size_t i = 1; i < np; i += 2)
+        zen_adamw_set_moment_scales(o, i, vs);
     int32_t tok[B_ * T_], tgt[B_ * T_];
     for (int step = 0; step < 2; step++) {
         batch(tok, tgt, B_ * T_, tiny.vocab, 20 + (uint64_t)step);
@@ -278,7 +286,7 @@ static zen_status adamw_rank(zen_comm *c, void *arg)
                 size_t q = off + j;
                 double gq = tmp[q] * scale;
                 m1[q] = 0.9 * m1[q] + 0.1 * gq;
-                m2[q] = 0.95 * m2[q] + 0.05 * gq * gq;
+                m2[q] = 0.95 * m2[q] + 0.05 * (i % 2 ? vs[j] : 1.0) * gq * gq;
                 double upd =
                     (m1[q] / (1 - pow(0.9, t))) / (sqrt(m2[q] / (1 - pow(0.95, t))) + 1e-8);
                 w[q] = w[q] * (p[i].decay ? 1 - lr * ac.weight_decay : 1.0) - lr * upd;
@@ -303,7 +311,7 @@ static zen_status adamw_rank(zen_comm *c, void *arg)
     for (size_t i = 0; i < n; i++)
         ZT_CHECK(c, fabs(e1[i] - m1[i]) < 1e-6 && fabs(e2[i] - m2[i]) < 1e-7);
     ZT_CHECK(c, zen_adamw_import_state(o, e1, e2, 7) == ZEN_OK && zen_adamw_steps(o) == 7);
-    free(e1), free(e2), free(w), free(m1), free(m2), free(tmp);
+    free(e1), free(e2), free(w), free(m1), free(m2), free(tmp), free(vs);
     zen_adamw_destroy(o);
     zen_gpt_destroy(m);
     zen_tp_group_destroy(g);

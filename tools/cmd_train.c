@@ -49,6 +49,12 @@ static void usage(FILE *f)
         "                      block|ps|dense (auto = cost model; dense = plain allreduce)\n"
         "  --topk P            DGC-style top-k of the dense gradients (fraction, e.g. 0.01)\n"
         "                      with error feedback, synced by the sparse allreduce\n"
+        "  --topk-warmup N     with --topk: the kept fraction decays exponentially from\n"
+        "                      --topk-start X (%g) to P over the first N steps (DGC warm-up)\n"
+        "  --topk-momentum M   with --topk: DGC momentum correction, velocity M accumulated\n"
+        "                      before the selection, AdamW beta1 0 (0: error feedback only)\n"
+        "  --topk-rescale      with --topk: a value that accumulated tau steps enters AdamW's\n"
+        "                      second moment as g^2/tau^2, restoring the dense step size\n"
         "  --topk-global       with --topk: every rank receives only the k largest of the\n"
         "                      sum (global top-k; what the sum dropped goes back into each\n"
         "                      rank's residual); --sync-scheme auto, balanced or ps\n"
@@ -73,8 +79,8 @@ static void usage(FILE *f)
         "  --quiet             no progress lines\n",
         d.layers, d.d_model, d.heads, d.d_ff, d.ctx, d.vocab_max, (unsigned long long)d.min_count,
         d.steps, d.batch, d.seq, (double)d.lr, (double)d.min_lr, d.warmup, (double)d.weight_decay,
-        (double)d.grad_clip, (unsigned long long)d.seed, d.dp, d.tp, d.cache_dir, d.eval_interval,
-        d.eval_batches, d.log_interval, d.sample_tokens, d.prompt);
+        (double)d.grad_clip, (unsigned long long)d.seed, d.dp, d.tp, d.topk_start, d.cache_dir,
+        d.eval_interval, d.eval_batches, d.log_interval, d.sample_tokens, d.prompt);
 }
 
 /* One "--name VALUE" option: where its value goes and its range. */
@@ -161,6 +167,8 @@ static int set_flag(const char *a, zen_train_options *o)
         o->quiet = 1;
     else if (strcmp(a, "--topk-global") == 0)
         o->topk_global = 1;
+    else if (strcmp(a, "--topk-rescale") == 0)
+        o->topk_rescale = 1;
     else
         return 0;
     return 1;
@@ -202,6 +210,9 @@ int zen_cmd_train(int argc, char **argv)
         { "--weight-decay", OPT_FLOAT, &o.weight_decay, 0, 10 },
         { "--grad-clip", OPT_FLOAT, &o.grad_clip, 0, 1e9 },
         { "--topk", OPT_DOUBLE, &o.topk, 1e-9, 1 },
+        { "--topk-warmup", OPT_LONG, &o.topk_warmup, 0, big },
+        { "--topk-start", OPT_DOUBLE, &o.topk_start, 1e-9, 1 },
+        { "--topk-momentum", OPT_FLOAT, &o.topk_momentum, 0, 0.9999 },
         { "--data", OPT_STR, &o.data_path, 0, 0 },
         { "--corpus", OPT_STR, &corpus, 0, 0 },
         { "--cache-dir", OPT_STR, &o.cache_dir, 0, 0 },

@@ -40,19 +40,22 @@ typedef struct adam_coef {
     float scale, b1, b2, decay, step_size, bc2_sqrt, eps;
 } adam_coef;
 
-static void adam_update(float *w, float *m1, float *m2, const float *g, size_t n,
+/* vs: per-scalar factors of g^2 in the second moment (zen_adamw_set_moment_scales), or NULL */
+static void adam_update(float *w, float *m1, float *m2, const float *g, const float *vs, size_t n,
                         const adam_coef *c)
 {
     size_t j = 0;
     for (; j + 4 <= n; j += 4) {
-        v4f gj, mj, vj, wj;
+        v4f gj, mj, vj, wj, sj = { 1.0f, 1.0f, 1.0f, 1.0f };
+        if (vs)
+            memcpy(&sj, vs + j, sizeof sj);
         memcpy(&gj, g + j, sizeof gj);
         memcpy(&mj, m1 + j, sizeof mj);
         memcpy(&vj, m2 + j, sizeof vj);
         memcpy(&wj, w + j, sizeof wj);
         gj = gj * c->scale;
         mj = c->b1 * mj + (1.0f - c->b1) * gj;
-        vj = c->b2 * vj + (1.0f - c->b2) * gj * gj;
+        vj = c->b2 * vj + (1.0f - c->b2) * sj * gj * gj;
         wj = wj * c->decay - c->step_size * mj / (v4_sqrt(vj) / c->bc2_sqrt + c->eps);
         memcpy(m1 + j, &mj, sizeof mj);
         memcpy(m2 + j, &vj, sizeof vj);
@@ -61,7 +64,7 @@ static void adam_update(float *w, float *m1, float *m2, const float *g, size_t n
     for (; j < n; j++) {
         float gj = g[j] * c->scale;
         m1[j] = c->b1 * m1[j] + (1.0f - c->b1) * gj;
-        m2[j] = c->b2 * m2[j] + (1.0f - c->b2) * gj * gj;
+        m2[j] = c->b2 * m2[j] + (1.0f - c->b2) * (vs ? vs[j] : 1.0f) * gj * gj;
         w[j] = w[j] * c->decay - c->step_size * m1[j] / (sqrtf(m2[j]) / c->bc2_sqrt + c->eps);
     }
 }
@@ -70,8 +73,9 @@ struct zen_adamw {
     zen_gpt *model;
     zen_adamw_config cfg;
     long step;
-    float *mem;       /* both moments of every param, one block */
-    float **m1, **m2; /* per param views into mem */
+    float *mem;             /* both moments of every param, one block */
+    float **m1, **m2;       /* per param views into mem */
+    const float **v_scales; /* per param: per-scalar factors of g^2 in v (NULL: 1) */
 };
 
 void zen_adamw_config_default(zen_adamw_config *cfg)
@@ -124,7 +128,8 @@ zen_status zen_adamw_create(zen_gpt *m, const zen_adamw_config *cfg, zen_adamw *
     o->mem = zen_train_calloc(2 * total, sizeof(float));
     o->m1 = zen_train_calloc(np, sizeof(float *));
     o->m2 = zen_train_calloc(np, sizeof(float *));
-    zen_status st = o->mem && o->m1 && o->m2 ? ZEN_OK : ZEN_ENOMEM;
+    o->v_scales = zen_train_calloc(np, sizeof(float *));
+    zen_status st = o->mem && o->m1 && o->m2 && o->v_scales ? ZEN_OK : ZEN_ENOMEM;
     size_t off = 0;
     for (size_t i = 0; st == ZEN_OK && i < np; i++) {
         o->m1[i] = o->mem + off;
@@ -151,7 +156,14 @@ void zen_adamw_destroy(zen_adamw *o)
     free(o->mem);
     free(o->m1);
     free(o->m2);
+    free(o->v_scales);
     free(o);
+}
+
+void zen_adamw_set_moment_scales(zen_adamw *o, size_t param, const float *scales)
+{
+    if (param < zen_gpt_param_count(o->model))
+        o->v_scales[param] = scales;
 }
 
 long zen_adamw_steps(const zen_adamw *o)
@@ -221,7 +233,7 @@ zen_status zen_adamw_step(zen_adamw *o, float *grad_norm, float *lr_out)
         const zen_gpt_param *p = zen_gpt_params(o->model);
         for (size_t i = 0; i < np; i++) {
             k.decay = p[i].decay ? 1.0f - lr * c->weight_decay : 1.0f;
-            adam_update(p[i].data, o->m1[i], o->m2[i], p[i].grad, p[i].count, &k);
+            adam_update(p[i].data, o->m1[i], o->m2[i], p[i].grad, o->v_scales[i], p[i].count, &k);
         }
     }
     o->step++;

@@ -54,6 +54,16 @@ void zen_adamw_destroy(zen_adamw *o);
  */
 zen_status zen_adamw_step(zen_adamw *o, float *grad_norm, float *lr);
 
+/*
+ * From the next step on, the squared gradient of scalar j of registry param `param` enters its
+ * second moment times scales[j]: v = b2 v + (1-b2) scales[j] g^2 (1 for all at creation, and
+ * again after scales = NULL). scales has the param's count entries in its local layout, is read
+ * at every step and stays the caller's. For gradients that arrive as the sum of several steps'
+ * (top-k with error feedback, src/train/trainer_sync.c), whose square over-states the per-step
+ * second moment. Out-of-range param: no effect. Not saved in checkpoints.
+ */
+void zen_adamw_set_moment_scales(zen_adamw *o, size_t param, const float *scales);
+
 /* Steps taken so far (the next step's index). */
 long zen_adamw_steps(const zen_adamw *o);
 

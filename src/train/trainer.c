@@ -57,6 +57,10 @@ void zen_train_options_default(zen_train_options *o)
     o->sparse_scheme = ZEN_SPARSE_AUTO;
     o->topk = 0;
     o->topk_global = 0;
+    o->topk_warmup = 0;
+    o->topk_start = 0.25;
+    o->topk_momentum = 0;
+    o->topk_rescale = 0;
     o->bucket_bytes = 1 << 20;
     zen_tp_options tpo = ZEN_TP_OPTIONS_INIT;
     o->tp_opts = tpo;
@@ -148,6 +152,13 @@ static void build_config(run_ctx *c, const zen_gpt_config *g)
              (unsigned long long)zen_vocab_digest(c->ds->vocab), c->ds->ntokens, o->seq,
              o->batch * o->dp, (double)o->lr, (double)o->min_lr, (double)o->weight_decay,
              (double)o->grad_clip, o->warmup, o->steps, (unsigned long long)o->seed, o->topk);
+    /* only when set, so that checkpoints of runs without them still resume */
+    size_t len = strlen(c->config);
+    if (o->topk > 0 && (o->topk_warmup > 0 || o->topk_momentum > 0 || o->topk_rescale))
+        snprintf(c->config + len, sizeof c->config - len,
+                 "train.topk_warmup=%ld\ntrain.topk_start=%.9g\ntrain.topk_momentum=%.9g\n"
+                 "train.topk_rescale=%d\n",
+                 o->topk_warmup, o->topk_start, (double)o->topk_momentum, o->topk_rescale);
 }
 
 static void model_config(const run_ctx *c, zen_gpt_config *g)
@@ -332,7 +343,7 @@ static zen_status run_step(rank_state *r, long step, step_out *out, int64_t t[5]
     /* tp balancing may permute a layer's columns differently in each replica (tp helper) */
     st = o->dp > 1 ? zen_tp_group_canonical_grads(r->group, 1) : ZEN_OK;
     if (st == ZEN_OK)
-        st = zen_trainer_sync_grads(r->sync, &out->sync);
+        st = zen_trainer_sync_grads(r->sync, step, &out->sync);
     if (st == ZEN_OK && o->dp > 1)
         st = zen_tp_group_canonical_grads(r->group, 0);
     if (st != ZEN_OK) {
@@ -687,12 +698,15 @@ static zen_status setup_rank(rank_state *r, zen_gpt_config *g)
     ac.weight_decay = o->weight_decay;
     ac.grad_clip = o->grad_clip;
     ac.warmup_steps = o->warmup;
+    if (o->topk > 0 && o->topk_momentum > 0 && o->dp > 1)
+        ac.beta1 = 0; /* the compressor's velocity is the first moment (momentum correction) */
     ac.total_steps = o->steps;
     if ((st = zen_adamw_create(r->model, &ac, &r->opt)) != ZEN_OK ||
         (st = zen_trainer_sync_create(r->model, r->dpc, o, &r->sync)) != ZEN_OK) {
         rank_fail(r, st, "creating the optimizer");
         return st;
     }
+    zen_trainer_sync_attach_moment_scales(r->sync, r->opt);
     size_t nxy = (size_t)o->batch * (size_t)o->seq;
     r->x = zen_train_malloc_array(nxy, sizeof *r->x);
     r->y = zen_train_malloc_array(nxy, sizeof *r->y);
@@ -803,6 +817,18 @@ static zen_status check_options(const zen_train_options *o, char *err, size_t er
     }
     if (o->topk < 0 || o->topk > 1) {
         snprintf(err, errlen, "--topk must be a fraction in (0, 1]");
+        return ZEN_EINVAL;
+    }
+    if (o->topk_start <= 0 || o->topk_start > 1 || o->topk_warmup < 0 ||
+        !(o->topk_momentum >= 0 && o->topk_momentum < 1)) {
+        snprintf(err, errlen,
+                 "need 0 < --topk-start <= 1, --topk-warmup >= 0 and "
+                 "0 <= --topk-momentum < 1");
+        return ZEN_EINVAL;
+    }
+    if (o->topk_rescale && o->tp_opts.balance != ZEN_BALANCE_NONE) {
+        /* the ages are kept in the canonical layout, AdamW runs in the balanced one */
+        snprintf(err, errlen, "--topk-rescale runs with --balance none");
         return ZEN_EINVAL;
     }
     if (o->topk_global && !(o->topk > 0)) {

@@ -50,8 +50,19 @@ zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_opt
                                    zen_trainer_sync **out);
 void zen_trainer_sync_destroy(zen_trainer_sync *s);
 
-/* Average every gradient over dp (collective over dp). A dp of 1 does nothing. */
-zen_status zen_trainer_sync_grads(zen_trainer_sync *s, zen_sync_stats *st);
+/* Average every gradient over dp (collective over dp) for the step with 0-based index step (it
+ * picks the top-k warm-up's kept fraction). A dp of 1 does nothing. */
+zen_status zen_trainer_sync_grads(zen_trainer_sync *s, long step, zen_sync_stats *st);
+
+/* --topk-rescale: point AdamW's per-scalar second-moment factors of the top-k'd params at the
+ * sync's (1 / tau^2, tau the steps a coordinate's value accumulated; see trainer_sync.c). Does
+ * nothing otherwise. Call once after both are created; the factors live as long as s. */
+void zen_trainer_sync_attach_moment_scales(zen_trainer_sync *s, zen_adamw *opt);
+
+/* The fraction of the dense gradient top-k keeps at step (0-based): o->topk, or during the
+ * --topk-warmup steps topk_start * (topk / topk_start)^(step / topk_warmup), an exponential decay
+ * from max(topk_start, topk) to topk (DGC's sparsity warm-up). 1 without top-k. Pure. */
+double zen_trainer_topk_keep(const zen_train_options *o, long step);
 
 /* This rank's sparse tensors of the last sync, before averaging (valid until the next sync):
  * the touched embedding rows (captured when synced sparsely or when dumping) and the top-k

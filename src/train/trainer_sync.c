@@ -20,8 +20,23 @@
  * through zen_sparse_allreduce and keeps the rest as the next residual (error feedback), so
  * nothing is lost, only delayed. The selection and the residual are libzen's (zen/compress.h:
  * zen_topk_compress with momentum 0, EXACT mode: exactly k, ties to the lower index, zeros never
- * sent), the same choice the trainer's own quickselect made, so a run's losses are unchanged;
- * the optimizer (AdamW) keeps the momentum, so no momentum correction is done here.
+ * sent), the same choice the trainer's own quickselect made, so a run's losses are unchanged.
+ * DGC's two corrections for what a sparse update loses are options:
+ *  - sparsity warm-up (--topk-warmup W): k follows zen_trainer_topk_keep, decaying exponentially
+ *    from --topk-start (25%) of n to P x n over the first W steps, so the early steps, where the
+ *    gradient changes direction fastest and a delayed coordinate hurts most, are nearly dense;
+ *  - momentum correction (--topk-momentum M): the state accumulates the velocity
+ *    u = M u + g (zen_topk_compress with momentum M, factor masking on the sent entries) instead
+ *    of the raw gradient, and AdamW runs with beta1 = 0, so the momentum is applied once, before
+ *    the selection, as DGC does for SGD with momentum. Without it (M = 0) the residual holds raw
+ *    gradients and AdamW keeps its own first moment.
+ * --topk-rescale corrects what error feedback does to AdamW's second moment: a coordinate that
+ * was last sent tau steps ago arrives as the sum of tau steps of gradient, so its square over-states
+ * the per-step v about tau^2-fold (for a steady gradient) and AdamW's normalised step shrinks.
+ * Each scalar's age (steps since the synced gradient was last non-zero there, the same on every
+ * replica because it is read from the synced result) gives tau, and AdamW adds g^2 / tau^2
+ * (zen_adamw_set_moment_scales): a coordinate sent every step is updated exactly as in the dense
+ * run, one sent every tau steps takes about tau dense steps at once.
  * --topk-global: every rank receives only the k largest of the sum
  * (zen_sparse_options.global_topk) and the sent values the sum dropped go back into the residual
  * (zen_sparse_topk_dropped).
@@ -58,6 +73,9 @@ struct zen_trainer_sync {
     float *emb_val;
     size_t emb_cap, emb_n;
     size_t topk_nnz; /* this step's top-k selection (topk_idx, topk_val) */
+    /* --topk-rescale */
+    uint32_t *age; /* per scalar of the concatenation: steps since it was last synced non-zero */
+    float *vscale; /* 1 / (age + 1)^2 before this step's reset: AdamW's g^2 factor */
 };
 
 zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_options *o,
@@ -90,7 +108,7 @@ zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_opt
     }
     if (o->topk > 0) {
         s->stage_count = s->total;
-        zen_status st = zen_topk_state_create(s->total, 0.0f, &s->topk);
+        zen_status st = zen_topk_state_create(s->total, o->topk_momentum, &s->topk);
         if (st != ZEN_OK) {
             zen_trainer_sync_destroy(s);
             return st;
@@ -100,6 +118,14 @@ zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_opt
         s->topk_val = zen_train_malloc_array(s->total, sizeof(float));
         if (!s->topk_out || !s->topk_idx || !s->topk_val)
             goto nomem;
+        if (o->topk_rescale) {
+            s->age = zen_train_calloc(s->total, sizeof *s->age);
+            s->vscale = zen_train_malloc_array(s->total, sizeof *s->vscale);
+            if (!s->age || !s->vscale)
+                goto nomem;
+            for (size_t i = 0; i < s->total; i++)
+                s->vscale[i] = 1.0f;
+        }
     } else {
         size_t b = o->bucket_bytes / sizeof(float);
         s->stage_count = b < 1024 ? 1024 : b;
@@ -124,6 +150,8 @@ void zen_trainer_sync_destroy(zen_trainer_sync *s)
     free(s->topk_out);
     free(s->topk_idx);
     free(s->topk_val);
+    free(s->age);
+    free(s->vscale);
     free(s->emb_idx);
     free(s->emb_val);
     free(s);
@@ -193,13 +221,23 @@ static zen_status allreduce_global(zen_trainer_sync *s, const zen_sparse_tensor 
     return zen_topk_state_add(s->topk, s->topk_idx, s->stage, t->nnz);
 }
 
-static zen_status sync_topk(zen_trainer_sync *s, zen_sync_stats *st)
+double zen_trainer_topk_keep(const zen_train_options *o, long step)
+{
+    if (!(o->topk > 0))
+        return 1.0;
+    if (o->topk_warmup <= 0 || step >= o->topk_warmup || o->topk_start <= o->topk)
+        return o->topk;
+    double t = step < 0 ? 0.0 : (double)step / (double)o->topk_warmup;
+    return o->topk_start * pow(o->topk / o->topk_start, t);
+}
+
+static zen_status sync_topk(zen_trainer_sync *s, long step, zen_sync_stats *st)
 {
     size_t n = s->total;
     if (n == 0)
         return ZEN_OK;
     move_range(s, 0, n, s->stage, 0);
-    size_t k = (size_t)ceil(s->opts->topk * (double)n);
+    size_t k = (size_t)ceil(zen_trainer_topk_keep(s->opts, step) * (double)n);
     if (k < 1)
         k = 1;
     if (k > n)
@@ -222,8 +260,23 @@ static zen_status sync_topk(zen_trainer_sync *s, zen_sync_stats *st)
     if (rc != ZEN_OK)
         return rc;
     move_range(s, 0, n, s->topk_out, 1);
+    for (size_t i = 0; s->age && i < n; i++) {
+        float tau = (float)s->age[i] + 1.0f;
+        s->vscale[i] = 1.0f / (tau * tau);
+        s->age[i] = s->topk_out[i] != 0.0f ? 0 : s->age[i] + (s->age[i] < UINT32_MAX);
+    }
     st->keep_fraction = (double)nnz / (double)n;
     return ZEN_OK;
+}
+
+void zen_trainer_sync_attach_moment_scales(zen_trainer_sync *s, zen_adamw *opt)
+{
+    const zen_gpt_param *p = zen_gpt_params(s->model);
+    size_t off = 0;
+    for (size_t k = 0; s->vscale && k < s->ndense; k++) {
+        zen_adamw_set_moment_scales(opt, s->dense[k], s->vscale + off);
+        off += p[s->dense[k]].count;
+    }
 }
 
 /* Copy this rank's touched embedding rows and their gradients (the row-sparse tensor). */
@@ -292,7 +345,7 @@ static zen_status sync_embedding(zen_trainer_sync *s, zen_sync_stats *st)
     return ZEN_OK;
 }
 
-zen_status zen_trainer_sync_grads(zen_trainer_sync *s, zen_sync_stats *st)
+zen_status zen_trainer_sync_grads(zen_trainer_sync *s, long step, zen_sync_stats *st)
 {
     memset(st, 0, sizeof *st);
     st->keep_fraction = 1.0;
@@ -311,7 +364,7 @@ zen_status zen_trainer_sync_grads(zen_trainer_sync *s, zen_sync_stats *st)
     zen_comm_stats a, b;
     zen_comm_get_stats(s->dp, &a);
     st->bytes_dense = (uint64_t)(2.0 * (n - 1) / n * (double)s->nlocal * sizeof(float));
-    zen_status rc = s->opts->topk > 0 ? sync_topk(s, st) : sync_buckets(s);
+    zen_status rc = s->opts->topk > 0 ? sync_topk(s, step, st) : sync_buckets(s);
     if (rc == ZEN_OK && s->emb >= 0)
         rc = sync_embedding(s, st);
     zen_comm_get_stats(s->dp, &b);

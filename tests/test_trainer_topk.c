@@ -1,0 +1,258 @@
+/*
+ * The trainer's top-k corrections (src/train/trainer_sync.c, docs/training.md):
+ *  - the sparsity warm-up's kept fraction per step is the exponential schedule, checked against
+ *    a closed form and against what each rank actually sent (the --dump-grads "topk" tensor);
+ *  - a warm-up that starts at 100% makes the first update the dense one: the loss after it
+ *    equals the single-rank dense run's, while plain top-k's differs;
+ *  - the AdamW second-moment rescale is the dense run when nothing is delayed;
+ *  - momentum correction still learns, and bad values are refused before training.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zen/sparse.h>
+
+#include "testutil.h"
+#include "train/train.h"
+#include "train/trainer.h"
+
+static zen_dataset *ds;
+
+static int make_dataset(void **state)
+{
+    (void)state;
+    static const char *subj[] = { "the cat", "a dog", "my lord", "the king's son", "moses" };
+    static const char *verb[] = { "saw", "ate", "blessed", "went unto", "spake to" };
+    static const char *obj[] = { "the mat", "bread", "the people", "egypt", "a fish" };
+    size_t n = 240;
+    char **lines = calloc(n, sizeof *lines);
+    uint64_t s = 7;
+    for (size_t i = 0; i < n; i++) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s %s %s .", subj[zt_rand(&s) % 5], verb[zt_rand(&s) % 5],
+                 obj[zt_rand(&s) % 5]);
+        lines[i] = strdup(buf);
+    }
+    zen_data_options o = ZEN_DATA_OPTIONS_INIT;
+    o.min_count = 1;
+    zen_status st = zen_dataset_from_lines((const char *const *)lines, n, &o, &ds);
+    for (size_t i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+    return st == ZEN_OK ? 0 : -1;
+}
+
+static int free_dataset(void **state)
+{
+    (void)state;
+    zen_dataset_destroy(ds);
+    return 0;
+}
+
+static void tiny_options(zen_train_options *o, int dp, long steps)
+{
+    zen_train_options_default(o);
+    o->layers = 2;
+    o->d_model = 16;
+    o->heads = 2;
+    o->d_ff = 32;
+    o->ctx = 8;
+    o->seq = 8;
+    o->steps = steps;
+    o->warmup = 2;
+    o->lr = 3e-3f;
+    o->min_lr = 3e-4f;
+    o->dp = dp;
+    o->tp = 1;
+    o->batch = 4 / dp;
+    o->eval_interval = 0;
+    o->eval_batches = 1;
+    o->log_interval = 0;
+    o->sample_tokens = 0;
+    o->quiet = 1;
+    o->threads = 1;
+    o->cache_dir = NULL;
+}
+
+static void run(const zen_train_options *o, zen_train_result *r)
+{
+    memset(r, 0, sizeof *r);
+    zen_status st = zen_train_run(o, ds, r);
+    if (st != ZEN_OK)
+        fprintf(stderr, "zen_train_run: %s\n", r->error);
+    assert_int_equal(st, ZEN_OK);
+    assert_int_equal(r->steps_done, o->steps);
+}
+
+/* The schedule in closed form: start at step 0, the target from step W on, a constant ratio
+ * (target/start)^(1/W) between consecutive steps in between; no warm-up or a start below the
+ * target is the target throughout; no top-k keeps everything. */
+static void test_keep_schedule(void **state)
+{
+    (void)state;
+    zen_train_options o;
+    zen_train_options_default(&o);
+    assert_true(zen_trainer_topk_keep(&o, 0) == 1.0);
+    o.topk = 0.01;
+    assert_true(zen_trainer_topk_keep(&o, 0) == 0.01);
+    o.topk_warmup = 10;
+    o.topk_start = 0.25;
+    assert_true(fabs(zen_trainer_topk_keep(&o, 0) - 0.25) < 1e-12);
+    double ratio = pow(0.01 / 0.25, 0.1);
+    for (long s = 1; s <= 10; s++) {
+        double prev = zen_trainer_topk_keep(&o, s - 1), cur = zen_trainer_topk_keep(&o, s);
+        assert_true(fabs(cur / prev - ratio) < 1e-9);
+    }
+    assert_true(zen_trainer_topk_keep(&o, 10) == 0.01);
+    assert_true(zen_trainer_topk_keep(&o, 1000) == 0.01);
+    assert_true(fabs(zen_trainer_topk_keep(&o, 5) - 0.05) < 1e-12); /* sqrt(0.25 * 0.01) */
+    o.topk_start = 0.005;
+    assert_true(zen_trainer_topk_keep(&o, 0) == 0.01);
+}
+
+/* What each rank sent per step (the dumped "topk" tensor) is ceil(keep(step) x n) entries: the
+ * warm-up reaches the wire, not just the schedule function. A few entries may be missing where
+ * the residual holds exact zeros (zeros are never sent). */
+static void test_warmup_sent_per_step(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/zen_topkw_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    zen_train_options o;
+    zen_train_result r;
+    tiny_options(&o, 2, 6);
+    o.topk = 0.05;
+    o.topk_start = 0.5;
+    o.topk_warmup = 4;
+    o.dump_grads_dir = dir;
+    run(&o, &r);
+    for (long s = 0; s < o.steps; s++) {
+        for (int rank = 0; rank < o.dp; rank++) {
+            char path[256];
+            assert_int_equal(zen_trace_path(path, sizeof path, dir, (uint32_t)rank, (uint64_t)s),
+                             ZEN_OK);
+            zen_trace_step ts;
+            assert_int_equal(zen_trace_read(path, &ts), ZEN_OK);
+            const zen_trace_tensor *t = NULL;
+            for (size_t i = 0; i < ts.count; i++)
+                if (strcmp(ts.tensors[i].name, "topk") == 0)
+                    t = &ts.tensors[i];
+            assert_non_null(t);
+            size_t k = (size_t)ceil(zen_trainer_topk_keep(&o, s) * (double)t->rows);
+            if (rank == 0)
+                fprintf(stderr, "step %ld: keep %.4f, k %zu of %llu, sent %llu\n", s,
+                        zen_trainer_topk_keep(&o, s), k, (unsigned long long)t->rows,
+                        (unsigned long long)t->nnz);
+            assert_true(t->nnz <= k);
+            assert_true(t->nnz + t->rows / 100 >= k);
+            zen_trace_free(&ts);
+        }
+    }
+    zen_train_result_free(&r);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A warm-up from 100% sends everything at step 0, so the loss after that update (step 1's) is
+ * the dense run's; plain top-k at 5% moves only 5% of the weights and its step-1 loss differs. */
+static void test_warmup_from_dense(void **state)
+{
+    (void)state;
+    zen_train_options o;
+    zen_train_result ref, warm, plain;
+    tiny_options(&o, 1, 3);
+    run(&o, &ref);
+    tiny_options(&o, 2, 3);
+    o.topk = 0.05;
+    run(&o, &plain);
+    o.topk_start = 1.0;
+    o.topk_warmup = 2;
+    run(&o, &warm);
+    double dw = fabs((double)warm.losses[1] - (double)ref.losses[1]);
+    double dp = fabs((double)plain.losses[1] - (double)ref.losses[1]);
+    fprintf(stderr, "step-1 loss: dense %.6f, warm-up from 100%% %.6f, plain top-k %.6f\n",
+            (double)ref.losses[1], (double)warm.losses[1], (double)plain.losses[1]);
+    assert_true(dw < 1e-4 * (1 + fabs((double)ref.losses[1])));
+    assert_true(dp > 1e-3);
+    zen_train_result_free(&ref);
+    zen_train_result_free(&warm);
+    zen_train_result_free(&plain);
+}
+
+/* --topk-rescale divides g^2 by tau^2, tau the steps a value accumulated: keeping everything,
+ * every tau is 1 and the run is the dense one; at 5% it changes the run. */
+static void test_rescale(void **state)
+{
+    (void)state;
+    zen_train_options o;
+    zen_train_result ref, all, some, plain;
+    tiny_options(&o, 1, 4);
+    run(&o, &ref);
+    tiny_options(&o, 2, 4);
+    o.topk = 1.0;
+    o.topk_rescale = 1;
+    run(&o, &all);
+    o.topk = 0.05;
+    run(&o, &some);
+    o.topk_rescale = 0;
+    run(&o, &plain);
+    for (int i = 0; i < 4; i++) {
+        fprintf(stderr, "step %d: dense %.6f, rescale at 100%% %.6f, at 5%% %.6f, plain %.6f\n", i,
+                (double)ref.losses[i], (double)all.losses[i], (double)some.losses[i],
+                (double)plain.losses[i]);
+        assert_true(fabs((double)all.losses[i] - (double)ref.losses[i]) <
+                    1e-4 * (1 + fabs((double)ref.losses[i])));
+    }
+    assert_true(fabs((double)some.losses[3] - (double)plain.losses[3]) > 1e-4);
+    /* the ages are canonical-layout, a tp balance plan permutes AdamW's: refused */
+    o.topk_rescale = 1;
+    o.tp_opts.balance = ZEN_BALANCE_RESIZE;
+    zen_train_result_free(&plain);
+    memset(&plain, 0, sizeof plain);
+    assert_int_equal(zen_train_run(&o, ds, &plain), ZEN_EINVAL);
+    zen_train_result_free(&ref);
+    zen_train_result_free(&all);
+    zen_train_result_free(&some);
+    zen_train_result_free(&plain);
+}
+
+/* Momentum correction (with a warm-up) learns; out-of-range values are refused up front. */
+static void test_momentum(void **state)
+{
+    (void)state;
+    zen_train_options o;
+    zen_train_result r;
+    tiny_options(&o, 2, 30);
+    o.lr = 1e-2f;
+    o.topk = 0.05;
+    o.topk_warmup = 10;
+    o.topk_momentum = 0.9f;
+    run(&o, &r);
+    fprintf(stderr, "topk 0.05 momentum 0.9: loss %.3f -> %.3f\n", (double)r.losses[0],
+            (double)r.losses[29]);
+    assert_true(r.losses[29] < r.losses[0] - 0.5f);
+    zen_train_result_free(&r);
+    o.topk_momentum = 1.0f;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(zen_train_run(&o, ds, &r), ZEN_EINVAL);
+    assert_non_null(strstr(r.error, "--topk-momentum"));
+    zen_train_result_free(&r);
+    o.topk_momentum = 0;
+    o.topk_start = 0;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(zen_train_run(&o, ds, &r), ZEN_EINVAL);
+    zen_train_result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_keep_schedule),     cmocka_unit_test(test_warmup_sent_per_step),
+        cmocka_unit_test(test_warmup_from_dense), cmocka_unit_test(test_rescale),
+        cmocka_unit_test(test_momentum),
+    };
+    return cmocka_run_group_tests(tests, make_dataset, free_dataset);
+}
