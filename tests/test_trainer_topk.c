@@ -17,31 +17,14 @@
 #include "testutil.h"
 #include "train/train.h"
 #include "train/trainer.h"
+#include "train_fixture.h"
 
 static zen_dataset *ds;
 
 static int make_dataset(void **state)
 {
     (void)state;
-    static const char *subj[] = { "the cat", "a dog", "my lord", "the king's son", "moses" };
-    static const char *verb[] = { "saw", "ate", "blessed", "went unto", "spake to" };
-    static const char *obj[] = { "the mat", "bread", "the people", "egypt", "a fish" };
-    size_t n = 240;
-    char **lines = calloc(n, sizeof *lines);
-    uint64_t s = 7;
-    for (size_t i = 0; i < n; i++) {
-        char buf[128];
-        snprintf(buf, sizeof buf, "%s %s %s .", subj[zt_rand(&s) % 5], verb[zt_rand(&s) % 5],
-                 obj[zt_rand(&s) % 5]);
-        lines[i] = strdup(buf);
-    }
-    zen_data_options o = ZEN_DATA_OPTIONS_INIT;
-    o.min_count = 1;
-    zen_status st = zen_dataset_from_lines((const char *const *)lines, n, &o, &ds);
-    for (size_t i = 0; i < n; i++)
-        free(lines[i]);
-    free(lines);
-    return st == ZEN_OK ? 0 : -1;
+    return zt_verse_dataset(7, 240, &ds) == ZEN_OK ? 0 : -1;
 }
 
 static int free_dataset(void **state)
