@@ -282,22 +282,30 @@ static zen_status sc_nothing(zen_comm *c, void *arg)
     return ZEN_OK;
 }
 
+/* Run an NRANKS shm job whose hand-over stalls as *stall says (stall_rank_from or
+ * stall_rank_only set to rank), with a 2 s timeout and a still-waiting line every 0.5 s; the
+ * hook records the ranks' lines in shared. */
+static void run_stalled_job(int *stall, int rank, int status[])
+{
+    memset(shared, 0, sizeof *shared);
+    *stall = rank;
+    zen__shm_boot_test_hook = hook;
+    setenv("ZEN_WAIT_REPORT_S", "0.5", 1);
+    zt_job j = { ZEN_TRANSPORT_SHM, NRANKS, 0, 2, NULL };
+    zt_job_run(&j, sc_nothing, NULL, status);
+    unsetenv("ZEN_WAIT_REPORT_S");
+    zen__shm_boot_test_hook = NULL;
+    *stall = -1;
+}
+
 /* Ranks 2 and 3 sleep 5 s before handing over, the timeout is 2 s: ranks 0 and 1 fail naming
  * both of them, and no other rank. While they wait they say every ZEN_WAIT_REPORT_S (0.5 s
  * here) whom they wait for. */
 static void test_timeout_names_every_missing_rank(void **state)
 {
     (void)state;
-    memset(shared, 0, sizeof *shared);
-    stall_rank_from = 2;
-    zen__shm_boot_test_hook = hook;
-    setenv("ZEN_WAIT_REPORT_S", "0.5", 1);
-    zt_job j = { ZEN_TRANSPORT_SHM, NRANKS, 0, 2, NULL };
     int status[64];
-    zt_job_run(&j, sc_nothing, NULL, status);
-    unsetenv("ZEN_WAIT_REPORT_S");
-    zen__shm_boot_test_hook = NULL;
-    stall_rank_from = -1;
+    run_stalled_job(&stall_rank_from, 2, status);
     for (int r = 0; r < 2; r++)
         assert_true(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) != 0);
     int n = atomic_load(&shared->n);
@@ -320,16 +328,8 @@ static void test_timeout_names_every_missing_rank(void **state)
 static void test_connect_side_says_whom_it_waits_for(void **state)
 {
     (void)state;
-    memset(shared, 0, sizeof *shared);
-    stall_rank_only = 1;
-    zen__shm_boot_test_hook = hook;
-    setenv("ZEN_WAIT_REPORT_S", "0.5", 1);
-    zt_job j = { ZEN_TRANSPORT_SHM, NRANKS, 0, 2, NULL };
     int status[64];
-    zt_job_run(&j, sc_nothing, NULL, status);
-    unsetenv("ZEN_WAIT_REPORT_S");
-    zen__shm_boot_test_hook = NULL;
-    stall_rank_only = -1;
+    run_stalled_job(&stall_rank_only, 1, status);
     for (int r = 0; r < NRANKS; r++)
         if (r != 1)
             assert_true(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) != 0);
