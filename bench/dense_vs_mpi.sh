@@ -10,8 +10,11 @@
 # both). Open MPI runs in its best configuration for this host: glibc keeps freed memory
 # (MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_: without them Open MPI maps, faults and
 # unmaps a fresh temporary buffer on every large call, 8-13x slower at 64 MiB here), vader BTL
-# with its default single copy (CMA), ranks bound as mpirun binds them. MPI_DEFAULT=1 adds the
-# default configuration (no malloc settings) as a third, labelled column.
+# with its default single copy (CMA), ranks bound as mpirun binds them (to cores when they fit,
+# not at all when oversubscribed; zen launch binds round robin in both cases). Labelled extra
+# columns: MPI_DEFAULT=1 the default configuration (no malloc settings), MPI_BOUND=1 Open MPI
+# bound round robin like zen (--bind-to core:overload-allowed), ZEN_UNBOUND=1 zen left to the
+# scheduler (zen launch --bind none).
 # Output: OUT/raw.txt, one line per result: "<impl> <n> <round> <json>"; OUT/load.txt, uptime
 # before every run. bench/dense_vs_mpi_table.py OUT prints the tables (medians, ratios).
 set -eu
@@ -35,10 +38,14 @@ sweep() { # impl n round min max factor warmup iters
     zen) $ZEN launch -n "$n" --transport shm -- $ZEN bench allreduce $args ;;
     mpi) $MPIRUN $BEST -n "$n" "$MPIAR" $args ;;
     mpi-default) $MPIRUN -n "$n" "$MPIAR" $args ;;
+    mpi-bound) $MPIRUN $BEST --bind-to core:overload-allowed -n "$n" "$MPIAR" $args ;;
+    zen-unbound) $ZEN launch -n "$n" --bind none --transport shm -- $ZEN bench allreduce $args ;;
     esac | grep '^{' | sed "s/^/$impl $n $r /" >>"$OUT/raw.txt"
 }
 impls="zen mpi"
 [ "${MPI_DEFAULT:-0}" = 1 ] && impls="$impls mpi-default"
+[ "${MPI_BOUND:-0}" = 1 ] && impls="$impls mpi-bound"
+[ "${ZEN_UNBOUND:-0}" = 1 ] && impls="$impls zen-unbound"
 for r in $(seq "$ROUNDS"); do
     for n in $RANKS; do
         for sw in "$SMALL" "$LARGE"; do

@@ -33,15 +33,21 @@ def fmt_size(b):
     return f"{b} B"
 
 
+# Labelled extra columns (bench/dense_vs_mpi.sh): implementation -> column title.
+EXTRA = {"mpi-default": "MPI default", "mpi-bound": "MPI bound round robin",
+         "zen-unbound": "zen unbound"}
+
+
 def main():
     rows = load(sys.argv[1] + "/raw.txt")
-    impls = sorted({k[0] for k in rows})
+    impls = {k[0] for k in rows}
+    extra = [i for i in EXTRA if i in impls]
     for n in sorted({k[1] for k in rows}):
         for inplace in (0, 1):
             print(f"\n### {n} processes, {'in place' if inplace else 'out of place'}\n")
             print("| size | zen algo | zen us | MPI us | zen/MPI time | zen busbw | MPI busbw |"
-                  + (" MPI default us |" if "mpi-default" in impls else ""))
-            print("|---|---|---|---|---|---|---|" + ("---|" if "mpi-default" in impls else ""))
+                  + "".join(f" {EXTRA[i]} us |" for i in extra))
+            print("|---|---|---|---|---|---|---|" + "---|" * len(extra))
             for b in sorted({k[2] for k in rows if k[1] == n}):
                 z = rows.get(("zen", n, b, inplace))
                 m = rows.get(("mpi", n, b, inplace))
@@ -56,10 +62,10 @@ def main():
                         f"({min(mt):.3f}-{max(mt):.3f}) | "
                         f"{statistics.median(zt) / statistics.median(mt):.2f} | "
                         f"{zb:.3f} | {mb:.3f} |")
-                dflt = rows.get(("mpi-default", n, b, inplace))
-                if "mpi-default" in impls:
-                    line += (f" {statistics.median(d['time_us_p50'] for d in dflt):.3f} |"
-                             if dflt else " - |")
+                for i in extra:
+                    e = [d["time_us_p50"] for d in rows.get((i, n, b, inplace), [])]
+                    line += (f" {statistics.median(e):.3f} ({min(e):.3f}-{max(e):.3f}) |"
+                             if e else " - |")
                 print(line)
 
 

@@ -21,7 +21,7 @@ int bench_ranks_here(zen_comm *comm)
 }
 
 /* The cores this process may run on (sched_getaffinity). A process rank pinned to one core was
- * placed by its launcher (zen launch pins only when the ranks fit, as mpirun does): the ranks then
+ * placed by its launcher (zen launch pins by default, mpirun when the ranks fit): the ranks then
  * share the host's online cores, not this rank's one. */
 static int usable_cores(int threads)
 {

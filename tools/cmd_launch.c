@@ -35,9 +35,13 @@ static pid_t children[MAX_RANKS];
 static volatile sig_atomic_t nchildren;
 static volatile sig_atomic_t got_signal;
 
-/* --bind: BIND_AUTO (default) pins like BIND_CORE when there are no more ranks than usable cores,
- * else not at all; BIND_CORE pins rank r to the (r mod count)-th core of the launcher's own
- * affinity mask (so `taskset` and cgroup cpusets are respected). */
+/* --bind: BIND_CORE pins rank r to the (r mod count)-th core of the launcher's own affinity mask
+ * (so `taskset` and cgroup cpusets are respected); BIND_AUTO (default) is the same, also when the
+ * ranks outnumber the cores. Left to the scheduler, oversubscribed ranks on this project's 2-core
+ * VM sat 3 or 4 to a core for thousands of calls while the other core ran one or none (perf sched),
+ * and shm's collectives, which need every rank of a core to run once per call, took 2-4x as long
+ * as with the ranks spread evenly (docs/dense-vs-mpi.md); mpirun leaves oversubscribed ranks
+ * unbound, zen does not. */
 enum {
     BIND_NONE,
     BIND_CORE,
@@ -73,10 +77,13 @@ static void usage(FILE *f)
         "               the same), shm (all ranks on this host) or tcp; the other spellings\n"
         "               of every zen command, inproc and mpi, are not launched processes\n"
         "  --bind B     core: pin rank r to the (r mod C)-th of the C cores this launcher may\n"
-        "               use; none: leave placement to the scheduler; auto (default): core\n"
-        "               when N <= C, none when oversubscribed (Open MPI's mpirun binds to\n"
-        "               core by default too; pinned, shm's waiters find their peer on\n"
-        "               another core instead of queued behind it)\n"
+        "               use; none: leave placement to the scheduler; auto (default): core,\n"
+        "               also when N > C (oversubscribed ranks then share cores evenly, where\n"
+        "               the scheduler was seen to stack them; Open MPI's mpirun binds to core\n"
+        "               when N <= C and not at all beyond)\n"
+        "Unless OPENBLAS_NUM_THREADS is set, every rank gets OPENBLAS_NUM_THREADS =\n"
+        "max(1, C / N) (1 when pinned): OpenBLAS threads beyond that only compete with\n"
+        "the ranks for the cores (torchrun sets OMP_NUM_THREADS=1 for the same reason).\n"
         "  --prefix W   on: every line a rank writes is prefixed with \"[rank N] \" (like\n"
         "               mpirun --tag-output); off: ranks write to the launcher's stdout and\n"
         "               stderr directly; auto (default): on when stdout or stderr is a\n"
@@ -127,6 +134,20 @@ static void pin_to_core(int rank)
                 cpu, strerror(errno));
 }
 
+/* OpenBLAS starts its thread pool when the library loads, one thread per CPU it may use, and an
+ * idle pool thread polls with sched_yield for a while before it sleeps: with 4 ranks on 2 cores
+ * perf sched showed each rank's pool thread taking a 6 us turn on the core between every two
+ * ranks. A user's setting wins. */
+static void share_blas_threads(int n)
+{
+    if (getenv("OPENBLAS_NUM_THREADS"))
+        return;
+    int per = pin_ranks ? 1 : CPU_COUNT(&usable_cpus) / (n > 0 ? n : 1);
+    char v[16];
+    snprintf(v, sizeof v, "%d", per > 1 ? per : 1);
+    setenv("OPENBLAS_NUM_THREADS", v, 1);
+}
+
 /* Every rank joins the process group of rank 0, so `kill -- -PGID` reaches the whole job. */
 static pid_t rank_group;
 
@@ -159,6 +180,7 @@ static pid_t spawn(int rank, int n, int port, char **cmd)
     set_int_env("ZEN_MASTER_PORT", "MASTER_PORT", port);
     setenv("ZEN_MASTER_ADDR", "127.0.0.1", 1);
     setenv("MASTER_ADDR", "127.0.0.1", 1);
+    share_blas_threads(n);
     if (pin_ranks)
         pin_to_core(rank);
     if (tag_output)
@@ -416,8 +438,7 @@ int zen_cmd_launch(int argc, char **argv)
     if (sched_getaffinity(0, sizeof usable_cpus, &usable_cpus) != 0 || CPU_COUNT(&usable_cpus) < 1)
         pin_ranks = 0; /* no mask to place ranks in */
     else
-        pin_ranks =
-            bind_mode == BIND_CORE || (bind_mode == BIND_AUTO && n <= CPU_COUNT(&usable_cpus));
+        pin_ranks = bind_mode != BIND_NONE;
     if (tag_output < 0)
         tag_output = isatty(STDOUT_FILENO) || isatty(STDERR_FILENO);
     if (tag_output && zen_launch_out_open(n) != 0) {

@@ -533,8 +533,8 @@ static void read_tunables(shm_state *s, double timeout_s)
      * cores), or unpinned, when the scheduler's wake-up affinity puts two ranks that wake each
      * other on one core (measured: an 8-byte round trip took the whole spin budget, 20-60 us,
      * when spinning, 4-5 us when yielding; docs/benchmarks.md). So by default (-1) it yields
-     * unless this process is pinned to one core (`zen launch` pins when the ranks fit, as mpirun
-     * does) and the ranks do not outnumber the cores: then no peer can be queued behind it. */
+     * unless this process is pinned to one core (`zen launch` pins by default) and the ranks do
+     * not outnumber the cores: then no peer can be queued behind it. */
     long yield = zen__param_long("SHM_SPIN_YIELD");
     cpu_set_t mine;
     int pinned = sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1;
