@@ -28,11 +28,13 @@
 # summary (bench/torch_tp_table.py) prints per case the median over rounds of the run's median
 # step time (steps WARM..STEPS), its ratio to the same round's hom run (median over rounds), the
 # final validation loss, the largest per-step training-loss difference to hom, and the tp stats
-# of the last round.
+# of the last round; then the tp GEMMs' share of hom's step wall time (g_wall) and the step time
+# 1 + (F - 1) g_wall that it predicts for `none`.
 #
 # Environment: TP (4), STEPS (100), WARM (20), ROUNDS (2), SLOW ("1:4": world rank 1, 4x),
 # SLOW_MODE (spin), THROTTLE (signal), DUTY (1/FACTOR), CASES ("megatron hom none resize migrate semi megatron_slow none_sleep
-# semi_sleep"), ARGS (extra example options, e.g. "--d-model 128"), OUT (a fresh mktemp -d),
+# semi_sleep"), ARGS (extra example options, the same for every case; the straggler numbers in
+# docs/pytorch-tp.md use "--d-model 384 --d-ff 1536 --vocab 256"), OUT (a fresh mktemp -d),
 # PYTHON (/usr/bin/python3: the interpreter with torch). OMP_NUM_THREADS=1 (the example also
 # calls torch.set_num_threads(1)): TP ranks share the host's cores, and a 2-core host is
 # oversubscribed at tp 4. The default (9 cases x 2 rounds x 100 steps) takes about 6 minutes on

@@ -8,7 +8,11 @@ rounds of the run's median step time, the median over rounds of its ratio to the
 same round (over all rounds), the load averages seen, rank 0's main-thread CPU ms per step,
 the tp GEMMs' share of it (the `share` case, --time-gemms) and, zen impl, how much longer the
 slowest rank's tp GEMMs took per step than the median rank's (wall time, medians over steps:
-the emulated or throttled slowdown as it came out). --json: one object per case instead.
+the emulated or throttled slowdown as it came out). Then the tp GEMMs' share of the step's
+wall time in `hom` (the median rank's GEMM wall time per step over the step time), g_wall, and
+what it predicts for the straggler case `none`: 1 + (F - 1) g_wall -- on a host with fewer cores
+than ranks g_wall, not the CPU share, is what a straggler's extra GEMM time is added to
+(docs/pytorch-tp.md, "What the emulation means"). --json: one object per case instead.
 """
 import glob
 import json
@@ -54,6 +58,39 @@ def slow_gemm_x(ms):
     return max(ms) / statistics.median(ms) if len(ms) > 1 else None
 
 
+def wall_share(summary):
+    """The median rank's tp GEMM wall time per step over the step time (None without)."""
+    ms = [t for t in summary.get("rank_gemm_wall_ms") or [] if t > 0]
+    return statistics.median(ms) / (summary["median_step_s"] * 1e3) if ms else None
+
+
+def median_over(mine, f):
+    """The median over rounds of f(summary), None when a round has none."""
+    xs = [f(run["summary"]) for run in mine.values()]
+    return statistics.median(xs) if xs and None not in xs else None
+
+
+def straggler_factor(rows_by_case):
+    """F of the `none` case's straggler ("RANK:F"), None without one."""
+    row = rows_by_case.get("none")
+    spec = (row or {}).get("straggler") or []
+    return float(spec[0].split(":")[1]) if spec else None
+
+
+def print_prediction(rows):
+    by = {r["case"]: r for r in rows}
+    hom, f = by.get("hom"), straggler_factor(by)
+    if not hom or hom["gemm_wall_share"] is None:
+        return
+    g = hom["gemm_wall_share"]
+    line = (f"hom: the median rank's tp GEMMs take {100 * g:.1f}% of the step's wall time "
+            "(g_wall, median of rounds)")
+    if f is not None and by["none"]["x_hom"] is not None:
+        line += (f"; 1 + ({f:g} - 1) g_wall = {1 + (f - 1) * g:.2f}x predicted for none, "
+                 f"{by['none']['x_hom']:.2f}x measured")
+    print(line)
+
+
 def case_rows(runs):
     cases = list(dict.fromkeys(c for c, _ in runs))
     rows = []
@@ -82,7 +119,8 @@ def case_rows(runs):
                      "gemm_share": median_of(mine, "gemm_share"),
                      "gemm_share_proc": median_of(mine, "gemm_share_proc"),
                      "slow_gemm_x_each": [round(x, 2) for x in slow],
-                     "tp_stats": last.get("tp_stats")})
+                     "gemm_wall_share": median_over(mine, wall_share),
+                     "straggler": last.get("straggler"), "tp_stats": last.get("tp_stats")})
     return rows
 
 
@@ -112,6 +150,7 @@ def main():
             print(f"{r['case']}: the tp GEMMs are {100 * r['gemm_share']:.1f}% of rank 0's "
                   f"main-thread CPU time per step, {100 * r['gemm_share_proc']:.1f}% of its "
                   "process's (medians)")
+    print_prediction(rows)
     for r in rows:
         if r["tp_stats"]:
             print(f"{r['case']} tp stats (last round, rank 0): {json.dumps(r['tp_stats'])}")
