@@ -165,6 +165,37 @@ static void test_warmup_from_dense(void **state)
     zen_train_result_free(&plain);
 }
 
+/* With the embedding synced sparsely, its rows travel in the top-k call (trainer_sync.c,
+ * allreduce_joint). Keeping everything, every gradient, the embedding's included, must be the dp
+ * average, so each step's loss is the single-rank dense run's; the same with the embedding through
+ * the row-wise call of its own (--topk-global keeps the calls apart). */
+static void test_joint_embedding(void **state)
+{
+    (void)state;
+
+    enum {
+        STEPS = 4
+    };
+
+    zen_train_options o;
+    zen_train_result ref, got[2]; /* the joint call, then the separate one */
+    tiny_options(&o, 1, STEPS);
+    run(&o, &ref);
+    for (int global = 0; global < 2; global++) {
+        tiny_options(&o, 2, STEPS);
+        o.topk = 1.0;
+        o.emb_sync = ZEN_EMB_SYNC_SPARSE;
+        o.sparse_scheme = ZEN_SPARSE_BALANCED;
+        o.topk_global = global;
+        run(&o, &got[global]);
+        for (int i = 0; i < STEPS; i++)
+            assert_true(fabs((double)got[global].losses[i] - (double)ref.losses[i]) <
+                        1e-4 * (1 + fabs((double)ref.losses[i])));
+        zen_train_result_free(&got[global]);
+    }
+    zen_train_result_free(&ref);
+}
+
 /* --topk-rescale divides g^2 by tau^2, tau the steps a value accumulated: keeping everything,
  * every tau is 1 and the run is the dense one; at 5% it changes the run. */
 static void test_rescale(void **state)
@@ -235,7 +266,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keep_schedule),     cmocka_unit_test(test_warmup_sent_per_step),
         cmocka_unit_test(test_warmup_from_dense), cmocka_unit_test(test_rescale),
-        cmocka_unit_test(test_momentum),
+        cmocka_unit_test(test_momentum),          cmocka_unit_test(test_joint_embedding),
     };
     return cmocka_run_group_tests(tests, make_dataset, free_dataset);
 }

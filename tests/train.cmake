@@ -58,3 +58,22 @@ add_test(NAME train_cli_no_straggler_summary COMMAND ${ZEN_CHECK_RUN} -m "^summa
 set_tests_properties(train_cli_straggler_summary train_cli_straggler_json
                      train_cli_no_straggler_summary PROPERTIES TIMEOUT 120 LABELS cli
                      ENVIRONMENT "ZEN_TIMEOUT_S=60")
+
+# --metrics splits the sync into its phases: a top-k run spends time selecting and in the sparse
+# allreduce and none in the dense buckets; a dense run the other way round
+set(_zen_pos "([1-9][0-9]*\\.[0-9]+|0\\.[0-9]*[1-9][0-9]*)") # a positive %.4f
+string(CONCAT _zen_topk_phases "\"sync_pack_ms\":[0-9.]+,\"sync_select_ms\":${_zen_pos},"
+       "\"sync_reduce_ms\":${_zen_pos},\"sync_unpack_ms\":[0-9.]+,\"sync_emb_ms\":[0-9.]+,"
+       "\"sync_buckets_ms\":0\\.0000,\"topk_sparse_ms\":\\[")
+add_test(NAME train_cli_topk_phases COMMAND ${ZEN_CHECK_RUN} -m "${_zen_topk_phases}"
+         -n "\"sync_select_ms\":0\\.0000," -- sh -c
+         "'$<TARGET_FILE:zen>' train ${ZEN_TRAIN_TINY_SH} --steps 3 --sample-tokens 0 --quiet \
+            --topk 0.1 --metrics '${ZEN_TRAIN_WORK}/topk_phases.jsonl' && \
+          cat '${ZEN_TRAIN_WORK}/topk_phases.jsonl'")
+add_test(NAME train_cli_dense_phases COMMAND ${ZEN_CHECK_RUN}
+         -m "\"sync_select_ms\":0\\.0000,.*\"sync_buckets_ms\":${_zen_pos}," -- sh -c
+         "'$<TARGET_FILE:zen>' train ${ZEN_TRAIN_TINY_SH} --steps 3 --sample-tokens 0 --quiet \
+            --metrics '${ZEN_TRAIN_WORK}/dense_phases.jsonl' && \
+          cat '${ZEN_TRAIN_WORK}/dense_phases.jsonl'")
+set_tests_properties(train_cli_topk_phases train_cli_dense_phases PROPERTIES TIMEOUT 120
+                     LABELS cli ENVIRONMENT "ZEN_TIMEOUT_S=60")

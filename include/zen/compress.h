@@ -103,7 +103,9 @@ ZEN_API void zen_topk_state_destroy(zen_topk_state *s);
  * then select the top-k of v as zen_topk_select does (f32) and take the selected entries out of
  * v and u (set to 0: momentum factor masking), so what is not sent now is sent later. grad has
  * the state's n entries and is only read. indices/values/capacity/count as zen_topk_select; the
- * values are v's entries before they were cleared. On any error (ZEN_EINVAL, ZEN_EUNSUPPORTED,
+ * values are v's entries before they were cleared. The update runs inside the selection's first
+ * pass over v (one read of the state, not two); the result is bit for bit the separate update's
+ * followed by zen_topk_select. On any error (ZEN_EINVAL, ZEN_EUNSUPPORTED,
  * ZEN_ENOMEM: the scratch is allocated before the step) the state is unchanged.
  */
 ZEN_API zen_status zen_topk_compress(zen_topk_state *s, const float *grad, size_t k,

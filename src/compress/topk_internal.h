@@ -41,6 +41,32 @@ static inline float zen__topk_value(const void *x, zen_dtype dtype, size_t i)
 size_t zen__topk_scan(const void *x, zen_dtype dtype, size_t begin, size_t end, uint32_t thr,
                       uint32_t *out, size_t cap, size_t *stop);
 
+/* DGC's accumulation, fused into the first compare-and-compact pass of zen_topk_compress so that
+ * the residual is read once per step, not twice: before entry i is compared,
+ * u[i] = m * u[i] + g[i]; v[i] += u[i] (u NULL: v[i] += g[i]), the same f32 operations in the same
+ * order as a separate loop, so the state and the selection are bit for bit those of
+ * accumulate-then-select. */
+typedef struct zen__topk_accum {
+    const float *g;
+    float *u, *v;
+    float m;
+} zen__topk_accum;
+
+/* v[i] as it will be after the accumulation, without writing it (the threshold's sample). */
+static inline float zen__topk_accum_value(const zen__topk_accum *a, size_t i)
+{
+    if (!a->u)
+        return a->v[i] + a->g[i];
+    float u = a->m * a->u[i] + a->g[i];
+    return a->v[i] + u;
+}
+
+/* Accumulate all of [begin, end) and, like zen__topk_scan, append the indices with key >= thr of
+ * the accumulated v to out until the count passes cap (*stop: where the count stopped; the
+ * accumulation always runs to end). */
+size_t zen__topk_scan_accum(const zen__topk_accum *a, size_t begin, size_t end, uint32_t thr,
+                            uint32_t *out, size_t cap, size_t *stop);
+
 /* Scratch for one selection, sized at prepare time so that running it cannot fail. */
 typedef struct zen__topk_ctx {
     zen_dtype dtype;
@@ -52,12 +78,14 @@ typedef struct zen__topk_ctx {
     uint64_t *comp; /* composite keys for the exact cut (cap_t * threads), NULL when k >= n */
     uint32_t *sample;
     size_t nsample;
+    const zen__topk_accum *acc; /* pending: applied by the first pass (NULL: none) */
 } zen__topk_ctx;
 
 /* Check the arguments and allocate the scratch: ZEN_EINVAL, ZEN_EUNSUPPORTED, ZEN_ENOMEM. */
 zen_status zen__topk_prepare(zen__topk_ctx *c, zen_dtype dtype, size_t n, size_t k,
                              const zen_topk_options *opts, size_t capacity);
-/* Select on x (dtype and n of prepare) into indices/values; cannot fail. */
+/* Select on x (dtype and n of prepare) into indices/values; cannot fail. With c->acc set, x is
+ * acc->v (f32) and the accumulation is applied by the first pass (also for k = 0). */
 size_t zen__topk_run(zen__topk_ctx *c, const void *x, uint32_t *indices, float *values);
 void zen__topk_release(zen__topk_ctx *c);
 

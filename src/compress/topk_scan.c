@@ -32,22 +32,30 @@ typedef uint32_t __attribute__((may_alias)) f32_bits;
 typedef uint32_t f32_bits;
 #endif
 
+/* One block at bits[i..i+BLOCK): the branch-free OR of the compares, and only on a hit the
+ * compaction; returns the new count. Inlined into each clone, so it is vectorised for it. */
+static inline size_t block_f32(const f32_bits *restrict b, size_t i, int32_t thr,
+                               uint32_t *restrict out, size_t c)
+{
+    int hit = 0;
+    for (int j = 0; j < BLOCK; j++)
+        hit |= (int32_t)(b[j] & 0x7fffffffu) >= thr;
+    if (!hit)
+        return c;
+    for (int j = 0; j < BLOCK; j++) {
+        out[c] = (uint32_t)(i + (size_t)j);
+        c += (int32_t)(b[j] & 0x7fffffffu) >= thr;
+    }
+    return c;
+}
+
 ZEN_TOPK_CLONES
 static size_t scan_f32(const f32_bits *restrict bits, size_t begin, size_t end, int32_t thr,
                        uint32_t *restrict out, size_t cap, size_t *stop)
 {
     size_t c = 0, i = begin;
     for (; i + BLOCK <= end; i += BLOCK) {
-        const f32_bits *b = bits + i;
-        int hit = 0;
-        for (int j = 0; j < BLOCK; j++)
-            hit |= (int32_t)(b[j] & 0x7fffffffu) >= thr;
-        if (!hit)
-            continue;
-        for (int j = 0; j < BLOCK; j++) {
-            out[c] = (uint32_t)(i + (size_t)j);
-            c += (int32_t)(b[j] & 0x7fffffffu) >= thr;
-        }
+        c = block_f32(bits + i, i, thr, out, c);
         if (c > cap) {
             *stop = i + BLOCK;
             return c;
@@ -58,6 +66,49 @@ static size_t scan_f32(const f32_bits *restrict bits, size_t begin, size_t end, 
         c += (int32_t)(bits[i] & 0x7fffffffu) >= thr;
     }
     *stop = end;
+    return c;
+}
+
+/* DGC's update of one run of entries (zen__topk_accum), written as the separate loop was. */
+static inline void accum_run(const float *restrict g, float *restrict u, float *restrict v, float m,
+                             size_t len)
+{
+    if (!u) {
+        for (size_t j = 0; j < len; j++)
+            v[j] += g[j];
+        return;
+    }
+    for (size_t j = 0; j < len; j++) {
+        u[j] = m * u[j] + g[j];
+        v[j] += u[j];
+    }
+}
+
+/* scan_f32 with the accumulation of each block just before its compare, while it is in cache;
+ * once the count passes cap (or from the start when full) only the accumulation goes on. */
+ZEN_TOPK_CLONES
+static size_t scan_accum_f32(const float *restrict g, float *restrict u, float *restrict v, float m,
+                             size_t begin, size_t end, int32_t thr, uint32_t *restrict out,
+                             size_t cap, size_t *stop, int full)
+{
+    size_t c = 0, i = begin;
+    *stop = end;
+    for (; i + BLOCK <= end; i += BLOCK) {
+        accum_run(g + i, u ? u + i : NULL, v + i, m, BLOCK);
+        if (full)
+            continue;
+        c = block_f32((const f32_bits *)(v + i), i, thr, out, c);
+        if (c > cap) {
+            *stop = i + BLOCK;
+            full = 1;
+        }
+    }
+    accum_run(g + i, u ? u + i : NULL, v + i, m, end - i);
+    const f32_bits *bits = (const f32_bits *)v;
+    for (; !full && i < end; i++) {
+        out[c] = (uint32_t)i;
+        c += (int32_t)(bits[i] & 0x7fffffffu) >= thr;
+    }
     return c;
 }
 
@@ -109,4 +160,14 @@ size_t zen__topk_scan(const void *x, zen_dtype dtype, size_t begin, size_t end, 
         return 0;
     }
     return scan_f32((const f32_bits *)x, begin, end, (int32_t)thr, out, cap, stop);
+}
+
+size_t zen__topk_scan_accum(const zen__topk_accum *a, size_t begin, size_t end, uint32_t thr,
+                            uint32_t *out, size_t cap, size_t *stop)
+{
+    if (thr == 0)
+        thr = 1;
+    int above_all = thr > 0x7fffffffu; /* nothing to compare: accumulate only */
+    return scan_accum_f32(a->g, a->u, a->v, a->m, begin, end, above_all ? 0 : (int32_t)thr, out,
+                          cap, stop, above_all);
 }

@@ -116,6 +116,15 @@ void zen__topk_release(zen__topk_ctx *c)
     c->sample = NULL;
 }
 
+/* The key of x[i], or with an accumulation pending, of its accumulated value. */
+static uint32_t sample_key(const zen__topk_ctx *c, const void *x, size_t i)
+{
+    if (!c->acc)
+        return zen__topk_key(x, c->dtype, i);
+    float v = zen__topk_accum_value(c->acc, i);
+    return zen__topk_key(&v, ZEN_F32, 0);
+}
+
 /* Runs of RUN consecutive keys, one at a seeded random place in each of s / RUN equal strata:
  * a run costs one or two cache lines where single keys would cost one each. */
 static void take_sample(zen__topk_ctx *c, const void *x)
@@ -123,7 +132,7 @@ static void take_sample(zen__topk_ctx *c, const void *x)
     size_t n = c->n, s = c->nsample;
     if (s == n) {
         for (size_t i = 0; i < n; i++)
-            c->sample[i] = zen__topk_key(x, c->dtype, i);
+            c->sample[i] = sample_key(c, x, i);
         return;
     }
     size_t runs = s / RUN; /* s <= n/4, so every stratum holds a run */
@@ -135,7 +144,7 @@ static void take_sample(zen__topk_ctx *c, const void *x)
         r ^= r >> 27;
         size_t at = lo + zen_hash_range(r * 0x2545f4914f6cdd1dull, (uint32_t)(hi - lo - RUN + 1));
         for (size_t i = 0; i < RUN; i++)
-            c->sample[j * RUN + i] = zen__topk_key(x, c->dtype, at + i);
+            c->sample[j * RUN + i] = sample_key(c, x, at + i);
     }
 }
 
@@ -143,6 +152,7 @@ static void take_sample(zen__topk_ctx *c, const void *x)
 typedef struct scan_job {
     const zen__topk_ctx *c;
     const void *x;
+    const zen__topk_accum *acc;
     size_t begin, end, count, stop;
     uint32_t thr, *out;
 } scan_job;
@@ -150,13 +160,18 @@ typedef struct scan_job {
 static void *scan_thread(void *arg)
 {
     scan_job *j = arg;
-    j->count =
-        zen__topk_scan(j->x, j->c->dtype, j->begin, j->end, j->thr, j->out, j->c->cap_t, &j->stop);
+    if (j->acc)
+        j->count =
+            zen__topk_scan_accum(j->acc, j->begin, j->end, j->thr, j->out, j->c->cap_t, &j->stop);
+    else
+        j->count = zen__topk_scan(j->x, j->c->dtype, j->begin, j->end, j->thr, j->out, j->c->cap_t,
+                                  &j->stop);
     return NULL;
 }
 
-/* One pass at threshold thr. Returns the count, the candidates ascending at c->cand; *est is the
- * estimated full count when a thread overflowed (then the candidates are not usable), else 0. */
+/* One pass at threshold thr (the first one also applies a pending accumulation). Returns the
+ * count, the candidates ascending at c->cand; *est is the estimated full count when a thread
+ * overflowed (then the candidates are not usable), else 0. */
 static size_t scan_pass(zen__topk_ctx *c, const void *x, uint32_t thr, double *est)
 {
     scan_job jobs[MAX_THREADS];
@@ -165,8 +180,9 @@ static size_t scan_pass(zen__topk_ctx *c, const void *x, uint32_t thr, double *e
     size_t t = (size_t)c->threads, per = (c->n + t - 1) / t;
     for (size_t i = 0; i < t; i++) {
         size_t b = i * per < c->n ? i * per : c->n, e = b + per < c->n ? b + per : c->n;
-        jobs[i] =
-            (scan_job){ c, x, b, e, 0, 0, thr, c->cand + i * (c->cap_t + ZEN_TOPK_SCAN_SLACK) };
+        jobs[i] = (scan_job){ c, x,   c->acc,
+                              b, e,   0,
+                              0, thr, c->cand + i * (c->cap_t + ZEN_TOPK_SCAN_SLACK) };
         started[i] = i > 0 && pthread_create(&tid[i], NULL, scan_thread, &jobs[i]) == 0;
     }
     for (size_t i = 0; i < t; i++)
@@ -175,6 +191,7 @@ static size_t scan_pass(zen__topk_ctx *c, const void *x, uint32_t thr, double *e
     for (size_t i = 1; i < t; i++)
         if (started[i])
             pthread_join(tid[i], NULL);
+    c->acc = NULL; /* applied */
     size_t total = 0;
     *est = 0;
     for (size_t i = 0; i < t; i++)
@@ -238,8 +255,13 @@ static size_t adapt(zen__topk_ctx *c, const void *x)
 
 size_t zen__topk_run(zen__topk_ctx *c, const void *x, uint32_t *indices, float *values)
 {
-    if (c->k == 0)
+    if (c->k == 0) {
+        size_t stop;
+        if (c->acc && c->n > 0) /* nothing to select: a pass at a threshold above every key */
+            zen__topk_scan_accum(c->acc, 0, c->n, 0x80000000u, NULL, 0, &stop);
+        c->acc = NULL;
         return 0;
+    }
     size_t got;
     if (c->k >= c->n) {
         double est;

@@ -3,6 +3,8 @@
  * the velocity u accumulates momentum locally (u = m*u + g), the residual v accumulates u, and
  * only v's top-k is sent; the sent entries leave v (error feedback: the rest is sent later) and
  * u (momentum factor masking: a sent coordinate's stale momentum would otherwise push it again).
+ * The accumulation is done by the selection's first compare-and-compact pass (zen__topk_accum in
+ * topk_internal.h), so a step reads u, v and g once.
  */
 #include <math.h>
 
@@ -65,23 +67,6 @@ const float *zen_topk_state_velocity(const zen_topk_state *s)
     return s ? s->u : NULL;
 }
 
-/* u = m*u + g; v += u, elementwise in f32 (ISO C: no contraction into a fused multiply-add) */
-static void accumulate(zen_topk_state *s, const float *restrict g)
-{
-    float *restrict v = s->v, *restrict u = s->u;
-    size_t n = s->n;
-    if (!u) {
-        for (size_t i = 0; i < n; i++)
-            v[i] += g[i];
-        return;
-    }
-    float m = s->m;
-    for (size_t i = 0; i < n; i++) {
-        u[i] = m * u[i] + g[i];
-        v[i] += u[i];
-    }
-}
-
 zen_status zen_topk_compress(zen_topk_state *s, const float *grad, size_t k,
                              const zen_topk_options *opts, uint32_t *indices, float *values,
                              size_t capacity, size_t *count)
@@ -94,7 +79,9 @@ zen_status zen_topk_compress(zen_topk_state *s, const float *grad, size_t k,
     zen_status st = zen__topk_prepare(&c, ZEN_F32, s->n, k, opts, capacity);
     if (st != ZEN_OK)
         return st; /* before the state is touched: unchanged */
-    accumulate(s, grad);
+    /* the accumulation runs inside the selection's first pass (zen__topk_accum) */
+    zen__topk_accum acc = { grad, s->u, s->v, s->m };
+    c.acc = &acc;
     size_t got = zen__topk_run(&c, s->v, indices, values);
     zen__topk_release(&c);
     for (size_t i = 0; i < got; i++)

@@ -295,6 +295,7 @@ typedef struct step_out {
     zen_sync_stats sync;
     zen_tp_stats tp;
     double ms_step, ms_compute, ms_comm, ms_wait, tp_ms;
+    double ms_opt; /* the optimizer step (part of ms_compute) */
 } step_out;
 
 /* The loop's running sums: the interval since the last progress line, and the timed steps. */
@@ -307,14 +308,6 @@ typedef struct loop_acc {
     double slow_max;   /* largest emulated slowdown of this rank (zen_tp_stats.slow_factor) */
 } loop_acc;
 
-/* The monotonic clock that times the phases of a step, in ns. */
-static int64_t step_clock_ns(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-}
-
 /* Forward and backward on this rank's batch; wait for the dp replicas (the wait is timed apart
  * from the sync so stragglers show as wait, not communication); sync the gradients; optional
  * dump; optimizer step; the global batch's loss. t[0..4] are the boundaries of those phases. */
@@ -322,7 +315,7 @@ static zen_status run_step(rank_state *r, long step, step_out *out, int64_t t[5]
 {
     const zen_train_options *o = r->o;
     zen_status st;
-    t[0] = step_clock_ns();
+    t[0] = zen_trainer_now_ns();
     zen_gpt_zero_grad(r->model);
     zen_data_train_batch(r->c->ds, o->seed, (uint64_t)step, (size_t)r->dp_rank * o->batch,
                          (size_t)o->batch, (size_t)o->seq, r->x, r->y);
@@ -334,12 +327,12 @@ static zen_status run_step(rank_state *r, long step, step_out *out, int64_t t[5]
         rank_fail(r, st, "backward at step %ld", step);
         return st;
     }
-    t[1] = step_clock_ns();
+    t[1] = zen_trainer_now_ns();
     if (o->dp > 1 && (st = zen_barrier(r->dpc)) != ZEN_OK) {
         rank_fail(r, st, "dp barrier at step %ld", step);
         return st;
     }
-    t[2] = step_clock_ns();
+    t[2] = zen_trainer_now_ns();
     /* tp balancing may permute a layer's columns differently in each replica (tp helper) */
     st = o->dp > 1 ? zen_tp_group_canonical_grads(r->group, 1) : ZEN_OK;
     if (st == ZEN_OK)
@@ -350,14 +343,17 @@ static zen_status run_step(rank_state *r, long step, step_out *out, int64_t t[5]
         rank_fail(r, st, "gradient sync at step %ld", step);
         return st;
     }
-    t[3] = step_clock_ns();
+    t[3] = zen_trainer_now_ns();
     if (o->dump_grads_dir && r->tp_rank == 0 &&
         (st = zen_trainer_dump_grads(o->dump_grads_dir, r->dp_rank, o->dp, step, r->sync)) !=
             ZEN_OK) {
         rank_fail(r, st, "writing gradients to %s", o->dump_grads_dir);
         return st;
     }
-    if ((st = zen_adamw_step(r->opt, &out->grad_norm, &out->lr)) != ZEN_OK) {
+    int64_t t_opt = zen_trainer_now_ns();
+    st = zen_adamw_step(r->opt, &out->grad_norm, &out->lr);
+    out->ms_opt = (double)(zen_trainer_now_ns() - t_opt) / 1e6;
+    if (st != ZEN_OK) {
         rank_fail(r, st, "optimizer step %ld", step);
         return st;
     }
@@ -367,7 +363,7 @@ static zen_status run_step(rank_state *r, long step, step_out *out, int64_t t[5]
         rank_fail(r, st, "loss allreduce at step %ld", step);
         return st;
     }
-    t[4] = step_clock_ns();
+    t[4] = zen_trainer_now_ns();
     return ZEN_OK;
 }
 
@@ -424,6 +420,9 @@ static zen_status report_step(rank_state *r, long step, long stop, const step_ou
     rep.ms_compute = s->ms_compute;
     rep.ms_comm = s->ms_comm;
     rep.ms_wait = s->ms_wait;
+    rep.ms_opt = s->ms_opt;
+    memcpy(rep.ms_sync_phase, s->sync.ms_phase, sizeof rep.ms_sync_phase);
+    memcpy(rep.topk_phase_us, s->sync.topk_phase_us, sizeof rep.topk_phase_us);
     rep.tokens_per_s = tokens_per_step / (s->ms_step / 1e3);
     rep.bytes_synced = s->sync.bytes_sent;
     rep.bytes_dense = s->sync.bytes_dense;

@@ -17,7 +17,9 @@
 #ifndef ZEN_TRAIN_TRAINER_H
 #define ZEN_TRAIN_TRAINER_H
 
+#include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "adamw.h"
 #include "gpt.h"
@@ -36,6 +38,20 @@ zen_status zen_trainer_agree_start(zen_comm *world, zen_status mine, uint64_t st
 
 typedef struct zen_trainer_sync zen_trainer_sync;
 
+/* Phases of one sync, timed apart for --metrics (ms): the top-k path's copy of the dense
+ * gradients into the work buffer, residual/momentum update with the selection, the sparse
+ * allreduce of the selection into a dense result, the copy back (with --topk-rescale's ages);
+ * the embedding's sparse path (capture and scatter included); the dense buckets. */
+typedef enum zen_sync_phase {
+    ZEN_SYNC_PACK,
+    ZEN_SYNC_SELECT,
+    ZEN_SYNC_REDUCE,
+    ZEN_SYNC_UNPACK,
+    ZEN_SYNC_EMB,
+    ZEN_SYNC_BUCKETS,
+    ZEN_SYNC_PHASES
+} zen_sync_phase;
+
 typedef struct zen_sync_stats {
     uint64_t bytes_sent;          /* by this rank over the dp communicator during the sync */
     uint64_t bytes_dense;         /* what a ring allreduce of every gradient would send */
@@ -44,7 +60,17 @@ typedef struct zen_sync_stats {
     double keep_fraction;         /* top-k: kept fraction of the dense gradient (1 without top-k) */
     zen_sparse_scheme emb_scheme; /* scheme the sparse allreduce used */
     double emb_density, emb_gamma, emb_skew; /* from the sparse allreduce statistics */
+    double ms_phase[ZEN_SYNC_PHASES];
+    double topk_phase_us[ZEN_PHASE_COUNT]; /* the top-k sparse allreduce's own phases */
 } zen_sync_stats;
+
+/* CLOCK_MONOTONIC in ns: the clock the step phases are timed with. */
+static inline int64_t zen_trainer_now_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
 
 zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_options *o,
                                    zen_trainer_sync **out);
@@ -96,6 +122,9 @@ typedef struct zen_step_report {
     float lr, grad_norm;
     double tokens_per_s;
     double ms_step, ms_compute, ms_comm, ms_wait;
+    double ms_opt;                         /* optimizer step, part of ms_compute */
+    double ms_sync_phase[ZEN_SYNC_PHASES]; /* parts of ms_comm (zen_sync_phase) */
+    double topk_phase_us[ZEN_PHASE_COUNT]; /* parts of its reduce phase (zen_sparse_phase) */
     uint64_t bytes_synced, bytes_dense;
     double eta_s;
     double keep_fraction;

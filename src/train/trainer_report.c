@@ -87,11 +87,22 @@ int zen_report_metrics(FILE *f, const zen_step_report *r)
             "\"bytes_synced\":%llu,\"bytes_dense\":%llu,\"topk_keep\":%.6g,\"emb_rows\":%zu,"
             "\"emb_scheme\":\"%s\",\"balance\":\"%s\",\"stragglers\":%d,"
             "\"keep_fraction\":%.6g,\"migrated_cols\":%ld,\"last_arrival_rank\":%d,"
-            "\"arrival_spread_ms\":%.4f,\"tp_ms_wait\":%.4f}\n",
+            "\"arrival_spread_ms\":%.4f,\"tp_ms_wait\":%.4f,\"ms_opt\":%.4f",
             r->ms_step, r->ms_compute, r->ms_comm, r->ms_wait, (unsigned long long)r->bytes_synced,
             (unsigned long long)r->bytes_dense, r->keep_fraction, r->emb_rows,
             r->emb_scheme ? r->emb_scheme : "none", r->balance ? r->balance : "none", r->stragglers,
-            r->tp_keep_fraction, r->migrated_cols, r->late_rank, r->late_ms, r->tp_ms_wait);
+            r->tp_keep_fraction, r->migrated_cols, r->late_rank, r->late_ms, r->tp_ms_wait,
+            r->ms_opt);
+    static const char *const phase[ZEN_SYNC_PHASES] = { "pack",   "select", "reduce",
+                                                        "unpack", "emb",    "buckets" };
+    for (int i = 0; i < ZEN_SYNC_PHASES; i++)
+        fprintf(f, ",\"sync_%s_ms\":%.4f", phase[i], r->ms_sync_phase[i]);
+    /* the top-k sparse allreduce's phases (zen_sparse_phase order), ms */
+    fputs(",\"topk_sparse_ms\":[", f);
+    for (int i = 0; i < ZEN_PHASE_COUNT; i++)
+        fprintf(f, "%s%.4f", i ? "," : "", r->topk_phase_us[i] / 1e3);
+    fputc(']', f);
+    fputs("}\n", f);
     /* fprintf's errors are sticky in ferror; the flush reports a full disk (ENOSPC) */
     return fflush(f) != 0 || ferror(f) ? -1 : 0;
 }
