@@ -130,6 +130,15 @@ ZEN_API void zen_comm_destroy(zen_comm *comm);
  */
 ZEN_API void zen_comm_abort(zen_comm *comm);
 
+/*
+ * Mark the calling thread as one that drives communication (a thread that runs a communicator's
+ * collectives for a compute thread, as zen_torch's worker does): it asks the kernel for the short
+ * scheduling slice ZEN_COMM_SLICE_US (Linux >= 6.12), so that when it wakes it preempts a busy
+ * compute thread instead of waiting for that thread's slice to end; its CPU share stays the same.
+ * zen's own transport threads do this themselves. Returns 1 when the kernel took it, else 0.
+ */
+ZEN_API int zen_comm_thread_hint(void);
+
 /* Local getters: rank (-1 for NULL), size (0 for NULL), transport kind, and the timeout in seconds
  * of every blocking wait (0 for NULL). */
 ZEN_API int zen_comm_rank(const zen_comm *comm);

@@ -161,6 +161,9 @@ std::exception_ptr Comm::error(const std::string &what, zen_status st) const
 void Comm::loop()
 {
     (void)prctl(PR_SET_NAME, "zen-worker"); // top -H, bench/torch_overlap.py's CPU by thread
+    // Woken at every hand-off of a collective (an issued bucket, each received chunk): ask for a
+    // short slice so it does not wait behind the training thread's (src/common/thread_sched.c).
+    (void)zen_comm_thread_hint();
     auto backoff = std::chrono::microseconds(10);
     for (;;) {
         std::function<void()> task;

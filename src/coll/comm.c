@@ -9,6 +9,7 @@
 
 #include "coll/comm_internal.h"
 #include "common/log.h"
+#include "common/thread_sched.h"
 
 zen_status zen__fail(zen_comm *comm, zen_status status, const char *fmt, ...)
 {
@@ -40,6 +41,11 @@ zen_transport_kind zen_comm_transport(const zen_comm *comm)
 double zen_comm_timeout(const zen_comm *comm)
 {
     return comm ? comm->timeout_s : 0;
+}
+
+int zen_comm_thread_hint(void)
+{
+    return zen__thread_comm_slice();
 }
 
 /* All ranks are threads of this process: the communicator is the host. */

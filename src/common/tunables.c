@@ -101,6 +101,10 @@ static const zen_param_row param_table[] = {
     P_LONG("ZEN_SOCKET_BUF_BYTES", 0, 1 << 30, "4194304",
            "tcp: SO_SNDBUF/SO_RCVBUF of data connections (0, or above net.core.[rw]mem_max: kernel "
            "autotuning)"),
+    P_LONG("ZEN_COMM_SLICE_US", 0, 100000, "100",
+           "scheduling slice zen's communication threads ask Linux >= 6.12 for (tcp readers, "
+           "zen_torch's worker), so they preempt busy compute threads when woken (0: kernel "
+           "default)"),
     /* A word here; whether it names a transport is checked by the communicator, which can see
      * the transport registry (src/coll/transport_env.c): a new transport adds no word here. */
     P_STRING("ZEN_TRANSPORT", check_word, "auto",
