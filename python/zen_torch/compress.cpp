@@ -1,13 +1,16 @@
 // zen_torch._C.topk_select: libzen's top-k selection (include/zen/compress.h) on a torch tensor,
-// for DGC-style gradient compression from Python (the DDP comm hook builds on it).
+// for DGC-style gradient compression from Python; zen_torch._C.topk_compress_bucket: the DDP comm
+// hook's whole local step on one bucket (zen_torch.hooks) in one call.
 //
-// The tensor is read in place (no copy): 1-D, contiguous, on the CPU, float32 or bfloat16. The
-// selection runs without the GIL, so other Python threads (DDP's autograd engine) keep going; the
-// input tensor is kept alive by the caller's reference for the duration of the call.
+// The tensors are read in place (no copy): 1-D, contiguous, on the CPU. The work runs without the
+// GIL, so other Python threads (DDP's autograd engine) keep going; the tensors are kept alive by
+// the caller's references for the duration of the call.
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <torch/extension.h>
 #include <tuple>
+#include <vector>
 
 #include <zen/compress.h>
 
@@ -54,6 +57,133 @@ std::tuple<torch::Tensor, torch::Tensor> topk_select(const torch::Tensor &x, int
     return { indices, values.narrow(0, 0, c).clone() };
 }
 
+// The hook's buffers for one bucket: gradient g, residual v, velocity u (undefined: no momentum),
+// all float32 of one length, and the whole-sent element ranges [start, end) in `small`
+// (int64 pairs, ascending, disjoint; may be empty).
+struct Bucket {
+    const float *g;
+    float *v, *u;
+    float m;
+    size_t n;
+    const int64_t *small;
+    size_t nsmall;
+};
+
+void check_bucket(const torch::Tensor &t, int64_t n, const char *what)
+{
+    TORCH_CHECK(t.device().is_cpu() && t.dim() == 1 && t.is_contiguous() &&
+                    t.scalar_type() == torch::kFloat32 && t.numel() == n,
+                "zen_torch.topk_compress_bucket: ", what,
+                " must be a 1-D contiguous CPU float32 tensor of the bucket's ", n, " elements");
+}
+
+// u = m*u + g, v += u (two roundings, as torch's mul_ then add_; no FMA on the default target),
+// or v += g without momentum: one pass over the bucket.
+void accumulate(const Bucket &b)
+{
+    if (b.u) {
+        for (size_t i = 0; i < b.n; i++) {
+            float t = b.m * b.u[i];
+            b.u[i] = t + b.g[i];
+            b.v[i] += b.u[i];
+        }
+    } else {
+        for (size_t i = 0; i < b.n; i++)
+            b.v[i] += b.g[i];
+    }
+}
+
+// Merge the selection (ascending) with the whole-sent ranges into ascending int64 indices: a
+// selected entry inside a range is sent once, as part of the range. Values are read from v, then
+// the sent entries of v are cleared; u is cleared at the selected entries outside the ranges only
+// (DGC's momentum factor masking applies to the top-k). Returns the count written to out[].
+size_t merge_and_clear(const Bucket &b, const uint32_t *sel, size_t nsel, int64_t *out_i,
+                       float *out_v)
+{
+    size_t w = 0, j = 0;
+    auto take = [&](size_t e) {
+        out_i[w] = (int64_t)e;
+        out_v[w++] = b.v[e];
+        b.v[e] = 0.0f;
+    };
+    for (size_t r = 0; r <= b.nsmall; r++) {
+        size_t lo = r < b.nsmall ? (size_t)b.small[2 * r] : b.n;
+        for (; j < nsel && sel[j] < lo; j++) {
+            take(sel[j]);
+            if (b.u)
+                b.u[sel[j]] = 0.0f;
+        }
+        if (r == b.nsmall)
+            break;
+        size_t hi = (size_t)b.small[2 * r + 1];
+        for (size_t e = lo; e < hi; e++)
+            take(e);
+        while (j < nsel && sel[j] < hi)
+            j++;
+    }
+    return w;
+}
+
+// DGC's local step on one bucket (hooks.topk_hook): accumulate, select about k (zen_topk_select
+// over the whole residual, as the selection of the hook always did), add the whole-sent ranges,
+// take the sent entries out of v (and the top-k out of u). Returns (indices int64 ascending,
+// values float32) to send.
+std::tuple<torch::Tensor, torch::Tensor>
+topk_compress_bucket(const torch::Tensor &g, const torch::Tensor &v,
+                     const c10::optional<torch::Tensor> &u, double momentum, int64_t k,
+                     const torch::Tensor &small, bool exact, int threads)
+{
+    int64_t n = g.numel();
+    check_bucket(g, n, "the gradient");
+    check_bucket(v, n, "the residual");
+    bool has_u = u.has_value() && u->defined();
+    if (has_u)
+        check_bucket(*u, n, "the velocity");
+    TORCH_CHECK(n < (int64_t(1) << 32),
+                "zen_torch.topk_compress_bucket: at most 2^32 - 1 elements");
+    TORCH_CHECK(k >= 0, "zen_torch.topk_compress_bucket: k must be >= 0, got ", k);
+    TORCH_CHECK(small.scalar_type() == torch::kLong && small.is_contiguous() && small.dim() == 1 &&
+                    small.numel() % 2 == 0,
+                "zen_torch.topk_compress_bucket: small must be int64 [start, end) pairs");
+    const int64_t *sp = small.data_ptr<int64_t>();
+    int64_t total_small = 0;
+    for (int64_t r = 0; r < small.numel(); r += 2) {
+        TORCH_CHECK(sp[r] < sp[r + 1] && sp[r + 1] <= n && (r == 0 || sp[r - 1] <= sp[r]) &&
+                        sp[r] >= 0,
+                    "zen_torch.topk_compress_bucket: small ranges must be ascending, disjoint, "
+                    "non-empty and inside the bucket");
+        total_small += sp[r + 1] - sp[r];
+    }
+    Bucket b = {
+        g.data_ptr<float>(),      v.data_ptr<float>(), has_u ? u->data_ptr<float>() : nullptr,
+        (float)momentum,          (size_t)n,           sp,
+        (size_t)small.numel() / 2
+    };
+    size_t want = zen_topk_capacity((size_t)k), cap = want < (size_t)n ? want : (size_t)n;
+    std::vector<uint32_t> sel(cap ? cap : 1);
+    std::vector<float> selv(cap ? cap : 1);
+    auto idx = torch::empty({ (int64_t)cap + total_small }, torch::kLong);
+    auto val = torch::empty({ (int64_t)cap + total_small }, torch::kFloat32);
+    zen_topk_options o = ZEN_TOPK_OPTIONS_INIT;
+    o.mode = exact ? ZEN_TOPK_EXACT : ZEN_TOPK_APPROX;
+    o.threads = threads;
+    size_t count = 0, w = 0;
+    zen_status st;
+    {
+        pybind11::gil_scoped_release nogil;
+        accumulate(b);
+        st =
+            zen_topk_select(b.v, ZEN_F32, b.n, (size_t)k, &o, sel.data(), selv.data(), cap, &count);
+        if (st == ZEN_OK)
+            w = merge_and_clear(b, sel.data(), count, idx.data_ptr<int64_t>(),
+                                val.data_ptr<float>());
+    }
+    TORCH_CHECK(st == ZEN_OK,
+                "zen_torch.topk_compress_bucket: zen_topk_select failed: ", zen_status_name(st),
+                " (", zen_strerror(st), ")");
+    return { idx.narrow(0, 0, (int64_t)w), val.narrow(0, 0, (int64_t)w) };
+}
+
 } // namespace
 
 void zen_torch_register_compress(pybind11::module &m)
@@ -63,4 +193,14 @@ void zen_torch_register_compress(pybind11::module &m)
           "top-k magnitude selection of a 1-D contiguous CPU float32/bfloat16 tensor: (indices "
           "int64 ascending, values float32); exact=False: DGC threshold, count in [0.8k, 1.3k]; "
           "exact=True: exactly k, ties to the lower index. Zeros are never selected, NaN first.");
+    m.def("topk_compress_bucket", &topk_compress_bucket, pybind11::arg("grad"),
+          pybind11::arg("residual"), pybind11::arg("velocity"), pybind11::arg("momentum"),
+          pybind11::arg("k"), pybind11::arg("small"), pybind11::arg("exact") = false,
+          pybind11::arg("threads") = 1,
+          "the top-k DDP hook's local step on one flat bucket, without the GIL: velocity = "
+          "momentum * velocity + grad and residual += velocity (or residual += grad when velocity "
+          "is None), select about k of the residual's largest magnitudes, add every element of "
+          "the [start, end) int64 pairs in small, clear the sent entries of the residual (and "
+          "the selected ones outside small of the velocity); returns (indices int64 ascending, "
+          "values float32) to send");
 }

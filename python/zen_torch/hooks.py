@@ -7,12 +7,16 @@ Per bucket and step (DGC, Lin et al. ICLR'18, with ZEN's sparse allreduce as the
 
 1. accumulate: v += g (error feedback), or with ``momentum=m`` (DGC momentum correction)
    u = m*u + g, v += u;
-2. select the ~k = ratio * numel largest |v| (``zen_torch.topk_select``, libzen's sampled-
-   threshold selection; the exact ``torch.topk`` where that is not available) plus every element
-   of each parameter smaller than ``min_param`` elements (biases, norms: they go whole);
+2. select the ~k = ratio * numel largest |v| (libzen's sampled-threshold selection) plus every
+   element of each parameter smaller than ``min_param`` elements (biases, norms: they go whole);
 3. clear the sent entries of v (and, DGC's momentum factor masking, of u for the top-k entries);
-4. sum the selection over the ranks, averaged, with ``zen_torch._C.sparse_allreduce_coo`` (any
-   scheme or AUTO) on the group's worker thread, and scatter the sum into the bucket.
+4. sum the selection over the ranks, averaged, with zen's sparse allreduce (any scheme or AUTO)
+   on the group's worker thread, which also writes the sum into the bucket.
+
+Steps 1-3 are one C++ call without the GIL (``zen_torch._C.topk_compress_bucket``), step 4 another
+(``zen_torch._C.sparse_allreduce_into``, whose future's value is the bucket): no Python callback
+runs on the worker, and no Python loop touches elements in the steady state (the bucket's state
+is looked up by the ids of its parameters).
 
 ``mode="global"``: every rank receives at most k entries, the largest of the reduced sum, and puts
 its own contribution to every dropped entry back into v, so error feedback stays exact: for every
@@ -59,19 +63,19 @@ class _Flat:
         self.v = torch.zeros(numel)
         self.u = torch.zeros(numel) if momentum else None
         self.offsets = []
-        whole, off = [], 0
+        whole, off = [], 0  # [start, end) of the parameters sent whole, adjacent ones merged
         for p in params:
             self.offsets.append(off)
             if p.numel() < min_param:
-                whole.append(torch.arange(off, off + p.numel()))
+                if whole and whole[-1] == off:
+                    whole[-1] = off + p.numel()
+                else:
+                    whole += [off, off + p.numel()]
             off += p.numel()
         assert off == numel, "bucket buffer and its parameters disagree"
-        self.small_idx = torch.cat(whole) if whole else None
-        self.small_mask = None
-        if self.small_idx is not None:
-            self.small_mask = torch.zeros(numel, dtype=torch.bool)
-            self.small_mask[self.small_idx] = True
-        self.n_large = numel - (0 if self.small_idx is None else self.small_idx.numel())
+        self.small = torch.tensor(whole, dtype=torch.int64)
+        self.n_small = sum(whole[1::2]) - sum(whole[0::2])
+        self.n_large = numel - self.n_small
 
 
 class TopKState:
@@ -226,32 +230,22 @@ def topk_hook(state, bucket):
         return _dense(state, bucket, g, world)
     flat = state._flat(bucket)
     v = flat.v
-    if flat.u is not None:
-        flat.u.mul_(state.momentum).add_(g)
-        v.add_(flat.u)
-    else:
-        v.add_(g)
     k = max(1, min(flat.n_large, math.ceil(ratio * flat.n_large)))
-    top = select_topk(v, k, state.exact, state.threads)
-    if flat.small_idx is not None:
-        top = top[~flat.small_mask[top]]
-        idx = torch.cat([top, flat.small_idx])
-    else:
-        idx = top
-    val = v[idx]
-    v.index_fill_(0, idx, 0.0)
-    if flat.u is not None:
-        flat.u.index_fill_(0, top, 0.0)  # momentum factor masking (the top-k entries only)
+    # one call without the GIL: momentum and residual, selection, the whole-sent ranges, clearing
+    from . import _C
+    idx, val = _C.topk_compress_bucket(g, v, flat.u, state.momentum, k, flat.small, state.exact,
+                                       state.threads)
     state.sent += idx.numel()
-    global_k = k + (0 if flat.small_idx is None else flat.small_idx.numel())
+    global_k = k + flat.n_small
     if state._is_zen():
-        from . import _C
-        fut = _C.sparse_allreduce_coo(idx, val, numel, group, state.scheme, True,
-                                      global_k if state.mode == "global" else 0)
-    else:
-        fut = _gather_sum(idx, val, numel, group, world)
-        if state.mode == "global":
-            fut = _keep_global(fut, global_k)
+        # the worker writes the mean into the bucket (and, global, the dropped part into v):
+        # the future's value is the bucket itself, nothing is chained in Python
+        return _C.sparse_allreduce_into(idx, val, g, group, state.scheme, True,
+                                        global_k if state.mode == "global" else 0,
+                                        v if state.mode == "global" else None)
+    fut = _gather_sum(idx, val, numel, group, world)
+    if state.mode == "global":
+        fut = _keep_global(fut, global_k)
 
     def scatter(f):
         ri, rv = f.value()
@@ -263,3 +257,4 @@ def topk_hook(state, bucket):
         return g
 
     return fut.then(scatter)
+

@@ -8,12 +8,16 @@
 // through a COO tensor would coalesce (sort) the selection on the caller's thread and copy the
 // result into a sparse tensor nobody needs.
 //
+// sparse_allreduce_into is the same reduction with the result scattered into a dense tensor (the
+// DDP bucket) on the worker, its future's value that tensor: the hook chains nothing in Python.
+//
 // Execution: like every collective of a zen group, on the group's worker thread in issue order
 // (worker.hpp), so the hook's allreduces interleave with DDP's dense ones identically on every
 // rank. Element sparsity: rows = numel, width = 1; the wire format and scheme choice are
 // zen_sparse_allreduce's (include/zen/sparse.h). The future completes with [indices int64,
 // values float32] of the reduced sum (sorted by index; an entry whose sum cancels to exactly zero
 // may be absent), or with an error naming this rank and zen's reason.
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -35,9 +39,9 @@ struct CooArgs {
     int64_t global_k;
 };
 
-// The worker's half: zen_sparse_allreduce of (idx, val) over [0, numel), the result widened to
-// torch's int64 indices. Returns the [indices, values] list or throws the error the future gets.
-c10::IValue reduce_coo(zt::Comm &c, const CooArgs &a)
+// The worker's half: zen_sparse_allreduce of (idx, val) over [0, numel) into *res (the caller
+// frees it). Throws the error the future gets.
+void run_coo(zt::Comm &c, const CooArgs &a, zen_sparse_result *res)
 {
     zen_sparse_tensor in = {};
     in.rows = (uint64_t)a.numel;
@@ -56,12 +60,18 @@ c10::IValue reduce_coo(zt::Comm &c, const CooArgs &a)
     // > 0: every rank receives at most global_k entries, the largest of the sum (BALANCED, PS
     // or AUTO); the hook puts its own dropped contributions back into its residual.
     so.global_topk = (size_t)a.global_k;
-    zen_sparse_result res = {};
-    zen_status st = zen_sparse_allreduce(c.comm(), &in, &res, &so, &c.last_sparse);
+    zen_status st = zen_sparse_allreduce(c.comm(), &in, res, &so, &c.last_sparse);
     if (st != ZEN_OK) {
-        zen_sparse_result_free(&res);
+        zen_sparse_result_free(res);
         std::rethrow_exception(c.error("sparse allreduce (top-k hook)", st));
     }
+}
+
+// sparse_allreduce_coo's result: the [indices, values] list, indices widened to torch's int64.
+c10::IValue reduce_coo(zt::Comm &c, const CooArgs &a)
+{
+    zen_sparse_result res = {};
+    run_coo(c, a, &res);
     at::Tensor ri = at::empty({ (int64_t)res.nnz }, at::kLong);
     int64_t *rip = ri.data_ptr<int64_t>();
     for (size_t i = 0; i < res.nnz; i++)
@@ -71,6 +81,32 @@ c10::IValue reduce_coo(zt::Comm &c, const CooArgs &a)
         std::memcpy(rv.data_ptr<float>(), res.values, res.nnz * sizeof(float));
     zen_sparse_result_free(&res);
     return c10::IValue(std::vector<at::Tensor>{ ri, rv });
+}
+
+// sparse_allreduce_into's result: the sum written densely into out (zero where the sum has no
+// entry). With a residual (global top-k), this rank's own sent value goes back into it at every
+// index the result lacks: both index lists are ascending, so one merge walk finds them.
+void reduce_into(zt::Comm &c, const CooArgs &a, const at::Tensor &out, const at::Tensor &residual)
+{
+    zen_sparse_result res = {};
+    run_coo(c, a, &res);
+    float *o = out.data_ptr<float>();
+    std::memset(o, 0, (size_t)a.numel * sizeof(float));
+    for (size_t i = 0; i < res.nnz; i++)
+        o[res.indices[i]] = res.values[i];
+    if (residual.defined()) {
+        const int64_t *own = a.idx.data_ptr<int64_t>();
+        const float *ownv = a.val.data_ptr<float>();
+        float *r = residual.data_ptr<float>();
+        size_t j = 0;
+        for (int64_t i = 0; i < a.idx.numel(); i++) {
+            while (j < res.nnz && (int64_t)res.indices[j] < own[i])
+                j++;
+            if (j == res.nnz || (int64_t)res.indices[j] != own[i])
+                r[own[i]] += ownv[i];
+        }
+    }
+    zen_sparse_result_free(&res);
 }
 
 CooArgs check_coo(const at::Tensor &indices, const at::Tensor &values, int64_t numel,
@@ -100,23 +136,22 @@ CooArgs check_coo(const at::Tensor &indices, const at::Tensor &values, int64_t n
     return a;
 }
 
-pybind11::object sparse_allreduce_coo(const at::Tensor &indices, const at::Tensor &values,
-                                      int64_t numel,
-                                      const c10::intrusive_ptr<c10d::ProcessGroup> &pg,
-                                      const std::string &scheme, bool average, int64_t global_k)
+// Queue fn (the worker's half, returning the future's value) on the group's worker in issue
+// order; returns the future, of type `type`, as a torch.futures.Future.
+template <class Fn>
+pybind11::object post_coo(const c10::intrusive_ptr<c10d::ProcessGroup> &pg, c10::TypePtr type,
+                          Fn fn)
 {
-    CooArgs a = check_coo(indices, values, numel, scheme, average, global_k);
     std::shared_ptr<zt::Comm> comm = zt::comm_of(pg);
     zt::Comm *c = comm.get(); // the group outlives its queued tasks (its destructor drains them)
-    auto fut =
-        c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+    auto fut = c10::make_intrusive<c10::ivalue::Future>(type);
     {
         // The worker runs callbacks chained on fut, which take the GIL; in sync mode this thread
         // waits for it.
         pybind11::gil_scoped_release nogil;
-        c->post([c, a, fut] {
+        c->post([c, fn, fut] {
             try {
-                fut->markCompleted(reduce_coo(*c, a));
+                fut->markCompleted(fn(*c));
             } catch (...) {
                 if (!fut->completed())
                     fut->setError(std::current_exception());
@@ -126,6 +161,53 @@ pybind11::object sparse_allreduce_coo(const at::Tensor &indices, const at::Tenso
             fut->wait();
     }
     return torch::jit::toPyObject(c10::IValue(fut));
+}
+
+pybind11::object sparse_allreduce_coo(const at::Tensor &indices, const at::Tensor &values,
+                                      int64_t numel,
+                                      const c10::intrusive_ptr<c10d::ProcessGroup> &pg,
+                                      const std::string &scheme, bool average, int64_t global_k)
+{
+    CooArgs a = check_coo(indices, values, numel, scheme, average, global_k);
+    return post_coo(pg, c10::ListType::create(c10::TensorType::get()),
+                    [a](zt::Comm &c) { return reduce_coo(c, a); });
+}
+
+void check_dense(const at::Tensor &t, int64_t numel, const char *what)
+{
+    TORCH_CHECK(t.device().is_cpu() && t.dim() == 1 && t.is_contiguous() &&
+                    t.scalar_type() == at::kFloat && t.numel() == numel,
+                "zen backend: sparse_allreduce_into: ", what,
+                " must be a 1-D contiguous CPU float32 tensor of numel elements");
+}
+
+// The top-k hook's transport: as sparse_allreduce_coo, but the sum lands densely in out (the DDP
+// bucket) on the worker, and the future's value is out itself, so DDP needs no Python callback
+// to take it. indices must be ascending (the order topk_compress_bucket returns) when a residual
+// is given.
+pybind11::object sparse_allreduce_into(const at::Tensor &indices, const at::Tensor &values,
+                                       at::Tensor out,
+                                       const c10::intrusive_ptr<c10d::ProcessGroup> &pg,
+                                       const std::string &scheme, bool average, int64_t global_k,
+                                       c10::optional<at::Tensor> residual)
+{
+    CooArgs a = check_coo(indices, values, out.numel(), scheme, average, global_k);
+    check_dense(out, a.numel, "out");
+    at::Tensor r = residual.has_value() ? *residual : at::Tensor();
+    if (r.defined()) {
+        check_dense(r, a.numel, "residual");
+        const int64_t *ip = a.idx.data_ptr<int64_t>();
+        for (int64_t i = 1; i < a.idx.numel(); i++)
+            TORCH_CHECK(ip[i - 1] < ip[i], "zen backend: sparse_allreduce_into: indices must be "
+                                           "strictly ascending when a residual is given");
+    }
+    // DDP (torch 1.13) takes a Python hook's result only as a Python object: made here, under
+    // the GIL, so the worker completes the future without taking it.
+    c10::IValue done = torch::jit::toIValue(pybind11::cast(out), c10::PyObjectType::get());
+    return post_coo(pg, c10::PyObjectType::get(), [a, out, r, done](zt::Comm &c) {
+        reduce_into(c, a, out, r);
+        return done;
+    });
 }
 
 } // namespace
@@ -139,4 +221,12 @@ void zen_torch_register_sparse_coo(pybind11::module &m)
           "element-sparse allreduce of (indices int64, values float32) over [0, numel) on a zen "
           "group's worker; returns a torch.futures.Future of [indices, values] of the sum "
           "(the mean when average)");
+    m.def("sparse_allreduce_into", &sparse_allreduce_into, pybind11::arg("indices"),
+          pybind11::arg("values"), pybind11::arg("out"), pybind11::arg("group"),
+          pybind11::arg("scheme") = "auto", pybind11::arg("average") = true,
+          pybind11::arg("global_k") = 0, pybind11::arg("residual") = pybind11::none(),
+          "element-sparse allreduce of (indices int64, values float32) over [0, out.numel()) on "
+          "a zen group's worker, the sum (mean when average) written densely into out there; "
+          "with global_k and a residual, this rank's values at indices the result lacks are "
+          "added back into the residual; returns a torch.futures.Future of out");
 }
