@@ -257,4 +257,3 @@ def topk_hook(state, bucket):
         return g
 
     return fut.then(scatter)
-

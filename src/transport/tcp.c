@@ -127,11 +127,6 @@ enum {
 };
 
 /*
- * Read exactly len bytes. Between messages (idle_ok) the connection may stay silent forever;
- * inside a message, silence longer than the timeout is a stalled peer. *partial tells whether
- * some bytes had arrived, *err the errno of RD_ERR.
- */
-/*
  * Wake the reader once per RX_LOWAT_MAX bytes of a frame, not once per packet: SO_RCVLOWAT makes
  * poll report the socket readable only when that much is queued (or the stream ended, or the
  * receive window is nearly closed; tcp_poll). At 1 Gbit/s packets arrive every 12 us, and a
@@ -154,6 +149,11 @@ static void set_lowat(tcp_peer *pe, size_t rest)
         pe->rx_lowat = want;
 }
 
+/*
+ * Read exactly len bytes. Between messages (idle_ok) the connection may stay silent forever;
+ * inside a message, silence longer than the timeout is a stalled peer. *partial tells whether
+ * some bytes had arrived, *err the errno of RD_ERR.
+ */
 static int rd_exact(tcp_peer *pe, void *buf, size_t len, int idle_ok, int *partial, int *err)
 {
     tcp_state *s = pe->s;
