@@ -6,9 +6,6 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +13,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include <zen/comm.h>
+
+#include "testutil.h"
 
 /* This thread's se.slice in ns, -1 when the kernel does not show it. */
 static long long own_slice_ns(void)
