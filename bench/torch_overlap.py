@@ -116,7 +116,8 @@ def make_models(gs, args):
             torch.manual_seed(0)
             model = GPT(args.vocab, args.dim, args.layers, args.heads, args.seq)
             table[name] = torch.nn.parallel.DistributedDataParallel(
-                model, process_group=g, bucket_cap_mb=args.bucket_mb)
+                model, process_group=g, bucket_cap_mb=args.bucket_mb,
+                gradient_as_bucket_view=args.grad_view)
         timing[name] = Timing(g, dist.get_world_size(g))
         timed[name].register_comm_hook(None, timing[name].hook)
     return plain, timed, timing
@@ -178,7 +179,9 @@ def run(rank, world, args):
         th1 = thread_cpu()
         if tm is None:
             threads.append({k: v - th0.get(k, 0.0) for k, v in th1.items()})
-        ddp.zero_grad(set_to_none=True)
+        # with bucket views the gradients must stay (zeroed) views: set to None, the next
+        # backward would accumulate into fresh tensors and DDP copy them into the bucket again
+        ddp.zero_grad(set_to_none=not args.grad_view)
         fwd_s, total_s = t_bwd - t0, t1 - t0
         return fwd_s, total_s, slowest([total_s, cpu], gs["gloo"])
 
@@ -221,6 +224,7 @@ def run(rank, world, args):
         row = {"kind": "step", "group": name, "world": world, "params": params,
                "step_ms": med * 1e3, "step_min_ms": min(v) * 1e3, "step_max_ms": max(v) * 1e3,
                "cpu_ms": statistics.median(cpus[name]) * 1e3, "rounds": len(v),
+               "step_ms_by_round": [round(x * 1e3, 1) for x in v],
                "rank0_thread_cpu_ms": {k: round(statistics.median(t.get(k, 0.0)
                                                                   for t in by_thread[name]) * 1e3, 1)
                                        for k in sorted(set().union(*by_thread[name]))}}
@@ -235,15 +239,22 @@ def run(rank, world, args):
             # the same difference taken step by step (each step minus the compute-only step that
             # ran right after it, same load), then the median: less sensitive to load drift
             row["exposed_paired_ms"] = statistics.median(paired[name]) * 1e3
+            row["exposed_paired_ms_by_round"] = [round(x * 1e3, 1) for x in paired[name]]
             row["paired_vs_zen_sync"] = (statistics.median(paired[name]) / sync_paired
                                          if sync_paired > 0 else None)
+            # round by round (every candidate runs once per round, so index i is one round):
+            # this round's paired exposed time over zen sync's, and its step over gloo's
+            row["paired_vs_zen_sync_by_round"] = [
+                round(a / b, 3) if b > 0 else None for a, b in zip(paired[name],
+                                                                   paired["zen_sync"])]
+            row["step_vs_gloo_by_round"] = [round(a / b, 3) for a, b in zip(v, steps["gloo"])]
         out.append(row)
     load = os.getloadavg()
     out.append({"kind": "run", "world": world, "label": args.label, "comm_nice": args.comm_nice,
                 "load": [round(x, 2) for x in load],
-                "bucket_mb": args.bucket_mb, "model": {"vocab": args.vocab, "dim": args.dim,
-                                                       "layers": args.layers, "seq": args.seq,
-                                                       "batch": args.batch}})
+                "bucket_mb": args.bucket_mb, "grad_view": args.grad_view,
+                "model": {"vocab": args.vocab, "dim": args.dim, "layers": args.layers,
+                          "seq": args.seq, "batch": args.batch}})
     return out + lines
 
 
@@ -297,6 +308,10 @@ def report(out, args):
             pv = f"{100 * pv:5.1f} %" if pv is not None else "  n/a"
             print(f"{'':>12}exposed, paired step by step: {r['exposed_paired_ms']:7.1f} ms "
                   f"({pv} of zen sync's)")
+            print(f"{'':>12}by round: paired exposed / zen sync's "
+                  + " ".join("n/a" if x is None else f"{100 * x:.0f}%"
+                             for x in r["paired_vs_zen_sync_by_round"])
+                  + "; step / gloo's " + " ".join(f"{x:.3f}" for x in r["step_vs_gloo_by_round"]))
             print(f"{'':>12}rank 0 CPU by thread (ms): {r['rank0_thread_cpu_ms']}")
             if "zen_ops_ms" in r:
                 print(f"{'':>12}zen buckets (ms since backward began): {r['zen_ops_ms']}")
@@ -404,9 +419,14 @@ def main():
     ap.add_argument("--seq", type=int, default=32)
     ap.add_argument("--batch", type=int, default=16,
                     help="sequences per step (16: backward about as long as the 27 MB take at "
-                         "1 Gbit/s, so overlap can hide them; at 2 it cannot: docs/pytorch.md)")
+                         "1 Gbit/s, so overlap can hide them; at 2 it cannot; 24: backward covers "
+                         "the wire also at 4 emulated hosts on 2 cores: docs/pytorch.md)")
     ap.add_argument("--bucket-mb", type=float, default=2.0,
                     help="DDP bucket_cap_mb (torch default 25: see docs/pytorch.md)")
+    ap.add_argument("--grad-view", action="store_true",
+                    help="DDP gradient_as_bucket_view=True for every candidate: gradients are "
+                         "views into the buckets, so DDP copies no gradient into a bucket before "
+                         "its all_reduce nor back after it (docs/pytorch.md)")
     ap.add_argument("--comm-nice", type=int, default=None,
                     help="nice value for every thread but the training thread (communication "
                          "threads of all candidates), e.g. -5 (needs CAP_SYS_NICE below 0)")
