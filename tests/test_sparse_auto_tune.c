@@ -909,6 +909,114 @@ static void test_converges_on_measurement(void **state)
     unsetenv("ZEN_SPARSE_MODEL_BIAS");
 }
 
+/* A keyed tensor whose density drops 8x after REGIME_SWITCH calls (a top-k hook's ratio warm-up
+ * ends), with times that rank the schemes differently before and after: at NNZ_A rows per rank
+ * BLOCK takes 1 ms and ALLGATHER 2 ms, at NNZ_B (8x fewer) ALLGATHER 1 ms and BLOCK 4 ms, every
+ * other scheme 10 ms. The biased model ranks BLOCK then ALLGATHER first at both densities, so the
+ * warm-up measures those two. The tuner settled on BLOCK must not be carried into the new regime:
+ * the density change restarts it (ZEN_SPARSE_AUTO_REGIME), its warm-up measures both again, and
+ * the calls after that warm-up run ALLGATHER. Without the restart BLOCK keeps running until a
+ * budgeted recheck and a window of paired calls overturn it (about half the calls of the checked
+ * stretch run BLOCK). */
+#define NNZ_A         2400
+#define NNZ_B         300
+#define REGIME_SWITCH 30
+#define REGIME_CALLS  60
+
+static _Thread_local int regime_dense; /* this rank's calls are at NNZ_A */
+
+static double regime_time(int rank, zen_sparse_scheme s, double measured)
+{
+    (void)measured;
+    double fast = 1e-3, slow = 10e-3;
+    double block = regime_dense ? fast : 4 * fast, ag = regime_dense ? 2 * fast : fast;
+    double base = s == ZEN_SPARSE_BLOCK ? block : s == ZEN_SPARSE_ALLGATHER ? ag : slow;
+    return base * (1.0 + 0.01 * rank);
+}
+
+typedef struct regime_arg {
+    int seq[REGIME_CALLS]; /* rank 0: the scheme of every call */
+} regime_arg;
+
+static void regime_fill(int r, size_t nnz, uint32_t *idx, float *val)
+{
+    for (size_t i = 0; i < nnz; i++) {
+        idx[i] = (uint32_t)((i * 997 + (size_t)r * 13) % ROWS);
+        val[i] = (float)(1 + r);
+    }
+}
+
+static zen_status regime_rank(zen_comm *comm, void *arg)
+{
+    regime_arg *ra = arg;
+    int n = zen_comm_size(comm), r = zen_comm_rank(comm), mine = -1;
+    uint32_t *idx = malloc(NNZ_A * sizeof *idx);
+    float *val = malloc(NNZ_A * sizeof *val), *out = malloc(ROWS * sizeof *out);
+    float *ref = malloc(ROWS * sizeof *ref);
+    ZT_CHECK(comm, idx && val && out && ref);
+    zen_status st = ZEN_OK;
+    for (int call = 0; call < REGIME_CALLS && st == ZEN_OK; call++) {
+        size_t nnz = call < REGIME_SWITCH ? NNZ_A : NNZ_B;
+        regime_dense = call < REGIME_SWITCH;
+        memset(ref, 0, ROWS * sizeof *ref);
+        for (int q = 0; q < n; q++) {
+            regime_fill(q, nnz, idx, val);
+            for (size_t i = 0; i < nnz; i++)
+                ref[idx[i]] += val[i];
+        }
+        regime_fill(r, nnz, idx, val);
+        zen_sparse_tensor t = { ROWS, 1, nnz, ZEN_INDEX_U32, idx, ZEN_F32, val };
+        st = agreed_call(comm, &t, "auto-tune-regime", out, ref, &mine);
+        if (r == 0)
+            ra->seq[call] = mine;
+    }
+    free(idx);
+    free(val);
+    free(out);
+    free(ref);
+    return st;
+}
+
+static int count_runs(const int *seq, int from, int to, int scheme)
+{
+    int k = 0;
+    for (int i = from; i < to; i++)
+        k += seq[i] == scheme;
+    return k;
+}
+
+static void test_density_regime_restarts_tuner(void **state)
+{
+    (void)state;
+    setenv("ZEN_SPARSE_MODEL_BIAS", "block=1e-7,allgather=1e-5", 1);
+    setenv("ZEN_SPARSE_AUTO_OVERHEAD", "0", 1); /* exchanges at exactly those periods */
+    zen__sparse_auto_time_hook(regime_time);
+    regime_arg every, quiet, off;
+    setenv("ZEN_SPARSE_AUTO_RECHECK", "1", 1);
+    zt_run_inproc(4, regime_rank, &every);
+    /* between record exchanges too: the ranks whose input moved ask for one at once */
+    setenv("ZEN_SPARSE_AUTO_RECHECK", "7", 1);
+    zt_run_inproc(4, regime_rank, &quiet);
+    assert_memory_equal(every.seq, quiet.seq, sizeof every.seq);
+    /* settled on BLOCK in the first regime (past its 6-call warm-up) */
+    assert_true(count_runs(every.seq, 6, REGIME_SWITCH, ZEN_SPARSE_BLOCK) >= 20);
+    /* the second regime's warm-up measures both again (3 calls each), then ALLGATHER */
+    int after = REGIME_SWITCH + 6;
+    assert_int_equal(count_runs(every.seq, REGIME_SWITCH, after, ZEN_SPARSE_BLOCK), 3);
+    assert_true(count_runs(every.seq, after, REGIME_CALLS, ZEN_SPARSE_ALLGATHER) >=
+                REGIME_CALLS - after - 2);
+    /* the control: with the restart off, BLOCK runs on in the second regime */
+    setenv("ZEN_SPARSE_AUTO_REGIME", "0", 1);
+    setenv("ZEN_SPARSE_AUTO_RECHECK", "1", 1);
+    zt_run_inproc(4, regime_rank, &off);
+    assert_true(count_runs(off.seq, after, REGIME_CALLS, ZEN_SPARSE_BLOCK) >= 6);
+    unsetenv("ZEN_SPARSE_AUTO_REGIME");
+    zen__sparse_auto_time_hook(NULL);
+    unsetenv("ZEN_SPARSE_AUTO_RECHECK");
+    unsetenv("ZEN_SPARSE_AUTO_OVERHEAD");
+    unsetenv("ZEN_SPARSE_MODEL_BIAS");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -932,6 +1040,7 @@ int main(void)
         cmocka_unit_test(test_one_rank_held_up),
         cmocka_unit_test(test_reported_model_is_slowest_rank),
         cmocka_unit_test(test_rank_loses_state),
+        cmocka_unit_test(test_density_regime_restarts_tuner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -243,6 +243,10 @@ static const zen_param_row param_table[] = {
              "that each takes at most this fraction of the time its calls spend in their scheme "
              "(at least every ZEN_SPARSE_AUTO_RECHECK and ZEN_SPARSE_PROFILE_PERIOD calls, at most "
              "8x that; 0: exactly those periods)"),
+    P_DOUBLE("ZEN_SPARSE_AUTO_REGIME", 0, 1e9, "2",
+             "sparse AUTO: when a keyed tensor's mean density moves beyond this factor of the "
+             "density its tuner started at (a top-k ratio warm-up, a new phase of training), AUTO "
+             "re-measures its profile and starts its tuner over (<= 1: never)"),
     P_LONG(
         "ZEN_SPARSE_CALIBRATE_ONLINE", 0, 1, "1",
         "sparse AUTO: 1 calibrates the model's latency and core share from each keyed tensor's own "

@@ -153,9 +153,13 @@ static zen_sparse_scheme decide(zen_sparse_ctx *ctx, choice *ch, zen_sparse_prof
         return zen__sparse_cheapest(model);
     }
     zen__auto_tune_params_default(&sl->tp);
-    if (ch->fresh) {
+    sl->regime_factor = zen__param_double("SPARSE_AUTO_REGIME");
+    /* a new regime (zen__auto_regime_moved) starts the tuner over like a new key; the machine
+     * constants calibrate_net learned stay */
+    if (ch->fresh || ch->regime) {
         zen__auto_tune_init(&sl->tune);
         sl->spread = sl->call_s = 0;
+        sl->regime_density = p->density;
     } else if (ch->last_agreed) {
         zen__auto_tune_observe(&sl->tune, &sl->tp, ch->last_s);
         note_spread(sl, ch->last_s, ch->last_max);
@@ -254,6 +258,7 @@ zen_status zen__sparse_choose(zen_sparse_ctx *ctx, zen_sparse_scheme *scheme)
         /* reported at the next exchange; a key's first call is no measure (first touches) */
         double full = zen_us_between(t0, zen_now_ns()) * 1e-6 - ch.deep_now_s;
         ch.slot.own_full_s = had && full > 0 ? full : 0;
+        ch.slot.own_nnz = ctx->local->nnz;
         if (ch.keyed && ch.have)
             zen__auto_slot_put(&ch.slot);
     }

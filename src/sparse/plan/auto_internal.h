@@ -47,6 +47,14 @@ typedef struct profile_slot {
      * ZEN_SPARSE_AUTO_RECHECK and ZEN_SPARSE_PROFILE_PERIOD, spaced by bookkeeping_period */
     long recheck_every, profile_every;
     int calibrate_online; /* ZEN_SPARSE_CALIBRATE_ONLINE != 0 */
+    /* the agreed mean density the tuner last started at (0: not yet): what tells a new regime
+     * of the tensor (zen__auto_regime_moved) */
+    double regime_density;
+    /* this rank's input rows at its last record exchange: rank-local, outside the digest; a call
+     * whose count moved beyond the regime factor (ZEN_SPARSE_AUTO_REGIME, read at the exchange
+     * like tp) from it asks for an exchange */
+    uint64_t own_nnz;
+    double regime_factor;
 } profile_slot;
 
 typedef struct prof_geom {
@@ -81,7 +89,20 @@ typedef struct choice {
     double coal_s;     /* this call's coalesce, the maximum over ranks */
     double nnz_max;    /* the largest coalesced input */
     double deep_now_s; /* this call's profile re-measure on this rank, 0: none */
+    int regime;        /* the agreed density left the slot's regime: re-measured, tuner restarts */
 } choice;
+
+/*
+ * A new regime of a keyed tensor: x moved beyond factor f (ZEN_SPARSE_AUTO_REGIME; <= 1: never)
+ * from ref, x / ref outside [1/f, f] (counts + 1, so an empty side compares). The tuner's measurements
+ * (auto_tune.h) are ratios of measured over predicted time, and the model's error is not the
+ * same at every size: a top-k hook's ratio warm-up (25%, 6.25%, 1.56%, 1% over its first steps)
+ * left AUTO on the scheme it settled on at 6.25% (BLOCK, 10-37 ms a call) for 16 more steps of
+ * the 1% calls, where HIERARCHICAL took 1.5-3 ms, until paired rechecks overturned it; and the
+ * union density the profile measured at 25% was still the model's at 1%. So past the factor the
+ * profile is measured again and the tuner starts over (docs/algorithms.md, "Regimes").
+ */
+int zen__auto_regime_moved(double x, double ref, double f);
 
 /* auto_slots.c: a copy of key's slot (0: none); insert or update in (LRU eviction); this rank's
  * time of the call the slot's tuner chose last; the slot key of ctx's tensor on its rank. */

@@ -92,6 +92,14 @@ static zen_status exchange_records(zen_comm *comm, const zen_coll *cc, const uin
     return st;
 }
 
+int zen__auto_regime_moved(double x, double ref, double f)
+{
+    if (!(f > 1) || !(x >= 0) || !(ref >= 0))
+        return 0;
+    double q = (x + 1) / (ref + 1);
+    return q > f || q * f < 1;
+}
+
 void zen__auto_geometry(const zen_coo *c, int n, prof_geom *g)
 {
     g->n = n;
@@ -184,6 +192,16 @@ zen_status zen__auto_gather_profile(zen_sparse_ctx *ctx, choice *ch, const uint6
     if (st == ZEN_OK && !all_keyed) {
         deep = 0;
         ch->have = 0; /* and decide from this call's records alone, like every other rank */
+    }
+    /* the mean input rows over the ranks (agreed) against the regime's (agreed): a new regime
+     * measures its profile now, not a profile period later */
+    if (st == ZEN_OK && ch->have && !ch->fresh && ch->slot.regime_density > 0) {
+        double total = 0;
+        for (int r = 0; r < n; r++)
+            total += (double)ch->recs[(size_t)r * ch->stride + 2];
+        ch->regime = zen__auto_regime_moved(total / n, ch->slot.regime_density * (double)ch->g.rows,
+                                            zen__param_double("SPARSE_AUTO_REGIME"));
+        deep |= ch->regime;
     }
     if (st == ZEN_OK && deep) {
         zen_sparse_profile deep_p;

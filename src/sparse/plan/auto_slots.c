@@ -39,14 +39,17 @@ int zen__auto_slot_get(uint64_t key, profile_slot *out)
 }
 
 /* What every call reads before its agreement (zen__sparse_auto_state), without copying the slot:
- * its digest and this rank's time of the last call. */
-static int slot_peek(uint64_t key, uint64_t *digest, double *pending_s)
+ * its digest, this rank's time of the last call and its input rows at its last exchange. */
+static int slot_peek(uint64_t key, uint64_t *digest, double *pending_s, uint64_t *own_nnz,
+                     double *regime_factor)
 {
     pthread_mutex_lock(&slot_lock);
     profile_slot *sl = slot_find(key);
     if (sl) {
         *digest = sl->digest;
         *pending_s = sl->pending_s;
+        *own_nnz = sl->own_nnz;
+        *regime_factor = sl->regime_factor;
     }
     pthread_mutex_unlock(&slot_lock);
     return sl != NULL;
@@ -68,7 +71,7 @@ static uint64_t slot_digest(const profile_slot *sl)
 {
     const zen_auto_tune *t = &sl->tune;
     uint64_t h = zen_hash64(sl->version, sl->calls * 31 + sl->since_full);
-    double d[(4 + 2 * ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 15];
+    double d[(4 + 2 * ZEN_TUNE_WINDOW_MAX) * ZEN_SPARSE_SCHEME_COUNT + 16];
     size_t k = 0;
     for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) {
         for (int i = 0; i < ZEN_TUNE_WINDOW_MAX; i++) {
@@ -96,7 +99,8 @@ static uint64_t slot_digest(const profile_slot *sl)
                       sl->spread,
                       sl->call_s,
                       (double)sl->recheck_every,
-                      (double)sl->profile_every };
+                      (double)sl->profile_every,
+                      sl->regime_density };
     memcpy(d + k, tail, sizeof tail);
     k += sizeof tail / sizeof tail[0];
     h = zen_hash64(h, (uint64_t)(uint32_t)(t->prev + 1) << 8 | (uint64_t)(uint32_t)(t->again + 1));
@@ -154,8 +158,13 @@ void zen__sparse_auto_state(const zen_sparse_ctx *ctx, uint64_t *digest, double 
 {
     *digest = 0;
     *last_s = 0;
-    if (ctx->opts && ctx->opts->key && ctx->comm->size > 1)
-        slot_peek(zen__auto_slot_key(ctx), digest, last_s);
+    uint64_t own_nnz = 0;
+    double f = 0;
+    if (ctx->opts && ctx->opts->key && ctx->comm->size > 1 &&
+        slot_peek(zen__auto_slot_key(ctx), digest, last_s, &own_nnz, &f) &&
+        zen__auto_regime_moved((double)ctx->local->nnz, (double)own_nnz, f))
+        *digest = 0; /* this rank's input moved: every rank takes the record exchange, which
+                      * tells (agreed) whether the mean moved too */
 }
 
 void zen__sparse_auto_forget_all(void)

@@ -7,6 +7,7 @@
 
 #include "coll/comm_internal.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/tunables.h"
 #include "sparse/plan/auto.h"
 #include "sparse/plan/hier_cost.h"
@@ -93,8 +94,15 @@ static zen_status run_flat(zen_sparse_ctx *ctx, zen_sparse_scheme scheme)
                          zen_sparse_scheme_name(scheme));
     int64_t ts = zen_now_ns();
     zen_status st = row->run(ctx);
-    if (st == ZEN_OK && ctx->opts->scheme == ZEN_SPARSE_AUTO)
-        zen__sparse_auto_observe(ctx, zen_us_between(ts, zen_now_ns()) * 1e-6);
+    if (st == ZEN_OK && ctx->opts->scheme == ZEN_SPARSE_AUTO) {
+        double us = zen_us_between(ts, zen_now_ns());
+        zen__sparse_auto_observe(ctx, us * 1e-6);
+        /* what AUTO ran and how long it took on this rank: ZEN_LOG_LEVEL=debug,
+         * ZEN_LOG_SUBSYS=sparse follows its choices call by call */
+        ZEN_DEBUG("sparse", "auto ran %s: rows %llu, nnz %llu, %.1f us (predicted %.1f us)",
+                  zen_sparse_scheme_name(scheme), (unsigned long long)ctx->local->rows,
+                  (unsigned long long)ctx->local->nnz, us, ctx->stats->predicted_s[scheme] * 1e6);
+    }
     return st;
 }
 
