@@ -69,6 +69,7 @@ static void test_struct_sizes(void **state)
         REC(zen_cpu_model, 72),
         /* compress.h */
         REC(zen_topk_options, 32),
+        REC(zen_topk_buffers, 64),
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)

@@ -23,18 +23,6 @@ typedef struct fused_case {
     int ties; /* gradients of +-1 only: every residual entry has the same magnitude */
 } fused_case;
 
-static void fill_grad(float *g, size_t n, int ties, uint64_t seed)
-{
-    uint64_t s = seed;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t r = zt_rand(&s);
-        if (ties)
-            g[i] = (r & 1) ? 1.0f : -1.0f;
-        else /* uniform in (-1, 1) with some exact zeros */
-            g[i] = (r % 17 == 0) ? 0.0f : (float)((double)(r >> 11) / 4503599627370496.0 - 1.0);
-    }
-}
-
 static void run_case(const fused_case *fc)
 {
     size_t n = fc->n, k = fc->k;
@@ -50,7 +38,7 @@ static void run_case(const fused_case *fc)
     o.threads = fc->threads;
     for (int step = 0; step < 4; step++) {
         o.seed = (uint64_t)step;
-        fill_grad(g, n, fc->ties, 7 + (uint64_t)step * 1000 + n);
+        zt_fill_grad(g, n, fc->ties, 7 + (uint64_t)step * 1000 + n);
         for (size_t i = 0; i < n; i++) { /* the unfused update */
             u[i] = fc->m * u[i] + g[i];
             v[i] += fc->m != 0 ? u[i] : g[i];

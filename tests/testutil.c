@@ -34,6 +34,18 @@ uint64_t zt_rand(uint64_t *state)
     return z ^ (z >> 31);
 }
 
+void zt_fill_grad(float *g, size_t n, int ties, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = zt_rand(&s);
+        if (ties)
+            g[i] = (r & 1) ? 1.0f : -1.0f;
+        else /* uniform in (-1, 1) with some exact zeros */
+            g[i] = (r % 17 == 0) ? 0.0f : (float)((double)(r >> 11) / 4503599627370496.0 - 1.0);
+    }
+}
+
 void zt_run_tcp_forked(int nranks, void (*before)(int rank, void *ctx), void *ctx, zen_rank_fn fn,
                        void *arg, int timeout_s)
 {

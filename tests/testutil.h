@@ -33,6 +33,10 @@ void zt_run_forked(zen_transport_kind kind, int nranks, void (*before)(int rank,
 /* Deterministic pseudo-random numbers (splitmix64) for test data. */
 uint64_t zt_rand(uint64_t *state);
 
+/* n test gradients from seed: uniform in (-1, 1) with about one exact zero in 17, or (ties) +-1
+ * only, so that every magnitude is equal. */
+void zt_fill_grad(float *g, size_t n, int ties, uint64_t seed);
+
 /* Fail the calling rank with a message when cond is false (for use inside rank functions, where
  * cmocka's asserts must not longjmp out of a thread). */
 #define ZT_CHECK(comm, cond)                            \

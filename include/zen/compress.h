@@ -7,10 +7,12 @@
  * the threshold is moved and the pass repeated until the count lies in [0.8k, 1.3k] (APPROX), or
  * exactly the k largest are picked among the collected candidates (EXACT). zen_topk_compress adds
  * DGC's error feedback and momentum correction on top, in a state object the caller owns (one per
- * tensor). The selected pairs are what zen_sparse_allreduce (zen/sparse.h) sends as a width-1
- * sparse tensor. Nothing here touches a communicator.
+ * tensor); zen_topk_compress_buffers is the same step on residual and velocity arrays the caller
+ * keeps itself (a framework's tensors), with ranges that are sent whole. The selected pairs are
+ * what zen_sparse_allreduce (zen/sparse.h) sends as a width-1 sparse tensor. Nothing here touches
+ * a communicator.
  *
- * Semantics common to both calls:
+ * Semantics common to the selecting calls:
  *  - Magnitudes are compared as the bit pattern of |x| (sign cleared), which orders every finite
  *    value and infinity like the numbers do and puts NaN above infinity: a NaN or inf entry is
  *    always selected (first), so a diverging gradient shows up in what is sent instead of hiding
@@ -28,9 +30,9 @@
  *    effect; ZEN_ENOMEM when scratch memory cannot be had. Scratch is allocated per call.
  *
  * Thread safety: zen_topk_select keeps no state and may run concurrently on any arguments. A
- * zen_topk_state is used by one thread at a time (different states on different threads are
- * independent). With opts->threads > 1 a call splits the vector over that many POSIX threads it
- * starts and joins before returning.
+ * zen_topk_state, or one set of zen_topk_buffers, is used by one thread at a time (different ones
+ * on different threads are independent). With opts->threads > 1 a call splits the vector over
+ * that many POSIX threads it starts and joins before returning.
  */
 #ifndef ZEN_COMPRESS_H
 #define ZEN_COMPRESS_H
@@ -111,6 +113,45 @@ ZEN_API void zen_topk_state_destroy(zen_topk_state *s);
 ZEN_API zen_status zen_topk_compress(zen_topk_state *s, const float *grad, size_t k,
                                      const zen_topk_options *opts, uint32_t *indices, float *values,
                                      size_t capacity, size_t *count);
+
+/* The caller's buffers of one tensor for zen_topk_compress_buffers: the library keeps no pointer
+ * to them past the call. grad, residual and velocity are n f32 entries each and must not overlap.
+ * size: sizeof(zen_topk_buffers) or 0 (another value is ZEN_EINVAL). */
+typedef struct zen_topk_buffers {
+    size_t size;
+    size_t n;              /* entries of each array, < 2^32 */
+    const float *grad;     /* g, only read */
+    float *residual;       /* v: what was not sent yet (error feedback), updated in place */
+    float *velocity;       /* u: the momentum, updated in place; NULL: no momentum (v += g) */
+    float momentum;        /* m in [0, 1); must be 0 when velocity is NULL */
+    const uint32_t *whole; /* nwhole [start, end) pairs, start < end <= n, ascending and disjoint
+                              (adjacent is fine): entries sent every step whatever their magnitude
+                              (e.g. small parameters); NULL when nwhole is 0 */
+    size_t nwhole;
+} zen_topk_buffers;
+
+/*
+ * zen_topk_compress on caller-owned arrays (b), for a framework whose residual and velocity are
+ * its own tensors (laid out like a gradient bucket, carried over when buckets are rebuilt):
+ *   1. u = m*u + g; v += u (or v += g without velocity), elementwise in f32, no fused
+ *      multiply-add, inside the selection's first pass as zen_topk_compress does;
+ *   2. select about k entries of largest |v| over all of v, as zen_topk_select (f32) does;
+ *   3. merge that selection with every entry of the whole ranges, into indices/values ascending
+ *      (a selected entry inside a range is sent once), values v's before clearing;
+ *   4. clear the sent entries of v, and of u the selected entries outside the ranges only (DGC's
+ *      momentum factor masking applies to the top-k; a whole-sent entry keeps its velocity, like
+ *      a dense parameter under momentum SGD).
+ * With no ranges the result and the arrays' new contents are bit for bit zen_topk_compress's on a
+ * state holding the same v and u (zen_topk_compress is this call on its state's arrays).
+ * capacity must be at least min(n, zen_topk_capacity(k)) (EXACT: min(n, k)) plus the total length
+ * of the ranges. Errors (*count 0, arrays unchanged: everything is checked and the scratch
+ * allocated before they are touched): ZEN_EINVAL (NULL b or count, a NULL array where entries are
+ * needed, bad size, momentum, ranges, options or capacity), ZEN_EUNSUPPORTED (n >= 2^32),
+ * ZEN_ENOMEM.
+ */
+ZEN_API zen_status zen_topk_compress_buffers(const zen_topk_buffers *b, size_t k,
+                                             const zen_topk_options *opts, uint32_t *indices,
+                                             float *values, size_t capacity, size_t *count);
 
 /* Add values[i] to v[indices[i]] for i < count (e.g. what a global top-k dropped, so it is sent
  * later). Every index must be < n, else ZEN_EINVAL and nothing is added. Repeated indices add up.

@@ -1,12 +1,12 @@
 // zen_torch._C.topk_select: libzen's top-k selection (include/zen/compress.h) on a torch tensor,
 // for DGC-style gradient compression from Python; zen_torch._C.topk_compress_bucket: the DDP comm
-// hook's whole local step on one bucket (zen_torch.hooks) in one call.
+// hook's whole local step on one bucket (zen_torch.hooks) in one call, zen_topk_compress_buffers
+// on the hook's tensors (this file is only the tensor <-> pointer glue).
 //
 // The tensors are read in place (no copy): 1-D, contiguous, on the CPU. The work runs without the
 // GIL, so other Python threads (DDP's autograd engine) keep going; the tensors are kept alive by
 // the caller's references for the duration of the call.
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <torch/extension.h>
 #include <tuple>
@@ -57,18 +57,6 @@ std::tuple<torch::Tensor, torch::Tensor> topk_select(const torch::Tensor &x, int
     return { indices, values.narrow(0, 0, c).clone() };
 }
 
-// The hook's buffers for one bucket: gradient g, residual v, velocity u (undefined: no momentum),
-// all float32 of one length, and the whole-sent element ranges [start, end) in `small`
-// (int64 pairs, ascending, disjoint; may be empty).
-struct Bucket {
-    const float *g;
-    float *v, *u;
-    float m;
-    size_t n;
-    const int64_t *small;
-    size_t nsmall;
-};
-
 void check_bucket(const torch::Tensor &t, int64_t n, const char *what)
 {
     TORCH_CHECK(t.device().is_cpu() && t.dim() == 1 && t.is_contiguous() &&
@@ -77,57 +65,10 @@ void check_bucket(const torch::Tensor &t, int64_t n, const char *what)
                 " must be a 1-D contiguous CPU float32 tensor of the bucket's ", n, " elements");
 }
 
-// u = m*u + g, v += u (two roundings, as torch's mul_ then add_; no FMA on the default target),
-// or v += g without momentum: one pass over the bucket.
-void accumulate(const Bucket &b)
-{
-    if (b.u) {
-        for (size_t i = 0; i < b.n; i++) {
-            float t = b.m * b.u[i];
-            b.u[i] = t + b.g[i];
-            b.v[i] += b.u[i];
-        }
-    } else {
-        for (size_t i = 0; i < b.n; i++)
-            b.v[i] += b.g[i];
-    }
-}
-
-// Merge the selection (ascending) with the whole-sent ranges into ascending int64 indices: a
-// selected entry inside a range is sent once, as part of the range. Values are read from v, then
-// the sent entries of v are cleared; u is cleared at the selected entries outside the ranges only
-// (DGC's momentum factor masking applies to the top-k). Returns the count written to out[].
-size_t merge_and_clear(const Bucket &b, const uint32_t *sel, size_t nsel, int64_t *out_i,
-                       float *out_v)
-{
-    size_t w = 0, j = 0;
-    auto take = [&](size_t e) {
-        out_i[w] = (int64_t)e;
-        out_v[w++] = b.v[e];
-        b.v[e] = 0.0f;
-    };
-    for (size_t r = 0; r <= b.nsmall; r++) {
-        size_t lo = r < b.nsmall ? (size_t)b.small[2 * r] : b.n;
-        for (; j < nsel && sel[j] < lo; j++) {
-            take(sel[j]);
-            if (b.u)
-                b.u[sel[j]] = 0.0f;
-        }
-        if (r == b.nsmall)
-            break;
-        size_t hi = (size_t)b.small[2 * r + 1];
-        for (size_t e = lo; e < hi; e++)
-            take(e);
-        while (j < nsel && sel[j] < hi)
-            j++;
-    }
-    return w;
-}
-
-// DGC's local step on one bucket (hooks.topk_hook): accumulate, select about k (zen_topk_select
-// over the whole residual, as the selection of the hook always did), add the whole-sent ranges,
-// take the sent entries out of v (and the top-k out of u). Returns (indices int64 ascending,
-// values float32) to send.
+// The hook's local step on one bucket (hooks.topk_hook) is libzen's zen_topk_compress_buffers on
+// the bucket's gradient g, residual v and velocity u (undefined: no momentum), with the whole-sent
+// element ranges of `small` (int64 [start, end) pairs, narrowed to libzen's uint32 here). Returns
+// (indices int64 ascending, values float32) to send.
 std::tuple<torch::Tensor, torch::Tensor>
 topk_compress_bucket(const torch::Tensor &g, const torch::Tensor &v,
                      const c10::optional<torch::Tensor> &u, double momentum, int64_t k,
@@ -146,42 +87,47 @@ topk_compress_bucket(const torch::Tensor &g, const torch::Tensor &v,
                     small.numel() % 2 == 0,
                 "zen_torch.topk_compress_bucket: small must be int64 [start, end) pairs");
     const int64_t *sp = small.data_ptr<int64_t>();
-    int64_t total_small = 0;
-    for (int64_t r = 0; r < small.numel(); r += 2) {
-        TORCH_CHECK(sp[r] < sp[r + 1] && sp[r + 1] <= n && (r == 0 || sp[r - 1] <= sp[r]) &&
-                        sp[r] >= 0,
-                    "zen_torch.topk_compress_bucket: small ranges must be ascending, disjoint, "
-                    "non-empty and inside the bucket");
-        total_small += sp[r + 1] - sp[r];
+    std::vector<uint32_t> whole(small.numel());
+    int64_t total = 0;
+    for (size_t r = 0; r < whole.size(); r++) {
+        TORCH_CHECK(sp[r] >= 0 && sp[r] <= n,
+                    "zen_torch.topk_compress_bucket: small range ends must lie in [0, ", n, "]");
+        whole[r] = (uint32_t)sp[r];
+        total += r % 2 ? sp[r] - sp[r - 1] : 0;
     }
-    Bucket b = {
-        g.data_ptr<float>(),      v.data_ptr<float>(), has_u ? u->data_ptr<float>() : nullptr,
-        (float)momentum,          (size_t)n,           sp,
-        (size_t)small.numel() / 2
-    };
-    size_t want = zen_topk_capacity((size_t)k), cap = want < (size_t)n ? want : (size_t)n;
-    std::vector<uint32_t> sel(cap ? cap : 1);
-    std::vector<float> selv(cap ? cap : 1);
-    auto idx = torch::empty({ (int64_t)cap + total_small }, torch::kLong);
-    auto val = torch::empty({ (int64_t)cap + total_small }, torch::kFloat32);
+    zen_topk_buffers b = {};
+    b.size = sizeof b;
+    b.n = (size_t)n;
+    b.grad = g.data_ptr<float>();
+    b.residual = v.data_ptr<float>();
+    b.velocity = has_u ? u->data_ptr<float>() : nullptr;
+    b.momentum = (float)momentum;
+    b.whole = whole.data();
+    b.nwhole = whole.size() / 2;
+    size_t want = zen_topk_capacity((size_t)k);
+    size_t cap = (want < (size_t)n ? want : (size_t)n) + (size_t)(total > 0 ? total : 0);
+    std::vector<uint32_t> idx32(cap ? cap : 1);
+    auto idx = torch::empty({ (int64_t)cap }, torch::kLong);
+    auto val = torch::empty({ (int64_t)cap }, torch::kFloat32);
     zen_topk_options o = ZEN_TOPK_OPTIONS_INIT;
     o.mode = exact ? ZEN_TOPK_EXACT : ZEN_TOPK_APPROX;
     o.threads = threads;
-    size_t count = 0, w = 0;
+    size_t count = 0;
     zen_status st;
     {
         pybind11::gil_scoped_release nogil;
-        accumulate(b);
-        st =
-            zen_topk_select(b.v, ZEN_F32, b.n, (size_t)k, &o, sel.data(), selv.data(), cap, &count);
-        if (st == ZEN_OK)
-            w = merge_and_clear(b, sel.data(), count, idx.data_ptr<int64_t>(),
-                                val.data_ptr<float>());
+        st = zen_topk_compress_buffers(&b, (size_t)k, &o, idx32.data(), val.data_ptr<float>(), cap,
+                                       &count);
+        int64_t *ip = idx.data_ptr<int64_t>(); // torch's index type
+        for (size_t i = 0; i < count; i++)
+            ip[i] = idx32[i];
     }
-    TORCH_CHECK(st == ZEN_OK,
-                "zen_torch.topk_compress_bucket: zen_topk_select failed: ", zen_status_name(st),
-                " (", zen_strerror(st), ")");
-    return { idx.narrow(0, 0, (int64_t)w), val.narrow(0, 0, (int64_t)w) };
+    TORCH_CHECK(st == ZEN_OK, "zen_torch.topk_compress_bucket: zen_topk_compress_buffers failed: ",
+                zen_status_name(st), " (", zen_strerror(st), ")",
+                st == ZEN_EINVAL ? ": small ranges must be ascending, disjoint and non-empty, "
+                                   "momentum in [0, 1) and 0 without a velocity"
+                                 : "");
+    return { idx.narrow(0, 0, (int64_t)count), val.narrow(0, 0, (int64_t)count) };
 }
 
 } // namespace

@@ -13,10 +13,11 @@ Per bucket and step (DGC, Lin et al. ICLR'18, with ZEN's sparse allreduce as the
 4. sum the selection over the ranks, averaged, with zen's sparse allreduce (any scheme or AUTO)
    on the group's worker thread, which also writes the sum into the bucket.
 
-Steps 1-3 are one C++ call without the GIL (``zen_torch._C.topk_compress_bucket``), step 4 another
-(``zen_torch._C.sparse_allreduce_into``, whose future's value is the bucket): no Python callback
-runs on the worker, and no Python loop touches elements in the steady state (the bucket's state
-is looked up by the ids of its parameters).
+Steps 1-3 are one C++ call without the GIL (``zen_torch._C.topk_compress_bucket``: libzen's
+``zen_topk_compress_buffers`` on this bucket's tensors, the update fused into the selection's
+first pass), step 4 another (``zen_torch._C.sparse_allreduce_into``, whose future's value is the
+bucket): no Python callback runs on the worker, and no Python loop touches elements in the
+steady state (the bucket's state is looked up by the ids of its parameters).
 
 ``mode="global"``: every rank receives at most k entries, the largest of the reduced sum, and puts
 its own contribution to every dropped entry back into v, so error feedback stays exact: for every
@@ -88,7 +89,8 @@ class TopKState:
       k entries, the largest of the sum: zen_sparse_options.global_topk, schemes auto, balanced
       or ps).
     scheme: zen sparse allreduce scheme (auto, balanced, allgather, ...).
-    momentum: DGC momentum correction factor (0: off). When on, give the optimizer no momentum.
+    momentum: DGC momentum correction factor in [0, 1) (0: off). When on, give the optimizer no
+      momentum.
     min_bucket, min_param, dense_ratio: the dense rule (module docstring).
     exact, threads: passed to the selection.
     """
@@ -98,6 +100,8 @@ class TopKState:
                  min_param=1024, dense_ratio=0.5, exact=False, threads=1):
         if not 0 < ratio <= 1:
             raise ValueError(f"ratio must be in (0, 1], got {ratio}")
+        if not 0 <= momentum < 1:
+            raise ValueError(f"momentum must be in [0, 1), got {momentum}")
         if mode not in ("union", "global"):
             raise ValueError(f"mode must be 'union' or 'global', got {mode!r}")
         self.group = process_group

@@ -1,7 +1,7 @@
 /*
  * Internals of top-k selection (zen/compress.h): the magnitude key, the compare-and-compact scan
- * and the selection on a prepared scratch context, which zen_topk_compress shares so that it can
- * allocate before it touches its state.
+ * and the selection on a prepared scratch context, which the DGC step (topk_step.c) shares so
+ * that it can allocate before it touches the caller's arrays.
  */
 #ifndef ZEN_COMPRESS_TOPK_INTERNAL_H
 #define ZEN_COMPRESS_TOPK_INTERNAL_H
@@ -41,7 +41,7 @@ static inline float zen__topk_value(const void *x, zen_dtype dtype, size_t i)
 size_t zen__topk_scan(const void *x, zen_dtype dtype, size_t begin, size_t end, uint32_t thr,
                       uint32_t *out, size_t cap, size_t *stop);
 
-/* DGC's accumulation, fused into the first compare-and-compact pass of zen_topk_compress so that
+/* DGC's accumulation, fused into the first compare-and-compact pass of the DGC step so that
  * the residual is read once per step, not twice: before entry i is compared,
  * u[i] = m * u[i] + g[i]; v[i] += u[i] (u NULL: v[i] += g[i]), the same f32 operations in the same
  * order as a separate loop, so the state and the selection are bit for bit those of
@@ -84,9 +84,10 @@ typedef struct zen__topk_ctx {
 /* Check the arguments and allocate the scratch: ZEN_EINVAL, ZEN_EUNSUPPORTED, ZEN_ENOMEM. */
 zen_status zen__topk_prepare(zen__topk_ctx *c, zen_dtype dtype, size_t n, size_t k,
                              const zen_topk_options *opts, size_t capacity);
-/* Select on x (dtype and n of prepare) into indices/values; cannot fail. With c->acc set, x is
- * acc->v (f32) and the accumulation is applied by the first pass (also for k = 0). */
-size_t zen__topk_run(zen__topk_ctx *c, const void *x, uint32_t *indices, float *values);
+/* Select on x (dtype and n of prepare); cannot fail. Returns the count, the selected indices
+ * ascending at c->cand. With c->acc set, x is acc->v (f32) and the accumulation is applied by the
+ * first pass (also for k = 0). */
+size_t zen__topk_run(zen__topk_ctx *c, const void *x);
 void zen__topk_release(zen__topk_ctx *c);
 
 /* Exact selection helpers (topk_exact.c). */

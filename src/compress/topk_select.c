@@ -180,9 +180,13 @@ static size_t scan_pass(zen__topk_ctx *c, const void *x, uint32_t thr, double *e
     size_t t = (size_t)c->threads, per = (c->n + t - 1) / t;
     for (size_t i = 0; i < t; i++) {
         size_t b = i * per < c->n ? i * per : c->n, e = b + per < c->n ? b + per : c->n;
-        jobs[i] = (scan_job){ c, x,   c->acc,
-                              b, e,   0,
-                              0, thr, c->cand + i * (c->cap_t + ZEN_TOPK_SCAN_SLACK) };
+        jobs[i] = (scan_job){ .c = c,
+                              .x = x,
+                              .acc = c->acc,
+                              .begin = b,
+                              .end = e,
+                              .thr = thr,
+                              .out = c->cand + i * (c->cap_t + ZEN_TOPK_SCAN_SLACK) };
         started[i] = i > 0 && pthread_create(&tid[i], NULL, scan_thread, &jobs[i]) == 0;
     }
     for (size_t i = 0; i < t; i++)
@@ -253,7 +257,7 @@ static size_t adapt(zen__topk_ctx *c, const void *x)
     return zen__topk_radix(x, c->dtype, c->n, k, c->cand);
 }
 
-size_t zen__topk_run(zen__topk_ctx *c, const void *x, uint32_t *indices, float *values)
+size_t zen__topk_run(zen__topk_ctx *c, const void *x)
 {
     if (c->k == 0) {
         size_t stop;
@@ -268,10 +272,6 @@ size_t zen__topk_run(zen__topk_ctx *c, const void *x, uint32_t *indices, float *
         got = scan_pass(c, x, 1, &est); /* every non-zero; regions hold all of theirs */
     } else {
         got = adapt(c, x);
-    }
-    for (size_t i = 0; i < got; i++) {
-        indices[i] = c->cand[i];
-        values[i] = zen__topk_value(x, c->dtype, c->cand[i]);
     }
     return got;
 }
@@ -288,7 +288,12 @@ zen_status zen_topk_select(const void *x, zen_dtype dtype, size_t n, size_t k,
     zen_status st = zen__topk_prepare(&c, dtype, n, k, opts, capacity);
     if (st != ZEN_OK)
         return st;
-    *count = zen__topk_run(&c, x, indices, values);
+    size_t got = zen__topk_run(&c, x);
+    for (size_t i = 0; i < got; i++) {
+        indices[i] = c.cand[i];
+        values[i] = zen__topk_value(x, dtype, c.cand[i]);
+    }
+    *count = got;
     zen__topk_release(&c);
     return ZEN_OK;
 }

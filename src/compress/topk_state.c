@@ -3,8 +3,7 @@
  * the velocity u accumulates momentum locally (u = m*u + g), the residual v accumulates u, and
  * only v's top-k is sent; the sent entries leave v (error feedback: the rest is sent later) and
  * u (momentum factor masking: a sent coordinate's stale momentum would otherwise push it again).
- * The accumulation is done by the selection's first compare-and-compact pass (zen__topk_accum in
- * topk_internal.h), so a step reads u, v and g once.
+ * The state owns u and v; the step itself is zen_topk_compress_buffers (topk_step.c) on them.
  */
 #include <math.h>
 
@@ -73,24 +72,15 @@ zen_status zen_topk_compress(zen_topk_state *s, const float *grad, size_t k,
 {
     if (count)
         *count = 0;
-    if (!s || !count || (s->n > 0 && !grad) || (k > 0 && s->n > 0 && (!indices || !values)))
+    if (!s)
         return ZEN_EINVAL;
-    zen__topk_ctx c;
-    zen_status st = zen__topk_prepare(&c, ZEN_F32, s->n, k, opts, capacity);
-    if (st != ZEN_OK)
-        return st; /* before the state is touched: unchanged */
-    /* the accumulation runs inside the selection's first pass (zen__topk_accum) */
-    zen__topk_accum acc = { grad, s->u, s->v, s->m };
-    c.acc = &acc;
-    size_t got = zen__topk_run(&c, s->v, indices, values);
-    zen__topk_release(&c);
-    for (size_t i = 0; i < got; i++)
-        s->v[indices[i]] = 0.0f;
-    if (s->u)
-        for (size_t i = 0; i < got; i++)
-            s->u[indices[i]] = 0.0f;
-    *count = got;
-    return ZEN_OK;
+    zen_topk_buffers b = { .size = sizeof b,
+                           .n = s->n,
+                           .grad = grad,
+                           .residual = s->v,
+                           .velocity = s->u,
+                           .momentum = s->u ? s->m : 0.0f };
+    return zen_topk_compress_buffers(&b, k, opts, indices, values, capacity, count);
 }
 
 zen_status zen_topk_state_add(zen_topk_state *s, const uint32_t *indices, const float *values,
