@@ -65,6 +65,7 @@ while [ "$rep" -lt $((REP_FROM + REPS)) ]; do
         topk=
         scheme=$s
         tag=
+        extra=
         case $s in
         topk:*@*)
             tag=${s#*@}
