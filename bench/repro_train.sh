@@ -11,6 +11,8 @@
 #   S               the embedding gradient's touched rows through scheme S, the rest dense
 #   topk:S          also the dense gradients as DGC top-TOPK (0.01) with error feedback, through S
 #                   (plus TOPK_OPTS, e.g. "--topk-warmup 20 --topk-rescale")
+#   topk:S@TAG      the same with the options in $TOPK_OPTS_TAG instead (several top-k settings
+#                   interleaved in one run; the run is named topk-S-TAG)
 # LAUNCH picks the ranks: inproc (threads, default), tcp (zen launch, one process per rank) or
 # cluster (scripts/cluster.sh run DP: the emulated hosts, which must be up already; run as root).
 # THREADS: BLAS threads per rank (--threads); default for cluster cores / DP (at least 1): the
@@ -23,8 +25,8 @@
 # sync, rep, load (1-min load average before the run), tok_s (median of per-step tokens/s after
 # step MEDIAN_FROM, default 5: set it past --topk-warmup to see the steady state), tok_s_mean
 # (tokens over the summed step times of those steps), wall_s (all steps' times summed, warm-ups
-# included), ms_step, comm_ms and wait_ms (medians; wait = for the other replicas), the medians
-# of the sync's phases (phase_ms: pack, select, reduce, unpack, emb, buckets) and of the
+# included), tok_s_run (all tokens over wall_s: the whole run's rate), ms_step, comm_ms and
+# wait_ms (medians; wait = for the other replicas), the medians of the sync's phases (phase_ms: pack, select, reduce, unpack, emb, buckets) and of the
 # optimizer step (opt_ms), val_loss,
 # curve_t/curve_loss (cumulative wall seconds and training loss per step), time_to_target_s
 # (filled in afterwards: first time the 5-step mean loss reaches the target, the dense runs'
@@ -62,12 +64,22 @@ while [ "$rep" -lt $((REP_FROM + REPS)) ]; do
     for s in $SYNCS; do
         topk=
         scheme=$s
-        case $s in topk:*)
+        tag=
+        extra=
+        case $s in
+        topk:*@*)
+            tag=${s#*@}
+            eval "extra=\${TOPK_OPTS_$tag:-}"
+            topk="--topk $TOPK $extra"
+            scheme=${s#topk:}
+            scheme=${scheme%@*}
+            ;;
+        topk:*)
             topk="--topk $TOPK ${TOPK_OPTS:-}"
             scheme=${s#topk:}
             ;;
         esac
-        name="$OUT/runs/${s%%:*}${topk:+-$scheme}-r$rep"
+        name="$OUT/runs/${s%%:*}${topk:+-$scheme}${tag:+-$tag}-r$rep"
         # shellcheck disable=SC2086
         args="train --corpus gcide --vocab $VOCAB --cache-dir $CACHE --steps $STEPS $MODEL \
             --eval-interval $STEPS --eval-batches 8 --sample-tokens 0 --sync-scheme $scheme \
@@ -103,7 +115,7 @@ phases = ("pack", "select", "reduce", "unpack", "emb", "buckets")
 print(json.dumps({"sync": s, "rep": rep, "launch": launch, "load": load, "median_from": skip,
                   "tok_s": statistics.median(r["tokens_per_s"] for r in tail),
                   "tok_s_mean": round(tokens * len(tail) / sum(r["ms_step"] / 1000 for r in tail), 2),
-                  "wall_s": t[-1],
+                  "wall_s": t[-1], "tok_s_run": round(tokens * len(rows) / t[-1], 2),
                   "ms_step": statistics.median(r["ms_step"] for r in tail),
                   "comm_ms": statistics.median(r["ms_comm"] for r in tail),
                   "wait_ms": statistics.median(r["ms_wait"] for r in tail),

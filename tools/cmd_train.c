@@ -51,6 +51,9 @@ static void usage(FILE *f)
         "                      with error feedback, synced by the sparse allreduce\n"
         "  --topk-warmup N     with --topk: the kept fraction decays exponentially from\n"
         "                      --topk-start X (%g) to P over the first N steps (DGC warm-up)\n"
+        "  --topk-dense-from F with --topk: a warm-up step keeping at least F sends the whole\n"
+        "                      residual through the dense allreduce (cheaper than a sparse\n"
+        "                      call that dense; 0: never)\n"
         "  --topk-momentum M   with --topk: DGC momentum correction, velocity M accumulated\n"
         "                      before the selection, AdamW beta1 0 (0: error feedback only)\n"
         "  --topk-rescale      with --topk: a value that accumulated tau steps enters AdamW's\n"
@@ -212,6 +215,7 @@ int zen_cmd_train(int argc, char **argv)
         { "--topk", OPT_DOUBLE, &o.topk, 1e-9, 1 },
         { "--topk-warmup", OPT_LONG, &o.topk_warmup, 0, big },
         { "--topk-start", OPT_DOUBLE, &o.topk_start, 1e-9, 1 },
+        { "--topk-dense-from", OPT_DOUBLE, &o.topk_dense_from, 0, 1 },
         { "--topk-momentum", OPT_FLOAT, &o.topk_momentum, 0, 0.9999 },
         { "--data", OPT_STR, &o.data_path, 0, 0 },
         { "--corpus", OPT_STR, &corpus, 0, 0 },

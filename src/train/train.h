@@ -40,15 +40,18 @@ typedef struct zen_train_options {
     int threads;                  /* BLAS threads per rank (0: cores / ranks in this process) */
     zen_emb_sync emb_sync;
     zen_sparse_scheme sparse_scheme;
-    double topk;         /* > 0: keep this fraction of the dense gradient (DGC-style) */
-    int topk_global;     /* 1: with topk, global top-k (zen_sparse_options.global_topk) */
-    long topk_warmup;    /* > 0: the kept fraction decays exponentially from topk_start to
-                            topk over the first topk_warmup steps (DGC's sparsity warm-up) */
-    double topk_start;   /* kept fraction at step 0 of the warm-up (0.25) */
-    float topk_momentum; /* > 0: DGC momentum correction (the velocity is accumulated before the
-                            selection and AdamW's beta1 becomes 0); 0: plain error feedback */
-    int topk_rescale;    /* 1: AdamW's second moment of the top-k'd params takes P x g^2 */
-    size_t bucket_bytes; /* dense allreduce bucket size */
+    double topk;            /* > 0: keep this fraction of the dense gradient (DGC-style) */
+    int topk_global;        /* 1: with topk, global top-k (zen_sparse_options.global_topk) */
+    long topk_warmup;       /* > 0: the kept fraction decays exponentially from topk_start to
+                               topk over the first topk_warmup steps (DGC's sparsity warm-up) */
+    double topk_start;      /* kept fraction at step 0 of the warm-up (0.25) */
+    double topk_dense_from; /* > 0: a step whose kept fraction is at least this sends the whole
+                               residual through the dense allreduce (0: never) */
+    float topk_momentum;    /* > 0: DGC momentum correction (the velocity is accumulated before the
+                               selection and AdamW's beta1 becomes 0); 0: plain error feedback */
+    int topk_rescale;       /* 1: a value that accumulated tau steps enters AdamW's v as
+                               g^2 / tau^2 */
+    size_t bucket_bytes;    /* dense allreduce bucket size */
     zen_tp_options tp_opts;
     zen_tp_emulation tp_emulation; /* emulated stragglers (benchmarks, tests; none by default) */
     /* data */

@@ -59,6 +59,7 @@ void zen_train_options_default(zen_train_options *o)
     o->topk_global = 0;
     o->topk_warmup = 0;
     o->topk_start = 0.25;
+    o->topk_dense_from = 0;
     o->topk_momentum = 0;
     o->topk_rescale = 0;
     o->bucket_bytes = 1 << 20;
@@ -159,6 +160,10 @@ static void build_config(run_ctx *c, const zen_gpt_config *g)
                  "train.topk_warmup=%ld\ntrain.topk_start=%.9g\ntrain.topk_momentum=%.9g\n"
                  "train.topk_rescale=%d\n",
                  o->topk_warmup, o->topk_start, (double)o->topk_momentum, o->topk_rescale);
+    len = strlen(c->config);
+    if (o->topk > 0 && o->topk_dense_from > 0)
+        snprintf(c->config + len, sizeof c->config - len, "train.topk_dense_from=%.9g\n",
+                 o->topk_dense_from);
 }
 
 static void model_config(const run_ctx *c, zen_gpt_config *g)
@@ -819,10 +824,11 @@ static zen_status check_options(const zen_train_options *o, char *err, size_t er
         return ZEN_EINVAL;
     }
     if (o->topk_start <= 0 || o->topk_start > 1 || o->topk_warmup < 0 ||
-        !(o->topk_momentum >= 0 && o->topk_momentum < 1)) {
+        !(o->topk_momentum >= 0 && o->topk_momentum < 1) ||
+        !(o->topk_dense_from >= 0 && o->topk_dense_from <= 1)) {
         snprintf(err, errlen,
-                 "need 0 < --topk-start <= 1, --topk-warmup >= 0 and "
-                 "0 <= --topk-momentum < 1");
+                 "need 0 < --topk-start <= 1, --topk-warmup >= 0, "
+                 "0 <= --topk-momentum < 1 and 0 <= --topk-dense-from <= 1");
         return ZEN_EINVAL;
     }
     if (o->topk_rescale && o->tp_opts.balance != ZEN_BALANCE_NONE) {

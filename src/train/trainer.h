@@ -90,6 +90,10 @@ void zen_trainer_sync_attach_moment_scales(zen_trainer_sync *s, zen_adamw *opt);
  * from max(topk_start, topk) to topk (DGC's sparsity warm-up). 1 without top-k. Pure. */
 double zen_trainer_topk_keep(const zen_train_options *o, long step);
 
+/* 1 when step (0-based) syncs the top-k'd gradients densely: --topk with --topk-dense-from F > 0
+ * and zen_trainer_topk_keep(o, step) >= F. Pure. */
+int zen_trainer_topk_dense_step(const zen_train_options *o, long step);
+
 /* This rank's sparse tensors of the last sync, before averaging (valid until the next sync):
  * the touched embedding rows (captured when synced sparsely or when dumping) and the top-k
  * selection (with --topk and dp > 1). */

@@ -40,6 +40,9 @@
  * With the embedding synced sparsely (and no --topk-global), its touched rows travel in the top-k
  * call as width-1 entries past the dense concatenation (allreduce_joint): one sparse allreduce a
  * step instead of two. Each phase of the sync is timed into zen_sync_stats.ms_phase (--metrics).
+ * --topk-dense-from F: a step whose kept fraction is at least F (the first warm-up steps) sends
+ * the whole residual through the dense allreduce instead (sync_topk_dense): the same update, at
+ * the dense sync's cost rather than a sparse call's above its break-even density.
  * --topk-global: every rank receives only the k largest of the sum
  * (zen_sparse_options.global_topk) and the sent values the sum dropped go back into the residual
  * (zen_sparse_topk_dropped).
@@ -76,14 +79,19 @@ struct zen_trainer_sync {
     float *emb_val;
     size_t emb_cap, emb_n;
     size_t topk_nnz; /* this step's top-k selection (topk_idx, topk_val) */
+    int dense_step;  /* this step went through the dense allreduce (--topk-dense-from) */
     /* top-k with the embedding's rows in the same call (allreduce_joint) */
     int joint;
     uint32_t *joint_idx;
     float *joint_val;
     size_t joint_cap;
     /* --topk-rescale */
-    uint32_t *age; /* per scalar of the concatenation: steps since it was last synced non-zero */
-    float *vscale; /* 1 / (age + 1)^2 before this step's reset: AdamW's g^2 factor */
+    uint32_t *last; /* per scalar of the concatenation: 1 + the step it was last synced non-zero
+                       (0: never) */
+    float *vscale;  /* 1 / tau^2, tau = steps since then (this one included): AdamW's g^2 factor;
+                       only read where this step's gradient is non-zero, only written there */
+    uint32_t now;   /* 1 + this step */
+    int marked;     /* this step's non-zeros already went through rescale_mark */
 };
 
 zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_options *o,
@@ -129,9 +137,9 @@ zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_opt
         if (!s->topk_out || !s->topk_idx || !s->topk_val)
             goto nomem;
         if (o->topk_rescale) {
-            s->age = zen_train_calloc(s->total, sizeof *s->age);
+            s->last = zen_train_calloc(s->total, sizeof *s->last);
             s->vscale = zen_train_malloc_array(s->total, sizeof *s->vscale);
-            if (!s->age || !s->vscale)
+            if (!s->last || !s->vscale)
                 goto nomem;
             for (size_t i = 0; i < s->total; i++)
                 s->vscale[i] = 1.0f;
@@ -160,7 +168,7 @@ void zen_trainer_sync_destroy(zen_trainer_sync *s)
     free(s->topk_out);
     free(s->topk_idx);
     free(s->topk_val);
-    free(s->age);
+    free(s->last);
     free(s->vscale);
     free(s->emb_idx);
     free(s->emb_val);
@@ -233,6 +241,12 @@ static zen_status allreduce_global(zen_trainer_sync *s, const zen_sparse_tensor 
     return zen_topk_state_add(s->topk, s->topk_idx, s->stage, t->nnz);
 }
 
+int zen_trainer_topk_dense_step(const zen_train_options *o, long step)
+{
+    return o->topk > 0 && o->topk_dense_from > 0 &&
+           zen_trainer_topk_keep(o, step) >= o->topk_dense_from;
+}
+
 double zen_trainer_topk_keep(const zen_train_options *o, long step)
 {
     if (!(o->topk > 0))
@@ -249,6 +263,18 @@ static void phase_done(zen_sync_stats *st, zen_sync_phase ph, int64_t *t)
     int64_t now = zen_trainer_now_ns();
     st->ms_phase[ph] += (double)(now - *t) / 1e6;
     *t = now;
+}
+
+/* --topk-rescale: scalar i of the concatenation is non-zero in this step's synced gradient. tau
+ * counts the steps since it last was (1: also in the previous step; a first sync counts from step
+ * -1, as if sent just before training). Touching only the non-zeros (the union, a few times k)
+ * instead of ageing all n scalars every step keeps the bookkeeping off the step time; a zero
+ * gradient adds nothing to AdamW's v whatever its factor. */
+static inline void rescale_mark(zen_trainer_sync *s, size_t i)
+{
+    float tau = (float)(s->now - s->last[i]);
+    s->vscale[i] = 1.0f / (tau * tau);
+    s->last[i] = s->now;
 }
 
 /* The selection plus the embedding's touched rows as width-1 entries past the concatenation
@@ -285,8 +311,12 @@ static zen_status joint_scatter(zen_trainer_sync *s, const zen_sparse_result *r,
     memset(s->topk_out, 0, n * sizeof *s->topk_out);
     for (size_t j = 0; j < s->emb_n; j++)
         memset(p->grad + (size_t)s->emb_idx[j] * d, 0, d * sizeof(float));
-    for (; i < r->nnz && r->indices[i] < n; i++)
+    for (; i < r->nnz && r->indices[i] < n; i++) {
         s->topk_out[r->indices[i]] = r->values[i];
+        if (s->last && r->values[i] != 0.0f)
+            rescale_mark(s, r->indices[i]);
+    }
+    s->marked = 1;
     size_t rows = 0, last = SIZE_MAX;
     for (; i < r->nnz; i++) {
         size_t e = (size_t)r->indices[i] - n;
@@ -335,6 +365,54 @@ static zen_status allreduce_joint(zen_trainer_sync *s, size_t nnz, const zen_spa
     return ZEN_OK;
 }
 
+/* The synced result (topk_out) back into the gradients, with --topk-rescale's marks where the
+ * call did not make them (the dense result paths). */
+static zen_status topk_unpack(zen_trainer_sync *s, zen_sync_stats *st, int64_t *t)
+{
+    size_t n = s->total;
+    move_range(s, 0, n, s->topk_out, 1);
+    for (size_t i = 0; s->last && !s->marked && i < n; i++)
+        if (s->topk_out[i] != 0.0f)
+            rescale_mark(s, i);
+    st->keep_fraction = (double)s->topk_nnz / (double)n;
+    phase_done(st, ZEN_SYNC_UNPACK, t);
+    return ZEN_OK;
+}
+
+/*
+ * --topk-dense-from: a warm-up step that keeps a large share sends everything instead. Past a
+ * break-even density a sparse allreduce costs more than the dense one (an index per value, and the
+ * union of P selections to pull back), so such a step takes the whole residual out of the state
+ * (zen_topk_compress with k = n: the same update of u and v as any step, then every non-zero
+ * leaves) and averages it through the bucketed dense allreduce, as the dense sync would. The
+ * result is the keep-100% step's, at the dense step's cost; the embedding goes through its own
+ * row-wise call (sync_grads, s->dense_step).
+ */
+static zen_status sync_topk_dense(zen_trainer_sync *s, zen_sync_stats *st, int64_t *t)
+{
+    size_t n = s->total, nnz = 0;
+    zen_topk_options to = ZEN_TOPK_OPTIONS_INIT;
+    to.mode = ZEN_TOPK_EXACT;
+    zen_status rc = zen_topk_compress(s->topk, s->stage, n, &to, s->topk_idx, s->topk_val, n, &nnz);
+    if (rc != ZEN_OK)
+        return rc;
+    memset(s->topk_out, 0, n * sizeof *s->topk_out);
+    for (size_t i = 0; i < nnz; i++)
+        s->topk_out[s->topk_idx[i]] = s->topk_val[i];
+    s->topk_nnz = nnz;
+    phase_done(st, ZEN_SYNC_SELECT, t);
+    size_t b = s->opts->bucket_bytes / sizeof(float);
+    b = b < 1024 ? 1024 : b;
+    for (size_t off = 0; off < n; off += b) {
+        size_t len = n - off < b ? n - off : b;
+        rc = zen_allreduce(s->dp, s->topk_out + off, s->topk_out + off, len, ZEN_F32, ZEN_AVG);
+        if (rc != ZEN_OK)
+            return rc;
+    }
+    phase_done(st, ZEN_SYNC_BUCKETS, t);
+    return ZEN_OK;
+}
+
 static zen_status sync_topk(zen_trainer_sync *s, long step, zen_sync_stats *st)
 {
     size_t n = s->total;
@@ -343,6 +421,13 @@ static zen_status sync_topk(zen_trainer_sync *s, long step, zen_sync_stats *st)
     int64_t t = zen_trainer_now_ns();
     move_range(s, 0, n, s->stage, 0);
     phase_done(st, ZEN_SYNC_PACK, &t);
+    s->now = step < 0 ? 1 : (uint32_t)step + 1;
+    s->marked = 0;
+    s->dense_step = zen_trainer_topk_dense_step(s->opts, step);
+    if (s->dense_step) {
+        zen_status rc = sync_topk_dense(s, st, &t);
+        return rc != ZEN_OK ? rc : topk_unpack(s, st, &t);
+    }
     size_t k = (size_t)ceil(zen_trainer_topk_keep(s->opts, step) * (double)n);
     if (k < 1)
         k = 1;
@@ -372,15 +457,7 @@ static zen_status sync_topk(zen_trainer_sync *s, long step, zen_sync_stats *st)
     if (rc != ZEN_OK)
         return rc;
     phase_done(st, ZEN_SYNC_REDUCE, &t);
-    move_range(s, 0, n, s->topk_out, 1);
-    for (size_t i = 0; s->age && i < n; i++) {
-        float tau = (float)s->age[i] + 1.0f;
-        s->vscale[i] = 1.0f / (tau * tau);
-        s->age[i] = s->topk_out[i] != 0.0f ? 0 : s->age[i] + (s->age[i] < UINT32_MAX);
-    }
-    st->keep_fraction = (double)nnz / (double)n;
-    phase_done(st, ZEN_SYNC_UNPACK, &t);
-    return ZEN_OK;
+    return topk_unpack(s, st, &t);
 }
 
 void zen_trainer_sync_attach_moment_scales(zen_trainer_sync *s, zen_adamw *opt)
@@ -466,6 +543,7 @@ zen_status zen_trainer_sync_grads(zen_trainer_sync *s, long step, zen_sync_stats
     st->emb_scheme = ZEN_SPARSE_DENSE;
     s->emb_n = 0;
     s->topk_nnz = 0;
+    s->dense_step = 0;
     int n = zen_comm_size(s->dp);
     int64_t t = zen_trainer_now_ns();
     if (s->emb_param >= 0 && (s->emb >= 0 || s->opts->dump_grads_dir)) {
@@ -484,7 +562,7 @@ zen_status zen_trainer_sync_grads(zen_trainer_sync *s, long step, zen_sync_stats
     if (s->opts->topk <= 0)
         phase_done(st, ZEN_SYNC_BUCKETS, &t);
     t = zen_trainer_now_ns();
-    if (rc == ZEN_OK && s->emb >= 0 && !s->joint)
+    if (rc == ZEN_OK && s->emb >= 0 && (!s->joint || s->dense_step))
         rc = sync_embedding(s, st);
     phase_done(st, ZEN_SYNC_EMB, &t);
     zen_comm_get_stats(s->dp, &b);
