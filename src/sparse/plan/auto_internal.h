@@ -93,7 +93,7 @@ typedef struct choice {
 } choice;
 
 /*
- * A new regime of a keyed tensor: x moved beyond factor f (ZEN_SPARSE_AUTO_REGIME; <= 1: never)
+ * auto_slots.c: a new regime of a keyed tensor: x moved beyond factor f (ZEN_SPARSE_AUTO_REGIME; <= 1: never)
  * from ref, x / ref outside [1/f, f] (counts + 1, so an empty side compares). The tuner's measurements
  * (auto_tune.h) are ratios of measured over predicted time, and the model's error is not the
  * same at every size: a top-k hook's ratio warm-up (25%, 6.25%, 1.56%, 1% over its first steps)

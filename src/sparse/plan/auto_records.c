@@ -92,14 +92,6 @@ static zen_status exchange_records(zen_comm *comm, const zen_coll *cc, const uin
     return st;
 }
 
-int zen__auto_regime_moved(double x, double ref, double f)
-{
-    if (!(f > 1) || !(x >= 0) || !(ref >= 0))
-        return 0;
-    double q = (x + 1) / (ref + 1);
-    return q > f || q * f < 1;
-}
-
 void zen__auto_geometry(const zen_coo *c, int n, prof_geom *g)
 {
     g->n = n;

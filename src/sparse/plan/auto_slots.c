@@ -38,6 +38,14 @@ int zen__auto_slot_get(uint64_t key, profile_slot *out)
     return sl != NULL;
 }
 
+int zen__auto_regime_moved(double x, double ref, double f)
+{
+    if (!(f > 1) || !(x >= 0) || !(ref >= 0))
+        return 0;
+    double q = (x + 1) / (ref + 1);
+    return q > f || q * f < 1;
+}
+
 /* What every call reads before its agreement (zen__sparse_auto_state), without copying the slot:
  * its digest, this rank's time of the last call and its input rows at its last exchange. */
 static int slot_peek(uint64_t key, uint64_t *digest, double *pending_s, uint64_t *own_nnz,
