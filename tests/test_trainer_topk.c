@@ -287,11 +287,10 @@ static unsigned long long metrics_bytes(const char *path, long step)
 }
 
 /* Step 0 of a warm-up from 100% with --topk-dense-from 1 goes through the dense allreduce: it
- * puts the dense sync's bytes on the wire (not the sparse call's, an index per value: 1.5x at dp 2),
- * and as it
- * sends everything, it is the sparse keep-100% step: every later loss equals the run without the
- * option, so the residual left after it is empty and the embedding was synced. The embedding is
- * synced sparsely (its rows otherwise ride in the top-k call). */
+ * puts the dense sync's bytes on the wire (not the sparse call's, an index per value: 1.5x at
+ * dp 2), and as it sends everything, it is the sparse keep-100% step: every later loss equals the
+ * run without the option, so the residual left after it is empty and the embedding was synced.
+ * The embedding is synced sparsely (its rows otherwise ride in the top-k call). */
 static void test_dense_from(void **state)
 {
     (void)state;
