@@ -94,6 +94,14 @@ struct zen_trainer_sync {
     int marked;     /* this step's non-zeros already went through rescale_mark */
 };
 
+/* The dense sync's bucket in floats (--bucket-bytes, at least 1024): sync_buckets' staging size,
+ * also the chunk of a --topk-dense-from step. */
+static size_t bucket_elems(const zen_train_options *o)
+{
+    size_t b = o->bucket_bytes / sizeof(float);
+    return b < 1024 ? 1024 : b;
+}
+
 zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_options *o,
                                    zen_trainer_sync **out)
 {
@@ -145,8 +153,7 @@ zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_opt
                 s->vscale[i] = 1.0f;
         }
     } else {
-        size_t b = o->bucket_bytes / sizeof(float);
-        s->stage_count = b < 1024 ? 1024 : b;
+        s->stage_count = bucket_elems(o);
     }
     s->stage = zen_train_malloc_array(s->stage_count, sizeof(float));
     if (!s->stage)
@@ -401,8 +408,7 @@ static zen_status sync_topk_dense(zen_trainer_sync *s, zen_sync_stats *st, int64
         s->topk_out[s->topk_idx[i]] = s->topk_val[i];
     s->topk_nnz = nnz;
     phase_done(st, ZEN_SYNC_SELECT, t);
-    size_t b = s->opts->bucket_bytes / sizeof(float);
-    b = b < 1024 ? 1024 : b;
+    size_t b = bucket_elems(s->opts);
     for (size_t off = 0; off < n; off += b) {
         size_t len = n - off < b ? n - off : b;
         rc = zen_allreduce(s->dp, s->topk_out + off, s->topk_out + off, len, ZEN_F32, ZEN_AVG);
