@@ -16,11 +16,13 @@
 #   scripts/cluster.sh up N [--gbps G] [--lat-us L]   make N hosts (default 1 Gbit/s, 50 us;
 #        [--switch auto|bridge|user]                  see above for when 50 us is really added)
 #        [--rate-at host|switch]
+#        [--bridge-nf]                                keep bridge netfilter on (see up_bridge)
 #   scripts/cluster.sh down                            remove everything it made
 #   scripts/cluster.sh exec I CMD [ARGS...]            run a command on host I (0-based)
 #   scripts/cluster.sh addr I                          print host I's address
 #   scripts/cluster.sh run N [--port P] -- CMD ARGS    run CMD on hosts 0..N-1 as tcp ranks
-#                                                      (ZEN_RANK etc. set; master = host 0)
+#                                                      (ZEN_RANK etc. set; master = host 0;
+#                                                      ZEN_NET_GBPS = the line rate if unset)
 #        [--per-host R]                                R ranks per host (default 1): rank i*R+j
 #                                                      is process j of host i
 #   scripts/cluster.sh mpirun N -- CMD ARGS            run CMD with Open MPI across hosts 0..N-1
@@ -36,7 +38,7 @@ NAME=${ZEN_CLUSTER_NAME:-zen}
 [[ "$NAME" =~ ^[a-z][a-z0-9]{0,11}$ ]] || { echo "cluster.sh: bad ZEN_CLUSTER_NAME" >&2; exit 1; }
 SW=${NAME}-sw
 PREFIX=${NAME}-h
-STATE=/tmp/${NAME}-netswitch # .pid and .log of the user switch
+STATE=/tmp/${NAME}-netswitch # .pid and .log of the user switch, .gbps the line rate
 SUBNET=198.18.0
 HERE=$(cd "$(dirname "$0")" && pwd)
 
@@ -86,6 +88,16 @@ switch_pid() {
 up_bridge() {
     local n=$1 gbps=$2 lat_us=$3
     ip netns add "$SW"
+    # A switch does not run the host's firewall on the frames it forwards, but with br_netfilter
+    # loaded (Docker and most container hosts load it) the bridge passes every frame through
+    # iptables (br_nf_forward_ip and friends): CPU per byte taken from the same cores the ranks
+    # use. The sysctls are per network namespace, so this changes only the switch's.
+    # --bridge-nf keeps the host's setting (the emulation before 4 Dec 2026), for comparisons.
+    local knob
+    for knob in iptables ip6tables arptables; do
+        [ "$bridge_nf" = 1 ] && break
+        ip netns exec "$SW" sysctl -q -w "net.bridge.bridge-nf-call-$knob=0" 2>/dev/null || true
+    done
     ip -n "$SW" link add br0 type bridge
     ip -n "$SW" link set br0 up
     ip -n "$SW" link set lo up
@@ -128,7 +140,7 @@ up_user() {
     done
     local pace=0
     [ "$rate_at" = switch ] && pace=$gbps
-    rm -f "$STATE.pid" "$STATE.log"
+    rm -f "$STATE.pid" "$STATE.log" "$STATE.gbps"
     # real-time priority (SCHED_FIFO): a normal-priority switch is woken milliseconds late while
     # the hosts' ranks keep both cores busy; it sleeps when nothing is due, so this costs little
     setsid "$bin" --hosts "$n" --lat-us "$lat_us" --gbps "$pace" --netns-prefix "$PREFIX" \
@@ -149,6 +161,7 @@ cmd_up() {
     local n=${1:-}; shift || true
     [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] || die "up: N must be 1..200"
     local gbps=1 lat_us=50 lat_given=0 mode=auto rate_at=host bin=""
+    bridge_nf=0
     delay_note=""
     while [ $# -gt 0 ]; do
         case "$1" in
@@ -156,6 +169,7 @@ cmd_up() {
         --lat-us) lat_us=$2; lat_given=1; shift 2 ;;
         --switch) mode=$2; shift 2 ;;
         --rate-at) rate_at=$2; shift 2 ;;
+        --bridge-nf) bridge_nf=1; shift ;;
         *) die "up: unknown option $1" ;;
         esac
     done
@@ -176,6 +190,7 @@ cmd_up() {
     else
         up_bridge "$n" "$gbps" "$lat_us"
     fi
+    echo "$gbps" >"$STATE.gbps"
     echo "cluster up: $n hosts ${SUBNET}.1-${SUBNET}.$n, ${gbps} Gbit/s, ${lat_us} us one way${delay_note}"
 }
 
@@ -192,7 +207,7 @@ cmd_down() {
         awk '/^zen_netswitch counters/ { b = "" } { b = b $0 "\n" } END { printf "%s", b }' \
             "$STATE.log" 2>/dev/null || true
     fi
-    rm -f "$STATE.pid" "$STATE.log"
+    rm -f "$STATE.pid" "$STATE.log" "$STATE.gbps"
     for ns in $(hosts); do ip netns del "$ns"; done
     if ns_exists "$SW"; then ip netns del "$SW"; fi
     if [ "$NAME" = zen ]; then
@@ -233,6 +248,11 @@ cmd_run() {
     [[ "$per" =~ ^[1-9][0-9]*$ ]] || die "run: --per-host R must be a positive count"
     # The ranks of one namespace share its ZEN_HOST_ID, so the default transport (auto) joins
     # them over shm and reaches the other namespaces over tcp.
+    # The sparse cost model's bandwidth (ZEN_NET_GBPS) is the emulated line rate unless the
+    # caller set one: without it the model assumes tcp's default, 10x the emulated 1 Gbit/s.
+    if [ -z "${ZEN_NET_GBPS:-}" ] && [ -f "$STATE.gbps" ]; then
+        export ZEN_NET_GBPS; ZEN_NET_GBPS=$(cat "$STATE.gbps")
+    fi
     local r i
     for ((r = 0; r < n * per; r++)); do
         i=$((r / per))
@@ -264,8 +284,12 @@ cmd_mpirun() {
     local rc=0
     # host 0's own TMPDIR, like the other hosts' in cluster-rsh.sh
     mkdir -p /tmp/zen-ompi-h0
+    local gbps_env=()
+    if [ -z "${ZEN_NET_GBPS:-}" ] && [ -f "$STATE.gbps" ]; then
+        gbps_env=(-x "ZEN_NET_GBPS=$(cat "$STATE.gbps")")
+    fi
     TMPDIR=/tmp/zen-ompi-h0 ip netns exec "$(host_ns 0)" mpirun --allow-run-as-root -n "$n" \
-        --hostfile "$hostfile" \
+        --hostfile "$hostfile" "${gbps_env[@]}" \
         --mca plm_rsh_agent "$HERE/cluster-rsh.sh" --mca btl tcp,self \
         --mca btl_tcp_if_include "${SUBNET}.0/24" --mca oob_tcp_if_include "${SUBNET}.0/24" \
         "$@" || rc=$?
