@@ -22,7 +22,7 @@
 # REPS (2) rounds, the syncs interleaved in each, numbered from REP_FROM (1); REP_FROM > 1 appends
 # to an earlier call's OUT_DIR (more rounds later, the lock released between them) and the target
 # and times to it are recomputed over all runs. Per run one JSON line to OUT_DIR/train.jsonl:
-# sync, rep, load (1-min load average before the run), tok_s (median of per-step tokens/s after
+# sync, rep, load (1-min load average before the run), blas_core (OpenBLAS's kernels), tok_s (median of per-step tokens/s after
 # step MEDIAN_FROM, default 5: set it past --topk-warmup to see the steady state), tok_s_mean
 # (tokens over the summed step times of those steps), wall_s (all steps' times summed, warm-ups
 # included), tok_s_run (all tokens over wall_s: the whole run's rate), ms_step, comm_ms and
@@ -113,6 +113,7 @@ tail = [r for r in rows if r["step"] > skip]
 tokens = rows[0]["tokens_per_s"] * rows[0]["ms_step"] / 1000  # per step
 phases = ("pack", "select", "reduce", "unpack", "emb", "buckets")
 print(json.dumps({"sync": s, "rep": rep, "launch": launch, "load": load, "median_from": skip,
+                  "blas_core": final.get("blas_core", "?"),
                   "tok_s": statistics.median(r["tokens_per_s"] for r in tail),
                   "tok_s_mean": round(tokens * len(tail) / sum(r["ms_step"] / 1000 for r in tail), 2),
                   "wall_s": t[-1], "tok_s_run": round(tokens * len(rows) / t[-1], 2),

@@ -104,4 +104,8 @@ void zen_train_result_free(zen_train_result *r);
 zen_status zen_train_run(const zen_train_options *opts, const zen_dataset *ds,
                          zen_train_result *res);
 
+/* The OpenBLAS kernel set this process runs ("Haswell", "Cooperlake", ...; never NULL): OpenBLAS's
+ * choice for the CPU unless OPENBLAS_CORETYPE named one. Thread safe. */
+const char *zen_train_blas_core(void);
+
 #endif

@@ -589,6 +589,7 @@ static void print_summary(rank_state *r, const char *sample)
         zen_json_number(stdout, "val_loss", res->final_val_loss);
         zen_json_number(stdout, "unigram_loss", c->unigram);
         zen_json_number(stdout, "tokens_per_s", res->tokens_per_s);
+        printf(",\"blas_core\":\"%s\"", zen_train_blas_core());
         if (res->straggler_factor > 1) {
             zen_json_number(stdout, "straggler_factor", res->straggler_factor);
             zen_json_number(stdout, "straggler_gemm_ratio", res->straggler_gemm_ratio);
@@ -615,7 +616,8 @@ static void print_summary(rank_state *r, const char *sample)
     printf("  train loss  %.3f -> %.3f\n", first, lastl);
     printf("  val loss    %.3f   (unigram baseline %.3f: %s)\n", res->final_val_loss, c->unigram,
            res->final_val_loss < c->unigram ? "the model beats it" : "not beaten yet");
-    printf("  throughput  %.0f tokens/s\n", res->tokens_per_s);
+    printf("  throughput  %.0f tokens/s (OpenBLAS kernels: %s)\n", res->tokens_per_s,
+           zen_train_blas_core());
     if (res->straggler_factor > 1)
         printf("  straggler   slowest rank's tp GEMM time %.2fx the fastest's (emulated slowdown "
                "%.2fx); balancing (%s) recovered %.0f%% of the gap\n",
@@ -662,6 +664,8 @@ static void print_banner(const rank_state *r, const zen_gpt_config *g)
            c->ds->name, c->ds->ntrain, c->ds->ntokens - c->ds->ntrain, g->vocab, g->n_layer,
            g->d_model, g->n_head, g->d_ff, (double)zen_gpt_full_param_count(g) / 1e6, o->dp, o->tp,
            zen_transport_name(zen_comm_transport(r->world)), o->dp * o->batch, o->seq);
+    printf("zen train: OpenBLAS kernels %s%s\n", zen_train_blas_core(),
+           getenv("OPENBLAS_CORETYPE") ? " (from OPENBLAS_CORETYPE)" : "");
     if (r->first_step > 0)
         printf("zen train: resumed from %s at step %ld\n", c->resume_path, r->first_step);
     fflush(stdout);
