@@ -262,8 +262,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_coalesce_random),   cmocka_unit_test(test_coalesce_types_and_edges),
         cmocka_unit_test(test_radix_sort_stable), cmocka_unit_test(test_merge),
-        cmocka_unit_test(test_merge_top_index),
-        cmocka_unit_test(test_alloc_failure),
+        cmocka_unit_test(test_merge_top_index),   cmocka_unit_test(test_alloc_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
