@@ -166,13 +166,16 @@ static void test_radix_sort_stable(void **state)
         }
 }
 
+/* k = 0..12 covers the scan of the run heads (k <= 8) and the heap above it. The values are not
+ * integers, so the sums are exact only in the reference's order: each index's rows added run by
+ * run, the lowest run first. */
 static void test_merge(void **state)
 {
     (void)state;
     uint64_t rng = 9;
     const uint64_t rows = 777;
-    for (size_t k = 0; k <= 9; k++) {
-        zen_coo runs[9];
+    for (size_t k = 0; k <= 12; k++) {
+        zen_coo runs[12];
         float *ref = calloc(rows * 3, sizeof *ref);
         memset(runs, 0, sizeof runs);
         for (size_t r = 0; r < k; r++) {
@@ -185,7 +188,7 @@ static void test_merge(void **state)
                     continue;
                 runs[r].idx[m] = i;
                 for (int c = 0; c < 3; c++) {
-                    float v = (float)(zt_rand(&rng) % 9);
+                    float v = (float)(zt_rand(&rng) % 997) * 0.37f + 0.01f;
                     runs[r].val[m * 3 + c] = v;
                     ref[i * 3 + c] += v;
                 }
@@ -205,6 +208,27 @@ static void test_merge(void **state)
             zen__coo_release(&runs[r]);
         free(ref);
     }
+}
+
+/* Indices up to rows - 1 = 2^32 - 2, next to the scan's UINT32_MAX for a spent run, and width 1
+ * (the top-k trainer's): the largest index comes out last, and a run spent early is skipped. */
+static void test_merge_top_index(void **state)
+{
+    (void)state;
+    uint32_t i0[] = { 3, UINT32_MAX - 1 }, i1[] = { 1 }, i2[] = { 2, 3, UINT32_MAX - 2 };
+    float v0[] = { 0.5f, 1.5f }, v1[] = { 2.5f }, v2[] = { 3.5f, 0.25f, 4.5f };
+    zen_coo runs[3] = { { UINT32_MAX, 1, 2, 2, i0, v0 },
+                        { UINT32_MAX, 1, 1, 1, i1, v1 },
+                        { UINT32_MAX, 1, 3, 3, i2, v2 } };
+    zen_coo out;
+    memset(&out, 0, sizeof out);
+    assert_int_equal(zen__coo_merge(runs, 3, &out), ZEN_OK);
+    uint32_t want_i[] = { 1, 2, 3, UINT32_MAX - 2, UINT32_MAX - 1 };
+    float want_v[] = { 2.5f, 3.5f, 0.75f, 4.5f, 1.5f };
+    assert_int_equal(out.nnz, 5);
+    assert_memory_equal(out.idx, want_i, sizeof want_i);
+    assert_memory_equal(out.val, want_v, sizeof want_v);
+    zen__coo_release(&out);
 }
 
 static void test_alloc_failure(void **state)
@@ -238,7 +262,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_coalesce_random),   cmocka_unit_test(test_coalesce_types_and_edges),
         cmocka_unit_test(test_radix_sort_stable), cmocka_unit_test(test_merge),
-        cmocka_unit_test(test_alloc_failure),
+        cmocka_unit_test(test_merge_top_index),   cmocka_unit_test(test_alloc_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

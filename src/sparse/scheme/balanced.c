@@ -8,11 +8,12 @@
  *   aggregate  the owner coalesces what it received (radix sort + sum; memory ~ received nnz)
  *   (top-k)    with global_topk, the owners keep only their share of the k largest sums
  *              (global_topk.c: up to 5 allreduces of <= 512 B and an allgather of 8 B per rank)
- *   encode     hash bitmap of the owner's sum over U_j, or COO when smaller (bitmap.c); with
- *              global top-k also COO with gap-coded indices (ZEN_HB_GAP), when smaller still
+ *   encode     hash bitmap of the owner's sum over U_j, COO, or COO with gap-coded indices
+ *              (ZEN_HB_GAP), whichever is smallest (bitmap.c)
  *   pull       allgather of (blob bytes, push imbalance), allgatherv of the blobs: Bruck's
  *              log2 n rounds up to ZEN_SPARSE_PULL_BRUCK_MAX_BYTES in all, else the ring
- *   decode     every rank expands each owner's blob with that owner's universe
+ *   decode     every rank expands each owner's blob with that owner's universe, into the dense
+ *              output or into n sorted runs merged by a scan of their heads (coo.c)
  *
  * 4 ranks, rank 0's view (a = aggregated partition of owner j, b = its blob):
  *
@@ -22,8 +23,9 @@
  *   r0 -[I_0^3]-> r3    encode b0 r0 <-[b3]- r3
  *
  * Bytes (d = this rank's nnz after coalescing, w = width, B_j = owner j's blob,
- * B_j = min(8 + 8 ceil(|U_j|/64) + 4 c_j w, 8 + 4 c_j + 4 c_j w) for c_j rows in its sum, and
- * with global top-k also ~8 + 4 c_j w + 2 c_j, the gap-coded indices' blob):
+ * B_j = min(8 + 8 ceil(|U_j|/64) + 4 c_j w, 8 + 4 c_j + 4 c_j w, ~8 + 4 c_j w + g c_j) for c_j
+ * rows in its sum, g = 1-2 bytes a gap-coded index: the gaps' blob wins below a density of about
+ * 1/8 of U_j, e.g. a top-k selection of 5% per rank):
  *   push  sends ~ (n-1)/n * d * (4 + 4w), plus 8-byte sizes to each peer, in two steps
  *   pull  receives sum_{j != self} B_j; Bruck and the ring alike make each rank send about as
  *         much (Bruck in ceil(log2 n) messages, the ring in n - 1 dependent steps). With bitmaps
@@ -234,9 +236,11 @@ static zen_status do_encode(bal_state *s)
                                           : "sparse balanced: aggregated rows exceed the universe "
                                             "(pull_format %d)",
                          forced);
-    /* global top-k leaves an owner about k / n rows spread over all rows, n rows / k apart:
-     * gap-coded indices (1-2 bytes) beat COO's 4 bytes and the bitmap's |U_j| / 8 */
-    size_t gap_bytes = k && forced == ZEN_SPARSE_PULL_AUTO ? zen__hb_gap_bytes(&s->agg) : 0;
+    /* a sparse sum (global top-k's k / n rows an owner; a union of top-k selections, ~10% of
+     * U_j) has its rows tens to thousands apart: gap-coded indices (1-2 bytes) beat COO's 4
+     * bytes and the bitmap's |U_j| / 8 (1.6 bytes a row at 8%: 10% fewer pull bytes a step for
+     * the trainer's --topk 0.05 on 4 hosts, docs/compression.md) */
+    size_t gap_bytes = forced == ZEN_SPARSE_PULL_AUTO ? zen__hb_gap_bytes(&s->agg) : 0;
     if (gap_bytes && gap_bytes < s->blob_bytes) {
         format = ZEN_HB_GAP;
         s->blob_bytes = gap_bytes;

@@ -220,6 +220,94 @@ static void heap_sift_down(merge_heap *h, size_t at)
     }
 }
 
+/* Row (key, src) goes out as a new entry, or is added to the last one when it has the same key
+ * (the runs' rows of one index are summed in run order, the lowest run first). */
+static size_t merge_put(zen_coo *out, size_t m, uint32_t key, const float *src, uint32_t w)
+{
+    if (m > 0 && out->idx[m - 1] == key) {
+        float *dst = out->val + (m - 1) * w;
+        for (uint32_t j = 0; j < w; j++)
+            dst[j] += src[j];
+        return m;
+    }
+    out->idx[m] = key;
+    if (w == 1)
+        out->val[m] = src[0];
+    else
+        memcpy(out->val + m * w, src, (size_t)w * sizeof *src);
+    return m + 1;
+}
+
+static zen_status merge_heap_runs(const zen_coo *runs, size_t k, zen_coo *out)
+{
+    uint32_t w = runs[0].width;
+    merge_heap h = { runs, zen__calloc(k, sizeof(size_t)), zen__malloc_array(k, sizeof(size_t)),
+                     0 };
+    if (!h.cursor || !h.heap) {
+        zen__free(h.cursor);
+        zen__free(h.heap);
+        return ZEN_ENOMEM;
+    }
+    for (size_t r = 0; r < k; r++)
+        if (runs[r].nnz > 0)
+            h.heap[h.len++] = r;
+    for (size_t i = h.len; i-- > 0;)
+        heap_sift_down(&h, i);
+    size_t m = 0;
+    while (h.len > 0) {
+        size_t r = h.heap[0];
+        size_t c = h.cursor[r];
+        m = merge_put(out, m, runs[r].idx[c], runs[r].val + c * w, w);
+        if (++h.cursor[r] == runs[r].nnz)
+            h.heap[0] = h.heap[--h.len];
+        heap_sift_down(&h, 0);
+    }
+    out->nnz = m;
+    zen__free(h.cursor);
+    zen__free(h.heap);
+    return ZEN_OK;
+}
+
+/*
+ * Few runs (the sparse schemes merge one run per rank of a host or a small world): each run's
+ * current index is kept in head[], UINT32_MAX once the run is spent, and the smallest is found by
+ * a scan of head[]. The scan's compares go to conditional moves and its loads hit one cache line,
+ * where the heap's sift-down chases cursors through the runs on every step: several times fewer
+ * cycles an entry for k = 4 (docs/algorithms.md). Ties go to the lowest run, as in the heap.
+ * An index below rows < 2^32 is never UINT32_MAX, so a spent run is never picked while entries
+ * remain; the check below only guards against a run that breaks that.
+ */
+#define MERGE_SCAN_MAX 8
+
+static zen_status merge_scan_runs(const zen_coo *runs, size_t k, size_t total, zen_coo *out)
+{
+    uint32_t w = runs[0].width, head[MERGE_SCAN_MAX];
+    size_t cur[MERGE_SCAN_MAX];
+    for (size_t r = 0; r < k; r++) {
+        cur[r] = 0;
+        head[r] = runs[r].nnz > 0 ? runs[r].idx[0] : UINT32_MAX;
+    }
+    size_t m = 0;
+    for (size_t left = total; left > 0; left--) {
+        size_t best = 0;
+        uint32_t key = head[0];
+        for (size_t r = 1; r < k; r++) {
+            int less = head[r] < key;
+            key = less ? head[r] : key;
+            best = less ? r : best;
+        }
+        const zen_coo *run = &runs[best];
+        size_t c = cur[best];
+        if (c >= run->nnz)
+            return ZEN_EINVAL;
+        m = merge_put(out, m, key, run->val + c * w, w);
+        cur[best] = ++c;
+        head[best] = c < run->nnz ? run->idx[c] : UINT32_MAX;
+    }
+    out->nnz = m;
+    return ZEN_OK;
+}
+
 zen_status zen__coo_merge(const zen_coo *runs, size_t k, zen_coo *out)
 {
     if (!out || (k > 0 && !runs))
@@ -239,39 +327,7 @@ zen_status zen__coo_merge(const zen_coo *runs, size_t k, zen_coo *out)
     zen_status st = zen__coo_reserve(out, total);
     if (st != ZEN_OK)
         return st;
-    merge_heap h = { runs, zen__calloc(k, sizeof(size_t)), zen__malloc_array(k, sizeof(size_t)),
-                     0 };
-    if (!h.cursor || !h.heap) {
-        zen__free(h.cursor);
-        zen__free(h.heap);
-        return ZEN_ENOMEM;
-    }
-    for (size_t r = 0; r < k; r++)
-        if (runs[r].nnz > 0)
-            h.heap[h.len++] = r;
-    for (size_t i = h.len; i-- > 0;)
-        heap_sift_down(&h, i);
-    size_t m = 0;
-    while (h.len > 0) {
-        size_t r = h.heap[0];
-        size_t c = h.cursor[r];
-        uint32_t key = runs[r].idx[c];
-        const float *src = runs[r].val + c * w;
-        if (m > 0 && out->idx[m - 1] == key) {
-            float *dst = out->val + (m - 1) * w;
-            for (uint32_t j = 0; j < w; j++)
-                dst[j] += src[j];
-        } else {
-            out->idx[m] = key;
-            memcpy(out->val + m * w, src, (size_t)w * sizeof *src);
-            m++;
-        }
-        if (++h.cursor[r] == runs[r].nnz)
-            h.heap[0] = h.heap[--h.len];
-        heap_sift_down(&h, 0);
-    }
-    out->nnz = m;
-    zen__free(h.cursor);
-    zen__free(h.heap);
-    return ZEN_OK;
+    if (k <= MERGE_SCAN_MAX && runs[0].rows <= UINT32_MAX)
+        return merge_scan_runs(runs, k, total, out);
+    return merge_heap_runs(runs, k, out);
 }
