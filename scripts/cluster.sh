@@ -140,7 +140,7 @@ up_user() {
     done
     local pace=0
     [ "$rate_at" = switch ] && pace=$gbps
-    rm -f "$STATE.pid" "$STATE.log" "$STATE.gbps"
+    rm -f "$STATE.pid" "$STATE.log"
     # real-time priority (SCHED_FIFO): a normal-priority switch is woken milliseconds late while
     # the hosts' ranks keep both cores busy; it sleeps when nothing is due, so this costs little
     setsid "$bin" --hosts "$n" --lat-us "$lat_us" --gbps "$pace" --netns-prefix "$PREFIX" \
@@ -223,6 +223,14 @@ cmd_exec() {
     exec ip netns exec "$(host_ns "$i")" "$@"
 }
 
+# The sparse cost model's bandwidth (ZEN_NET_GBPS) for the ranks: the emulated line rate unless
+# the caller set one (without it the model assumes tcp's default, 10x the emulated 1 Gbit/s).
+export_line_rate() {
+    if [ -z "${ZEN_NET_GBPS:-}" ] && [ -f "$STATE.gbps" ]; then
+        export ZEN_NET_GBPS; ZEN_NET_GBPS=$(cat "$STATE.gbps")
+    fi
+}
+
 cmd_run() {
     local n=${1:-}; shift || true
     [[ "$n" =~ ^[0-9]+$ ]] || die "run: N required"
@@ -248,11 +256,7 @@ cmd_run() {
     [[ "$per" =~ ^[1-9][0-9]*$ ]] || die "run: --per-host R must be a positive count"
     # The ranks of one namespace share its ZEN_HOST_ID, so the default transport (auto) joins
     # them over shm and reaches the other namespaces over tcp.
-    # The sparse cost model's bandwidth (ZEN_NET_GBPS) is the emulated line rate unless the
-    # caller set one: without it the model assumes tcp's default, 10x the emulated 1 Gbit/s.
-    if [ -z "${ZEN_NET_GBPS:-}" ] && [ -f "$STATE.gbps" ]; then
-        export ZEN_NET_GBPS; ZEN_NET_GBPS=$(cat "$STATE.gbps")
-    fi
+    export_line_rate
     local r i
     for ((r = 0; r < n * per; r++)); do
         i=$((r / per))
@@ -284,10 +288,9 @@ cmd_mpirun() {
     local rc=0
     # host 0's own TMPDIR, like the other hosts' in cluster-rsh.sh
     mkdir -p /tmp/zen-ompi-h0
+    export_line_rate
     local gbps_env=()
-    if [ -z "${ZEN_NET_GBPS:-}" ] && [ -f "$STATE.gbps" ]; then
-        gbps_env=(-x "ZEN_NET_GBPS=$(cat "$STATE.gbps")")
-    fi
+    [ -n "${ZEN_NET_GBPS:-}" ] && gbps_env=(-x ZEN_NET_GBPS)
     TMPDIR=/tmp/zen-ompi-h0 ip netns exec "$(host_ns 0)" mpirun --allow-run-as-root -n "$n" \
         --hostfile "$hostfile" "${gbps_env[@]}" \
         --mca plm_rsh_agent "$HERE/cluster-rsh.sh" --mca btl tcp,self \
