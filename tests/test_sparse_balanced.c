@@ -269,6 +269,78 @@ static void test_gap_pull(void **state)
     zt_run_inproc(4, gap_pull, NULL);
 }
 
+/*
+ * any_order: the same rows and bit-identical values as the ascending result, each row once, for
+ * flat BALANCED (where the rows do come back out of order: the option took effect), with global
+ * top-k, and per host (hierarchy on, 2 ranks a host, where the option must not reach the
+ * inter-host step, whose gather needs ascending rows).
+ */
+#define ANY_ROWS 6000
+#define ANY_NNZ  900
+
+typedef struct any_case {
+    zen_sparse_hierarchy hierarchy;
+    size_t global_topk;
+    int expect_unordered;
+} any_case;
+
+static zen_status any_order_case(zen_comm *comm, void *arg)
+{
+    const any_case *c = arg;
+    uint64_t rng = 77u + (uint64_t)zen_comm_rank(comm);
+    uint32_t idx[ANY_NNZ];
+    float val[ANY_NNZ];
+    for (int i = 0; i < ANY_NNZ; i++) {
+        idx[i] = (uint32_t)(zt_rand(&rng) % ANY_ROWS);
+        val[i] = (float)((int)(zt_rand(&rng) % 2001) - 1000) / 8.0f;
+    }
+    zen_sparse_tensor t = { ANY_ROWS, 1, ANY_NNZ, ZEN_INDEX_U32, idx, ZEN_F32, val };
+    zen_sparse_options o = ZEN_SPARSE_OPTIONS_INIT;
+    o.scheme = ZEN_SPARSE_BALANCED;
+    o.average = true;
+    o.hierarchy = c->hierarchy;
+    o.ranks_per_host = c->hierarchy == ZEN_SPARSE_HIER_ON ? 2 : 0;
+    o.global_topk = c->global_topk;
+    zen_sparse_result sorted, any;
+    ZT_CHECK(comm, zen_sparse_allreduce(comm, &t, &sorted, &o, NULL) == ZEN_OK);
+    o.any_order = true;
+    ZT_CHECK(comm, zen_sparse_allreduce(comm, &t, &any, &o, NULL) == ZEN_OK);
+    ZT_CHECK(comm, any.nnz == sorted.nnz && any.rows == ANY_ROWS && any.width == 1);
+    float *dense = malloc(ANY_ROWS * sizeof *dense);
+    unsigned char *seen = calloc(ANY_ROWS, 1);
+    for (size_t i = 0; i < ANY_ROWS; i++)
+        dense[i] = -1e30f; /* no row holds it */
+    for (size_t i = 0; i < sorted.nnz; i++) {
+        ZT_CHECK(comm, i == 0 || sorted.indices[i] > sorted.indices[i - 1]);
+        dense[sorted.indices[i]] = sorted.values[i];
+    }
+    int descents = 0;
+    for (size_t i = 0; i < any.nnz; i++) {
+        uint32_t row = any.indices[i];
+        ZT_CHECK(comm, row < ANY_ROWS && !seen[row]);
+        seen[row] = 1;
+        ZT_CHECK(comm, memcmp(&dense[row], &any.values[i], sizeof(float)) == 0);
+        descents += i > 0 && row < any.indices[i - 1];
+    }
+    ZT_CHECK(comm, c->expect_unordered ? descents > 0 : descents == 0);
+    free(dense);
+    free(seen);
+    zen_sparse_result_free(&sorted);
+    zen_sparse_result_free(&any);
+    return ZEN_OK;
+}
+
+static void test_any_order(void **state)
+{
+    (void)state;
+    const any_case flat = { ZEN_SPARSE_HIER_OFF, 0, 1 }, top = { ZEN_SPARSE_HIER_OFF, 500, 1 },
+                   hosts = { ZEN_SPARSE_HIER_ON, 0, 0 };
+    zt_run_inproc(4, any_order_case, (void *)&flat);
+    zt_run_inproc(8, any_order_case, (void *)&flat);
+    zt_run_inproc(8, any_order_case, (void *)&top);
+    zt_run_inproc(4, any_order_case, (void *)&hosts);
+}
+
 /* Rank 1 passes an index >= rows: it gets EINVAL, every other rank a clear error; nothing hangs
  * and the communicator stays usable. */
 static zen_status bad_index(zen_comm *comm, void *arg)
@@ -444,7 +516,7 @@ int main(void)
         cmocka_unit_test(test_names),     cmocka_unit_test(test_owner_consistent),
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_matrix),
         cmocka_unit_test(test_options),   cmocka_unit_test(test_alloc_failure),
-        cmocka_unit_test(test_gap_pull),
+        cmocka_unit_test(test_gap_pull),  cmocka_unit_test(test_any_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -372,6 +372,32 @@ static void test_net_models(void **state)
     assert_float_equal(pred[ZEN_SPARSE_HIERARCHICAL], 4e-6 + 2e-6, 1e-12);
 }
 
+/* any_order: BALANCED's COO output costs its copy without the k-way merge of the n runs, nnz_n
+ * merge lg n less; no other scheme's changes (their output is ascending anyway), nor a dense
+ * output's (no merge). */
+static void test_any_order_cost(void **state)
+{
+    (void)state;
+    zen_sparse_profile p;
+    double sorted[ZEN_SPARSE_SCHEME_COUNT], any[ZEN_SPARSE_SCHEME_COUNT];
+    zen__sparse_profile_model(&p, 8, 0.05, ZEN_OVERLAP_IDENTICAL);
+    zen_net_model net = { .bytes_per_s = 1e30, .cpu = { .merge = 3.0, .share = 1.0 } };
+    zen__sparse_predict(8, 1000000, 1, &p, &net, 256, sorted);
+    p.any_order = 1;
+    zen__sparse_predict(8, 1000000, 1, &p, &net, 256, any);
+    /* gamma^n = 1: the sum holds the 50000 rows of one rank; lg 8 = 3 heap levels */
+    assert_float_equal(sorted[ZEN_SPARSE_BALANCED] - any[ZEN_SPARSE_BALANCED],
+                       50000 * 3.0 * 3 * 1e-9, 1e-12);
+    for (int s = 0; s < ZEN_SPARSE_SCHEME_COUNT; s++) /* AUTO's entry is the cheapest's */
+        if (s != ZEN_SPARSE_BALANCED && s != ZEN_SPARSE_AUTO)
+            assert_true(any[s] == sorted[s]);
+    p.dense_output = 1;
+    zen__sparse_predict(8, 1000000, 1, &p, &net, 256, any);
+    p.any_order = 0;
+    zen__sparse_predict(8, 1000000, 1, &p, &net, 256, sorted);
+    assert_true(any[ZEN_SPARSE_BALANCED] == sorted[ZEN_SPARSE_BALANCED]);
+}
+
 /* AUTO follows the network: a slow, high-bandwidth-cost link favours sparse schemes for a
  * sparse tensor, and a huge latency favours the scheme with the fewest messages. */
 static void test_auto_follows_net(void **state)
@@ -398,7 +424,8 @@ int main(void)
         cmocka_unit_test(test_paper_table),          cmocka_unit_test(test_scheme_volumes),
         cmocka_unit_test(test_dense_crossover),      cmocka_unit_test(test_auto),
         cmocka_unit_test(test_balanced_latency_128), cmocka_unit_test(test_auto_follows_net),
-        cmocka_unit_test(test_profile_period),       cmocka_unit_test(test_net_models),
+        cmocka_unit_test(test_any_order_cost),       cmocka_unit_test(test_profile_period),
+        cmocka_unit_test(test_net_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -147,6 +147,60 @@ static void test_ties(void **state)
     }
 }
 
+/*
+ * Which tied rows win depends on the rows alone: BALANCED under two hash seeds (its owners move)
+ * and PS (owners by range) keep the same rows, and the pull stays balanced on tie-heavy data
+ * (a rule by owner, rank 0's first, gave 2.1 at 8 ranks).
+ */
+#define SAME_ROWS 5000
+static float same_kept[SAME_ROWS];
+static double same_imbalance;
+
+static zen_status run_same_rows(zen_comm *comm, void *arg)
+{
+    const tcase *c = arg;
+    uint32_t idx[300];
+    float val[300];
+    gen(c, zen_comm_rank(comm), idx, val);
+    zen_sparse_tensor t = { SAME_ROWS, 1, 300, ZEN_INDEX_U32, idx, ZEN_F32, val };
+    zen_sparse_options o = ZEN_SPARSE_OPTIONS_INIT;
+    o.scheme = c->scheme;
+    o.global_topk = c->k;
+    zen_sparse_stats st;
+    if (zen_comm_rank(comm) == 0) {
+        ZT_CHECK(comm, zen_sparse_allreduce_dense(comm, &t, same_kept, &o, &st) == ZEN_OK);
+        same_imbalance = st.imbalance_pull;
+    } else {
+        float kept[SAME_ROWS];
+        ZT_CHECK(comm, zen_sparse_allreduce_dense(comm, &t, kept, &o, &st) == ZEN_OK);
+    }
+    return ZEN_OK;
+}
+
+static void test_ties_same_rows(void **state)
+{
+    (void)state;
+    static float first[SAME_ROWS];
+    tcase c = { ZEN_SPARSE_BALANCED, SAME_ROWS, 300, 123, 1, 0, 0 };
+    for (int n = 3; n <= 8; n += 5) {
+        const char *seeds[] = { "1", "2" };
+        for (int run = 0; run < 3; run++) {
+            c.scheme = run < 2 ? ZEN_SPARSE_BALANCED : ZEN_SPARSE_PS;
+            setenv("ZEN_SEED", seeds[run % 2], 1);
+            zt_run_inproc(n, run_same_rows, &c);
+            print_message("%d ranks, %s, seed %s: pull imbalance %.2f\n", n,
+                          zen_sparse_scheme_name(c.scheme), seeds[run % 2], same_imbalance);
+            if (n == 8)
+                assert_true(same_imbalance < 1.5);
+            if (run == 0)
+                memcpy(first, same_kept, sizeof first);
+            else
+                assert_memory_equal(first, same_kept, sizeof first);
+        }
+    }
+    unsetenv("ZEN_SEED");
+}
+
 /* Wide magnitudes (every radix round decides something): values spread over many exponents. */
 static zen_status run_wide(zen_comm *comm, void *arg)
 {
@@ -253,6 +307,24 @@ static zen_status run_old_size(zen_comm *comm, void *arg)
     zen_sparse_result out = { 0 };
     ZT_CHECK(comm, zen_sparse_allreduce(comm, &t, &out, &o, NULL) == ZEN_OK);
     ZT_CHECK(comm, out.nnz == (size_t)zen_comm_size(comm));
+    zen_sparse_result_free(&out);
+    /* built before any_order: the flag past the old size is ignored, rows come back ascending
+     * (test_sparse_balanced checks that the flag itself does reorder this many rows) */
+    uint32_t many[40];
+    float ones[40];
+    for (int i = 0; i < 40; i++) {
+        many[i] = (uint32_t)(r + 3 * i);
+        ones[i] = 1;
+    }
+    zen_sparse_tensor tm = { 120, 1, 40, ZEN_INDEX_U32, many, ZEN_F32, ones };
+    o = (zen_sparse_options)ZEN_SPARSE_OPTIONS_INIT;
+    o.scheme = ZEN_SPARSE_BALANCED;
+    o.any_order = true;
+    o.size = offsetof(zen_sparse_options, any_order);
+    ZT_CHECK(comm, zen_sparse_allreduce(comm, &tm, &out, &o, NULL) == ZEN_OK);
+    ZT_CHECK(comm, out.nnz == 120);
+    for (size_t i = 0; i < out.nnz; i++)
+        ZT_CHECK(comm, out.indices[i] == i);
     zen_sparse_result_free(&out);
     return ZEN_OK;
 }
@@ -373,6 +445,15 @@ static void test_dropped_args(void **state)
     idx[1] = 4;
     assert_int_equal(zen_sparse_topk_dropped(&t, &r, res, 4), ZEN_EINVAL);
     assert_true(res[2] == 5); /* unchanged on error */
+    idx[1] = 2;
+    /* a result not strictly ascending (any_order): refused, residual unchanged */
+    uint32_t unordered_idx[2] = { 2, 0 };
+    float unordered_val[2] = { 5, 1 };
+    zen_sparse_result u = { 4, 1, 2, unordered_idx, unordered_val };
+    assert_int_equal(zen_sparse_topk_dropped(&t, &u, res, 4), ZEN_EINVAL);
+    unordered_idx[0] = 0; /* a repeated row */
+    assert_int_equal(zen_sparse_topk_dropped(&t, &u, res, 4), ZEN_EINVAL);
+    assert_true(res[0] == 0 && res[2] == 5);
     t.width = 2;
     assert_int_equal(zen_sparse_topk_dropped(&t, &r, res, 4), ZEN_EINVAL);
     assert_int_equal(zen_sparse_topk_dropped(NULL, &r, res, 4), ZEN_EINVAL);
@@ -381,10 +462,11 @@ static void test_dropped_args(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reference),        cmocka_unit_test(test_ties),
-        cmocka_unit_test(test_wide_magnitudes),  cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_old_options_size), cmocka_unit_test(test_pull_shrinks),
-        cmocka_unit_test(test_dropped_args),     cmocka_unit_test(test_bytes_bound),
+        cmocka_unit_test(test_reference),      cmocka_unit_test(test_ties),
+        cmocka_unit_test(test_ties_same_rows), cmocka_unit_test(test_wide_magnitudes),
+        cmocka_unit_test(test_errors),         cmocka_unit_test(test_old_options_size),
+        cmocka_unit_test(test_pull_shrinks),   cmocka_unit_test(test_dropped_args),
+        cmocka_unit_test(test_bytes_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,8 +49,8 @@ typedef struct zen_sparse_tensor {
     const void *values;   /* nnz * width entries of value_type */
 } zen_sparse_tensor;
 
-/* A library-allocated result: sorted unique u32 indices and f32 values. Free with
- * zen_sparse_result_free. */
+/* A library-allocated result: unique u32 indices (ascending unless the call asked for
+ * zen_sparse_options.any_order) and f32 values. Free with zen_sparse_result_free. */
 typedef struct zen_sparse_result {
     uint64_t rows;
     uint32_t width;
@@ -127,21 +127,30 @@ typedef struct zen_sparse_options {
      * 0: off (every rank gets the union). > 0: element sparsity (width 1) only: every rank
      * receives at most global_topk values, the largest in magnitude of the reduced sum (exactly
      * min(global_topk, non-zero rows of the sum) of them; exact zeros are never kept). Which of
-     * the rows tied at the boundary magnitude are kept is the library's choice (the owners
-     * share the places in proportion to their counts), the same on every rank.
+     * the rows tied at the boundary magnitude are kept is the library's choice, the same on
+     * every rank and in every run (it depends only on the rows and their sums, not on the
+     * scheme's owners or the communicator's hash seed).
      * The owners of BALANCED and PS agree a magnitude threshold after their reduce and pull only
      * what passes it; AUTO then runs one of those two (BALANCED unless it predicts PS cheaper),
      * always flat (hierarchy is ignored). Other schemes, and width > 1, give ZEN_EINVAL on every
      * rank; ranks that disagree on it get ZEN_EMISMATCH. With average, the kept values are
      * divided as usual. What was dropped: zen_sparse_topk_dropped. */
     size_t global_topk;
+    /* true: zen_sparse_allreduce may return the result's rows in any order (each row still
+     * once), for callers that scatter the result rather than walk it in order. BALANCED then
+     * hands back its owners' disjoint sorted runs one after another instead of merging them
+     * (a k-way merge over all n runs: most of its decode at 8 ranks); the other schemes, and
+     * zen_sparse_allreduce_dense, are unaffected. Local to the rank (ranks may differ). A result
+     * in any order is not valid input for zen_sparse_topk_dropped, which needs ascending rows. */
+    bool any_order;
 } zen_sparse_options;
 
-#define ZEN_SPARSE_OPTIONS_INIT                                                                 \
-    {                                                                                           \
-        .size = sizeof(zen_sparse_options), .scheme = ZEN_SPARSE_AUTO, .average = false,        \
-        .key = NULL, .threads = 1, .hierarchy = ZEN_SPARSE_HIER_AUTO, .ranks_per_host = 0,      \
-        .hash_probes = 0, .hash_r1 = 0.0, .pull_format = ZEN_SPARSE_PULL_AUTO, .global_topk = 0 \
+#define ZEN_SPARSE_OPTIONS_INIT                                                                  \
+    {                                                                                            \
+        .size = sizeof(zen_sparse_options), .scheme = ZEN_SPARSE_AUTO, .average = false,         \
+        .key = NULL, .threads = 1, .hierarchy = ZEN_SPARSE_HIER_AUTO, .ranks_per_host = 0,       \
+        .hash_probes = 0, .hash_r1 = 0.0, .pull_format = ZEN_SPARSE_PULL_AUTO, .global_topk = 0, \
+        .any_order = false                                                                       \
     }
 
 /* Fill *opts with the defaults (the same as ZEN_SPARSE_OPTIONS_INIT). NULL is ignored. */
@@ -213,9 +222,9 @@ ZEN_API zen_status zen_sparse_allreduce_dense(zen_comm *comm, const zen_sparse_t
                                               float *out_dense, const zen_sparse_options *opts,
                                               zen_sparse_stats *stats);
 
-/* Same, into a library-allocated sorted sparse result (*out filled; free it with
- * zen_sparse_result_free). Rows whose sum cancels to exactly zero may be absent. On failure *out
- * is zeroed and owns nothing. */
+/* Same, into a library-allocated sparse result, rows ascending unless opts->any_order (*out
+ * filled; free it with zen_sparse_result_free). Rows whose sum cancels to exactly zero may be
+ * absent. On failure *out is zeroed and owns nothing. */
 ZEN_API zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor *in,
                                         zen_sparse_result *out, const zen_sparse_options *opts,
                                         zen_sparse_stats *stats);
@@ -230,9 +239,9 @@ ZEN_API zen_status zen_sparse_allreduce(zen_comm *comm, const zen_sparse_tensor 
  * integer-valued floats. A rank adds only what it contributed, so no extra message is needed.
  * input: width 1, the tensor passed to the allreduce; result: its result (sorted unique
  * indices, as the allreduce returns them); residual: residual_len >= input->rows floats.
- * ZEN_EINVAL for NULL arguments, width != 1, residual_len < rows, a result of other rows, or an
- * index >= rows (negative for i64); residual is then unchanged. Touches no communicator; thread
- * safe on distinct residuals.
+ * ZEN_EINVAL for NULL arguments, width != 1, residual_len < rows, a result of other rows or
+ * whose indices are not strictly ascending (any_order), or an index >= rows (negative for i64);
+ * residual is then unchanged. Touches no communicator; thread safe on distinct residuals.
  */
 ZEN_API zen_status zen_sparse_topk_dropped(const zen_sparse_tensor *input,
                                            const zen_sparse_result *result, float *residual,

@@ -40,8 +40,8 @@ struct CooArgs {
 };
 
 // The worker's half: zen_sparse_allreduce of (idx, val) over [0, numel) into *res (the caller
-// frees it). Throws the error the future gets.
-void run_coo(zt::Comm &c, const CooArgs &a, zen_sparse_result *res)
+// frees it), its rows ascending unless any_order. Throws the error the future gets.
+void run_coo(zt::Comm &c, const CooArgs &a, zen_sparse_result *res, bool any_order)
 {
     zen_sparse_tensor in = {};
     in.rows = (uint64_t)a.numel;
@@ -60,6 +60,7 @@ void run_coo(zt::Comm &c, const CooArgs &a, zen_sparse_result *res)
     // > 0: every rank receives at most global_k entries, the largest of the sum (BALANCED, PS
     // or AUTO); the hook puts its own dropped contributions back into its residual.
     so.global_topk = (size_t)a.global_k;
+    so.any_order = any_order;
     zen_status st = zen_sparse_allreduce(c.comm(), &in, res, &so, &c.last_sparse);
     if (st != ZEN_OK) {
         zen_sparse_result_free(res);
@@ -71,7 +72,7 @@ void run_coo(zt::Comm &c, const CooArgs &a, zen_sparse_result *res)
 c10::IValue reduce_coo(zt::Comm &c, const CooArgs &a)
 {
     zen_sparse_result res = {};
-    run_coo(c, a, &res);
+    run_coo(c, a, &res, false);
     at::Tensor ri = at::empty({ (int64_t)res.nnz }, at::kLong);
     int64_t *rip = ri.data_ptr<int64_t>();
     for (size_t i = 0; i < res.nnz; i++)
@@ -85,11 +86,12 @@ c10::IValue reduce_coo(zt::Comm &c, const CooArgs &a)
 
 // sparse_allreduce_into's result: the sum written densely into out (zero where the sum has no
 // entry). With a residual (global top-k), this rank's own sent value goes back into it at every
-// index the result lacks: both index lists are ascending, so one merge walk finds them.
+// index the result lacks: both index lists are ascending, so one merge walk finds them. Without
+// one the scatter needs no order, so the result comes in any order (no k-way merge in zen).
 void reduce_into(zt::Comm &c, const CooArgs &a, const at::Tensor &out, const at::Tensor &residual)
 {
     zen_sparse_result res = {};
-    run_coo(c, a, &res);
+    run_coo(c, a, &res, !residual.defined());
     float *o = out.data_ptr<float>();
     std::memset(o, 0, (size_t)a.numel * sizeof(float));
     for (size_t i = 0; i < res.nnz; i++)

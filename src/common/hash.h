@@ -20,6 +20,18 @@ static inline uint64_t zen_mix64(uint64_t x)
     return x;
 }
 
+/* The same construction on 32 bits: a bijection of uint32_t (each round is invertible), so
+ * distinct inputs never collide, and its outputs spread over [0, 2^32) whatever the inputs. */
+static inline uint32_t zen_mix32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x9e3779b1u;
+    x ^= x >> 15;
+    x *= 0x85ebca77u;
+    x ^= x >> 13;
+    return x;
+}
+
 static inline uint64_t zen_hash64(uint64_t key, uint64_t seed)
 {
     return zen_mix64(key ^ zen_mix64(seed + 0x9e3779b97f4a7c15ull));

@@ -205,9 +205,11 @@ static zen_status run(zen_comm *comm, const zen_sparse_tensor *in, float *dense_
         return ZEN_EINVAL;
     zen_sparse_options defaults = ZEN_SPARSE_OPTIONS_INIT;
     const zen_sparse_options *opts = opts_in ? opts_in : &defaults;
-    if (opts_in && opts_in->size == ZEN_SPARSE_OPTIONS_V1_SIZE) {
-        /* a program built before global_topk: its fields, then this version's defaults */
-        memcpy(&defaults, opts_in, ZEN_SPARSE_OPTIONS_V1_SIZE);
+    if (opts_in && (opts_in->size == ZEN_SPARSE_OPTIONS_V1_SIZE ||
+                    opts_in->size == ZEN_SPARSE_OPTIONS_V2_SIZE)) {
+        /* a program built before global_topk or any_order: its fields, then this version's
+         * defaults */
+        memcpy(&defaults, opts_in, opts_in->size);
         defaults.size = sizeof defaults;
         opts = &defaults;
     }

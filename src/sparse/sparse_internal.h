@@ -49,7 +49,7 @@ typedef struct zen_sparse_ctx {
     zen_comm *comm;
     const zen_coo *local; /* this rank's coalesced input */
     float *dense_out;     /* if non-NULL: write the whole rows*width result here */
-    zen_coo *coo_out;     /* else: the sorted unique result goes here */
+    zen_coo *coo_out; /* else: the sorted unique result goes here (any order: opts->any_order) */
     const zen_sparse_options *opts;
     zen_sparse_stats *stats; /* never NULL inside schemes (api.c passes a scratch one) */
     int auto_agreed;         /* 1: every rank reported the same AUTO state digest (api.c) */
@@ -59,8 +59,10 @@ typedef struct zen_sparse_ctx {
 
 typedef zen_status (*zen_sparse_scheme_fn)(zen_sparse_ctx *ctx);
 
-/* zen_sparse_options.size of the version before global_topk: accepted, global_topk then 0. */
+/* zen_sparse_options.size of the versions before global_topk and before any_order: accepted,
+ * the later fields then their defaults. */
 #define ZEN_SPARSE_OPTIONS_V1_SIZE offsetof(zen_sparse_options, global_topk)
+#define ZEN_SPARSE_OPTIONS_V2_SIZE offsetof(zen_sparse_options, any_order)
 
 /* 1 for the schemes global_topk runs in: the owner schemes, whose owners hold disjoint reduced
  * partitions before the pull (scheme/global_topk.h), and AUTO, which then picks one of them. */

@@ -35,6 +35,9 @@ zen_status zen_sparse_topk_dropped(const zen_sparse_tensor *input, const zen_spa
     for (size_t i = 0; i < input->nnz; i++) /* all checked first: residual unchanged on error */
         if (index_at(input, i) >= input->rows)
             return ZEN_EINVAL;
+    for (size_t i = 1; i < result->nnz; i++) /* kept() searches: an any_order result is refused */
+        if (result->indices[i] <= result->indices[i - 1])
+            return ZEN_EINVAL;
     for (size_t i = 0; i < input->nnz; i++) {
         uint64_t idx = index_at(input, i);
         if (!kept(result->indices, result->nnz, idx))

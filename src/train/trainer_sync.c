@@ -85,6 +85,8 @@ struct zen_trainer_sync {
     uint32_t *joint_idx;
     float *joint_val;
     size_t joint_cap;
+    uint64_t *emb_seen; /* bit per embedding row: in this step's union (the result comes in any
+                           order, so its distinct rows are counted by marking) */
     /* --topk-rescale */
     uint32_t *last; /* per scalar of the concatenation: 1 + the step it was last synced non-zero
                        (0: never) */
@@ -144,6 +146,9 @@ zen_status zen_trainer_sync_create(zen_gpt *m, zen_comm *dp, const zen_train_opt
         s->topk_val = zen_train_malloc_array(s->total, sizeof(float));
         if (!s->topk_out || !s->topk_idx || !s->topk_val)
             goto nomem;
+        if (s->joint && !(s->emb_seen = zen_train_calloc(((size_t)p[s->emb].rows + 63) / 64,
+                                                         sizeof *s->emb_seen)))
+            goto nomem;
         if (o->topk_rescale) {
             s->last = zen_train_calloc(s->total, sizeof *s->last);
             s->vscale = zen_train_malloc_array(s->total, sizeof *s->vscale);
@@ -181,6 +186,7 @@ void zen_trainer_sync_destroy(zen_trainer_sync *s)
     free(s->emb_val);
     free(s->joint_idx);
     free(s->joint_val);
+    free(s->emb_seen);
     free(s);
 }
 
@@ -219,33 +225,6 @@ static zen_status sync_buckets(zen_trainer_sync *s)
         move_range(s, off, n, s->stage, 1);
     }
     return ZEN_OK;
-}
-
-/* --topk-global: every rank receives only the k largest magnitudes of the sum; what this rank
- * sent and the sum dropped goes back into its residual (zen_sparse_topk_dropped: summed over the
- * ranks, exactly the dropped part of the sum, in gradient units before the average). */
-static zen_status allreduce_global(zen_trainer_sync *s, const zen_sparse_tensor *t,
-                                   const zen_sparse_options *so)
-{
-    zen_sparse_result r;
-    zen_status rc = zen_sparse_allreduce(s->dp, t, &r, so, NULL);
-    if (rc != ZEN_OK)
-        return rc;
-    memset(s->topk_out, 0, s->total * sizeof *s->topk_out);
-    for (size_t i = 0; i < r.nnz; i++)
-        s->topk_out[r.indices[i]] = r.values[i];
-    /* The dropped part lands densely in the scratch stage (free after the selection), is
-     * compacted in place to the sent indices, which hold every dropped entry (ascending, so
-     * idx[i] >= i and no entry is overwritten before it is read), and goes back into the
-     * state's residual. topk_idx/topk_val stay as sent (--dump-grads records them). */
-    memset(s->stage, 0, s->total * sizeof *s->stage);
-    rc = zen_sparse_topk_dropped(t, &r, s->stage, s->total);
-    zen_sparse_result_free(&r);
-    if (rc != ZEN_OK)
-        return rc;
-    for (size_t i = 0; i < t->nnz; i++)
-        s->stage[i] = s->stage[s->topk_idx[i]];
-    return zen_topk_state_add(s->topk, s->topk_idx, s->stage, t->nnz);
 }
 
 int zen_trainer_topk_dense_step(const zen_train_options *o, long step)
@@ -309,30 +288,35 @@ static size_t joint_tensor(zen_trainer_sync *s, size_t nnz, size_t d)
 
 /* Scatter the joint result: entries below total into topk_out (zeroed first), the rest into the
  * embedding gradient, whose local touched rows are zeroed first (an entry whose sum is zero may
- * be left out of the result). Counts the union's rows. */
+ * be left out of the result). The result comes in any order (any_order: no k-way merge of the
+ * owners' runs), each entry once, so every write and --topk-rescale mark is per entry and the
+ * union's embedding rows are counted with a bit per row. */
 static zen_status joint_scatter(zen_trainer_sync *s, const zen_sparse_result *r, size_t d,
                                 zen_sync_stats *st)
 {
     const zen_gpt_param *p = &zen_gpt_params(s->model)[s->emb];
-    size_t n = s->total, cells = (size_t)p->rows * d, i = 0;
+    size_t n = s->total, cells = (size_t)p->rows * d, rows = 0;
     memset(s->topk_out, 0, n * sizeof *s->topk_out);
     for (size_t j = 0; j < s->emb_n; j++)
         memset(p->grad + (size_t)s->emb_idx[j] * d, 0, d * sizeof(float));
-    for (; i < r->nnz && r->indices[i] < n; i++) {
-        s->topk_out[r->indices[i]] = r->values[i];
-        if (s->last && r->values[i] != 0.0f)
-            rescale_mark(s, r->indices[i]);
-    }
-    s->marked = 1;
-    size_t rows = 0, last = SIZE_MAX;
-    for (; i < r->nnz; i++) {
-        size_t e = (size_t)r->indices[i] - n;
+    memset(s->emb_seen, 0, ((size_t)p->rows + 63) / 64 * sizeof *s->emb_seen);
+    for (size_t i = 0; i < r->nnz; i++) {
+        size_t at = r->indices[i];
+        if (at < n) {
+            s->topk_out[at] = r->values[i];
+            if (s->last && r->values[i] != 0.0f)
+                rescale_mark(s, at);
+            continue;
+        }
+        size_t e = at - n, row = e / d;
         if (e >= cells)
             return ZEN_EPROTO;
         p->grad[e] = r->values[i];
-        rows += e / d != last;
-        last = e / d;
+        uint64_t bit = (uint64_t)1 << (row % 64);
+        rows += !(s->emb_seen[row / 64] & bit);
+        s->emb_seen[row / 64] |= bit;
     }
+    s->marked = 1;
     st->emb_rows_union = rows;
     return ZEN_OK;
 }
@@ -356,8 +340,10 @@ static zen_status allreduce_joint(zen_trainer_sync *s, size_t nnz, const zen_spa
     };
     zen_sparse_result r;
     zen_sparse_stats ss;
+    zen_sparse_options any = *so;
+    any.any_order = true;
     memset(&r, 0, sizeof r);
-    zen_status rc = zen_sparse_allreduce(s->dp, &t, &r, so, &ss);
+    zen_status rc = zen_sparse_allreduce(s->dp, &t, &r, &any, &ss);
     if (rc == ZEN_OK)
         rc = joint_scatter(s, &r, d, st);
     zen_sparse_result_free(&r);
@@ -370,6 +356,44 @@ static zen_status allreduce_joint(zen_trainer_sync *s, size_t nnz, const zen_spa
     st->emb_gamma = ss.gamma_n;
     st->emb_skew = ss.skew;
     return ZEN_OK;
+}
+
+/* --topk-global: every rank receives only the k largest magnitudes of the sum; what this rank
+ * sent and the sum dropped goes back into its residual. The rule is zen_sparse_topk_dropped's
+ * (an index absent from the result was dropped; summed over the ranks, each adding back only its
+ * own value, exactly the dropped part of the sum, in gradient units before the average), applied
+ * by one walk of the two ascending index lists (the selection's and the result's) instead of
+ * through a dense scratch of all n scalars: kept entries add 0. topk_idx/topk_val stay as sent
+ * (--dump-grads records them). The scatter marks --topk-rescale's ages as it goes, so the
+ * unpack does not scan all n. */
+static zen_status allreduce_global(zen_trainer_sync *s, const zen_sparse_tensor *t,
+                                   const zen_sparse_options *so, zen_sync_stats *st)
+{
+    zen_sparse_result r;
+    zen_sparse_stats ss;
+    zen_status rc = zen_sparse_allreduce(s->dp, t, &r, so, &ss);
+    if (rc != ZEN_OK)
+        return rc;
+    memcpy(st->topk_phase_us, ss.phase_us, sizeof st->topk_phase_us);
+    memset(s->topk_out, 0, s->total * sizeof *s->topk_out);
+    for (size_t i = 0; i < r.nnz; i++) {
+        if (r.indices[i] >= s->total) {
+            zen_sparse_result_free(&r);
+            return ZEN_EPROTO;
+        }
+        s->topk_out[r.indices[i]] = r.values[i];
+        if (s->last && r.values[i] != 0.0f)
+            rescale_mark(s, r.indices[i]);
+    }
+    s->marked = 1;
+    for (size_t i = 0, j = 0; i < t->nnz; i++) {
+        uint32_t idx = s->topk_idx[i];
+        while (j < r.nnz && r.indices[j] < idx)
+            j++;
+        s->stage[i] = j < r.nnz && r.indices[j] == idx ? 0.0f : s->topk_val[i];
+    }
+    zen_sparse_result_free(&r);
+    return zen_topk_state_add(s->topk, s->topk_idx, s->stage, t->nnz);
 }
 
 /* The synced result (topk_out) back into the gradients, with --topk-rescale's marks where the
@@ -457,7 +481,7 @@ static zen_status sync_topk(zen_trainer_sync *s, long step, zen_sync_stats *st)
     if (s->joint)
         rc = allreduce_joint(s, nnz, &so, st);
     else if (so.global_topk)
-        rc = allreduce_global(s, &sel, &so);
+        rc = allreduce_global(s, &sel, &so, st);
     else if ((rc = zen_sparse_allreduce_dense(s->dp, &sel, s->topk_out, &so, &ss)) == ZEN_OK)
         memcpy(st->topk_phase_us, ss.phase_us, sizeof st->topk_phase_us);
     if (rc != ZEN_OK)

@@ -46,6 +46,7 @@ void zen__sparse_profile_model(zen_sparse_profile *p, int n, double density,
     p->block_skew = 0.0;
     p->block_skew_n = 0.0;
     p->dense_output = 0;
+    p->any_order = 0;
     p->global_topk = 0;
 }
 
@@ -150,7 +151,7 @@ int zen__cost_terms_init(zen_cost_terms *t, int n, uint64_t rows, uint32_t width
     t->E_pull_bal = t->E_pull_ps = t->E;
     if (p->global_topk > 0) {
         t->keep = t->nnz_n > p->global_topk ? p->global_topk / t->nnz_n : 1;
-        t->topk_steps = 6 * ceil(log2(t->N));
+        t->topk_steps = 5 * ceil(log2(t->N)); /* a boundary tie adds 4 rounds (seldom) */
         double kept = t->keep * t->nnz_n > 1 ? t->keep * t->nnz_n : 1;
         t->E_pull_bal = t->V + zen_cost_min2(4, zen__cost_gap_bytes(t->R / kept * t->N));
         t->E_pull_ps = t->V + zen__cost_gap_bytes(t->R / kept); /* always gap-coded */

@@ -46,6 +46,7 @@ typedef struct zen_sparse_profile {
     double block_skew;      /* skew of the non-zero blocks over the n ranges (0: use skew) */
     double block_skew_n;    /* same for the sum (0: use skew_n) */
     int dense_output;       /* 1: the caller wants the dense rows x width result (compute) */
+    int any_order;          /* 1: a COO result may come in any order (BALANCED skips its merge) */
     double global_topk;     /* > 0: the owner schemes pull at most this many rows of the sum */
 } zen_sparse_profile;
 
@@ -70,7 +71,7 @@ typedef struct zen_net_model {
  *                 copy; owner coalesces it: nnz (sort + V copy); bitmap: encode the owner's
  *                 nnz_n/n rows + decode all nnz_n, bitmap each (the words between set bits go
  *                 64 rows at a time), nnz_n/n + nnz_n V copy (COO blobs: copies instead); merge
- *                 the n decoded runs: nnz_n (merge lg n + V)
+ *                 the n decoded runs: nnz_n (merge lg n + V), with any_order nnz_n V copy
  *   HIERARCHICAL  round i merges two runs of g_i nnz: 2 g_i nnz (merge2 + V copy), or reduces D
  *                 bytes once the partial sum went dense (plus one densify, D copy)
  *   DENSE         densify: D + nnz V copy; reduce-scatter: (n-1)/n D reduce; extract: D copy
@@ -137,8 +138,9 @@ typedef struct zen_cost_terms {
     double zero;      /* ns to zero a dense result */
     double dense_out; /* ns to zero and scatter a dense result (0 for a sparse one) */
     /* global top-k (p->global_topk > 0; BALANCED and PS): the share of the sum's rows the pull
-     * carries, min(1, k / nnz_n), and the select's steps (up to 5 allreduces of <= 512 B and one
-     * allgather, ceil(log2 n) steps each); 1 and 0 without it */
+     * carries, min(1, k / nnz_n), and the select's steps (up to 5 allreduces of <= 512 B,
+     * ceil(log2 n) steps each; a tie at the boundary adds 4 of 1 KB, seldom, left out); 1 and 0
+     * without it */
     double keep;
     double topk_steps;
     /* bytes per pulled entry: E, or with global top-k 4w + the expected gap-coded index

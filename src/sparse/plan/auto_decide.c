@@ -109,6 +109,7 @@ static void predict(const zen_sparse_ctx *ctx, zen_sparse_profile *p, const zen_
 {
     const zen_coo *c = ctx->local;
     p->dense_output = ctx->dense_out != NULL;
+    p->any_order = ctx->opts->any_order;
     p->global_topk = (double)ctx->opts->global_topk;
     zen__sparse_predict(ctx->comm->size, c->rows, c->width, p, net,
                         zen__param_long("SPARSE_BLOCK_SIZE"), pred);

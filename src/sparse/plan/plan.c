@@ -121,6 +121,7 @@ static zen_status across_hosts(zen_sparse_ctx *ctx, zen_sparse_scheme scheme, ze
     o.average = 0;     /* divided by the whole rank count at the end */
     o.hierarchy = ZEN_SPARSE_HIER_OFF;
     o.ranks_per_host = 0;
+    o.any_order = false; /* intra_gather checks the shard sums come back ascending */
     zen_sparse_stats is;
     memset(&is, 0, sizeof is);
     zen_sparse_ctx ic = { h->inter, &in, NULL, &h->res, &o, &is, 0, 0, 0 };

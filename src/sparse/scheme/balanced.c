@@ -7,13 +7,14 @@
  *   push       one exchange of 8-byte sizes, one of per-owner COO slices (indices then rows)
  *   aggregate  the owner coalesces what it received (radix sort + sum; memory ~ received nnz)
  *   (top-k)    with global_topk, the owners keep only their share of the k largest sums
- *              (global_topk.c: up to 5 allreduces of <= 512 B and an allgather of 8 B per rank)
+ *              (global_topk.c: up to 5 allreduces of <= 512 B, and 4 of 1 KB for a tie)
  *   encode     hash bitmap of the owner's sum over U_j, COO, or COO with gap-coded indices
  *              (ZEN_HB_GAP), whichever is smallest (bitmap.c)
  *   pull       allgather of (blob bytes, push imbalance), allgatherv of the blobs: Bruck's
  *              log2 n rounds up to ZEN_SPARSE_PULL_BRUCK_MAX_BYTES in all, else the ring
  *   decode     every rank expands each owner's blob with that owner's universe, into the dense
- *              output or into n sorted runs merged by a scan of their heads (coo.c)
+ *              output or into n sorted runs merged by a scan of their heads (coo.c), or,
+ *              with any_order, simply placed one after another
  *
  * 4 ranks, rank 0's view (a = aggregated partition of owner j, b = its blob):
  *
@@ -323,6 +324,26 @@ static zen_status do_pull(bal_state *s)
                           ZEN_I32);
 }
 
+/* any_order: the owners' universes are disjoint, so their runs hold distinct rows and one run
+ * after another is the whole sum, each row once: copies instead of the k-way merge. total is the
+ * rows the decoders counted. */
+static zen_status concat_runs(const zen_coo *runs, size_t k, size_t total, zen_coo *out)
+{
+    zen_status st = zen__coo_reserve(out, total);
+    size_t at = 0, w = out->width;
+    for (size_t j = 0; j < k && st == ZEN_OK; j++) {
+        if (runs[j].nnz > total - at)
+            return ZEN_EINTERNAL;
+        if (runs[j].nnz == 0)
+            continue;
+        memcpy(out->idx + at, runs[j].idx, runs[j].nnz * sizeof *out->idx);
+        memcpy(out->val + at * w, runs[j].val, runs[j].nnz * w * sizeof *out->val);
+        at += runs[j].nnz;
+    }
+    out->nnz = at;
+    return st;
+}
+
 static zen_status do_decode(bal_state *s)
 {
     zen_sparse_ctx *ctx = s->ctx;
@@ -366,7 +387,8 @@ static zen_status do_decode(bal_state *s)
     if (ctx->dense_out)
         return ZEN_OK;
     zen_coo sum = { rows, s->w, 0, 0, NULL, NULL };
-    st = zen__coo_merge(s->runs, (size_t)s->n, &sum);
+    st = ctx->opts && ctx->opts->any_order ? concat_runs(s->runs, (size_t)s->n, total, &sum)
+                                           : zen__coo_merge(s->runs, (size_t)s->n, &sum);
     if (st == ZEN_OK)
         st = zen__sparse_emit(ctx, &sum);
     zen__coo_release(&sum);
@@ -426,7 +448,8 @@ zen_cost_parts zen__sparse_cost_balanced(const zen_cost_terms *t)
     double info_steps =
         t->n > 2 && info_bytes <= (double)zen__param_long("ALLGATHER_BRUCK_MAX_BYTES") ? lg : t->n1;
     double pull_steps = zen__sparse_pull_uses_bruck(t->n, pull_bytes) ? lg : t->n1;
-    double out = t->p->dense_output ? t->dense_out : nnz_n * (c->merge * t->lgn + V * cp);
+    double merge = t->p->any_order ? 0 : c->merge * t->lgn;
+    double out = t->p->dense_output ? t->dense_out : nnz_n * (merge + V * cp);
     return (zen_cost_parts){ 2 * t->conc + (info_steps + pull_steps + t->topk_steps) * t->a,
                              t->frac * (nnz * E + pull_bytes),
                              t->coalesce + nnz * (c->hash + (4 + V) * cp) + nnz * E * cp +

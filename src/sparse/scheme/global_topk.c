@@ -11,11 +11,17 @@
  *            and the select ends; otherwise the bins above are kept and the next round refines
  *            the boundary bin.
  *   ties     after the last round the boundary is one exact key T with more holders than wanted:
- *            an allgather of each owner's count of T; owner j keeps its share of the wanted
- *            ones in proportion to its count (tie_quota), by ascending index.
+ *            the same select again, over the holders of T, on a fixed bijective mix of the row
+ *            index (tie_order: 4 rounds of 8-bit digits, smallest first), keeps the wanted number
+ *            with the smallest mixed index. Which rows win then depends only on the rows, not
+ *            on which owner holds them: BALANCED's owners follow the communicator's random hash
+ *            seed, and a rule by owner (the counts' shares this replaced) made two runs of the
+ *            same training differ at the first tie (a +x and a -x summed at the boundary,
+ *            `zen train --topk-global` at 8 ranks). The mix spreads the winners over the index
+ *            space, so PS's range owners share them as evenly as hashed ones.
  * Every owner sees the same sums, so all take the same decisions without further messages.
  * Bytes on the wire: 5 allreduces of 512 B then 256 B (i32 bins; i64 when rows >= 2^31), each
- * ~2x its size per rank, and one allgather of 8 bytes per rank: ~3 KB per rank at 8 ranks
+ * ~2x its size per rank, and with a tie 4 more of 1 KB: ~3-11 KB per rank at 8 ranks
  * (measured: tests/test_sparse_global_topk.c), small beside the pull it shrinks from the union
  * (up to n k rows) to k rows of 8 bytes. Smaller digits would trade bytes for rounds (latency).
  * A round ends the select early when its boundary bin fits exactly (always in round 1 when the
@@ -26,9 +32,9 @@
 #include <string.h>
 
 #include "coll/comm_internal.h"
-#include "common/alloc.h"
+#include "common/hash.h"
 
-#define TOPK_MAX_BINS 128
+#define TOPK_MAX_BINS 256
 
 static uint32_t key_of(float v)
 {
@@ -37,20 +43,27 @@ static uint32_t key_of(float v)
     return b & 0x7fffffffu;
 }
 
-/* The rule every owner applies at the end: keep the non-zero keys >= lo, and up to quota keys
- * == tie (lo = tie + 1 then). */
+/* The rule every owner applies at the end: keep the non-zero keys >= lo, and the keys == tie
+ * whose tie_order(row) <= order_max (lo = tie + 1 then; no tie: tie 0, which is never kept). */
 typedef struct topk_rule {
     uint64_t lo;
     uint32_t tie;
-    uint64_t quota;
+    uint32_t order_max;
 } topk_rule;
+
+/* A fixed bijection of 32-bit row indices (zen_mix32, unseeded: the same in every run), so
+ * distinct rows never share an order and the orders are spread over [0, 2^32) whatever the rows. */
+static uint32_t tie_order(uint32_t row)
+{
+    return zen_mix32(row);
+}
 
 /* Sum the owners' bins (count of them, i32 or i64 on the wire) into sum[]. */
 static zen_status sum_bins(zen_comm *comm, int wide, const uint64_t *mine, uint64_t *sum, int count)
 {
     if (wide)
         return zen_allreduce(comm, mine, sum, (size_t)count, ZEN_I64, ZEN_SUM);
-    int32_t a[TOPK_MAX_BINS], b[TOPK_MAX_BINS];
+    int32_t a[TOPK_MAX_BINS] = { 0 }, b[TOPK_MAX_BINS]; /* zeroed: gcc cannot see count > 0 */
     for (int i = 0; i < count; i++)
         a[i] = (int32_t)mine[i];
     zen_status st = zen_allreduce(comm, a, b, (size_t)count, ZEN_I32, ZEN_SUM);
@@ -59,38 +72,44 @@ static zen_status sum_bins(zen_comm *comm, int wide, const uint64_t *mine, uint6
     return st;
 }
 
-/* Ties: this owner's share of the wanted keys equal to tie. Shares proportional to the owners'
- * counts keep the pull balanced (a prefix over ranks gave rank 0 every tie: pull imbalance 2.1 on
- * small-integer data at 8 ranks): owner j gets floor(want c_j / C), and the remainder goes one
- * each to the first owners in rank order that have a tie left over. */
-static zen_status tie_quota(zen_sparse_ctx *ctx, const zen_coo *agg, topk_rule *r, uint64_t want)
+/* Ties: of the rows holding the key r->tie (more than want in all), keep the want of smallest
+ * tie_order, by the same radix select over the orders' 32 bits, smallest digits first. The rows are
+ * distinct (each on one owner), so the last round's bins hold one row each and it always ends
+ * exact. */
+static zen_status tie_rule(zen_sparse_ctx *ctx, const zen_coo *agg, topk_rule *r, uint64_t want)
 {
-    zen_comm *comm = ctx->comm;
-    int n = comm->size;
-    uint64_t mine = 0;
-    for (size_t i = 0; i < agg->nnz; i++)
-        mine += key_of(agg->val[i]) == r->tie;
-    uint64_t *all = zen__malloc_array((size_t)n, sizeof *all);
-    if (!all)
-        return zen__fail(comm, ZEN_ENOMEM, "sparse global top-k: out of memory for %d counts", n);
-    zen_status st = zen_allgather(comm, &mine, all, 1, ZEN_I64);
-    uint64_t total = 0, given = 0;
-    for (int j = 0; j < n; j++)
-        total += all[j];
-    if (st == ZEN_OK && total <= want) /* cannot happen: the rounds left more ties than want */
-        st = zen__fail(comm, ZEN_EPROTO, "sparse global top-k: %llu ties for %llu places",
-                       (unsigned long long)total, (unsigned long long)want);
-    /* counts and want are below 2^32 (rows < 2^32), so the products fit */
-    for (int j = 0; j < n && st == ZEN_OK; j++)
-        given += want * all[j] / total;
-    r->quota = st == ZEN_OK ? want * mine / total : 0;
-    for (int j = 0; j < n && st == ZEN_OK && given < want; j++)
-        if (want * all[j] / total < all[j]) {
-            given++;
-            r->quota += j == comm->rank;
+    int wide = agg->rows >= ((uint64_t)1 << 31);
+    uint64_t mine[TOPK_MAX_BINS], sum[TOPK_MAX_BINS];
+    uint64_t prefix = 0;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        memset(mine, 0, sizeof mine);
+        for (size_t i = 0; i < agg->nnz; i++) {
+            uint32_t order = tie_order(agg->idx[i]);
+            if (key_of(agg->val[i]) == r->tie && ((uint64_t)order >> (shift + 8)) == prefix)
+                mine[(order >> shift) & 255u]++;
         }
-    zen__free(all);
-    return st;
+        zen_status st = sum_bins(ctx->comm, wide, mine, sum, 256);
+        if (st != ZEN_OK)
+            return st;
+        uint64_t below = 0;
+        int b = 0;
+        while (b < 255 && below + sum[b] < want)
+            below += sum[b++];
+        uint64_t edge = (prefix << 8) | (uint64_t)b;
+        if (below + sum[b] >= want && (below + sum[b] == want || shift == 0)) {
+            if (below + sum[b] != want) /* cannot happen: distinct rows, one per last bin */
+                return zen__fail(ctx->comm, ZEN_EPROTO,
+                                 "sparse global top-k: %llu rows share one tie order",
+                                 (unsigned long long)sum[b]);
+            r->order_max = (uint32_t)(((edge + 1) << shift) - 1);
+            return ZEN_OK;
+        }
+        if (below + sum[b] < want) /* cannot happen: more than want hold the tie */
+            return zen__fail(ctx->comm, ZEN_EPROTO, "sparse global top-k: ties ran out");
+        want -= below;
+        prefix = edge;
+    }
+    return zen__fail(ctx->comm, ZEN_EINTERNAL, "sparse global top-k: tie select did not end");
 }
 
 /* The radix rounds: fill *r with the rule that keeps exactly min(k, non-zeros) keys in all. */
@@ -131,7 +150,7 @@ static zen_status select_rule(zen_sparse_ctx *ctx, const zen_coo *agg, size_t k,
     /* prefix is one exact key with more holders than the want left */
     r->tie = prefix;
     r->lo = (uint64_t)prefix + 1;
-    return tie_quota(ctx, agg, r, want);
+    return tie_rule(ctx, agg, r, want);
 }
 
 zen_status zen__sparse_global_topk(zen_sparse_ctx *ctx, zen_coo *agg, size_t k)
@@ -141,14 +160,10 @@ zen_status zen__sparse_global_topk(zen_sparse_ctx *ctx, zen_coo *agg, size_t k)
     if (st != ZEN_OK)
         return st;
     size_t out = 0;
-    uint64_t ties = 0;
     for (size_t i = 0; i < agg->nnz; i++) {
         uint32_t key = key_of(agg->val[i]);
-        int keep = key != 0 && key >= r.lo;
-        if (!keep && key == r.tie && key != 0 && ties < r.quota) {
-            keep = 1;
-            ties++;
-        }
+        int keep =
+            key != 0 && (key >= r.lo || (key == r.tie && tie_order(agg->idx[i]) <= r.order_max));
         if (keep) {
             agg->idx[out] = agg->idx[i];
             agg->val[out] = agg->val[i];

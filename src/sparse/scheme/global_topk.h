@@ -18,8 +18,9 @@ static inline size_t zen__sparse_topk_k(const zen_sparse_ctx *ctx)
  * *agg, this owner's reduced partition (sorted unique rows, width 1; the owners' partitions are
  * disjoint), only its share of the k largest magnitudes of the union of all partitions. Exact
  * zeros are dropped. After the call the partitions together hold exactly min(k, non-zeros) rows,
- * and every kept magnitude is >= every dropped one. Ties at the boundary magnitude are shared
- * among the owners in proportion to how many each holds (lowest indices first within an owner).
+ * and every kept magnitude is >= every dropped one. Of the rows tied at the boundary magnitude,
+ * those of smallest tie order (a fixed bijective mix of the row index) are kept: the same rows
+ * whichever owners hold them, so the result does not depend on the communicator's hash seed.
  */
 zen_status zen__sparse_global_topk(zen_sparse_ctx *ctx, zen_coo *agg, size_t k);
 
