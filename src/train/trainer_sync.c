@@ -340,10 +340,8 @@ static zen_status allreduce_joint(zen_trainer_sync *s, size_t nnz, const zen_spa
     };
     zen_sparse_result r;
     zen_sparse_stats ss;
-    zen_sparse_options any = *so;
-    any.any_order = true;
     memset(&r, 0, sizeof r);
-    zen_status rc = zen_sparse_allreduce(s->dp, &t, &r, &any, &ss);
+    zen_status rc = zen_sparse_allreduce(s->dp, &t, &r, so, &ss);
     if (rc == ZEN_OK)
         rc = joint_scatter(s, &r, d, st);
     zen_sparse_result_free(&r);
@@ -476,6 +474,7 @@ static zen_status sync_topk(zen_trainer_sync *s, long step, zen_sync_stats *st)
     so.average = 1;
     so.key = "topk";
     so.global_topk = s->opts->topk_global ? k : 0;
+    so.any_order = s->joint; /* joint_scatter needs no order; the global walk does */
     s->topk_nnz = nnz;
     zen_sparse_stats ss;
     if (s->joint)

@@ -12,7 +12,7 @@
  *            the boundary bin.
  *   ties     after the last round the boundary is one exact key T with more holders than wanted:
  *            the same select again, over the holders of T, on a fixed bijective mix of the row
- *            index (tie_order: 4 rounds of 8-bit digits, smallest first), keeps the wanted number
+ *            index (zen_mix32: 4 rounds of 8-bit digits, smallest first), keeps the wanted number
  *            with the smallest mixed index. Which rows win then depends only on the rows, not
  *            on which owner holds them: BALANCED's owners follow the communicator's random hash
  *            seed, and a rule by owner (the counts' shares this replaced) made two runs of the
@@ -44,19 +44,14 @@ static uint32_t key_of(float v)
 }
 
 /* The rule every owner applies at the end: keep the non-zero keys >= lo, and the keys == tie
- * whose tie_order(row) <= order_max (lo = tie + 1 then; no tie: tie 0, which is never kept). */
+ * whose zen_mix32(row) <= order_max (lo = tie + 1 then; no tie: tie 0, which is never kept).
+ * zen_mix32 is a fixed bijection of 32-bit rows (unseeded: the same in every run), so distinct
+ * rows never share an order and the orders spread over [0, 2^32) whatever the rows. */
 typedef struct topk_rule {
     uint64_t lo;
     uint32_t tie;
     uint32_t order_max;
 } topk_rule;
-
-/* A fixed bijection of 32-bit row indices (zen_mix32, unseeded: the same in every run), so
- * distinct rows never share an order and the orders are spread over [0, 2^32) whatever the rows. */
-static uint32_t tie_order(uint32_t row)
-{
-    return zen_mix32(row);
-}
 
 /* Sum the owners' bins (count of them, i32 or i64 on the wire) into sum[]. */
 static zen_status sum_bins(zen_comm *comm, int wide, const uint64_t *mine, uint64_t *sum, int count)
@@ -73,9 +68,9 @@ static zen_status sum_bins(zen_comm *comm, int wide, const uint64_t *mine, uint6
 }
 
 /* Ties: of the rows holding the key r->tie (more than want in all), keep the want of smallest
- * tie_order, by the same radix select over the orders' 32 bits, smallest digits first. The rows are
- * distinct (each on one owner), so the last round's bins hold one row each and it always ends
- * exact. */
+ * zen_mix32(row), by the same radix select over those orders' 32 bits, smallest digits first. The
+ * rows are distinct (each on one owner), so the last round's bins hold one row each and it always
+ * ends exact. */
 static zen_status tie_rule(zen_sparse_ctx *ctx, const zen_coo *agg, topk_rule *r, uint64_t want)
 {
     int wide = agg->rows >= ((uint64_t)1 << 31);
@@ -84,8 +79,10 @@ static zen_status tie_rule(zen_sparse_ctx *ctx, const zen_coo *agg, topk_rule *r
     for (int shift = 24; shift >= 0; shift -= 8) {
         memset(mine, 0, sizeof mine);
         for (size_t i = 0; i < agg->nnz; i++) {
-            uint32_t order = tie_order(agg->idx[i]);
-            if (key_of(agg->val[i]) == r->tie && ((uint64_t)order >> (shift + 8)) == prefix)
+            if (key_of(agg->val[i]) != r->tie)
+                continue;
+            uint32_t order = zen_mix32(agg->idx[i]);
+            if (((uint64_t)order >> (shift + 8)) == prefix)
                 mine[(order >> shift) & 255u]++;
         }
         zen_status st = sum_bins(ctx->comm, wide, mine, sum, 256);
@@ -96,16 +93,16 @@ static zen_status tie_rule(zen_sparse_ctx *ctx, const zen_coo *agg, topk_rule *r
         while (b < 255 && below + sum[b] < want)
             below += sum[b++];
         uint64_t edge = (prefix << 8) | (uint64_t)b;
-        if (below + sum[b] >= want && (below + sum[b] == want || shift == 0)) {
-            if (below + sum[b] != want) /* cannot happen: distinct rows, one per last bin */
-                return zen__fail(ctx->comm, ZEN_EPROTO,
-                                 "sparse global top-k: %llu rows share one tie order",
-                                 (unsigned long long)sum[b]);
+        if (below + sum[b] < want) /* cannot happen: more than want hold the tie */
+            return zen__fail(ctx->comm, ZEN_EPROTO, "sparse global top-k: ties ran out");
+        if (below + sum[b] == want) {
             r->order_max = (uint32_t)(((edge + 1) << shift) - 1);
             return ZEN_OK;
         }
-        if (below + sum[b] < want) /* cannot happen: more than want hold the tie */
-            return zen__fail(ctx->comm, ZEN_EPROTO, "sparse global top-k: ties ran out");
+        if (shift == 0) /* cannot happen: distinct rows, one per last bin */
+            return zen__fail(ctx->comm, ZEN_EPROTO,
+                             "sparse global top-k: %llu rows share one tie order",
+                             (unsigned long long)sum[b]);
         want -= below;
         prefix = edge;
     }
@@ -163,7 +160,7 @@ zen_status zen__sparse_global_topk(zen_sparse_ctx *ctx, zen_coo *agg, size_t k)
     for (size_t i = 0; i < agg->nnz; i++) {
         uint32_t key = key_of(agg->val[i]);
         int keep =
-            key != 0 && (key >= r.lo || (key == r.tie && tie_order(agg->idx[i]) <= r.order_max));
+            key != 0 && (key >= r.lo || (key == r.tie && zen_mix32(agg->idx[i]) <= r.order_max));
         if (keep) {
             agg->idx[out] = agg->idx[i];
             agg->val[out] = agg->val[i];
