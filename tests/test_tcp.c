@@ -5,6 +5,7 @@
  * and exits 0 when they hold. Also `zen launch` (through $ZEN_BIN) and a loopback bandwidth
  * probe (scenario "bw", run by hand: zen launch -n 2 -- test_tcp --rank-main bw).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -333,6 +334,53 @@ static int sc_bw(zen_comm *c)
     return 0;
 }
 
+/* Voluntary context switches of this process's tcp heartbeat thread (there is one per tcp
+ * transport, and this process has one); -1 when it is not found. */
+static long beat_thread_switches(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    long found = -1;
+    struct dirent *e;
+    while (d && found < 0 && (e = readdir(d)) != NULL) {
+        char path[300], line[256];
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        int is_beat = f && fgets(line, sizeof line, f) && strcmp(line, "zen-tcp-beat\n") == 0;
+        if (f)
+            fclose(f);
+        if (!is_beat)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        f = fopen(path, "r");
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "voluntary_ctxt_switches: %ld", &found) == 1)
+                break;
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* An idle job costs the heartbeat thread four wake-ups per beat (1 s here): about 8 in 2 s.
+ * Each look is one sleep, so its voluntary context switches count the looks; the former rule
+ * (a look every 50 ms whatever the beat) made 40. At least 2: the thread still looks. */
+static int sc_idle(zen_comm *c)
+{
+    CHECK(zen_barrier(c) == ZEN_OK);
+    long before = beat_thread_switches();
+    CHECK(before >= 0);
+    zen__sleep_ns(2 * 1000000000LL);
+    long looks = beat_thread_switches() - before;
+    if (looks < 2 || looks > 16)
+        fprintf(stderr, "rank %d: heartbeat thread woke %ld times in 2 s\n", zen_comm_rank(c),
+                looks);
+    CHECK(looks >= 2 && looks <= 16);
+    CHECK(zen_barrier(c) == ZEN_OK);
+    return 0;
+}
+
 struct scenario {
     const char *name;
     int (*fn)(zen_comm *c);
@@ -348,6 +396,7 @@ static const struct scenario scenarios[] = {
     { "sendstall", sc_sendstall },
     { "fail1", sc_fail1 },
     { "bw", sc_bw },
+    { "idle", sc_idle },
 };
 
 static char captured[8192];
@@ -565,6 +614,14 @@ static void test_collectives(void **state)
 static void tcp_fork_runner(int n, zen_rank_fn fn, void *arg)
 {
     zt_run_tcp_forked(n, NULL, NULL, fn, arg, 240);
+}
+
+/* The default heartbeat (1 s beat) with the job idle: the beat thread sleeps a quarter beat. */
+static void test_idle_heartbeat_wakeups(void **state)
+{
+    (void)state;
+    struct job j = { "idle", 2, 2, "30", NULL, "ZEN_HEARTBEAT_S=10", 0, 0 };
+    expect_all_ok(&j, -1);
 }
 
 static void test_coll_matrix_tcp(void **state)
@@ -796,6 +853,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_big_both_ways),
         cmocka_unit_test(test_big_infinite_timeout),
         cmocka_unit_test(test_collectives),
+        cmocka_unit_test(test_idle_heartbeat_wakeups),
         cmocka_unit_test(test_coll_matrix_tcp),
         cmocka_unit_test(test_fault_kill),
         cmocka_unit_test(test_sigkill),
