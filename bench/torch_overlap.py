@@ -118,6 +118,11 @@ def make_models(gs, args):
             table[name] = torch.nn.parallel.DistributedDataParallel(
                 model, process_group=g, bucket_cap_mb=args.bucket_mb,
                 gradient_as_bucket_view=args.grad_view)
+        if args.rows:  # the plain step's DDP only: the timeline keeps the dense all_reduces
+            import zen_torch.rows
+            plain[name].register_comm_hook(
+                zen_torch.rows.RowsState(plain[name].module, process_group=g),
+                zen_torch.rows.rows_hook)
         timing[name] = Timing(g, dist.get_world_size(g))
         timed[name].register_comm_hook(None, timing[name].hook)
     return plain, timed, timing
@@ -252,7 +257,7 @@ def run(rank, world, args):
     load = os.getloadavg()
     out.append({"kind": "run", "world": world, "label": args.label, "comm_nice": args.comm_nice,
                 "load": [round(x, 2) for x in load],
-                "bucket_mb": args.bucket_mb, "grad_view": args.grad_view,
+                "bucket_mb": args.bucket_mb, "grad_view": args.grad_view, "rows": args.rows,
                 "model": {"vocab": args.vocab, "dim": args.dim, "layers": args.layers,
                           "seq": args.seq, "batch": args.batch}})
     return out + lines
@@ -292,7 +297,8 @@ def report(out, args):
         if args.json:
             print(json.dumps(r), flush=True)
         elif r["kind"] == "run":
-            print(f"world {r['world']}, load {r['load']}")
+            print(f"world {r['world']}, load {r['load']}"
+                  + (", rows hook on every candidate" if r.get("rows") else ""))
         elif r["group"] == "compute":
             print(f"  compute-only: step {r['step_ms']:7.1f} ms  cpu {r['cpu_ms']:.0f} ms"
                   f"  ({r['params']} parameters)  rank 0 by thread: {r['rank0_thread_cpu_ms']}")
@@ -427,6 +433,10 @@ def main():
                     help="DDP gradient_as_bucket_view=True for every candidate: gradients are "
                          "views into the buckets, so DDP copies no gradient into a bucket before "
                          "its all_reduce nor back after it (docs/pytorch.md)")
+    ap.add_argument("--rows", action="store_true",
+                    help="every candidate's DDP (not the timeline's) with zen_torch.rows.rows_hook:"
+                         " the token embedding's bucket as its non-zero rows (zen: sparse "
+                         "allreduce; gloo: all_gather of the rows)")
     ap.add_argument("--comm-nice", type=int, default=None,
                     help="nice value for every thread but the training thread (communication "
                          "threads of all candidates), e.g. -5 (needs CAP_SYS_NICE below 0)")

@@ -61,6 +61,14 @@ set_tests_properties(torch_topk_hook_3 PROPERTIES
   LABELS torch TIMEOUT 120 SKIP_RETURN_CODE 77
   ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;ZEN_TIMEOUT_S=60;OMP_NUM_THREADS=1")
 
+# zen_torch.rows.rows_hook and rows_allreduce_into at 3 processes: against gloo's dense all_reduce
+# and DDP on gloo without a hook, on zen async, zen sync and gloo (tests/torch/rows_hook_check.py).
+add_test(NAME torch_rows_hook_3
+         COMMAND ${ZEN_TORCH_PY} ${CMAKE_CURRENT_SOURCE_DIR}/torch/rows_hook_check.py 3)
+set_tests_properties(torch_rows_hook_3 PROPERTIES
+  LABELS torch TIMEOUT 120 SKIP_RETURN_CODE 77
+  ENVIRONMENT "PYTHONPATH=${CMAKE_BINARY_DIR}/python;ZEN_TIMEOUT_S=60;OMP_NUM_THREADS=1")
+
 # A WORLD_SIZE larger than the ranks started (2 of 3) through the env:// store: every started
 # rank fails within about the timeout (6 s here) naming rank 2 only (torch/world_size_check.py).
 add_test(NAME torch_world_size_2_of_3

@@ -25,11 +25,12 @@ import torch.distributed as _dist
 
 from . import _C
 from . import hooks  # noqa: F401  (zen_torch.hooks: top-k DDP comm hook)
+from . import rows  # noqa: F401  (zen_torch.rows: dense embedding gradients as their rows)
 
 __version__ = _C.version()  # the libzen this module runs on, e.g. "0.1.0"
 
 __all__ = ["__version__", "set_sparse_scheme", "last_sparse_scheme", "transport", "all_reduce_sparse",
-           "launch_env", "is_sync", "monitored_barrier", "topk_select", "hooks", "all_gather_v",
+           "launch_env", "is_sync", "monitored_barrier", "topk_select", "hooks", "rows", "all_gather_v",
            "reduce_scatter_v"]
 
 topk_select = _C.topk_select  # libzen's top-k selection (zen/compress.h); see its docstring

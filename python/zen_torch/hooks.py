@@ -79,7 +79,24 @@ class _Flat:
         self.n_large = numel - self.n_small
 
 
-class TopKState:
+class GroupState:
+    """What every zen hook state holds: the group it reduces over (None: the default group) and
+    whether that group is zen's (asked once)."""
+
+    def __init__(self, process_group):
+        self.group = process_group
+        self._zen = None
+
+    def _group(self):
+        return self.group if self.group is not None else dist.distributed_c10d._get_default_group()
+
+    def _is_zen(self):
+        if self._zen is None:
+            self._zen = dist.get_backend(self._group()) == "zen"
+        return self._zen
+
+
+class TopKState(GroupState):
     """Options and per-parameter state of topk_hook (one per DDP model).
 
     ratio: target share of each bucket's elements sent per rank and step.
@@ -104,7 +121,7 @@ class TopKState:
             raise ValueError(f"momentum must be in [0, 1), got {momentum}")
         if mode not in ("union", "global"):
             raise ValueError(f"mode must be 'union' or 'global', got {mode!r}")
-        self.group = process_group
+        super().__init__(process_group)
         self.ratio, self.warmup, self.warmup_steps = ratio, tuple(warmup), warmup_steps
         self.mode, self.scheme, self.momentum = mode, scheme, momentum
         self.min_bucket, self.min_param, self.dense_ratio = min_bucket, min_param, dense_ratio
@@ -115,7 +132,6 @@ class TopKState:
         self.dense = 0  # elements sent through the dense path
         self._layouts = {}  # tuple of id(param) -> _Flat
         self._where = {}  # id(param) -> (_Flat, index in its params)
-        self._zen = None
 
     def current_ratio(self):
         if self.warmup_steps > 0:
@@ -156,14 +172,6 @@ class TopKState:
         live = {id(f) for f, _ in self._where.values()}  # drop layouts nobody points to
         self._layouts = {k: f for k, f in self._layouts.items() if id(f) in live}
         return flat
-
-    def _group(self):
-        return self.group if self.group is not None else dist.distributed_c10d._get_default_group()
-
-    def _is_zen(self):
-        if self._zen is None:
-            self._zen = dist.get_backend(self._group()) == "zen"
-        return self._zen
 
 
 def _dense(state, bucket, g, world):

@@ -1,5 +1,6 @@
 // zen_torch._C.sparse_allreduce_coo: the element-sparse allreduce a top-k DDP comm hook
-// (zen_torch.hooks) sends its selected gradient entries through.
+// (zen_torch.hooks) sends its selected gradient entries through; rows_allreduce_into: the row-sparse
+// one of the embedding rows hook (exact: the dense gradient's all-zero rows are left out).
 //
 // Why a binding of its own rather than dist.all_reduce of a sparse COO tensor: the hook has the
 // selection as (indices, values) over a flat bucket of numel elements, wants the reduced sum back
@@ -23,6 +24,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/extension.h>
+#include <vector>
 
 #include "bindings.hpp"
 
@@ -212,6 +214,88 @@ pybind11::object sparse_allreduce_into(const at::Tensor &indices, const at::Tens
     });
 }
 
+// rows_allreduce_into: a dense float32 bucket viewed as rows of `width` elements; the rows that
+// hold any non-zero (NaN and inf included) go through zen_sparse_allreduce_dense, which writes the
+// sum over all the rows back into the bucket; the last numel % width elements (a partial row),
+// through a dense zen_allreduce. Exact: a row left out is zero on that rank. Everything, the scan
+// included, runs on the worker, so the training thread only queues it.
+struct RowsArgs {
+    at::Tensor out;
+    int64_t width;
+    zen_sparse_scheme scheme;
+    bool average;
+};
+
+void reduce_rows(zt::Comm &c, const RowsArgs &a)
+{
+    float *o = a.out.data_ptr<float>();
+    const uint64_t w = (uint64_t)a.width;
+    const uint64_t rows = (uint64_t)a.out.numel() / w;
+    const size_t tail = (size_t)((uint64_t)a.out.numel() % w);
+    std::vector<uint32_t> idx; // the rows holding a non-zero: a dense row ends its scan early
+    for (uint64_t r = 0; r < rows; r++) {
+        const float *row = o + r * w;
+        uint64_t j = 0;
+        while (j < w && row[j] == 0.0f)
+            j++;
+        if (j < w)
+            idx.push_back((uint32_t)r);
+    }
+    std::vector<float> val(idx.size() * w); // their values, packed
+    for (size_t i = 0; i < idx.size(); i++)
+        std::memcpy(&val[i * w], o + (uint64_t)idx[i] * w, w * sizeof(float));
+    zen_sparse_tensor in = {};
+    in.rows = rows;
+    in.width = (uint32_t)w;
+    in.nnz = idx.size();
+    in.index_type = ZEN_INDEX_U32;
+    in.indices = idx.data();
+    in.value_type = ZEN_F32;
+    in.values = val.data();
+    zen_sparse_options so = ZEN_SPARSE_OPTIONS_INIT;
+    so.scheme = a.scheme;
+    so.average = a.average;
+    so.key = "zen_torch.rows"; // AUTO keeps a profile per (rows, width) of this key
+    zen_status st =
+        rows ? zen_sparse_allreduce_dense(c.comm(), &in, o, &so, &c.last_sparse) : ZEN_OK;
+    if (st != ZEN_OK)
+        std::rethrow_exception(c.error("sparse allreduce (rows hook)", st));
+    if (tail == 0)
+        return;
+    float *t = o + rows * w;
+    st = zen_allreduce(c.comm(), t, t, tail, ZEN_F32, ZEN_SUM);
+    if (st != ZEN_OK)
+        std::rethrow_exception(c.error("allreduce (rows hook, last partial row)", st));
+    if (a.average)
+        for (size_t i = 0; i < tail; i++)
+            t[i] /= (float)zen_comm_size(c.comm());
+}
+
+// The embedding rows hook's transport: the bucket's mean (sum unless average) over the group,
+// row-sparse, written into out by the worker; returns a torch.futures.Future of out.
+pybind11::object rows_allreduce_into(at::Tensor out, int64_t width,
+                                     const c10::intrusive_ptr<c10d::ProcessGroup> &pg,
+                                     const std::string &scheme, bool average)
+{
+    const char *w = "zen backend: rows_allreduce_into";
+    TORCH_CHECK(out.device().is_cpu() && out.dim() == 1 && out.is_contiguous() &&
+                    out.scalar_type() == at::kFloat,
+                w, ": out must be a 1-D contiguous CPU float32 tensor");
+    TORCH_CHECK(width > 0 && width <= ((int64_t)1 << 24), w, ": width must be in [1, 2^24], got ",
+                width);
+    TORCH_CHECK(out.numel() / width < ((int64_t)1 << 32), w, ": ", out.numel() / width,
+                " rows of width ", width, " (2^32 at most)");
+    RowsArgs a{ out, width, ZEN_SPARSE_AUTO, average };
+    TORCH_CHECK(zen_sparse_scheme_parse(scheme.c_str(), &a.scheme) == ZEN_OK,
+                "zen backend: unknown sparse scheme '", scheme,
+                "' (auto, balanced, hierarchical, allgather, block, ps, dense)");
+    c10::IValue done = torch::jit::toIValue(pybind11::cast(out), c10::PyObjectType::get());
+    return post_coo(pg, c10::PyObjectType::get(), [a, done](zt::Comm &c) {
+        reduce_rows(c, a);
+        return done;
+    });
+}
+
 } // namespace
 
 void zen_torch_register_sparse_coo(pybind11::module &m)
@@ -231,4 +315,10 @@ void zen_torch_register_sparse_coo(pybind11::module &m)
           "a zen group's worker, the sum (mean when average) written densely into out there; "
           "with global_k and a residual, this rank's values at indices the result lacks are "
           "added back into the residual; returns a torch.futures.Future of out");
+    m.def(
+        "rows_allreduce_into", &rows_allreduce_into, pybind11::arg("out"), pybind11::arg("width"),
+        pybind11::arg("group"), pybind11::arg("scheme") = "auto", pybind11::arg("average") = true,
+        "allreduce of a dense float32 bucket on a zen group's worker, sending only its rows of "
+        "width elements that hold a non-zero (zen's sparse allreduce; the last partial row "
+        "dense); the sum (mean when average) lands in out; returns a torch.futures.Future of out");
 }

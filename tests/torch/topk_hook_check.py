@@ -18,35 +18,19 @@ without a hook, and each rank's plain local gradients summed through gloo.
    between buckets) keeps that identity exact: the state follows the parameters.
 Exit 0 pass, 1 fail, 77 when torch does not import.
 """
-import os
 import sys
-import tempfile
-import traceback
 
 try:
     import torch
     import torch.distributed as dist
-    import torch.multiprocessing as mp
 except ImportError as e:  # pragma: no cover - depends on the machine
     print(f"skipping: torch does not import: {e}")
     sys.exit(77)
+import harness
 import zen_torch
+from harness import close, expect_error
 from zen_torch import hooks
 
-
-def close(a, b, what, tol=1e-5):
-    if not torch.allclose(a.double(), b.double(), rtol=tol, atol=tol):
-        raise AssertionError(f"{what}: max diff {(a.double() - b.double()).abs().max().item()}")
-
-
-def expect_error(fn, *words):
-    try:
-        fn()
-    except (RuntimeError, ValueError) as e:
-        for w in words:
-            assert w in str(e), f"error {e!r} does not say {w!r}"
-        return
-    raise AssertionError(f"no error (expected one saying {words})")
 
 
 def check_coo(rank, n, zen, gloo):
@@ -234,35 +218,18 @@ def check_rebuild(rank, n, zen, gloo):
         close(a + res / n, t / n, f"rebuild: parameter {i}", 1e-4)
 
 
-def worker(rank, n, init, failed):
-    try:
-        torch.set_num_threads(1)
-        dist._DEFAULT_FIRST_BUCKET_BYTES = 4096  # small first bucket: layouts change on rebuild
-        dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n)
-        zen, gloo = dist.new_group(backend="zen"), dist.group.WORLD
-        for check in (check_coo, check_ratio_one, check_error_feedback, check_rebuild):
-            check(rank, n, zen, gloo)
-            if rank == 0:
-                print(f"{check.__name__}: pass", flush=True)
-        dist.barrier(group=gloo)
-        dist.destroy_process_group()
-    except Exception:
-        traceback.print_exc()
-        failed[rank] = 1
-        os._exit(1)
-
-
-def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-    os.environ.setdefault("ZEN_TIMEOUT_S", "60")
-    with tempfile.TemporaryDirectory() as d:
-        failed = mp.get_context("spawn").Array("i", n)
-        mp.spawn(worker, args=(n, "file://" + os.path.join(d, "rdv"), failed), nprocs=n,
-                 join=True)
-        if any(failed):
-            sys.exit(1)
-    print(f"topk hook at {n} processes: pass")
+def worker(rank, n, init):
+    torch.set_num_threads(1)
+    dist._DEFAULT_FIRST_BUCKET_BYTES = 4096  # small first bucket: layouts change on rebuild
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=n)
+    zen, gloo = dist.new_group(backend="zen"), dist.group.WORLD
+    for check in (check_coo, check_ratio_one, check_error_feedback, check_rebuild):
+        check(rank, n, zen, gloo)
+        if rank == 0:
+            print(f"{check.__name__}: pass", flush=True)
+    dist.barrier(group=gloo)
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    main()
+    harness.spawn(worker, "topk hook")
