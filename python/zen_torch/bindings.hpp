@@ -5,9 +5,11 @@
 
 #include <memory>
 #include <pybind11/pybind11.h>
+#include <string>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <zen/sparse.h>
 #include <zen/store.h>
 
 #include "worker.hpp"
@@ -29,4 +31,6 @@ std::shared_ptr<Comm> comm_of(const c10::intrusive_ptr<c10d::ProcessGroup> &pg);
 // A c10d::Store as a zen_store (zen_torch.cpp), for zen_comm_create_with_store: the process
 // group's rendezvous and TPGroup's. The store must outlive the rendezvous.
 zen_store store_of(c10d::Store *store);
+// A sparse scheme by name ("auto", "balanced", ...); raises naming the valid ones (zen_torch.cpp).
+zen_sparse_scheme scheme_of(const std::string &name);
 } // namespace zen_torch

@@ -129,9 +129,7 @@ CooArgs check_coo(const at::Tensor &indices, const at::Tensor &values, int64_t n
                 numel);
     TORCH_CHECK(global_k >= 0, w, ": global_k must be >= 0 (0: union), got ", global_k);
     CooArgs a;
-    TORCH_CHECK(zen_sparse_scheme_parse(scheme.c_str(), &a.scheme) == ZEN_OK,
-                "zen backend: unknown sparse scheme '", scheme,
-                "' (auto, balanced, hierarchical, allgather, block, ps, dense)");
+    a.scheme = zt::scheme_of(scheme);
     a.idx = indices.contiguous();
     a.val = values.contiguous();
     a.numel = numel;
@@ -266,9 +264,11 @@ void reduce_rows(zt::Comm &c, const RowsArgs &a)
     st = zen_allreduce(c.comm(), t, t, tail, ZEN_F32, ZEN_SUM);
     if (st != ZEN_OK)
         std::rethrow_exception(c.error("allreduce (rows hook, last partial row)", st));
-    if (a.average)
+    if (a.average) {
+        const float ranks = (float)zen_comm_size(c.comm());
         for (size_t i = 0; i < tail; i++)
-            t[i] /= (float)zen_comm_size(c.comm());
+            t[i] /= ranks;
+    }
 }
 
 // The embedding rows hook's transport: the bucket's mean (sum unless average) over the group,
@@ -285,10 +285,7 @@ pybind11::object rows_allreduce_into(at::Tensor out, int64_t width,
                 width);
     TORCH_CHECK(out.numel() / width < ((int64_t)1 << 32), w, ": ", out.numel() / width,
                 " rows of width ", width, " (2^32 at most)");
-    RowsArgs a{ out, width, ZEN_SPARSE_AUTO, average };
-    TORCH_CHECK(zen_sparse_scheme_parse(scheme.c_str(), &a.scheme) == ZEN_OK,
-                "zen backend: unknown sparse scheme '", scheme,
-                "' (auto, balanced, hierarchical, allgather, block, ps, dense)");
+    RowsArgs a{ out, width, zt::scheme_of(scheme), average };
     c10::IValue done = torch::jit::toIValue(pybind11::cast(out), c10::PyObjectType::get());
     return post_coo(pg, c10::PyObjectType::get(), [a, done](zt::Comm &c) {
         reduce_rows(c, a);

@@ -254,11 +254,7 @@ class ProcessGroupZen : public c10d::ProcessGroup
 
     void set_sparse_scheme(const std::string &name)
     {
-        zen_sparse_scheme s;
-        TORCH_CHECK(zen_sparse_scheme_parse(name.c_str(), &s) == ZEN_OK,
-                    "zen backend: unknown sparse scheme '", name,
-                    "' (auto, balanced, hierarchical, allgather, block, ps, dense)");
-        c_->sparse_scheme.store((int)s);
+        c_->sparse_scheme.store((int)zt::scheme_of(name));
     }
 
     // Read after the sparse all_reduce's wait(): the worker wrote it before completing it.
@@ -827,6 +823,15 @@ ProcessGroupZen *as_zen(const c10::intrusive_ptr<c10d::ProcessGroup> &pg)
 }
 
 } // namespace
+
+zen_sparse_scheme zen_torch::scheme_of(const std::string &name)
+{
+    zen_sparse_scheme s;
+    TORCH_CHECK(zen_sparse_scheme_parse(name.c_str(), &s) == ZEN_OK,
+                "zen backend: unknown sparse scheme '", name,
+                "' (auto, balanced, hierarchical, allgather, block, ps, dense)");
+    return s;
+}
 
 zen_store zen_torch::store_of(c10d::Store *store)
 {
